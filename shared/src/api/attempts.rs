@@ -1,0 +1,279 @@
+//! `/api/v1/attempts`
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::query::{non_empty, parse_field, FieldError};
+use super::reports::{parse_limit, unknown_parameter};
+use super::DEFAULT_LIMIT;
+use crate::model::{
+    FailureCause, Goal, Review, RunEnvironment, RunTrigger, SignalSource, Verdict, VerdictSource,
+};
+
+/// One verification signal and where its value came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signal {
+    pub passed: bool,
+    pub source: SignalSource,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// The four signals (after RepGen). Absent means not computed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signals {
+    #[serde(default)]
+    pub syntax: Option<Signal>,
+    #[serde(default)]
+    pub quality: Option<Signal>,
+    #[serde(default)]
+    pub relevance: Option<Signal>,
+    #[serde(default)]
+    pub failure_behaviour: Option<Signal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAttemptRequest {
+    pub report_id: i64,
+    #[serde(default)]
+    pub goal: Goal,
+    /// Agent name, or `human` for a person.
+    pub agent: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The model's training cutoff (for the contamination split).
+    #[serde(default)]
+    pub model_cutoff: Option<NaiveDate>,
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub ended_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub wall_seconds: Option<f64>,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub tokens_in: i64,
+    #[serde(default)]
+    pub tokens_out: i64,
+    #[serde(default = "one")]
+    pub iterations: u32,
+    #[serde(default)]
+    pub candidate: Option<String>,
+    #[serde(default)]
+    pub signals: Signals,
+    pub verdict: Verdict,
+    pub verdict_source: VerdictSource,
+    #[serde(default)]
+    pub failure_cause: Option<FailureCause>,
+    #[serde(default)]
+    pub review: Option<Review>,
+    #[serde(default)]
+    pub reviewer: Option<String>,
+    #[serde(default)]
+    pub review_comment: Option<String>,
+    /// Natural key for idempotent imports (agent + report + key).
+    #[serde(default)]
+    pub attempt_key: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl CreateAttemptRequest {
+    /// Checks what the verdict rules of DOMAIN.md forbid.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.agent.trim().is_empty() || self.agent.len() > 200 {
+            return Err(FieldError::new("agent", "must be 1 to 200 characters"));
+        }
+        if !self.verdict.allowed_for(self.goal) {
+            return Err(FieldError::new(
+                "verdict",
+                format!("`{}` is not a verdict for goal `{}`", self.verdict, self.goal),
+            ));
+        }
+        if self.verdict_source == VerdictSource::Llm
+            && matches!(self.verdict, Verdict::Reproduced | Verdict::Resolved)
+        {
+            return Err(FieldError::new(
+                "verdict",
+                "an LLM's verdict is a lead until a human accepts it: use `lead` (or `confirmed` with review `accepted`)",
+            ));
+        }
+        if self.verdict == Verdict::Confirmed && self.review != Some(Review::Accepted) {
+            return Err(FieldError::new("review", "a `confirmed` verdict needs review `accepted`"));
+        }
+        if !(self.cost_usd.is_finite() && self.cost_usd >= 0.0) {
+            return Err(FieldError::new("cost_usd", "must be a non-negative number"));
+        }
+        if let Some(w) = self.wall_seconds {
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(FieldError::new("wall_seconds", "must be a non-negative number"));
+            }
+        }
+        if self.tokens_in < 0 {
+            return Err(FieldError::new("tokens_in", "must not be negative"));
+        }
+        if self.tokens_out < 0 {
+            return Err(FieldError::new("tokens_out", "must not be negative"));
+        }
+        if let (Some(s), Some(e)) = (self.started_at, self.ended_at) {
+            if e < s {
+                return Err(FieldError::new("ended_at", "is before started_at"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Wall seconds as given, else from start and end.
+    pub fn effective_wall_seconds(&self) -> Option<f64> {
+        self.wall_seconds.or_else(|| match (self.started_at, self.ended_at) {
+            (Some(s), Some(e)) => Some((e - s).num_milliseconds() as f64 / 1000.0),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub id: i64,
+    pub report_id: i64,
+    pub project: String,
+    pub goal: Goal,
+    pub agent: String,
+    pub model: Option<String>,
+    pub model_cutoff: Option<NaiveDate>,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub wall_seconds: Option<f64>,
+    pub cost_usd: f64,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub iterations: u32,
+    pub candidate: Option<String>,
+    pub signals: Signals,
+    pub verdict: Verdict,
+    pub verdict_source: VerdictSource,
+    pub failure_cause: Option<FailureCause>,
+    pub review: Option<Review>,
+    pub reviewer: Option<String>,
+    pub review_comment: Option<String>,
+    pub attempt_key: Option<String>,
+    /// Whether it counts towards the figures (DOMAIN.md's counting rule).
+    pub counts: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One execution of a candidate in one environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: i64,
+    pub attempt_id: i64,
+    pub trigger: RunTrigger,
+    pub environment: RunEnvironment,
+    pub exit_status: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: i64,
+    /// Captured output, up to the cap.
+    pub output: String,
+    /// Whether output was cut at the cap, and how many bytes there were.
+    pub output_truncated: bool,
+    pub output_bytes: i64,
+    pub failing_tests: Vec<String>,
+    pub passing_tests: Vec<String>,
+    pub runner_id: Option<String>,
+    pub started_at: DateTime<Utc>,
+}
+
+/// An attempt with its runs (`GET /api/v1/attempts/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptDetail {
+    #[serde(flatten)]
+    pub attempt: Attempt,
+    pub runs: Vec<Run>,
+}
+
+/// `GET /api/v1/attempts` parameters; newest first, keyset-paged on id.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AttemptListQuery {
+    pub report_id: Option<i64>,
+    pub project: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub verdict: Option<Verdict>,
+    pub goal: Option<Goal>,
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+impl AttemptListQuery {
+    pub fn from_pairs<'a, I>(pairs: I) -> Result<Self, FieldError>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut q = Self { limit: DEFAULT_LIMIT, ..Self::default() };
+        for (k, v) in pairs {
+            let val = non_empty(v);
+            match k {
+                "report_id" => q.report_id = val.map(|v| parse_field(k, v)).transpose()?,
+                "project" => q.project = val.map(str::to_owned),
+                "agent" => q.agent = val.map(str::to_owned),
+                "model" => q.model = val.map(str::to_owned),
+                "verdict" => q.verdict = val.map(|v| parse_field(k, v)).transpose()?,
+                "goal" => q.goal = val.map(|v| parse_field(k, v)).transpose()?,
+                "limit" => q.limit = val.map(parse_limit).transpose()?.unwrap_or(DEFAULT_LIMIT),
+                "cursor" => q.cursor = val.map(str::to_owned),
+                _ => return Err(unknown_parameter(k, "report_id, project, agent, model, verdict, goal, limit, cursor")),
+            }
+        }
+        Ok(q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(verdict: Verdict, source: VerdictSource) -> CreateAttemptRequest {
+        serde_json::from_value(serde_json::json!({
+            "report_id": 1, "agent": "a", "verdict": verdict, "verdict_source": source
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn llm_cannot_reproduce_on_its_own() {
+        assert_eq!(request(Verdict::Reproduced, VerdictSource::Llm).validate().unwrap_err().field, "verdict");
+        assert!(request(Verdict::Lead, VerdictSource::Llm).validate().is_ok());
+        assert_eq!(request(Verdict::Confirmed, VerdictSource::Llm).validate().unwrap_err().field, "review");
+    }
+
+    #[test]
+    fn fix_goal_takes_fix_verdicts() {
+        let mut r = request(Verdict::Reproduced, VerdictSource::Deterministic);
+        r.goal = Goal::Fix;
+        assert_eq!(r.validate().unwrap_err().field, "verdict");
+        r.verdict = Verdict::Resolved;
+        assert!(r.validate().is_ok());
+    }
+
+    #[test]
+    fn numbers_are_checked() {
+        let mut r = request(Verdict::Error, VerdictSource::Deterministic);
+        r.cost_usd = -1.0;
+        assert_eq!(r.validate().unwrap_err().field, "cost_usd");
+        r.cost_usd = f64::NAN;
+        assert_eq!(r.validate().unwrap_err().field, "cost_usd");
+    }
+
+    #[test]
+    fn defaults() {
+        let r = request(Verdict::Error, VerdictSource::Deterministic);
+        assert_eq!(r.goal, Goal::Reproduce);
+        assert_eq!(r.iterations, 1);
+    }
+}

@@ -1,0 +1,22 @@
+//! Request and response shapes of the JSON API under `/api/v1`.
+
+pub mod attempts;
+pub mod figures;
+pub mod projects;
+pub mod query;
+pub mod reports;
+
+use serde::{Deserialize, Serialize};
+
+/// One page of a keyset-paginated list. `next_cursor` is opaque; pass it back
+/// as `cursor=` for the next page. `None` means this is the last page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// Page size when `limit` is not given.
+pub const DEFAULT_LIMIT: u32 = 50;
+/// The largest `limit` accepted.
+pub const MAX_LIMIT: u32 = 500;

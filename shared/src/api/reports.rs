@@ -1,0 +1,420 @@
+//! `/api/v1/reports`
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::query::{non_empty, parse_field, FieldError};
+use super::{DEFAULT_LIMIT, MAX_LIMIT};
+use crate::model::{Category, OracleKind, OracleSource, ReportStatus, Route, Verdict};
+
+/// How a candidate is graded for one report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Oracle {
+    pub kind: OracleKind,
+    /// Required for deterministic kinds; absent for `llm_judge` and `none`.
+    #[serde(default)]
+    pub source: Option<OracleSource>,
+    /// The command a runner executes (script or test invocation).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Test ids that must fail on buggy and pass on fixed.
+    #[serde(default)]
+    pub fail_to_pass: Vec<String>,
+    /// Test ids that must keep passing on fixed.
+    #[serde(default)]
+    pub pass_to_pass: Vec<String>,
+    /// For `crash_signature`: exception type and message pattern.
+    #[serde(default)]
+    pub signature: Option<String>,
+    /// Repeats per environment for nondeterministic failures (default 1).
+    #[serde(default)]
+    pub repeats: Option<u32>,
+    /// Maintainer minutes spent authoring it (source `authored`).
+    #[serde(default)]
+    pub authoring_minutes: Option<f64>,
+}
+
+impl Oracle {
+    pub fn is_deterministic(&self) -> bool {
+        self.kind.is_deterministic()
+    }
+
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.kind.is_deterministic() && self.source.is_none() {
+            return Err(FieldError::new(
+                "oracle.source",
+                format!("a `{}` oracle needs a source (in_patch_test, authored, reporter or derived)", self.kind),
+            ));
+        }
+        if let Some(r) = self.repeats {
+            if !(1..=100).contains(&r) {
+                return Err(FieldError::new("oracle.repeats", "must be between 1 and 100"));
+            }
+        }
+        if let Some(m) = self.authoring_minutes {
+            if !(m.is_finite() && m >= 0.0) {
+                return Err(FieldError::new("oracle.authoring_minutes", "must be a non-negative number"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateReportRequest {
+    /// The project's slug.
+    pub project: String,
+    /// Issue number or benchmark instance id; unique within the project.
+    pub external_id: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    pub title: String,
+    /// Markdown.
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// When the reporter filed it; intake time when absent.
+    #[serde(default)]
+    pub filed_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub reporter: Option<String>,
+    /// Framework and versions, hardware.
+    #[serde(default)]
+    pub environment: Option<String>,
+    /// File paths the report or its fix touches (help categorise it).
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub oracle: Option<Oracle>,
+}
+
+impl CreateReportRequest {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let id = self.external_id.trim();
+        if id.is_empty() || id.len() > 200 {
+            return Err(FieldError::new("external_id", "must be 1 to 200 characters"));
+        }
+        if self.title.trim().is_empty() || self.title.len() > 500 {
+            return Err(FieldError::new("title", "must be 1 to 500 characters"));
+        }
+        if self.body.len() > 1_000_000 {
+            return Err(FieldError::new("body", "is longer than 1,000,000 bytes"));
+        }
+        if self.labels.len() > 100 {
+            return Err(FieldError::new("labels", "more than 100 labels"));
+        }
+        if let Some(i) = self.labels.iter().position(|l| l.trim().is_empty() || l.len() > 100) {
+            return Err(FieldError::new(format!("labels[{i}]"), "must be 1 to 100 characters"));
+        }
+        if let Some(o) = &self.oracle {
+            o.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Report features derived on intake.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportFeatures {
+    pub has_code_block: bool,
+    pub has_traceback: bool,
+    pub has_versions: bool,
+    pub has_expected_actual: bool,
+    /// Characters in title and body.
+    pub length: u32,
+}
+
+/// One rule of the triage decision: whether it fired, and on what evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleOutcome {
+    pub rule: String,
+    pub fired: bool,
+    pub evidence: String,
+}
+
+/// The list view of a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportSummary {
+    pub id: i64,
+    pub project: String,
+    pub external_id: String,
+    pub url: Option<String>,
+    pub title: String,
+    pub labels: Vec<String>,
+    pub filed_at: DateTime<Utc>,
+    pub route: Route,
+    pub category: Category,
+    pub vague: bool,
+    pub llm_only: bool,
+    pub oracle_kind: OracleKind,
+    pub status: ReportStatus,
+    /// The best verdict among its attempts (`reproduced` over `confirmed` over … `error`).
+    pub best_verdict: Option<Verdict>,
+    pub attempts: i64,
+    pub cost_usd: f64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The full report, with its routing explanation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub summary: ReportSummary,
+    pub body: String,
+    pub reporter: Option<String>,
+    pub environment: Option<String>,
+    pub paths: Vec<String>,
+    pub features: ReportFeatures,
+    pub oracle: Option<Oracle>,
+    pub explanation: Vec<RuleOutcome>,
+}
+
+/// Filters shared by the reports list and the figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReportFilter {
+    /// Project slug.
+    pub project: Option<String>,
+    pub route: Option<Route>,
+    pub status: Option<ReportStatus>,
+    /// Reports carrying this label.
+    pub label: Option<String>,
+    /// Reports whose best verdict is this.
+    pub verdict: Option<Verdict>,
+    /// Free text over title, body and external id (case-insensitive).
+    pub q: Option<String>,
+}
+
+impl ReportFilter {
+    /// Takes `key=value` if it is one of the filter's parameters.
+    /// `Ok(false)` means the key is not a filter parameter.
+    pub fn take(&mut self, key: &str, value: &str) -> Result<bool, FieldError> {
+        let v = non_empty(value);
+        match key {
+            "project" => self.project = v.map(str::to_owned),
+            "route" => self.route = v.map(|v| parse_field(key, v)).transpose()?,
+            "status" => self.status = v.map(|v| parse_field(key, v)).transpose()?,
+            "label" => self.label = v.map(str::to_owned),
+            "verdict" => self.verdict = v.map(|v| parse_field(key, v)).transpose()?,
+            "q" => {
+                if v.is_some_and(|v| v.len() > 200) {
+                    return Err(FieldError::new("q", "is longer than 200 characters"));
+                }
+                self.q = v.map(str::to_owned)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(v) = &self.project {
+            out.push(("project", v.clone()));
+        }
+        if let Some(v) = self.route {
+            out.push(("route", v.to_string()));
+        }
+        if let Some(v) = self.status {
+            out.push(("status", v.to_string()));
+        }
+        if let Some(v) = &self.label {
+            out.push(("label", v.clone()));
+        }
+        if let Some(v) = self.verdict {
+            out.push(("verdict", v.to_string()));
+        }
+        if let Some(v) = &self.q {
+            out.push(("q", v.clone()));
+        }
+        out
+    }
+}
+
+/// What the reports list can be ordered by; ties break on id.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportSort {
+    #[default]
+    FiledAt,
+    CreatedAt,
+    Cost,
+    Attempts,
+}
+
+impl ReportSort {
+    pub const ALL: &'static [ReportSort] =
+        &[ReportSort::FiledAt, ReportSort::CreatedAt, ReportSort::Cost, ReportSort::Attempts];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReportSort::FiledAt => "filed_at",
+            ReportSort::CreatedAt => "created_at",
+            ReportSort::Cost => "cost",
+            ReportSort::Attempts => "attempts",
+        }
+    }
+}
+
+impl std::str::FromStr for ReportSort {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| format!("unknown sort `{s}`, expected one of: filed_at, created_at, cost, attempts"))
+    }
+}
+
+/// `asc` or `desc`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    Asc,
+    #[default]
+    Desc,
+}
+
+impl std::str::FromStr for Order {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "asc" => Ok(Order::Asc),
+            "desc" => Ok(Order::Desc),
+            _ => Err(format!("unknown order `{s}`, expected asc or desc")),
+        }
+    }
+}
+
+impl Order {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Order::Asc => "asc",
+            Order::Desc => "desc",
+        }
+    }
+}
+
+/// `GET /api/v1/reports` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportListQuery {
+    pub filter: ReportFilter,
+    pub sort: ReportSort,
+    pub order: Order,
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+impl Default for ReportListQuery {
+    fn default() -> Self {
+        Self { filter: ReportFilter::default(), sort: ReportSort::default(), order: Order::default(), limit: DEFAULT_LIMIT, cursor: None }
+    }
+}
+
+impl ReportListQuery {
+    /// Parses query pairs; an unknown parameter is an error so typos do not
+    /// silently widen a list.
+    pub fn from_pairs<'a, I>(pairs: I) -> Result<Self, FieldError>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut q = Self::default();
+        for (k, v) in pairs {
+            if q.filter.take(k, v)? {
+                continue;
+            }
+            let val = non_empty(v);
+            match k {
+                "sort" => q.sort = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
+                "order" => q.order = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
+                "limit" => q.limit = val.map(|v| parse_limit(v)).transpose()?.unwrap_or(DEFAULT_LIMIT),
+                "cursor" => q.cursor = val.map(str::to_owned),
+                _ => return Err(unknown_parameter(k, "project, route, status, label, verdict, q, sort, order, limit, cursor")),
+            }
+        }
+        Ok(q)
+    }
+
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut out = self.filter.pairs();
+        if self.sort != ReportSort::default() {
+            out.push(("sort", self.sort.as_str().to_owned()));
+        }
+        if self.order != Order::default() {
+            out.push(("order", self.order.as_str().to_owned()));
+        }
+        if self.limit != DEFAULT_LIMIT {
+            out.push(("limit", self.limit.to_string()));
+        }
+        if let Some(c) = &self.cursor {
+            out.push(("cursor", c.clone()));
+        }
+        out
+    }
+}
+
+/// `limit`: 1 to [`MAX_LIMIT`].
+pub fn parse_limit(v: &str) -> Result<u32, FieldError> {
+    let n: u32 = parse_field("limit", v)?;
+    if n == 0 || n > MAX_LIMIT {
+        return Err(FieldError::new("limit", format!("must be between 1 and {MAX_LIMIT}")));
+    }
+    Ok(n)
+}
+
+pub fn unknown_parameter(key: &str, known: &str) -> FieldError {
+    FieldError::new(key, format!("unknown query parameter `{key}`; known: {known}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_query_round_trips() {
+        let q = ReportListQuery::from_pairs([
+            ("route", "agent_first"),
+            ("q", "nan"),
+            ("sort", "cost"),
+            ("order", "asc"),
+            ("limit", "10"),
+            ("status", ""),
+        ])
+        .unwrap();
+        assert_eq!(q.filter.route, Some(Route::AgentFirst));
+        assert_eq!(q.filter.status, None);
+        assert_eq!(q.sort, ReportSort::Cost);
+        let pairs = q.pairs();
+        let back = ReportListQuery::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(back, q);
+    }
+
+    #[test]
+    fn bad_parameters_name_the_field() {
+        let e = ReportListQuery::from_pairs([("route", "robot")]).unwrap_err();
+        assert_eq!(e.field, "route");
+        assert!(e.message.contains("human_first"), "{}", e.message);
+        assert_eq!(ReportListQuery::from_pairs([("limit", "0")]).unwrap_err().field, "limit");
+        assert_eq!(ReportListQuery::from_pairs([("limit", "9999")]).unwrap_err().field, "limit");
+        assert_eq!(ReportListQuery::from_pairs([("rout", "x")]).unwrap_err().field, "rout");
+        assert_eq!(ReportListQuery::from_pairs([("sort", "title")]).unwrap_err().field, "sort");
+    }
+
+    #[test]
+    fn deterministic_oracle_needs_source() {
+        let o = Oracle {
+            kind: OracleKind::FailToPass,
+            source: None,
+            command: None,
+            fail_to_pass: vec!["t::a".into()],
+            pass_to_pass: vec![],
+            signature: None,
+            repeats: None,
+            authoring_minutes: None,
+        };
+        assert_eq!(o.validate().unwrap_err().field, "oracle.source");
+    }
+}

@@ -1,0 +1,73 @@
+//! How figures are written for people. The dashboard and the browser tests
+//! both call these, so "what the page shows equals what the API says" is a
+//! string comparison.
+
+/// `0.62345` → `62.3%`; `None` → `—`.
+pub fn percent(rate: Option<f64>) -> String {
+    match rate {
+        Some(r) => format!("{:.1}%", r * 100.0),
+        None => "—".to_owned(),
+    }
+}
+
+/// Wilson bounds → `[48.1%, 73.9%]`; `—` without a rate.
+pub fn interval(low: Option<f64>, high: Option<f64>) -> String {
+    match (low, high) {
+        (Some(l), Some(h)) => format!("[{:.1}%, {:.1}%]", l * 100.0, h * 100.0),
+        _ => "—".to_owned(),
+    }
+}
+
+/// US dollars with cents below $1,000 and whole dollars above.
+pub fn usd(value: Option<f64>) -> String {
+    match value {
+        Some(v) if v.abs() >= 1000.0 => format!("${}", thousands(v.round() as i64)),
+        Some(v) => format!("${v:.2}"),
+        None => "—".to_owned(),
+    }
+}
+
+/// `12345` → `12,345`.
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Seconds as `42 s`, `12.5 min` or `3.2 h`.
+pub fn duration_secs(secs: Option<f64>) -> String {
+    match secs {
+        None => "—".to_owned(),
+        Some(s) if s < 120.0 => format!("{s:.0} s"),
+        Some(s) if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        Some(s) => format!("{:.1} h", s / 3600.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(percent(Some(0.62345)), "62.3%");
+        assert_eq!(percent(None), "—");
+        assert_eq!(interval(Some(0.481), Some(0.7391)), "[48.1%, 73.9%]");
+        assert_eq!(usd(Some(2.5)), "$2.50");
+        assert_eq!(usd(Some(12345.6)), "$12,346");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(-1000), "-1,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(duration_secs(Some(90.0)), "90 s");
+        assert_eq!(duration_secs(Some(750.0)), "12.5 min");
+    }
+}

@@ -1,0 +1,371 @@
+//! The domain's closed vocabularies (DOMAIN.md), each with `as_str`/`FromStr`
+//! so the database, the URL query and the JSON all spell them one way.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ParseEnumError;
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident => $s:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $s),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = ParseEnumError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($s => Ok($name::$variant),)+
+                    _ => Err(ParseEnumError {
+                        what: $what,
+                        value: s.to_owned(),
+                        expected: [$($s),+].join(", "),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// Where the triage rule sends a report.
+    Route, "route" {
+        HumanFirst => "human_first",
+        AgentFirst => "agent_first",
+        Hypothesis => "hypothesis",
+    }
+);
+
+string_enum!(
+    /// What a report is about: harness and plumbing, patch logic, or unclear.
+    Category, "category" {
+        Harness => "harness",
+        PatchLogic => "patch_logic",
+        Unknown => "unknown",
+    }
+);
+
+string_enum!(
+    /// How a candidate is graded for a report.
+    OracleKind, "oracle kind" {
+        FailToPass => "fail_to_pass",
+        CrashSignature => "crash_signature",
+        LlmJudge => "llm_judge",
+        None => "none",
+    }
+);
+
+impl OracleKind {
+    /// Deterministic oracles grade by execution; the others do not.
+    pub const fn is_deterministic(self) -> bool {
+        matches!(self, OracleKind::FailToPass | OracleKind::CrashSignature)
+    }
+}
+
+string_enum!(
+    /// Where a deterministic oracle came from.
+    OracleSource, "oracle source" {
+        InPatchTest => "in_patch_test",
+        Authored => "authored",
+        Reporter => "reporter",
+        Derived => "derived",
+    }
+);
+
+string_enum!(
+    /// What an attempt is for. Figures are computed per goal.
+    Goal, "goal" {
+        Reproduce => "reproduce",
+        Fix => "fix",
+    }
+);
+
+impl Default for Goal {
+    fn default() -> Self {
+        Goal::Reproduce
+    }
+}
+
+string_enum!(
+    /// The outcome of an attempt (DOMAIN.md, Verdicts and Goals).
+    Verdict, "verdict" {
+        Reproduced => "reproduced",
+        Confirmed => "confirmed",
+        Lead => "lead",
+        NotReproduced => "not_reproduced",
+        Hypothesis => "hypothesis",
+        Error => "error",
+        Resolved => "resolved",
+        Unresolved => "unresolved",
+    }
+);
+
+impl Verdict {
+    /// Graded: anything but `hypothesis` and `error`. A lead is graded (an LLM
+    /// judged it) but does not count.
+    pub const fn is_graded(self) -> bool {
+        !matches!(self, Verdict::Hypothesis | Verdict::Error)
+    }
+
+    /// Whether the verdict itself is a success for `goal`, before any review rule.
+    pub const fn is_success_for(self, goal: Goal) -> bool {
+        match goal {
+            Goal::Reproduce => matches!(self, Verdict::Reproduced | Verdict::Confirmed),
+            Goal::Fix => matches!(self, Verdict::Resolved),
+        }
+    }
+
+    /// Whether an attempt with `goal` may carry this verdict.
+    pub const fn allowed_for(self, goal: Goal) -> bool {
+        match goal {
+            Goal::Reproduce => !matches!(self, Verdict::Resolved | Verdict::Unresolved),
+            Goal::Fix => matches!(self, Verdict::Resolved | Verdict::Unresolved | Verdict::Error),
+        }
+    }
+
+    /// Higher is better; a report's best verdict is its attempts' highest.
+    pub const fn rank(self) -> u8 {
+        match self {
+            Verdict::Reproduced => 8,
+            Verdict::Confirmed => 7,
+            Verdict::Resolved => 6,
+            Verdict::Lead => 5,
+            Verdict::NotReproduced => 4,
+            Verdict::Unresolved => 3,
+            Verdict::Hypothesis => 2,
+            Verdict::Error => 1,
+        }
+    }
+}
+
+string_enum!(
+    /// Who or what decided a verdict.
+    VerdictSource, "verdict source" {
+        Deterministic => "deterministic",
+        Llm => "llm",
+        Human => "human",
+    }
+);
+
+string_enum!(
+    /// A maintainer's decision on an attempt's verdict.
+    Review, "review" {
+        Accepted => "accepted",
+        Rejected => "rejected",
+    }
+);
+
+string_enum!(
+    /// Why an attempt failed (after BugCraft's taxonomy).
+    FailureCause, "failure cause" {
+        PoorDecision => "poor_decision",
+        StuckInLoop => "stuck_in_loop",
+        EnvSetup => "env_setup",
+        Timeout => "timeout",
+        WrongFailure => "wrong_failure",
+        NoFailure => "no_failure",
+        Other => "other",
+    }
+);
+
+string_enum!(
+    /// Where a report stands in triage, derived from its attempts.
+    ReportStatus, "status" {
+        New => "new",
+        InProgress => "in_progress",
+        NeedsReview => "needs_review",
+        Reproduced => "reproduced",
+        NotReproduced => "not_reproduced",
+    }
+);
+
+string_enum!(
+    /// Where a verification signal's value came from.
+    SignalSource, "signal source" {
+        Static => "static",
+        Deterministic => "deterministic",
+        Llm => "llm",
+        Human => "human",
+    }
+);
+
+string_enum!(
+    /// What started a run.
+    RunTrigger, "trigger" {
+        Initial => "initial",
+        Rerun => "rerun",
+        Scheduled => "scheduled",
+    }
+);
+
+string_enum!(
+    /// Which side of a fail-to-pass check a run executed on.
+    RunEnvironment, "environment" {
+        Buggy => "buggy",
+        Fixed => "fixed",
+    }
+);
+
+string_enum!(
+    /// The life of a queued job (see docs/job-queue.md once the runner lands).
+    JobStatus, "job status" {
+        Queued => "queued",
+        Running => "running",
+        Succeeded => "succeeded",
+        Failed => "failed",
+    }
+);
+
+string_enum!(
+    /// How `/api/v1/figures` groups its rows.
+    GroupBy, "group_by" {
+        None => "none",
+        Project => "project",
+        Route => "route",
+        Agent => "agent",
+        Model => "model",
+        Category => "category",
+        Cutoff => "cutoff",
+        Week => "week",
+    }
+);
+
+impl Default for GroupBy {
+    fn default() -> Self {
+        GroupBy::None
+    }
+}
+
+impl GroupBy {
+    /// Groups keyed by an attempt property: a report belongs to every group one
+    /// of its attempts falls in, and reports without attempts belong to none.
+    pub const fn is_per_attempt(self) -> bool {
+        matches!(self, GroupBy::Agent | GroupBy::Model | GroupBy::Cutoff | GroupBy::Week)
+    }
+}
+
+/// Whether an attempt counts towards the reproduction (or resolution) figures.
+///
+/// The verdict must be a success for the goal; a maintainer's rejection
+/// cancels it; and on a report flagged `vague` a human must have accepted it
+/// (or a human produced it) before it counts.
+pub fn attempt_counts(
+    goal: Goal,
+    verdict: Verdict,
+    source: VerdictSource,
+    review: Option<Review>,
+    report_vague: bool,
+) -> bool {
+    if !verdict.is_success_for(goal) || review == Some(Review::Rejected) {
+        return false;
+    }
+    !report_vague || source == VerdictSource::Human || review == Some(Review::Accepted)
+}
+
+/// Whether an attempt is waiting for a maintainer: an unreviewed lead, or an
+/// unreviewed success on a vague report.
+pub fn attempt_awaits_review(
+    goal: Goal,
+    verdict: Verdict,
+    source: VerdictSource,
+    review: Option<Review>,
+    report_vague: bool,
+) -> bool {
+    review.is_none()
+        && (verdict == Verdict::Lead
+            || (report_vague && verdict.is_success_for(goal) && source != VerdictSource::Human))
+}
+
+/// A report's triage status from its attempt counters.
+pub fn report_status(attempts: i64, counting: i64, awaiting_review: i64, graded: i64) -> ReportStatus {
+    if attempts == 0 {
+        ReportStatus::New
+    } else if counting > 0 {
+        ReportStatus::Reproduced
+    } else if awaiting_review > 0 {
+        ReportStatus::NeedsReview
+    } else if graded > 0 {
+        ReportStatus::NotReproduced
+    } else {
+        ReportStatus::InProgress
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_round_trip_through_strings() {
+        for v in Verdict::ALL {
+            assert_eq!(v.as_str().parse::<Verdict>().unwrap(), *v);
+            assert_eq!(serde_json::to_string(v).unwrap(), format!("\"{}\"", v.as_str()));
+        }
+        for g in GroupBy::ALL {
+            assert_eq!(g.as_str().parse::<GroupBy>().unwrap(), *g);
+        }
+    }
+
+    #[test]
+    fn unknown_value_names_what_and_choices() {
+        let err = "reproducd".parse::<Verdict>().unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("verdict"), "{msg}");
+        assert!(msg.contains("reproducd"), "{msg}");
+        assert!(msg.contains("not_reproduced"), "{msg}");
+    }
+
+    #[test]
+    fn graded_excludes_hypothesis_and_error_only() {
+        let graded: Vec<_> = Verdict::ALL.iter().filter(|v| v.is_graded()).collect();
+        assert_eq!(graded.len(), Verdict::ALL.len() - 2);
+        assert!(Verdict::Lead.is_graded());
+        assert!(!Verdict::Error.is_graded());
+    }
+
+    #[test]
+    fn counting_rules() {
+        use Goal::*;
+        use Verdict::*;
+        use VerdictSource::*;
+        assert!(attempt_counts(Reproduce, Reproduced, Deterministic, None, false));
+        assert!(attempt_counts(Reproduce, Confirmed, Llm, Some(Review::Accepted), false));
+        assert!(!attempt_counts(Reproduce, Lead, Llm, None, false));
+        assert!(!attempt_counts(Reproduce, Resolved, Deterministic, None, false));
+        assert!(attempt_counts(Fix, Resolved, Deterministic, None, false));
+        // vague: a human must accept before it counts
+        assert!(!attempt_counts(Reproduce, Reproduced, Deterministic, None, true));
+        assert!(attempt_counts(Reproduce, Reproduced, Deterministic, Some(Review::Accepted), true));
+        assert!(attempt_counts(Reproduce, Reproduced, Human, None, true));
+        // a rejection cancels a success
+        assert!(!attempt_counts(Reproduce, Reproduced, Deterministic, Some(Review::Rejected), false));
+    }
+
+    #[test]
+    fn status_from_counters() {
+        assert_eq!(report_status(0, 0, 0, 0), ReportStatus::New);
+        assert_eq!(report_status(3, 1, 1, 3), ReportStatus::Reproduced);
+        assert_eq!(report_status(2, 0, 1, 2), ReportStatus::NeedsReview);
+        assert_eq!(report_status(2, 0, 0, 2), ReportStatus::NotReproduced);
+        assert_eq!(report_status(2, 0, 0, 0), ReportStatus::InProgress);
+    }
+}
