@@ -1,1 +1,11 @@
+//! failpass: triage and verification of agent-generated bug reproductions.
 
+pub mod assets;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod demo;
+pub mod error;
+pub mod routes;
+pub mod startup;
+pub mod telemetry;

@@ -1,1 +1,28 @@
-fn main(){}
+use anyhow::Context;
+use clap::Parser;
+use failpass::config::{Cli, Command};
+use failpass::startup::{redact, shutdown_signal, App, AppConfig};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    failpass::telemetry::init();
+    match cli.command {
+        Command::Serve(args) => {
+            let url = args.database.url();
+            let app = App::build(AppConfig { database_url: url.clone(), bind: args.bind, demo: args.demo }).await?;
+            let addr = app.local_addr().context("reading the bound address")?;
+            tracing::info!(database = %redact(&url), "failpass listening on http://{addr}/");
+            println!("failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
+            app.run_until(shutdown_signal()).await.context("serving")?;
+            Ok(())
+        }
+        Command::Migrate(args) => {
+            let url = args.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            println!("migrations applied to {}", redact(&url));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Command line and environment. Every flag has a `FAILPASS_…` variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "failpass", version, about = "Triage and verify agent-generated bug reproductions")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API and the dashboard.
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate(DatabaseArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// `postgres://…` for PostgreSQL; otherwise a SQLite file path or `sqlite://PATH`.
+    /// Default: `failpass.db` in the data directory.
+    #[arg(long, env = "FAILPASS_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Where failpass keeps its SQLite file (and, later, run artifacts).
+    #[arg(long, env = "FAILPASS_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+}
+
+impl DatabaseArgs {
+    pub fn url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("failpass.db").to_string_lossy().into_owned())
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Address to listen on; port 0 picks a free one.
+    #[arg(long, env = "FAILPASS_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Fill an empty database with demo data.
+    #[arg(long, env = "FAILPASS_DEMO")]
+    pub demo: bool,
+}

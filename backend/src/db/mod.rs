@@ -1,0 +1,166 @@
+//! Storage: one domain-level trait, two implementations (SQLite, PostgreSQL).
+//!
+//! Callers only see `Arc<dyn Storage>`, chosen from the database URL's
+//! scheme. Multi-step writes are single trait methods so transactions never
+//! leak out. Both implementations share their SQL through `sql.rs`'s macro
+//! and differ only in a few dialect fragments, the pool set-up and the
+//! migrations; the contract suite (`tests/api/storage.rs`) runs every case on
+//! both.
+
+mod postgres;
+mod rows;
+mod sql;
+mod sqlite;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest, Run};
+use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::api::projects::{CreateProjectRequest, Project};
+use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
+use failpass_shared::api::Page;
+use failpass_shared::figures::ReportContribution;
+use failpass_shared::model::{RunEnvironment, RunTrigger};
+use failpass_shared::routing::RoutingDecision;
+
+pub use postgres::PgStorage;
+pub use sqlite::SqliteStorage;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The named thing does not exist (`report 42`).
+    #[error("{0} not found")]
+    NotFound(String),
+    /// A uniqueness rule would be broken; the message names the key.
+    #[error("{0}")]
+    Conflict(String),
+    /// Input that only storage can judge (a project slug that does not exist).
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    /// A stored value that does not parse: a bug or a hand-edited database.
+    #[error("corrupt stored value: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StorageError {
+    pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::Invalid { field: field.to_owned(), message: message.into() }
+    }
+}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+/// Which projects a caller may see. Every list and figure query takes one,
+/// so authorisation narrows queries in SQL rather than after the fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectScope {
+    /// Every project (the local operator, an admin).
+    All,
+    /// Public projects only (anonymous visitors once accounts exist).
+    PublicOnly,
+}
+
+/// A report ready to store: the request plus the routing rule's decision.
+#[derive(Debug, Clone)]
+pub struct NewReport {
+    pub request: CreateReportRequest,
+    pub decision: RoutingDecision,
+}
+
+/// A run ready to store; output is already capped by the caller.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub attempt_id: i64,
+    pub trigger: RunTrigger,
+    pub environment: RunEnvironment,
+    pub exit_status: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: i64,
+    pub output: String,
+    pub output_truncated: bool,
+    pub output_bytes: i64,
+    pub failing_tests: Vec<String>,
+    pub passing_tests: Vec<String>,
+    pub runner_id: Option<String>,
+}
+
+/// Which database engine backs a [`Storage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// The engine behind this storage.
+    fn backend(&self) -> Backend;
+
+    /// Applies pending migrations. Idempotent; forward-only.
+    async fn migrate(&self) -> StorageResult<()>;
+
+    /// Cheap round trip for `/healthz`.
+    async fn ping(&self) -> StorageResult<()>;
+
+    /// True when no project exists yet (the demo only fills an empty database).
+    async fn is_empty(&self) -> StorageResult<bool>;
+
+    /// Creates a project. `Conflict` when the slug is taken.
+    async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project>;
+
+    /// Projects visible in `scope`, by slug.
+    async fn list_projects(&self, scope: &ProjectScope) -> StorageResult<Vec<Project>>;
+
+    /// A project by slug, or `None` when it does not exist or is outside `scope`.
+    async fn get_project(&self, slug: &str, scope: &ProjectScope) -> StorageResult<Option<Project>>;
+
+    /// Stores a report with its labels, oracle and routing in one transaction.
+    /// `Invalid` (field `project`) when the project does not exist; `Conflict`
+    /// when the project already has a report with that external id.
+    async fn create_report(&self, new: &NewReport) -> StorageResult<Report>;
+
+    /// A report with its explanation, or `None` (also when outside `scope`).
+    async fn get_report(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Report>>;
+
+    /// Reports matching the query's filters, in its order, one keyset page at a
+    /// time. `Invalid` (field `cursor`) for a cursor that does not parse or was
+    /// made for another ordering.
+    async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>>;
+
+    /// Stores an attempt and, in the same transaction, updates its report's
+    /// counters, status, best verdict and spend. `NotFound` when the report
+    /// does not exist; `Conflict` when (agent, report, attempt_key) is taken.
+    async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<Attempt>;
+
+    /// An attempt with its runs, or `None`.
+    async fn get_attempt(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<AttemptDetail>>;
+
+    /// Attempts matching the query, newest first, keyset-paged on id.
+    async fn list_attempts(&self, query: &AttemptListQuery, scope: &ProjectScope) -> StorageResult<Page<Attempt>>;
+
+    /// Stores one run of an attempt. `NotFound` when the attempt does not exist.
+    async fn create_run(&self, new: &NewRun) -> StorageResult<Run>;
+
+    /// One contribution per (group key, report) for the figures: the report's
+    /// attempts of the query's goal (and agent/model) within that group summed
+    /// up. Report-level groupings include reports with no attempt; per-attempt
+    /// groupings only reports with an attempt in the group.
+    async fn figure_contributions(&self, query: &FiguresQuery, scope: &ProjectScope) -> StorageResult<Vec<ReportContribution>>;
+}
+
+/// Opens the storage a URL names: `postgres://…` (or `postgresql://…`) for
+/// PostgreSQL, `sqlite://PATH` or a plain file path for SQLite. Does not migrate.
+pub async fn connect(url: &str) -> StorageResult<Arc<dyn Storage>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PgStorage::connect(url).await?))
+    } else {
+        let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+        Ok(Arc::new(SqliteStorage::open(Path::new(path)).await?))
+    }
+}

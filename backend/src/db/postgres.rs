@@ -1,0 +1,39 @@
+//! PostgreSQL: the scale path, shared by workers on many machines. Sessions
+//! run in UTC so dates and weeks mean the same as on SQLite.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Postgres};
+
+use super::sql::impl_storage;
+use super::{Backend, StorageResult};
+
+pub struct PgStorage {
+    pub(super) read: PgPool,
+    pub(super) write: PgPool,
+}
+
+impl PgStorage {
+    pub async fn connect(url: &str) -> StorageResult<Self> {
+        let options = PgConnectOptions::from_str(url)?.options([("timezone", "UTC")]);
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(Self { read: pool.clone(), write: pool })
+    }
+
+    async fn run_migrations(&self) -> StorageResult<()> {
+        sqlx::migrate!("../migrations/postgres").run(&self.write).await?;
+        Ok(())
+    }
+
+    const LIKE: &'static str = "ILIKE";
+    const WEEK_KEY: &'static str =
+        "COALESCE(to_char(date_trunc('week', a.started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
+}
+
+impl_storage!(PgStorage, Postgres, Backend::Postgres);

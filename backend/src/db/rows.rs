@@ -1,0 +1,274 @@
+//! Database rows and their conversion into API types. Rows never leave `db`.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use failpass_shared::api::attempts::{Attempt, Run, Signals};
+use failpass_shared::api::projects::Project;
+use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RuleOutcome};
+use sqlx::types::Json;
+
+use super::{StorageError, StorageResult};
+
+fn parse<T: FromStr>(value: &str, what: &str) -> StorageResult<T>
+where
+    T::Err: std::fmt::Display,
+{
+    value.parse().map_err(|e| StorageError::Corrupt(format!("{what}: {e}")))
+}
+
+fn parse_opt<T: FromStr>(value: Option<&str>, what: &str) -> StorageResult<Option<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    value.map(|v| parse(v, what)).transpose()
+}
+
+#[derive(sqlx::FromRow)]
+pub struct ProjectRow {
+    pub id: i64,
+    pub slug: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub public: bool,
+    pub created_at: DateTime<Utc>,
+    pub reports: i64,
+}
+
+impl From<ProjectRow> for Project {
+    fn from(r: ProjectRow) -> Self {
+        Project {
+            id: r.id,
+            slug: r.slug,
+            name: r.name,
+            description: r.description,
+            public: r.public,
+            created_at: r.created_at,
+            reports: r.reports,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct ReportSummaryRow {
+    pub id: i64,
+    pub project: String,
+    pub external_id: String,
+    pub url: Option<String>,
+    pub title: String,
+    pub labels: Json<Vec<String>>,
+    pub filed_at: DateTime<Utc>,
+    pub route: String,
+    pub category: String,
+    pub vague: bool,
+    pub llm_only: bool,
+    pub oracle_kind: String,
+    pub status: String,
+    pub best_verdict: Option<String>,
+    pub attempts: i64,
+    pub cost_usd: f64,
+    pub created_at: DateTime<Utc>,
+}
+
+impl ReportSummaryRow {
+    pub fn into_summary(self) -> StorageResult<ReportSummary> {
+        Ok(ReportSummary {
+            id: self.id,
+            project: self.project,
+            external_id: self.external_id,
+            url: self.url,
+            title: self.title,
+            labels: self.labels.0,
+            filed_at: self.filed_at,
+            route: parse(&self.route, "reports.route")?,
+            category: parse(&self.category, "reports.category")?,
+            vague: self.vague,
+            llm_only: self.llm_only,
+            oracle_kind: parse(&self.oracle_kind, "reports.oracle_kind")?,
+            status: parse(&self.status, "reports.status")?,
+            best_verdict: parse_opt(self.best_verdict.as_deref(), "reports.best_verdict")?,
+            attempts: self.attempts,
+            cost_usd: self.cost_usd,
+            created_at: self.created_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct ReportDetailRow {
+    #[sqlx(flatten)]
+    pub summary: ReportSummaryRow,
+    pub body: String,
+    pub reporter: Option<String>,
+    pub environment: Option<String>,
+    pub paths: Json<Vec<String>>,
+    pub features: Json<ReportFeatures>,
+    pub explanation: Json<Vec<RuleOutcome>>,
+}
+
+impl ReportDetailRow {
+    pub fn into_report(self, oracle: Option<Oracle>) -> StorageResult<Report> {
+        Ok(Report {
+            summary: self.summary.into_summary()?,
+            body: self.body,
+            reporter: self.reporter,
+            environment: self.environment,
+            paths: self.paths.0,
+            features: self.features.0,
+            oracle,
+            explanation: self.explanation.0,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct OracleRow {
+    pub kind: String,
+    pub source: Option<String>,
+    pub command: Option<String>,
+    pub fail_to_pass: Json<Vec<String>>,
+    pub pass_to_pass: Json<Vec<String>>,
+    pub signature: Option<String>,
+    pub repeats: Option<i32>,
+    pub authoring_minutes: Option<f64>,
+}
+
+impl OracleRow {
+    pub fn into_oracle(self) -> StorageResult<Oracle> {
+        Ok(Oracle {
+            kind: parse(&self.kind, "oracles.kind")?,
+            source: parse_opt(self.source.as_deref(), "oracles.source")?,
+            command: self.command,
+            fail_to_pass: self.fail_to_pass.0,
+            pass_to_pass: self.pass_to_pass.0,
+            signature: self.signature,
+            repeats: self.repeats.map(|r| r.max(0) as u32),
+            authoring_minutes: self.authoring_minutes,
+        })
+    }
+}
+
+/// The report fields an attempt's transaction reads before it writes.
+#[derive(sqlx::FromRow)]
+pub struct ReportCountersRow {
+    pub vague: bool,
+    pub best_verdict: Option<String>,
+    pub attempts: i64,
+    pub attempts_graded: i64,
+    pub attempts_counting: i64,
+    pub attempts_awaiting: i64,
+}
+
+#[derive(sqlx::FromRow)]
+pub struct AttemptRow {
+    pub id: i64,
+    pub report_id: i64,
+    pub project: String,
+    pub goal: String,
+    pub agent: String,
+    pub model: Option<String>,
+    pub model_cutoff: Option<NaiveDate>,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub wall_seconds: Option<f64>,
+    pub cost_usd: f64,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub iterations: i32,
+    pub candidate: Option<String>,
+    pub signals: Json<Signals>,
+    pub verdict: String,
+    pub verdict_source: String,
+    pub failure_cause: Option<String>,
+    pub review: Option<String>,
+    pub reviewer: Option<String>,
+    pub review_comment: Option<String>,
+    pub attempt_key: Option<String>,
+    pub counts: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl AttemptRow {
+    pub fn into_attempt(self) -> StorageResult<Attempt> {
+        Ok(Attempt {
+            id: self.id,
+            report_id: self.report_id,
+            project: self.project,
+            goal: parse(&self.goal, "attempts.goal")?,
+            agent: self.agent,
+            model: self.model,
+            model_cutoff: self.model_cutoff,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            wall_seconds: self.wall_seconds,
+            cost_usd: self.cost_usd,
+            tokens_in: self.tokens_in,
+            tokens_out: self.tokens_out,
+            iterations: self.iterations.max(0) as u32,
+            candidate: self.candidate,
+            signals: self.signals.0,
+            verdict: parse(&self.verdict, "attempts.verdict")?,
+            verdict_source: parse(&self.verdict_source, "attempts.verdict_source")?,
+            failure_cause: parse_opt(self.failure_cause.as_deref(), "attempts.failure_cause")?,
+            review: parse_opt(self.review.as_deref(), "attempts.review")?,
+            reviewer: self.reviewer,
+            review_comment: self.review_comment,
+            attempt_key: self.attempt_key,
+            counts: self.counts,
+            created_at: self.created_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct RunRow {
+    pub id: i64,
+    pub attempt_id: i64,
+    pub trigger: String,
+    pub environment: String,
+    pub exit_status: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: i64,
+    pub output: String,
+    pub output_truncated: bool,
+    pub output_bytes: i64,
+    pub failing_tests: Json<Vec<String>>,
+    pub passing_tests: Json<Vec<String>>,
+    pub runner_id: Option<String>,
+    pub started_at: DateTime<Utc>,
+}
+
+impl RunRow {
+    pub fn into_run(self) -> StorageResult<Run> {
+        Ok(Run {
+            id: self.id,
+            attempt_id: self.attempt_id,
+            trigger: parse(&self.trigger, "runs.trigger")?,
+            environment: parse(&self.environment, "runs.environment")?,
+            exit_status: self.exit_status,
+            timed_out: self.timed_out,
+            duration_ms: self.duration_ms,
+            output: self.output,
+            output_truncated: self.output_truncated,
+            output_bytes: self.output_bytes,
+            failing_tests: self.failing_tests.0,
+            passing_tests: self.passing_tests.0,
+            runner_id: self.runner_id,
+            started_at: self.started_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct ContributionRow {
+    pub key: String,
+    pub det: bool,
+    pub in_patch: bool,
+    pub attempts: i64,
+    pub graded: i64,
+    pub counting: i64,
+    pub leads: i64,
+    pub errors: i64,
+    pub cost: f64,
+    pub cost_counting: f64,
+}

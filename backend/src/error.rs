@@ -1,0 +1,166 @@
+//! The one error type handlers return, and the extractors that turn axum's
+//! own rejections into it, so every failure is JSON `{code, message}`.
+
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use failpass_shared::api::query::FieldError;
+use failpass_shared::error::ApiErrorBody;
+use serde::de::DeserializeOwned;
+
+use crate::db::StorageError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+            ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match &self {
+            ApiError::Internal(e) => {
+                tracing::error!(error.cause_chain = ?e, "internal error");
+                "internal error; the server log has the cause".to_owned()
+            }
+            other => other.to_string(),
+        };
+        (status, Json(ApiErrorBody { code: code.to_owned(), message })).into_response()
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> Self {
+        ApiError::BadRequest(e.to_string())
+    }
+}
+
+impl From<StorageError> for ApiError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
+            StorageError::Conflict(m) => ApiError::Conflict(m),
+            StorageError::Invalid { field, message } => ApiError::BadRequest(format!("{field}: {message}")),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// `Json<T>` whose rejections are [`ApiError`]s naming what is wrong.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(ApiJson(v)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with `Content-Type: application/json`".into(),
+            )),
+            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::BadRequest(json_message(&e.body_text()))),
+            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::BadRequest(json_message(&e.body_text()))),
+            Err(e) => Err(ApiError::BadRequest(e.body_text())),
+        }
+    }
+}
+
+/// axum says "Failed to deserialize the JSON body into the target type: x";
+/// keep the part that names the field.
+fn json_message(text: &str) -> String {
+    let detail = text.split_once(": ").map_or(text, |(_, rest)| rest);
+    format!("invalid JSON body: {detail}")
+}
+
+impl<T: serde::Serialize> IntoResponse for ApiJson<T> {
+    fn into_response(self) -> Response {
+        Json(self.0).into_response()
+    }
+}
+
+/// A path parameter, with a JSON error naming it when it does not parse.
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(v)) => Ok(ApiPath(v)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => {
+                Err(ApiError::BadRequest(format!("path: {}", e.body_text())))
+            }
+            Err(e) => Err(ApiError::BadRequest(e.body_text())),
+        }
+    }
+}
+
+/// The raw query as decoded `(key, value)` pairs, for the shared parsers.
+pub struct QueryPairs(pub Vec<(String, String)>);
+
+impl QueryPairs {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let raw = parts.uri.query().unwrap_or_default();
+        serde_urlencoded::from_str::<Vec<(String, String)>>(raw)
+            .map(QueryPairs)
+            .map_err(|e| ApiError::BadRequest(format!("query string: {e}")))
+    }
+}
+
+impl ApiError {
+    /// For layers that need a plain `Response` (panic catching).
+    pub fn into_response_boxed(self) -> Response {
+        self.into_response()
+    }
+}

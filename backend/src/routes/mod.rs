@@ -1,0 +1,51 @@
+//! HTTP routes: the JSON API under `/api/v1`, `/healthz`, and the dashboard.
+
+mod attempts;
+mod figures;
+mod health;
+mod projects;
+mod reports;
+
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::Router;
+use failpass_shared::routing::RoutingConfig;
+
+use crate::db::Storage;
+use crate::error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub storage: Arc<dyn Storage>,
+    pub routing: Arc<RoutingConfig>,
+}
+
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/projects", get(projects::list_projects).post(projects::create_project))
+        .route("/projects/{*slug}", get(projects::get_project))
+        .route("/reports", get(reports::list_reports).post(reports::create_report))
+        .route("/reports/{id}", get(reports::get_report))
+        .route("/attempts", get(attempts::list_attempts).post(attempts::create_attempt))
+        .route("/attempts/{id}", get(attempts::get_attempt))
+        .route("/figures", get(figures::get_figures))
+        .fallback(api_not_found)
+        .method_not_allowed_fallback(method_not_allowed);
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .nest("/api/v1", api)
+        .route("/api", get(api_not_found))
+        .route("/api/{*rest}", get(api_not_found))
+        .fallback(crate::assets::serve_site)
+        .with_state(state)
+}
+
+async fn api_not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::NotFound(format!("no API route `{}`", uri.path()))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{}`", uri.path()))
+}

@@ -1,0 +1,38 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use failpass_shared::api::projects::{CreateProjectRequest, Project};
+
+use super::AppState;
+use crate::auth::Viewer;
+use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
+
+#[tracing::instrument(skip_all)]
+pub async fn list_projects(State(state): State<AppState>, viewer: Viewer) -> ApiResult<ApiJson<Vec<Project>>> {
+    Ok(ApiJson(state.storage.list_projects(&viewer.scope()).await?))
+}
+
+#[tracing::instrument(skip_all, fields(slug = %req.slug))]
+pub async fn create_project(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(req): ApiJson<CreateProjectRequest>,
+) -> ApiResult<(StatusCode, ApiJson<Project>)> {
+    viewer.require_write()?;
+    req.validate()?;
+    Ok((StatusCode::CREATED, ApiJson(state.storage.create_project(&req).await?)))
+}
+
+#[tracing::instrument(skip_all, fields(slug = %slug))]
+pub async fn get_project(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(slug): ApiPath<String>,
+) -> ApiResult<ApiJson<Project>> {
+    let slug = slug.trim_start_matches('/');
+    state
+        .storage
+        .get_project(slug, &viewer.scope())
+        .await?
+        .map(ApiJson)
+        .ok_or_else(|| ApiError::NotFound(format!("project `{slug}` not found")))
+}

@@ -1,0 +1,58 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
+use failpass_shared::api::Page;
+use failpass_shared::routing::{decide, RoutingInput};
+
+use super::AppState;
+use crate::auth::Viewer;
+use crate::db::NewReport;
+use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
+
+#[tracing::instrument(skip_all)]
+pub async fn list_reports(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<Page<ReportSummary>>> {
+    let query = ReportListQuery::from_pairs(query.iter())?;
+    Ok(ApiJson(state.storage.list_reports(&query, &viewer.scope()).await?))
+}
+
+/// Routes the report by the triage rule, then stores it with its explanation.
+#[tracing::instrument(skip_all, fields(project = %req.project, external_id = %req.external_id))]
+pub async fn create_report(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(req): ApiJson<CreateReportRequest>,
+) -> ApiResult<(StatusCode, ApiJson<Report>)> {
+    viewer.require_write()?;
+    req.validate()?;
+    let decision = decide(
+        &state.routing,
+        &RoutingInput {
+            title: &req.title,
+            body: &req.body,
+            labels: &req.labels,
+            paths: &req.paths,
+            environment: req.environment.as_deref(),
+            oracle: req.oracle.as_ref(),
+        },
+    );
+    let report = state.storage.create_report(&NewReport { request: req, decision }).await?;
+    Ok((StatusCode::CREATED, ApiJson(report)))
+}
+
+#[tracing::instrument(skip_all, fields(report_id = id))]
+pub async fn get_report(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<ApiJson<Report>> {
+    state
+        .storage
+        .get_report(id, &viewer.scope())
+        .await?
+        .map(ApiJson)
+        .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))
+}

@@ -1,0 +1,140 @@
+//! Building the application: storage, migrations, router, listener.
+//!
+//! `App::build` binds the listener first, so callers (tests, `xtask run`)
+//! learn the real port before the server starts.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::http::{HeaderName, Request};
+use failpass_shared::routing::RoutingConfig;
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+use crate::db::{self, Storage};
+use crate::routes::{router, AppState};
+
+pub struct App {
+    listener: TcpListener,
+    router: axum::Router,
+    storage: Arc<dyn Storage>,
+}
+
+/// What to build an [`App`] from.
+pub struct AppConfig {
+    pub database_url: String,
+    pub bind: SocketAddr,
+    pub demo: bool,
+}
+
+impl App {
+    /// Opens and migrates storage, seeds demo data if asked and the database
+    /// is empty, and binds the listener.
+    pub async fn build(cfg: AppConfig) -> anyhow::Result<App> {
+        let storage = db::connect(&cfg.database_url)
+            .await
+            .with_context(|| format!("opening database {}", redact(&cfg.database_url)))?;
+        storage.migrate().await.context("applying migrations")?;
+        let routing = Arc::new(RoutingConfig::default());
+        if cfg.demo {
+            match crate::demo::seed_if_empty(storage.as_ref(), &routing).await? {
+                Some(s) => tracing::info!(
+                    projects = s.projects,
+                    reports = s.reports,
+                    attempts = s.attempts,
+                    "demo data loaded into the empty database"
+                ),
+                None => tracing::info!("database already has data; demo data not loaded"),
+            }
+        }
+        let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
+        let router = with_layers(router(AppState { storage: storage.clone(), routing }));
+        Ok(App { listener, router, storage })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        self.storage.clone()
+    }
+
+    /// Serves until `shutdown` resolves, then finishes in-flight requests.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
+    }
+}
+
+fn with_layers(router: axum::Router) -> axum::Router {
+    let request_id = HeaderName::from_static("x-request-id");
+    router
+        .layer(CompressionLayer::new())
+        .layer(CatchPanicLayer::custom(|_| {
+            crate::error::ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response_boxed()
+        }))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+        }))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(30),
+        ))
+}
+
+/// A database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(super::redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(super::redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(super::redact("data/failpass.db"), "data/failpass.db");
+    }
+}
