@@ -1,1 +1,17 @@
+//! failpass dashboard: Leptos, client-side rendered, compiled to WebAssembly.
 
+mod api;
+mod app;
+mod components;
+mod pages;
+
+use wasm_bindgen::prelude::wasm_bindgen;
+
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+    if let Some(boot) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("boot")) {
+        boot.remove();
+    }
+    leptos::mount::mount_to_body(app::App);
+}

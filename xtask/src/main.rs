@@ -1,1 +1,322 @@
-fn main(){}
+//! `cargo xtask <command>`: the project's build tool.
+//!
+//! - `run`:  build the dashboard and the server, start failpass with demo data
+//!           on an embedded SQLite file (`data/failpass.db`).
+//! - `test`: install what is missing, then run every test suite (unit,
+//!           API integration, the storage contract suite on SQLite and
+//!           PostgreSQL, browser tests in headless Chromium).
+//! - `dist`: build `target/release/failpass` with the dashboard embedded.
+//! - `frontend`: only build the dashboard into `target/site`.
+//!
+//! Nothing here downloads a prebuilt binary: the wasm glue comes from
+//! `wasm-bindgen-cli-support` linked into this crate, wasm-opt from the npm
+//! registry's `binaryen`, Chromium from Debian's packages.
+
+use std::env;
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Write;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+const BINARYEN_VERSION: &str = "132.0.0";
+const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("\nxtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let (cmd, rest) = args.split_first().map(|(c, r)| (c.as_str(), r)).unwrap_or(("help", &[]));
+    match cmd {
+        "run" => run(rest),
+        "test" => test(rest),
+        "dist" => dist(),
+        "frontend" => build_frontend().map(|_| ()),
+        _ => {
+            eprintln!("usage: cargo xtask <run|test|dist|frontend>\n\n  run   build and start failpass with demo data (SQLite in ./data)\n  test  run every test suite (installs what is missing)\n  dist  build target/release/failpass with the dashboard embedded");
+            if cmd == "help" || cmd == "--help" { Ok(()) } else { bail!("unknown command `{cmd}`") }
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn step(what: &str) {
+    println!("\n==> {what}");
+}
+
+/// Runs `cmd`, failing with its name when it fails.
+fn status(cmd: &mut Command) -> Result<()> {
+    let shown = format!("{:?}", cmd);
+    let s = cmd.status().with_context(|| format!("starting {shown}"))?;
+    if !s.success() {
+        bail!("{shown} failed with {s}");
+    }
+    Ok(())
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {program}")).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+// ---------------------------------------------------------------- prerequisites
+
+fn ensure_wasm_target() -> Result<()> {
+    let out = Command::new("rustup").args(["target", "list", "--installed"]).output();
+    match out {
+        Ok(o) if String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == WASM_TARGET) => Ok(()),
+        Ok(_) => {
+            step(&format!("installing the {WASM_TARGET} target"));
+            status(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+        }
+        Err(e) => bail!("rustup is needed to add the {WASM_TARGET} target: {e}"),
+    }
+}
+
+fn apt_install(packages: &[&str]) -> Result<()> {
+    let root_user = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
+    if !root_user {
+        bail!("missing {packages:?}; install them with: sudo apt-get install -y {}", packages.join(" "));
+    }
+    step(&format!("installing {} from Debian's packages", packages.join(", ")));
+    status(Command::new("apt-get").arg("update").arg("-qq"))?;
+    status(Command::new("apt-get").args(["install", "-y", "-qq", "--no-install-recommends"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn ensure_chromium() -> Result<()> {
+    let mut missing = Vec::new();
+    if !Path::new("/usr/bin/chromium").exists() {
+        missing.push("chromium");
+    }
+    if !Path::new("/usr/bin/chromedriver").exists() {
+        missing.push("chromium-driver");
+    }
+    if !missing.is_empty() {
+        apt_install(&missing)?;
+    }
+    if !Path::new("/usr/bin/chromium").exists() || !Path::new("/usr/bin/chromedriver").exists() {
+        bail!("chromium and chromedriver are still missing after installing them");
+    }
+    Ok(())
+}
+
+/// wasm-opt from the npm registry's `binaryen` (Debian's is too old and
+/// breaks the module), installed once under `target/tools`.
+fn ensure_wasm_opt() -> Result<PathBuf> {
+    let tools = target_dir().join("tools");
+    let bin = tools.join("node_modules/.bin/wasm-opt");
+    let version_ok = bin.exists()
+        && Command::new(&bin).arg("--version").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("132"));
+    if version_ok {
+        return Ok(bin);
+    }
+    if !have("npm") {
+        apt_install(&["nodejs", "npm"])?;
+    }
+    step(&format!("installing wasm-opt (npm binaryen@{BINARYEN_VERSION})"));
+    fs::create_dir_all(&tools)?;
+    status(
+        Command::new("npm")
+            .args(["install", "--prefix"])
+            .arg(&tools)
+            .args(["--no-audit", "--no-fund", "--silent", &format!("binaryen@{BINARYEN_VERSION}")]),
+    )
+    .context("installing binaryen from the npm registry")?;
+    if !bin.exists() {
+        bail!("npm installed binaryen but {} is missing", bin.display());
+    }
+    Ok(bin)
+}
+
+/// PostgreSQL must answer: the contract suite runs there every time.
+fn ensure_postgres(url: &str) -> Result<()> {
+    let hostport = url
+        .split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("127.0.0.1:5432")
+        .to_owned();
+    let reachable = || {
+        hostport.to_socket_addrs().ok().and_then(|mut a| a.next()).is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok())
+    };
+    if reachable() {
+        return Ok(());
+    }
+    step("PostgreSQL is not answering; trying to start the local cluster");
+    if let Ok(entries) = fs::read_dir("/etc/postgresql") {
+        for version in entries.flatten() {
+            let _ = Command::new("pg_ctlcluster")
+                .args(["--skip-systemctl-redirect"])
+                .arg(version.file_name())
+                .args(["main", "start"])
+                .status();
+        }
+    }
+    for _ in 0..20 {
+        if reachable() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    bail!("PostgreSQL at {hostport} is unreachable; the PostgreSQL contract suite cannot run (set TEST_DATABASE_URL to a reachable server)")
+}
+
+// ---------------------------------------------------------------- frontend
+
+struct Bundle {
+    wasm: u64,
+    wasm_gz: u64,
+    js: u64,
+    js_gz: u64,
+    css: u64,
+    css_gz: u64,
+}
+
+fn gzip_len(bytes: &[u8]) -> Result<u64> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    enc.write_all(bytes)?;
+    Ok(enc.finish()?.len() as u64)
+}
+
+/// Builds the dashboard into `target/site`: index.html, style.css, pkg/.
+fn build_frontend() -> Result<Bundle> {
+    ensure_wasm_target()?;
+    let wasm_opt = ensure_wasm_opt()?;
+    step("building the dashboard (wasm32, size-tuned profile)");
+    status(cargo().args(["build", "-p", "failpass-frontend", "--target", WASM_TARGET, "--profile", "wasm-release"]))?;
+    let input = target_dir().join(WASM_TARGET).join("wasm-release").join("failpass_frontend.wasm");
+    let site = target_dir().join("site");
+    let pkg = site.join("pkg");
+    fs::create_dir_all(&pkg)?;
+
+    let mut bindgen = wasm_bindgen_cli_support::Bindgen::new();
+    bindgen.input_path(&input).web(true)?.omit_default_module_path(false).typescript(false);
+    bindgen.generate(&pkg).context("generating the wasm-bindgen glue")?;
+
+    let wasm = pkg.join("failpass_frontend_bg.wasm");
+    let optimised = pkg.join("failpass_frontend_bg.opt.wasm");
+    status(
+        Command::new(&wasm_opt)
+            .arg(&wasm)
+            .args(["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
+                   "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue"])
+            .arg("-o")
+            .arg(&optimised),
+    )
+    .context("optimising the wasm with wasm-opt")?;
+    fs::rename(&optimised, &wasm)?;
+
+    fs::copy(root().join("frontend/index.html"), site.join("index.html"))?;
+    let mut css = String::new();
+    let mut sheets: Vec<PathBuf> = fs::read_dir(root().join("style"))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension() == Some(OsStr::new("css")))
+        .collect();
+    sheets.sort();
+    for sheet in sheets {
+        css.push_str(&format!("/* {} */\n", sheet.file_name().unwrap_or_default().to_string_lossy()));
+        css.push_str(&fs::read_to_string(&sheet)?);
+        css.push('\n');
+    }
+    fs::write(site.join("style.css"), &css)?;
+
+    let wasm_bytes = fs::read(&wasm)?;
+    let js_bytes = fs::read(pkg.join("failpass_frontend.js"))?;
+    let b = Bundle {
+        wasm: wasm_bytes.len() as u64,
+        wasm_gz: gzip_len(&wasm_bytes)?,
+        js: js_bytes.len() as u64,
+        js_gz: gzip_len(&js_bytes)?,
+        css: css.len() as u64,
+        css_gz: gzip_len(css.as_bytes())?,
+    };
+    println!(
+        "dashboard built in {}: wasm {} B ({} B gzip), js {} B ({} B gzip), css {} B ({} B gzip); wasm+js {} B gzip",
+        site.display(), b.wasm, b.wasm_gz, b.js, b.js_gz, b.css, b.css_gz, b.wasm_gz + b.js_gz
+    );
+    Ok(b)
+}
+
+// ---------------------------------------------------------------- commands
+
+fn run(extra: &[String]) -> Result<()> {
+    build_frontend()?;
+    step("building the server");
+    status(cargo().args(["build", "-p", "failpass"]))?;
+    let bin = target_dir().join("debug").join("failpass");
+    let data = root().join("data");
+    step(&format!("starting failpass with demo data in {}", data.display()));
+    let mut cmd = Command::new(bin);
+    cmd.arg("serve").arg("--demo").arg("--data-dir").arg(&data).args(extra).current_dir(root());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Become failpass, so Ctrl-C reaches it directly and it shuts down cleanly.
+        let err = cmd.exec();
+        bail!("starting failpass: {err}")
+    }
+    #[cfg(not(unix))]
+    status(&mut cmd)
+}
+
+fn test(extra: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let database_url = env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned());
+    step("checking prerequisites");
+    ensure_postgres(&database_url)?;
+    ensure_chromium()?;
+    let bundle = build_frontend()?;
+    step("running every test suite (unit, API, storage contract on SQLite and PostgreSQL, browser)");
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--exclude", "failpass-frontend", "--no-fail-fast"])
+        .args(extra)
+        .env("TEST_DATABASE_URL", &database_url)
+        .env("FAILPASS_REQUIRE_POSTGRES", "1")
+        .env("CHROMEDRIVER", "/usr/bin/chromedriver")
+        .env("CHROMIUM", "/usr/bin/chromium");
+    let result = status(&mut cmd);
+    println!(
+        "\nxtask test: {} in {:.0} s; dashboard wasm+js {} B gzip",
+        if result.is_ok() { "all suites passed" } else { "FAILED" },
+        started.elapsed().as_secs_f64(),
+        bundle.wasm_gz + bundle.js_gz
+    );
+    result
+}
+
+fn dist() -> Result<()> {
+    build_frontend()?;
+    // rust-embed reads the site at compile time; make sure cargo recompiles it.
+    let assets = root().join("backend/src/assets.rs");
+    let text = fs::read(&assets)?;
+    fs::write(&assets, text)?;
+    step("building target/release/failpass with the dashboard embedded");
+    status(cargo().args(["build", "--release", "-p", "failpass"]))?;
+    let bin = target_dir().join("release").join("failpass");
+    let size = fs::metadata(&bin)?.len();
+    println!("\n{} ({} bytes): copy it anywhere and run `failpass serve`", bin.display(), size);
+    Ok(())
+}

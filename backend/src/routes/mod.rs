@@ -8,6 +8,7 @@ mod reports;
 
 use std::sync::Arc;
 
+use axum::extract::OriginalUri;
 use axum::routing::get;
 use axum::Router;
 use failpass_shared::routing::RoutingConfig;
@@ -42,10 +43,11 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn api_not_found(uri: axum::http::Uri) -> ApiError {
+// `OriginalUri`: inside `nest` the plain `Uri` has lost its `/api/v1` prefix.
+async fn api_not_found(OriginalUri(uri): OriginalUri) -> ApiError {
     ApiError::NotFound(format!("no API route `{}`", uri.path()))
 }
 
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> ApiError {
     ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{}`", uri.path()))
 }

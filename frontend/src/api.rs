@@ -1,0 +1,62 @@
+//! The only HTTP caller. Every request goes to the same origin's `/api/v1`.
+
+use failpass_shared::api::attempts::{Attempt, AttemptListQuery};
+use failpass_shared::api::figures::{FiguresQuery, FiguresResponse};
+use failpass_shared::api::projects::Project;
+use failpass_shared::api::query::to_query_string;
+use failpass_shared::api::reports::{Report, ReportListQuery, ReportSummary};
+use failpass_shared::api::Page;
+use failpass_shared::error::ApiErrorBody;
+use serde::de::DeserializeOwned;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach the failpass server ({0})")]
+    Network(String),
+    #[error("{message}")]
+    Api { status: u16, code: String, message: String },
+    #[error("unexpected response from the server: {0}")]
+    Decode(String),
+    #[error("{0}")]
+    Input(String),
+}
+
+async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
+    let resp = gloo_net::http::Request::get(url)
+        .send()
+        .await
+        .map_err(|e| ClientError::Network(e.to_string()))?;
+    if !resp.ok() {
+        let status = resp.status();
+        return Err(match resp.json::<ApiErrorBody>().await {
+            Ok(body) => ClientError::Api { status, code: body.code, message: body.message },
+            Err(_) => ClientError::Api { status, code: "http".into(), message: format!("HTTP {status} from {url}") },
+        });
+    }
+    resp.json::<T>().await.map_err(|e| ClientError::Decode(e.to_string()))
+}
+
+pub async fn projects() -> Result<Vec<Project>, ClientError> {
+    get_json("/api/v1/projects").await
+}
+
+pub async fn figures(query: &FiguresQuery) -> Result<FiguresResponse, ClientError> {
+    get_json(&format!("/api/v1/figures?{}", to_query_string(&query.pairs()))).await
+}
+
+pub async fn reports(query: &ReportListQuery) -> Result<Page<ReportSummary>, ClientError> {
+    get_json(&format!("/api/v1/reports?{}", to_query_string(&query.pairs()))).await
+}
+
+pub async fn report(id: i64) -> Result<Report, ClientError> {
+    get_json(&format!("/api/v1/reports/{id}")).await
+}
+
+pub async fn attempts(query: &AttemptListQuery) -> Result<Page<Attempt>, ClientError> {
+    let mut pairs = Vec::new();
+    if let Some(id) = query.report_id {
+        pairs.push(("report_id", id.to_string()));
+    }
+    pairs.push(("limit", query.limit.to_string()));
+    get_json(&format!("/api/v1/attempts?{}", to_query_string(&pairs))).await
+}

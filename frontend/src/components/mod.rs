@@ -1,0 +1,85 @@
+//! Pieces every page uses: loading, error and empty states, headline cards,
+//! badges and the project filter.
+
+pub mod charts;
+
+use failpass_shared::api::projects::Project;
+use leptos::prelude::*;
+
+use crate::api::ClientError;
+
+#[component]
+pub fn Loading(#[prop(into)] what: String) -> impl IntoView {
+    view! { <p class="state state-loading" role="status" aria-live="polite">"Loading " {what} "…"</p> }
+}
+
+#[component]
+pub fn ErrorPanel(error: ClientError) -> impl IntoView {
+    let (title, hint) = match &error {
+        ClientError::Network(_) => ("The server did not answer", "Check that failpass is running, then reload."),
+        ClientError::Api { status, .. } if *status >= 500 => ("The server failed", "The server log has the cause."),
+        ClientError::Api { .. } | ClientError::Input(_) => ("This view cannot be shown", "Change the filters or reset them."),
+        ClientError::Decode(_) => ("Unexpected response", "The dashboard and server versions may differ; reload."),
+    };
+    view! {
+        <div class="state state-error" role="alert" data-testid="error">
+            <strong>{title}</strong>
+            <p class="error-message">{error.to_string()}</p>
+            <p class="hint">{hint}</p>
+        </div>
+    }
+}
+
+#[component]
+pub fn Empty(#[prop(into)] message: String) -> impl IntoView {
+    view! { <p class="state state-empty" data-testid="empty">{message}</p> }
+}
+
+/// A headline figure with its sample size underneath.
+#[component]
+pub fn Stat(
+    #[prop(into)] label: String,
+    #[prop(into)] value: String,
+    #[prop(into)] detail: String,
+    #[prop(into)] testid: String,
+) -> impl IntoView {
+    view! {
+        <div class="stat">
+            <div class="stat-label">{label}</div>
+            <div class="stat-value" data-testid=testid>{value}</div>
+            <div class="stat-detail">{detail}</div>
+        </div>
+    }
+}
+
+/// A small label whose text carries the meaning; colour only repeats it.
+#[component]
+pub fn Badge(#[prop(into)] kind: String, #[prop(into)] text: String) -> impl IntoView {
+    view! { <span class=format!("badge badge-{kind}")>{text}</span> }
+}
+
+/// `<select>` of projects; `""` means all.
+#[component]
+pub fn ProjectSelect(
+    projects: Vec<Project>,
+    selected: Option<String>,
+    on_change: impl Fn(String) + 'static,
+) -> impl IntoView {
+    let selected = selected.unwrap_or_default();
+    view! {
+        <label class="field">
+            <span>"Project"</span>
+            <select data-testid="filter-project" on:change=move |ev| on_change(event_target_value(&ev))>
+                <option value="" selected=selected.is_empty()>"All projects"</option>
+                {projects
+                    .into_iter()
+                    .map(|p| {
+                        let is = p.slug == selected;
+                        let label = if p.public { p.slug.clone() } else { format!("{} (private)", p.slug) };
+                        view! { <option value=p.slug.clone() selected=is>{label}</option> }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
+    }
+}

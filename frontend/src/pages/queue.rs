@@ -1,0 +1,197 @@
+//! Triage queue: reports with their route, flags, best verdict and spend,
+//! filtered and paged through the URL (every view is a link).
+
+use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort, ReportSummary};
+use failpass_shared::format::usd;
+use failpass_shared::model::{ReportStatus, Route, Verdict};
+use leptos::prelude::*;
+use leptos_router::hooks::use_navigate;
+use leptos_router::NavigateOptions;
+
+use super::{query_pairs, with_param};
+use crate::api::{self, ClientError};
+use crate::components::{Badge, Empty, ErrorPanel, Loading, ProjectSelect};
+
+fn parse(pairs: &[(String, String)]) -> Result<ReportListQuery, ClientError> {
+    ReportListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|e| ClientError::Input(e.to_string()))
+}
+
+#[component]
+pub fn QueuePage() -> impl IntoView {
+    let pairs = query_pairs();
+    let query = Memo::new(move |_| pairs.with(|p| parse(p)));
+    let reports = LocalResource::new(move || {
+        let q = query.get();
+        async move { api::reports(&q?).await }
+    });
+    let projects = LocalResource::new(api::projects);
+    let navigate = use_navigate();
+    let go = move |key: &'static str, value: String| {
+        let current = query.get_untracked().map(|q| q.pairs()).unwrap_or_default();
+        navigate(&format!("/queue?{}", with_param(&current, key, &value)), NavigateOptions::default());
+    };
+    let current = move || query.get().unwrap_or_default();
+    let search: NodeRef<leptos::html::Input> = NodeRef::new();
+
+    let go_q = go.clone();
+    let on_search = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if let Some(input) = search.get() {
+            go_q("q", input.value());
+        }
+    };
+    let go_project = go.clone();
+    let go_route = go.clone();
+    let go_status = go.clone();
+    let go_verdict = go.clone();
+    let go_sort = go.clone();
+    let go_order = go.clone();
+
+    view! {
+        <section class="queue">
+            <div class="page-head"><h1>"Triage queue"</h1></div>
+            <form class="filters" role="search" on:submit=on_search>
+                <Suspense fallback=|| ()>
+                    {move || {
+                        let go_project = go_project.clone();
+                        Suspend::new(async move {
+                            let selected = query.get_untracked().ok().and_then(|q| q.filter.project);
+                            match projects.await {
+                                Ok(list) => view! { <ProjectSelect projects=list selected=selected on_change=move |v| go_project("project", v)/> }.into_any(),
+                                Err(_) => ().into_any(),
+                            }
+                        })
+                    }}
+                </Suspense>
+                <EnumSelect label="Route" testid="filter-route" options=Route::ALL.iter().map(|r| r.as_str()).collect()
+                    selected=Signal::derive(move || current().filter.route.map(|r| r.as_str()).unwrap_or_default())
+                    on_change=move |v| go_route("route", v)/>
+                <EnumSelect label="Status" testid="filter-status" options=ReportStatus::ALL.iter().map(|r| r.as_str()).collect()
+                    selected=Signal::derive(move || current().filter.status.map(|r| r.as_str()).unwrap_or_default())
+                    on_change=move |v| go_status("status", v)/>
+                <EnumSelect label="Best verdict" testid="filter-verdict" options=Verdict::ALL.iter().map(|r| r.as_str()).collect()
+                    selected=Signal::derive(move || current().filter.verdict.map(|r| r.as_str()).unwrap_or_default())
+                    on_change=move |v| go_verdict("verdict", v)/>
+                <label class="field">
+                    <span>"Sort by"</span>
+                    <select data-testid="sort" on:change=move |ev| go_sort("sort", event_target_value(&ev))>
+                        {ReportSort::ALL.iter().map(|s| {
+                            let s = *s;
+                            view! { <option value=s.as_str() selected=move || current().sort == s>{s.as_str().replace('_', " ")}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label class="field">
+                    <span>"Order"</span>
+                    <select data-testid="order" on:change=move |ev| go_order("order", event_target_value(&ev))>
+                        <option value="desc" selected=move || current().order == Order::Desc>"descending"</option>
+                        <option value="asc" selected=move || current().order == Order::Asc>"ascending"</option>
+                    </select>
+                </label>
+                <label class="field field-grow">
+                    <span>"Search"</span>
+                    <input type="search" node_ref=search data-testid="filter-q" placeholder="title, body or issue id"
+                        prop:value=move || current().filter.q.unwrap_or_default()/>
+                </label>
+                <button type="submit">"Search"</button>
+                <a class="reset" href="/queue">"Reset"</a>
+            </form>
+            <Transition fallback=|| view! { <Loading what="reports"/> }>
+                {move || Suspend::new(async move {
+                    match reports.await {
+                        Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
+                        Ok(page) if page.items.is_empty() => view! { <Empty message="No report matches these filters."/> }.into_any(),
+                        Ok(page) => {
+                            let next = page.next_cursor.clone();
+                            let q = query.get_untracked().unwrap_or_default();
+                            let paged = q.cursor.is_some();
+                            let next_href = next.map(|c| format!("/queue?{}", failpass_shared::api::query::to_query_string(&{
+                                let mut p = q.pairs();
+                                p.retain(|(k, _)| *k != "cursor");
+                                p.push(("cursor", c));
+                                p
+                            })));
+                            let first_href = format!("/queue?{}", with_param(&q.pairs(), "cursor", ""));
+                            view! {
+                                <p class="count" data-testid="queue-count">{format!("{} reports on this page", page.items.len())}</p>
+                                <ReportTable rows=page.items/>
+                                <nav class="pager" aria-label="Pages">
+                                    {paged.then(|| view! { <a href=first_href data-testid="first-page">"First page"</a> })}
+                                    {next_href.map(|h| view! { <a href=h data-testid="next-page">"Next page"</a> })}
+                                </nav>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn EnumSelect(
+    #[prop(into)] label: String,
+    #[prop(into)] testid: String,
+    options: Vec<&'static str>,
+    selected: Signal<&'static str>,
+    on_change: impl Fn(String) + 'static,
+) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span>{label}</span>
+            <select data-testid=testid on:change=move |ev| on_change(event_target_value(&ev))>
+                <option value="" selected=move || selected.get().is_empty()>"Any"</option>
+                {options.into_iter().map(|o| view! {
+                    <option value=o selected=move || selected.get() == o>{o.replace('_', " ")}</option>
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+#[component]
+fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
+    let now = chrono::Utc::now();
+    view! {
+        <div class="table-wrap">
+            <table class="reports" data-testid="queue-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Report"</th>
+                        <th scope="col">"Project"</th>
+                        <th scope="col">"Route"</th>
+                        <th scope="col">"Flags"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Best verdict"</th>
+                        <th scope="col" class="num">"Attempts"</th>
+                        <th scope="col" class="num">"Cost"</th>
+                        <th scope="col" class="num">"Age"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {rows.into_iter().map(|r| {
+                        let age_days = (now - r.filed_at).num_days();
+                        let mut flags = Vec::new();
+                        if r.vague { flags.push("vague") }
+                        if r.llm_only { flags.push("llm only") }
+                        view! {
+                            <tr data-testid="queue-row" data-route=r.route.as_str() data-id=r.id.to_string()>
+                                <td class="title"><a href=format!("/reports/{}", r.id)>{r.title.clone()}</a>
+                                    <span class="ext">"#"{r.external_id.clone()}</span></td>
+                                <td>{r.project.clone()}</td>
+                                <td><Badge kind=r.route.as_str() text=r.route.as_str().replace('_', " ")/></td>
+                                <td>{flags.into_iter().map(|f| view! { <Badge kind="flag" text=f/> }).collect_view()}</td>
+                                <td>{r.status.as_str().replace('_', " ")}</td>
+                                <td>{r.best_verdict.map(|v| view! { <Badge kind=v.as_str() text=v.as_str().replace('_', " ")/> })}</td>
+                                <td class="num">{r.attempts}</td>
+                                <td class="num">{usd(Some(r.cost_usd))}</td>
+                                <td class="num">{if age_days < 1 { "today".to_owned() } else { format!("{age_days} d") }}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
