@@ -3,7 +3,7 @@
 //! so the weekly charts show recent weeks, and written through the same
 //! `Storage` methods as the API, so every derived field is real.
 
-use chrono::{Duration, NaiveDate, Utc};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
 use failpass_shared::api::attempts::{CreateAttemptRequest, Signal, Signals};
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::{CreateReportRequest, Oracle};
@@ -27,7 +27,7 @@ pub async fn seed_if_empty(storage: &dyn Storage, routing: &RoutingConfig) -> an
     if !storage.is_empty().await? {
         return Ok(None);
     }
-    seed(storage, routing).await.map(Some)
+    seed(storage, routing, Utc::now()).await.map(Some)
 }
 
 /// splitmix64: small, deterministic, good enough for demo variety.
@@ -149,8 +149,9 @@ fn body(kind: Kind, title: &str, op: &str, error: &str, rng: &mut Rng) -> (Strin
         ),
         Kind::InPatch => (
             format!(
-                "{title}. The fix PR adds a regression test for `{op}` that fails before the change and passes \
-                 after it; the existing tests in the same file keep passing."
+                "{title}.\n\n```python\nout = {op}(x)\nassert out.shape == ref.shape\n```\n\nThe fix PR adds a \
+                 regression test for `{op}` that fails before the change and passes after it; the existing tests \
+                 in the same file keep passing."
             ),
             vec!["bug".into(), "has-test".into()],
             env,
@@ -188,9 +189,10 @@ fn signals(rng: &mut Rng, failure_seen: bool) -> Signals {
     }
 }
 
-async fn seed(storage: &dyn Storage, routing: &RoutingConfig) -> anyhow::Result<DemoSummary> {
+/// Loads the demo with every date relative to `now` (fixed in tests, so two
+/// databases seeded alike hold the same data).
+pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<Utc>) -> anyhow::Result<DemoSummary> {
     let mut rng = Rng(0x5EED_FA11_9A55);
-    let now = Utc::now();
     let mut summary = DemoSummary { projects: 0, reports: 0, attempts: 0 };
 
     for (slug, description, public) in PROJECTS {
@@ -296,7 +298,7 @@ async fn seed(storage: &dyn Storage, routing: &RoutingConfig) -> anyhow::Result<
                     0 => (Verdict::Reproduced, VerdictSource::Deterministic, None, if rng.chance(0.5) { Some(Review::Accepted) } else { None }),
                     _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
                 },
-                (Route::Hypothesis, false) => match rng.below(4) {
+                (Route::Hypothesis, false) => match (i + t) % 4 {
                     0 => (Verdict::Lead, VerdictSource::Llm, None, None),
                     1 => (Verdict::Confirmed, VerdictSource::Llm, None, Some(Review::Accepted)),
                     2 => (Verdict::Lead, VerdictSource::Llm, None, Some(Review::Rejected)),
@@ -360,7 +362,7 @@ async fn seed(storage: &dyn Storage, routing: &RoutingConfig) -> anyhow::Result<
 
         // Benchmark-style fix attempts on the reports that carry in-patch tests.
         if matches!(kind, Kind::InPatch) {
-            let resolved = rng.chance(0.5);
+            let resolved = i % 2 == 0;
             storage
                 .create_attempt(&CreateAttemptRequest {
                     report_id: report.summary.id,

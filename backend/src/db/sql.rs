@@ -459,18 +459,22 @@ macro_rules! impl_storage {
                     req.attempt_key.as_deref().unwrap_or_default(),
                     req.report_id
                 )))?;
-                let attempts = report.attempts + 1;
-                let attempts_graded = report.attempts_graded + i64::from(graded);
-                let attempts_counting = report.attempts_counting + i64::from(counts);
-                let attempts_awaiting = report.attempts_awaiting + i64::from(awaiting);
+                // Triage state follows reproduction attempts only; a fix attempt
+                // (a benchmark's patch) adds to the spend but not to the status.
+                let repro = req.goal == failpass_shared::model::Goal::Reproduce;
+                let attempts = report.attempts + i64::from(repro);
+                let attempts_graded = report.attempts_graded + i64::from(repro && graded);
+                let attempts_counting = report.attempts_counting + i64::from(repro && counts);
+                let attempts_awaiting = report.attempts_awaiting + i64::from(repro && awaiting);
                 let previous_best = report
                     .best_verdict
                     .as_deref()
                     .map(|v| v.parse::<Verdict>().map_err(|e| crate::db::StorageError::Corrupt(e.to_string())))
                     .transpose()?;
                 let best = match previous_best {
-                    Some(p) if p.rank() >= req.verdict.rank() => p,
-                    _ => req.verdict,
+                    Some(p) if !repro || p.rank() >= req.verdict.rank() => Some(p),
+                    _ if repro => Some(req.verdict),
+                    _ => None,
                 };
                 let status = report_status(attempts, attempts_counting, attempts_awaiting, attempts_graded);
                 sqlx::query(
@@ -483,10 +487,10 @@ macro_rules! impl_storage {
                 .bind(attempts_graded)
                 .bind(attempts_counting)
                 .bind(attempts_awaiting)
-                .bind(best.as_str())
+                .bind(best.map(|b| b.as_str()))
                 .bind(status.as_str())
                 .bind(req.cost_usd)
-                .bind(counts)
+                .bind(repro && counts)
                 .bind(req.ended_at.map(crate::db::sql::secs).unwrap_or(now))
                 .bind(req.report_id)
                 .execute(&mut *tx)

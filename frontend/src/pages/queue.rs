@@ -152,7 +152,8 @@ fn EnumSelect(
 
 #[component]
 fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
-    let now = chrono::Utc::now();
+    // std's clock is unsupported on wasm32-unknown-unknown; ask the browser.
+    let now_ms = js_sys::Date::now() as i64;
     view! {
         <div class="table-wrap">
             <table class="reports" data-testid="queue-table">
@@ -171,7 +172,7 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
                 </thead>
                 <tbody>
                     {rows.into_iter().map(|r| {
-                        let age_days = (now - r.filed_at).num_days();
+                        let age_days = (now_ms - r.filed_at.timestamp_millis()) / 86_400_000;
                         let mut flags = Vec::new();
                         if r.vague { flags.push("vague") }
                         if r.llm_only { flags.push("llm only") }

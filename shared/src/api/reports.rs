@@ -151,9 +151,12 @@ pub struct ReportSummary {
     pub llm_only: bool,
     pub oracle_kind: OracleKind,
     pub status: ReportStatus,
-    /// The best verdict among its attempts (`reproduced` over `confirmed` over … `error`).
+    /// The best verdict among its reproduction attempts (`reproduced` over
+    /// `confirmed` over … `error`); status and this follow goal `reproduce` only.
     pub best_verdict: Option<Verdict>,
+    /// Reproduction attempts.
     pub attempts: i64,
+    /// All spend on the report, fix attempts included.
     pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
 }

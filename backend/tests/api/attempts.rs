@@ -1,0 +1,90 @@
+use serde_json::json;
+
+use crate::helpers::{assert_error, spawn_app};
+use crate::reports::seed_reports;
+
+#[tokio::test]
+async fn an_attempt_updates_its_report_in_the_same_write() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    let r = ids[0];
+    let a = app.attempt(json!({"report_id": r, "agent": "repgen", "model": "gpt-4o", "cost_usd": 0.5,
+        "verdict": "not_reproduced", "verdict_source": "deterministic", "failure_cause": "wrong_failure"})).await;
+    assert_eq!(a["counts"], false);
+    assert_eq!(a["goal"], "reproduce");
+    let report = app.get(&format!("/api/v1/reports/{r}")).await.body;
+    assert_eq!(report["status"], "not_reproduced");
+    assert_eq!(report["best_verdict"], "not_reproduced");
+
+    let b = app.attempt(json!({"report_id": r, "agent": "repgen", "cost_usd": 1.25, "verdict": "reproduced",
+        "verdict_source": "deterministic", "started_at": "2026-05-01T10:00:00Z", "ended_at": "2026-05-01T10:05:00Z",
+        "signals": {"syntax": {"passed": true, "source": "static"}, "failure_behaviour": {"passed": true, "source": "deterministic", "detail": "matched"}}})).await;
+    assert_eq!(b["counts"], true);
+    assert_eq!(b["wall_seconds"], 300.0, "wall time from start and end");
+    assert_eq!(b["signals"]["failure_behaviour"]["detail"], "matched");
+    let report = app.get(&format!("/api/v1/reports/{r}")).await.body;
+    assert_eq!(report["status"], "reproduced");
+    assert_eq!(report["best_verdict"], "reproduced");
+    assert_eq!(report["attempts"], 2);
+    assert_eq!(report["cost_usd"], 1.75);
+
+    // a later worse verdict does not lower the best one
+    app.attempt(json!({"report_id": r, "agent": "x", "verdict": "error", "verdict_source": "deterministic"})).await;
+    assert_eq!(app.get(&format!("/api/v1/reports/{r}")).await.body["best_verdict"], "reproduced");
+
+    let detail = app.get(&format!("/api/v1/attempts/{}", b["id"])).await.body;
+    assert_eq!(detail["id"], b["id"]);
+    assert_eq!(detail["runs"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn vague_reports_count_only_after_a_human_accepts() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    let vague = ids[8];
+    let a = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
+    assert_eq!(a["counts"], false);
+    assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "needs_review");
+    let b = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic", "review": "accepted", "reviewer": "m"})).await;
+    assert_eq!(b["counts"], true);
+    assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "reproduced");
+}
+
+#[tokio::test]
+async fn bad_attempts_are_rejected_and_change_nothing() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    let r = ids[1];
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "reproduced", "verdict_source": "llm"})).await, 400, "bad_request", "lead");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "confirmed", "verdict_source": "llm"})).await, 400, "bad_request", "review");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "goal": "fix", "verdict": "reproduced", "verdict_source": "deterministic"})).await, 400, "bad_request", "goal `fix`");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "cost_usd": -2})).await, 400, "bad_request", "cost_usd");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "maybe", "verdict_source": "deterministic"})).await, 400, "bad_request", "unknown variant `maybe`");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": 424242, "agent": "a", "verdict": "error", "verdict_source": "deterministic"})).await, 400, "bad_request", "report_id");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "started_at": "2026-01-02T00:00:00Z", "ended_at": "2026-01-01T00:00:00Z"})).await, 400, "bad_request", "ended_at");
+    app.attempt(json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 0.1})).await;
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 5.0})).await, 409, "conflict", "k1");
+    let report = app.get(&format!("/api/v1/reports/{r}")).await.body;
+    assert_eq!(report["attempts"], 1, "only the one good attempt was stored");
+    assert_eq!(report["cost_usd"], 0.1);
+    assert_error(&app.get("/api/v1/attempts/99999").await, 404, "not_found", "attempt 99999");
+}
+
+#[tokio::test]
+async fn attempts_list_pages_newest_first() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    for i in 0..5 {
+        app.attempt(json!({"report_id": ids[i % 2], "agent": if i % 2 == 0 { "even" } else { "odd" }, "verdict": "not_reproduced", "verdict_source": "deterministic"})).await;
+    }
+    let p1 = app.get("/api/v1/attempts?limit=3").await.body;
+    let got: Vec<i64> = p1["items"].as_array().unwrap().iter().map(|a| a["id"].as_i64().unwrap()).collect();
+    assert_eq!(got, [5, 4, 3]);
+    let p2 = app.get(&format!("/api/v1/attempts?limit=3&cursor={}", p1["next_cursor"].as_str().unwrap())).await.body;
+    assert_eq!(p2["items"].as_array().unwrap().len(), 2);
+    assert!(p2["next_cursor"].is_null());
+    assert_eq!(app.get("/api/v1/attempts?agent=odd").await.body["items"].as_array().unwrap().len(), 2);
+    assert_eq!(app.get(&format!("/api/v1/attempts?report_id={}", ids[0])).await.body["items"].as_array().unwrap().len(), 3);
+    assert_error(&app.get("/api/v1/attempts?report_id=abc").await, 400, "bad_request", "report_id");
+    assert_error(&app.get("/api/v1/attempts?cursor=abc").await, 400, "bad_request", "cursor");
+}

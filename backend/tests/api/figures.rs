@@ -1,0 +1,98 @@
+use failpass::db::ProjectScope;
+use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::figures::figure_rows;
+use failpass_shared::model::GroupBy;
+
+use crate::helpers::{assert_error, spawn_app, spawn_app_with_demo};
+
+#[tokio::test]
+async fn every_grouping_answers_with_the_documented_fields() {
+    let app = spawn_app_with_demo().await;
+    for g in GroupBy::ALL {
+        let r = app.get(&format!("/api/v1/figures?group_by={g}")).await;
+        assert_eq!(r.status, 200, "{g}: {}", r.body);
+        assert_eq!(r.body["group_by"], g.as_str());
+        let rows = r.body["rows"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{g} has rows");
+        for field in ["key", "reports", "reports_graded", "reports_reproduced", "rate", "rate_low", "rate_high", "attempts",
+            "cost_total_usd", "cost_per_reproduction_usd", "cost_mean_success_usd", "oracle_coverage"] {
+            assert!(rows[0].get(field).is_some(), "{g}: field {field} missing");
+        }
+        // the API's rows are exactly the shared math over storage's contributions
+        let q = FiguresQuery { group_by: *g, ..Default::default() };
+        let expected = figure_rows(app.storage.figure_contributions(&q, &ProjectScope::All).await.unwrap());
+        let got: Vec<failpass_shared::api::figures::FigureRow> = serde_json::from_value(r.body["rows"].clone()).unwrap();
+        assert_rows_close(&got, &expected, g.as_str());
+    }
+    let week = app.get("/api/v1/figures?group_by=week").await.body;
+    for row in week["rows"].as_array().unwrap() {
+        let key = row["key"].as_str().unwrap();
+        let d = chrono::NaiveDate::parse_from_str(key, "%Y-%m-%d").unwrap_or_else(|_| panic!("week key {key}"));
+        assert_eq!(chrono::Datelike::weekday(&d), chrono::Weekday::Mon, "{key} is a Monday");
+    }
+}
+
+#[tokio::test]
+async fn filters_narrow_the_figures() {
+    let app = spawn_app_with_demo().await;
+    let all = app.get("/api/v1/figures").await.body["rows"][0]["reports"].as_u64().unwrap();
+    let one = app.get("/api/v1/figures?project=pytorch/pytorch").await.body["rows"][0]["reports"].as_u64().unwrap();
+    assert!(one < all && one > 0, "{one} of {all}");
+    let routed = app.get("/api/v1/figures?route=agent_first").await.body;
+    let by_route = app.get("/api/v1/figures?group_by=route").await.body;
+    let agent_first = by_route["rows"].as_array().unwrap().iter().find(|r| r["key"] == "agent_first").unwrap();
+    assert_eq!(&routed["rows"][0]["reports"], &agent_first["reports"]);
+    assert_eq!(&routed["rows"][0]["rate"], &agent_first["rate"]);
+    let fix = app.get("/api/v1/figures?goal=fix").await.body;
+    assert_eq!(fix["goal"], "fix");
+    assert!(fix["rows"][0]["reports_reproduced"].as_u64().unwrap() > 0, "demo has resolved fix attempts");
+}
+
+#[tokio::test]
+async fn empty_database_gives_no_rows_and_no_nan() {
+    let app = spawn_app().await;
+    let r = app.get("/api/v1/figures").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["rows"].as_array().unwrap().len(), 0);
+    app.project("a/b").await;
+    app.report(serde_json::json!({"project": "a/b", "external_id": "1", "title": "t"})).await;
+    let row = app.get("/api/v1/figures").await.body["rows"][0].clone();
+    assert_eq!(row["reports"], 1);
+    assert!(row["rate"].is_null(), "no graded report, no rate: {row}");
+    assert!(row["cost_per_reproduction_usd"].is_null());
+    assert_eq!(row["cost_total_usd"], 0.0);
+}
+
+#[tokio::test]
+async fn bad_figure_parameters_are_400s() {
+    let app = spawn_app().await;
+    assert_error(&app.get("/api/v1/figures?group_by=colour").await, 400, "bad_request", "group_by: unknown group_by `colour`");
+    assert_error(&app.get("/api/v1/figures?goal=win").await, 400, "bad_request", "goal");
+    assert_error(&app.get("/api/v1/figures?limit=3").await, 400, "bad_request", "unknown query parameter `limit`");
+    assert_error(&app.get("/api/v1/figures?route=x").await, 400, "bad_request", "route");
+}
+
+/// Equal but for the last bit of a float (JSON parsing is not bit-exact).
+#[track_caller]
+pub fn assert_rows_close(a: &[failpass_shared::api::figures::FigureRow], b: &[failpass_shared::api::figures::FigureRow], what: &str) {
+    let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+        (None, None) => true,
+        _ => false,
+    };
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (x, y) in a.iter().zip(b) {
+        let ints = |r: &failpass_shared::api::figures::FigureRow| {
+            (r.key.clone(), r.reports, r.reports_graded, r.reports_reproduced, r.attempts, r.attempts_graded,
+             r.attempts_counting, r.attempts_lead, r.attempts_error, r.reports_with_oracle, r.reports_in_patch_test)
+        };
+        assert_eq!(ints(x), ints(y), "{what}");
+        let floats = |r: &failpass_shared::api::figures::FigureRow| {
+            [r.rate, r.rate_low, r.rate_high, r.attempt_rate, r.lead_rate, Some(r.cost_total_usd), r.cost_per_reproduction_usd,
+             r.cost_mean_success_usd, r.cost_ratio, r.oracle_coverage, r.in_patch_test_share]
+        };
+        for (i, (p, q)) in floats(x).into_iter().zip(floats(y)).enumerate() {
+            assert!(close(p, q), "{what} {}: float #{i} {p:?} != {q:?}", x.key);
+        }
+    }
+}

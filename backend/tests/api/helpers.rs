@@ -1,0 +1,167 @@
+//! Test harness: a real server on 127.0.0.1:0 over a temporary SQLite file,
+//! and `run_storage_test`, which runs one case on SQLite and on a fresh
+//! PostgreSQL database.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use failpass::db::{self, Storage};
+use failpass::startup::{App, AppConfig};
+use serde_json::{json, Value};
+use sqlx::Connection;
+use tempfile::TempDir;
+
+pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+pub fn init_logs() {
+    if std::env::var_os("TEST_LOG").is_some() {
+        failpass::telemetry::init();
+    }
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub storage: Arc<dyn Storage>,
+    _dir: TempDir,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn(false).await
+}
+
+pub async fn spawn_app_with_demo() -> TestApp {
+    spawn(true).await
+}
+
+async fn spawn(demo: bool) -> TestApp {
+    init_logs();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let app = App::build(AppConfig {
+        database_url: dir.path().join("failpass.db").to_string_lossy().into_owned(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        demo,
+    })
+    .await
+    .expect("app builds");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let storage = app.storage();
+    tokio::spawn(app.run_until(std::future::pending()));
+    TestApp { base, client: reqwest::Client::new(), storage, _dir: dir }
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl TestApp {
+    pub async fn get(&self, path: &str) -> Reply {
+        let resp = self.client.get(format!("{}{}", self.base, path)).send().await.expect("request");
+        reply(resp).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Reply {
+        let resp = self.client.post(format!("{}{}", self.base, path)).json(body).send().await.expect("request");
+        reply(resp).await
+    }
+
+    pub async fn post_raw(&self, path: &str, content_type: Option<&str>, body: &str) -> Reply {
+        let mut req = self.client.post(format!("{}{}", self.base, path)).body(body.to_owned());
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        reply(req.send().await.expect("request")).await
+    }
+
+    pub async fn project(&self, slug: &str) -> Value {
+        let r = self.post("/api/v1/projects", &json!({ "slug": slug })).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body
+    }
+
+    /// Creates a report and returns its id.
+    pub async fn report(&self, body: Value) -> i64 {
+        let r = self.post("/api/v1/reports", &body).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body["id"].as_i64().unwrap()
+    }
+
+    /// Creates an attempt and returns it.
+    pub async fn attempt(&self, body: Value) -> Value {
+        let r = self.post("/api/v1/attempts", &body).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body
+    }
+}
+
+async fn reply(resp: reqwest::Response) -> Reply {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Reply { status, body }
+}
+
+/// Asserts a JSON error with `status`, `code`, and a message containing `needle`.
+#[track_caller]
+pub fn assert_error(r: &Reply, status: u16, code: &str, needle: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    assert_eq!(r.body["code"], code, "{}", r.body);
+    let msg = r.body["message"].as_str().unwrap_or_default();
+    assert!(msg.contains(needle), "message {msg:?} should contain {needle:?}");
+}
+
+/// A fresh, migrated SQLite storage in a temporary directory.
+pub async fn sqlite_storage() -> (Arc<dyn Storage>, TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+    storage.migrate().await.unwrap();
+    (storage, dir)
+}
+
+/// A fresh, migrated PostgreSQL database, dropped by [`PgDatabase::drop_now`].
+/// PostgreSQL is required: with no server this panics rather than skipping.
+pub struct PgDatabase {
+    admin_url: String,
+    name: String,
+    pub storage: Arc<dyn Storage>,
+}
+
+pub async fn pg_storage() -> PgDatabase {
+    let admin_url = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned());
+    let name = format!("failpass_test_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
+        panic!("PostgreSQL is required for the contract suite and is unreachable at {admin_url}: {e}")
+    });
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
+    admin.close().await.ok();
+    let base = admin_url.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin_url);
+    let storage = db::connect(&format!("{base}/{name}")).await.unwrap();
+    storage.migrate().await.unwrap();
+    PgDatabase { admin_url, name, storage }
+}
+
+impl PgDatabase {
+    pub async fn drop_now(self) {
+        drop(self.storage);
+        if let Ok(mut admin) = sqlx::PgConnection::connect(&self.admin_url).await {
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)))
+                .execute(&mut admin)
+                .await;
+        }
+    }
+}
+
+/// Runs `case` on SQLite, then on a fresh PostgreSQL database.
+pub async fn run_storage_test<F, Fut>(case: F)
+where
+    F: Fn(Arc<dyn Storage>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    init_logs();
+    let (sqlite, _dir) = sqlite_storage().await;
+    case(sqlite).await;
+    let pg = pg_storage().await;
+    case(pg.storage.clone()).await;
+    pg.drop_now().await;
+}

@@ -1,0 +1,9 @@
+//! API integration tests and the storage contract suite, one binary.
+
+mod attempts;
+mod figures;
+mod health;
+mod helpers;
+mod projects;
+mod reports;
+mod storage;

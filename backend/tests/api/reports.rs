@@ -1,0 +1,165 @@
+use std::collections::HashSet;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app, TestApp};
+
+const CRASH_BODY: &str = "On torch 2.4.1:\n```python\nimport torch\ntorch.logsumexp(torch.full((3,), 1e4, dtype=torch.half), 0)\n```\nTraceback (most recent call last):\n  File \"r.py\", line 2\nRuntimeError: value cannot be converted to type at::Half without overflow\n";
+
+pub async fn seed_reports(app: &TestApp) -> Vec<i64> {
+    app.project("pytorch/pytorch").await;
+    app.project("jax-ml/jax").await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        ids.push(
+            app.report(json!({
+                "project": "pytorch/pytorch", "external_id": format!("{}", 100 + i),
+                "title": format!("logsumexp overflow case {i}"), "body": CRASH_BODY,
+                "labels": ["bug", "module: numerical"], "filed_at": format!("2026-0{}-0{}T10:00:00Z", 1 + i % 3, 1 + i),
+            }))
+            .await,
+        );
+    }
+    ids.push(app.report(json!({
+        "project": "pytorch/pytorch", "external_id": "200", "title": "DDP hangs with torchrun on two nodes",
+        "body": "Works on one node.", "labels": ["oncall: distributed"], "filed_at": "2026-02-15T08:00:00Z",
+    })).await);
+    ids.push(app.report(json!({
+        "project": "jax-ml/jax", "external_id": "300", "title": "pmap slow", "body": "It is slow.",
+        "filed_at": "2026-03-01T08:00:00Z",
+    })).await);
+    ids
+}
+
+#[tokio::test]
+async fn created_reports_are_routed_with_an_explanation() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    let crash = app.get(&format!("/api/v1/reports/{}", ids[0])).await.body;
+    assert_eq!(crash["route"], "agent_first");
+    assert_eq!(crash["category"], "patch_logic");
+    assert_eq!(crash["oracle_kind"], "crash_signature");
+    assert_eq!(crash["oracle"]["source"], "derived");
+    assert_eq!(crash["status"], "new");
+    assert_eq!(crash["features"]["has_traceback"], true);
+    let rules: Vec<_> = crash["explanation"].as_array().unwrap().iter().map(|r| r["rule"].as_str().unwrap()).collect();
+    assert_eq!(rules, ["harness_or_plumbing", "deterministic_oracle", "no_oracle", "vague", "llm_only"]);
+
+    let harness = app.get(&format!("/api/v1/reports/{}", ids[7])).await.body;
+    assert_eq!(harness["route"], "human_first");
+    let ev = harness["explanation"][0]["evidence"].as_str().unwrap();
+    assert!(ev.contains("ddp") && ev.contains("oncall: distributed"), "{ev}");
+
+    let vague = app.get(&format!("/api/v1/reports/{}", ids[8])).await.body;
+    assert_eq!(vague["route"], "hypothesis");
+    assert_eq!(vague["vague"], true);
+}
+
+#[tokio::test]
+async fn bad_report_input_names_the_field_and_keeps_what_is_stored() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    assert_error(
+        &app.post("/api/v1/reports", &json!({"project": "nobody/x", "external_id": "1", "title": "t"})).await,
+        400, "bad_request", "project: no project `nobody/x`",
+    );
+    assert_error(
+        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "100", "title": "dup"})).await,
+        409, "conflict", "already has a report `100`",
+    );
+    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": " ", "title": "t"})).await, 400, "bad_request", "external_id");
+    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "labels": ["ok", ""]})).await, 400, "bad_request", "labels[1]");
+    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "filed_at": "yesterday"})).await, 400, "bad_request", "filed_at");
+    assert_error(
+        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "fail_to_pass"}})).await,
+        400, "bad_request", "oracle.source",
+    );
+    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "magic"}})).await, 400, "bad_request", "unknown variant `magic`");
+    // the duplicate did not overwrite the original
+    let original = app.get(&format!("/api/v1/reports/{}", ids[0])).await.body;
+    assert_eq!(original["title"], "logsumexp overflow case 0");
+    assert_eq!(app.get("/api/v1/reports?limit=500").await.body["items"].as_array().unwrap().len(), 9);
+    assert_error(&app.get("/api/v1/reports/999999").await, 404, "not_found", "report 999999");
+    assert_error(&app.get("/api/v1/reports/x1").await, 400, "bad_request", "x1");
+}
+
+fn ids(page: &Value) -> Vec<i64> {
+    page["items"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn list_filters_each_narrow_the_list() {
+    let app = spawn_app().await;
+    seed_reports(&app).await;
+    let n = |q: &str| {
+        let q = q.to_owned();
+        let app = &app;
+        async move { app.get(&format!("/api/v1/reports?{q}")).await.body["items"].as_array().unwrap().len() }
+    };
+    assert_eq!(n("").await, 9);
+    assert_eq!(n("project=jax-ml/jax").await, 1);
+    assert_eq!(n("route=human_first").await, 1);
+    assert_eq!(n("route=agent_first").await, 7);
+    assert_eq!(n("status=new").await, 9);
+    assert_eq!(n("label=oncall:%20distributed").await, 1);
+    assert_eq!(n("label=bug").await, 7);
+    assert_eq!(n("q=TORCHRUN").await, 1, "free text is case-insensitive");
+    assert_eq!(n("q=case%205").await, 1);
+    assert_eq!(n("q=100%25").await, 0, "% is matched literally");
+    assert_eq!(n("verdict=reproduced").await, 0);
+    assert_eq!(n("route=agent_first&project=jax-ml/jax").await, 0);
+    assert_eq!(n("route=").await, 9, "an empty value means any");
+}
+
+#[tokio::test]
+async fn keyset_pages_cover_every_report_once_in_each_order() {
+    let app = spawn_app().await;
+    let all = seed_reports(&app).await;
+    for (sort, order) in [("filed_at", "desc"), ("filed_at", "asc"), ("created_at", "asc"), ("cost", "desc"), ("attempts", "asc")] {
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let mut url = format!("/api/v1/reports?sort={sort}&order={order}&limit=2");
+            if let Some(c) = &cursor {
+                url.push_str(&format!("&cursor={}", failpass_shared::api::query::encode_component(c)));
+            }
+            let page = app.get(&url).await;
+            assert_eq!(page.status, 200, "{}", page.body);
+            seen.extend(ids(&page.body));
+            pages += 1;
+            match page.body["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(pages, 5, "{sort} {order}");
+        let unique: HashSet<_> = seen.iter().collect();
+        assert_eq!(seen.len(), all.len(), "{sort} {order}: {seen:?}");
+        assert_eq!(unique.len(), all.len(), "{sort} {order}");
+    }
+    // filed_at desc is newest first
+    let page = app.get("/api/v1/reports?limit=3").await.body;
+    let filed: Vec<_> = page["items"].as_array().unwrap().iter().map(|r| r["filed_at"].as_str().unwrap().to_owned()).collect();
+    let mut sorted = filed.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(filed, sorted);
+}
+
+#[tokio::test]
+async fn bad_list_parameters_are_400s_naming_the_parameter() {
+    let app = spawn_app().await;
+    seed_reports(&app).await;
+    assert_error(&app.get("/api/v1/reports?route=robot").await, 400, "bad_request", "route: unknown route `robot`");
+    assert_error(&app.get("/api/v1/reports?status=done").await, 400, "bad_request", "status");
+    assert_error(&app.get("/api/v1/reports?verdict=yes").await, 400, "bad_request", "verdict");
+    assert_error(&app.get("/api/v1/reports?limit=-1").await, 400, "bad_request", "limit");
+    assert_error(&app.get("/api/v1/reports?limit=501").await, 400, "bad_request", "limit: must be between 1 and 500");
+    assert_error(&app.get("/api/v1/reports?sort=title").await, 400, "bad_request", "sort");
+    assert_error(&app.get("/api/v1/reports?order=up").await, 400, "bad_request", "order");
+    assert_error(&app.get("/api/v1/reports?rout=agent_first").await, 400, "bad_request", "unknown query parameter `rout`");
+    assert_error(&app.get("/api/v1/reports?cursor=nonsense").await, 400, "bad_request", "cursor");
+    let page = app.get("/api/v1/reports?limit=2").await.body;
+    let c = page["next_cursor"].as_str().unwrap();
+    assert_error(&app.get(&format!("/api/v1/reports?sort=cost&cursor={c}")).await, 400, "bad_request", "another ordering");
+}
