@@ -1,0 +1,271 @@
+//! The real server with demo data and the built dashboard, driven in headless
+//! Chromium through chromedriver. Screenshots land in `target/e2e/`.
+//!
+//! Needs `/usr/bin/chromium`, `/usr/bin/chromedriver` and a built dashboard
+//! (`cargo xtask test` provides all three). It fails, never skips, without them.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use failpass::startup::{App, AppConfig};
+use failpass_shared::api::figures::FiguresResponse;
+use failpass_shared::api::reports::ReportSummary;
+use failpass_shared::api::Page;
+use failpass_shared::format::{percent, thousands, usd};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+use tempfile::TempDir;
+
+/// One browser at a time: two cores do not carry more.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+struct Harness {
+    base: String,
+    client: Client,
+    http: reqwest::Client,
+    driver: Child,
+    _data: TempDir,
+    _profile: TempDir,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn artifacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let dir = target.join("e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn start(width: u32, height: u32) -> Harness {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    assert!(std::path::Path::new(&chromium).exists(), "{chromium} is missing: run `cargo xtask test`, which installs it");
+
+    let data = tempfile::tempdir().unwrap();
+    let app = App::build(AppConfig {
+        database_url: data.path().join("failpass.db").to_string_lossy().into_owned(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        demo: true,
+    })
+    .await
+    .unwrap();
+    let base = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until(std::future::pending()));
+    let http = reqwest::Client::new();
+    let index = http.get(format!("{base}/")).send().await.unwrap().text().await.unwrap();
+    assert!(index.contains("/pkg/failpass_frontend.js"), "the dashboard is not built: run `cargo xtask test`");
+
+    let port = free_port();
+    let driver = Command::new(&chromedriver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {chromedriver}: {e}"));
+    let profile = tempfile::tempdir().unwrap();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--disable-dev-shm-usage", format!("--user-data-dir={}", profile.path().display()),
+                     format!("--window-size={width},{height}")]
+        }),
+    );
+    let started = Instant::now();
+    let client = loop {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&format!("http://127.0.0.1:{port}")).await {
+            Ok(c) => break c,
+            Err(e) if started.elapsed() < Duration::from_secs(20) => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("chromedriver did not start a session: {e}"),
+        }
+    };
+    Harness { base, client, http, driver, _data: data, _profile: profile }
+}
+
+impl Harness {
+    async fn api<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
+        self.http.get(format!("{}{path}", self.base)).send().await.unwrap().json().await.unwrap()
+    }
+
+    async fn text(&self, testid: &str) -> String {
+        let el = self.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(&format!("[data-testid={testid}]"))).await
+            .unwrap_or_else(|e| panic!("[data-testid={testid}] never appeared: {e}"));
+        el.text().await.unwrap()
+    }
+
+    /// Waits until `check` holds, re-reading the page; panics with `what` after 20 s.
+    async fn until<F, Fut>(&self, what: &str, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let started = Instant::now();
+        while !check().await {
+            assert!(started.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn rows(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for el in self.client.find_all(Locator::Css("[data-testid=queue-row]")).await.unwrap_or_default() {
+            let id = el.attr("data-id").await.ok().flatten().unwrap_or_default();
+            let route = el.attr("data-route").await.ok().flatten().unwrap_or_default();
+            out.push((id, route));
+        }
+        out
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        let path = artifacts().join(name);
+        std::fs::write(&path, png).unwrap();
+        println!("screenshot: {}", path.display());
+    }
+
+    async fn finish(self) {
+        self.client.clone().close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn overview_shows_the_same_figures_as_the_api() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1000).await;
+    h.client.goto(&format!("{}/", h.base)).await.unwrap();
+    let rate = h.text("headline-rate").await;
+
+    let api: FiguresResponse = h.api("/api/v1/figures").await;
+    let all = &api.rows[0];
+    assert_eq!(rate, percent(all.rate));
+    assert_eq!(h.text("headline-reports").await, thousands(all.reports as i64));
+    assert_eq!(h.text("headline-reproduced").await, thousands(all.reports_reproduced as i64));
+    assert_eq!(h.text("headline-cost-per-reproduction").await, usd(all.cost_per_reproduction_usd));
+    assert_eq!(h.text("headline-cost-mean-success").await, usd(all.cost_mean_success_usd));
+    assert_eq!(h.text("headline-oracle-coverage").await, percent(all.oracle_coverage));
+    assert_eq!(h.text("headline-attempts").await, thousands(all.attempts as i64));
+
+    // the chart is a plotters SVG with a title, and its table matches the API by route
+    let svg = h.client.find(Locator::Css("[data-testid=chart-route] svg")).await.unwrap();
+    let svg_html = svg.html(false).await.unwrap();
+    assert!(svg_html.contains("Reproduction rate by route"), "chart title");
+    let by_route: FiguresResponse = h.api("/api/v1/figures?group_by=route").await;
+    let rows = h.client.find_all(Locator::Css("[data-testid=route-row]")).await.unwrap();
+    assert_eq!(rows.len(), by_route.rows.len());
+    for (el, row) in rows.iter().zip(&by_route.rows) {
+        assert_eq!(el.attr("data-route").await.unwrap().as_deref(), Some(row.key.as_str()));
+        assert!(el.text().await.unwrap().contains(&percent(row.rate)), "route {}", row.key);
+    }
+    h.screenshot("overview.png").await;
+
+    // a project filter goes into the URL and the figures follow it
+    let select = h.client.find(Locator::Css("[data-testid=filter-project]")).await.unwrap();
+    select.select_by_value("jax-ml/jax").await.unwrap();
+    let jax: FiguresResponse = h.api("/api/v1/figures?project=jax-ml/jax").await;
+    let want = thousands(jax.rows[0].reports as i64);
+    h.until("the jax figures", || async { h.text("headline-reports").await == want }).await;
+    assert!(h.client.current_url().await.unwrap().as_str().contains("project=jax-ml%2Fjax"));
+    assert_eq!(h.text("headline-rate").await, percent(jax.rows[0].rate));
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn queue_filters_search_and_pages() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1000).await;
+    h.client.goto(&format!("{}/queue", h.base)).await.unwrap();
+    let all: Page<ReportSummary> = h.api("/api/v1/reports").await;
+    h.until("the queue rows", || async { h.rows().await.len() == all.items.len() }).await;
+
+    let select = h.client.find(Locator::Css("[data-testid=filter-route]")).await.unwrap();
+    select.select_by_value("human_first").await.unwrap();
+    let human: Page<ReportSummary> = h.api("/api/v1/reports?route=human_first").await;
+    assert!(!human.items.is_empty() && human.items.len() < all.items.len());
+    h.until("the human_first rows", || async {
+        let rows = h.rows().await;
+        rows.len() == human.items.len() && rows.iter().all(|(_, r)| r == "human_first")
+    })
+    .await;
+    let shown: Vec<String> = h.rows().await.into_iter().map(|(id, _)| id).collect();
+    let expected: Vec<String> = human.items.iter().map(|r| r.id.to_string()).collect();
+    assert_eq!(shown, expected, "same reports in the same order as the API");
+    assert!(h.client.current_url().await.unwrap().as_str().contains("route=human_first"));
+    h.screenshot("queue-human-first.png").await;
+
+    // free-text search, typed and submitted
+    h.client.goto(&format!("{}/queue", h.base)).await.unwrap();
+    let input = h.client.wait().for_element(Locator::Css("[data-testid=filter-q]")).await.unwrap();
+    input.send_keys("logsumexp").await.unwrap();
+    input.send_keys("\u{E007}").await.unwrap(); // Enter submits the form
+    let found: Page<ReportSummary> = h.api("/api/v1/reports?q=logsumexp").await;
+    assert_eq!(found.items.len(), 1);
+    h.until("the search result", || async {
+        let rows = h.rows().await;
+        rows.len() == 1 && rows[0].0 == found.items[0].id.to_string()
+    })
+    .await;
+
+    // keyset paging through the links
+    h.client.goto(&format!("{}/queue?limit=10", h.base)).await.unwrap();
+    h.until("page one", || async { h.rows().await.len() == 10 }).await;
+    let first: Vec<String> = h.rows().await.into_iter().map(|(id, _)| id).collect();
+    h.client.find(Locator::Css("[data-testid=next-page]")).await.unwrap().click().await.unwrap();
+    h.until("page two", || async {
+        let ids: Vec<String> = h.rows().await.into_iter().map(|(id, _)| id).collect();
+        ids.len() == 10 && ids.iter().all(|id| !first.contains(id))
+    })
+    .await;
+    assert!(h.client.find(Locator::Css("[data-testid=first-page]")).await.is_ok());
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn failures_show_an_error_never_a_blank_page() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 900).await;
+    h.client.goto(&format!("{}/queue?route=robot", h.base)).await.unwrap();
+    let msg = h.text("error").await;
+    assert!(msg.contains("route"), "{msg}");
+    h.client.goto(&format!("{}/reports/987654", h.base)).await.unwrap();
+    let msg = h.text("error").await;
+    assert!(msg.contains("report 987654 not found"), "{msg}");
+    h.screenshot("error-report-missing.png").await;
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn report_page_and_narrow_screen() {
+    let _one = BROWSER.lock().await;
+    let h = start(390, 844).await;
+    let page: Page<ReportSummary> = h.api("/api/v1/reports?route=agent_first&limit=1").await;
+    let id = page.items[0].id;
+    h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
+    let explanation = h.text("explanation").await;
+    assert!(explanation.contains("deterministic oracle"), "{explanation}");
+    h.screenshot("report-390.png").await;
+    h.client.goto(&format!("{}/", h.base)).await.unwrap();
+    h.text("headline-rate").await;
+    h.screenshot("overview-390.png").await;
+    h.finish().await;
+}
