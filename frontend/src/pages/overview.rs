@@ -100,6 +100,7 @@ fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
             <figcaption>
                 "Reports with at least one reproduced or confirmed attempt, over reports with a graded attempt, per route. Whiskers: Wilson 95% interval."
             </figcaption>
+            <div class="table-wrap">
             <table class="chart-table">
                 <caption class="visually-hidden">"The chart's numbers"</caption>
                 <thead><tr><th scope="col">"Route"</th><th scope="col">"Reports"</th><th scope="col">"Graded"</th><th scope="col">"Reproduced"</th><th scope="col">"Rate"</th><th scope="col">"95% interval"</th></tr></thead>
@@ -116,6 +117,7 @@ fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            </div>
         </figure>
     }
 }
