@@ -91,7 +91,7 @@ const REPORTS: &[(usize, Kind, &str, &str, &str)] = &[
     (0, Kind::Numeric, "torch.cumsum on bfloat16 accumulates in bfloat16 and drifts", "torch.cumsum", ""),
     (0, Kind::Harness, "FSDP checkpointing saves empty optimizer state on rank 1", "FSDP", ""),
     (0, Kind::InPatch, "torch.nn.functional.interpolate antialias wrong for scale 0.5", "F.interpolate", ""),
-    (1, Kind::Crash, "Trainer-free generate() crashes with past_key_values and beam search", "model.generate", "IndexError: index 4 is out of bounds for dimension 0 with size 4"),
+    (1, Kind::Crash, "generate() crashes with past_key_values and beam search", "model.generate", "IndexError: index 4 is out of bounds for dimension 0 with size 4"),
     (1, Kind::Numeric, "LlamaRotaryEmbedding gives different outputs in fp32 and bf16 beyond tolerance", "LlamaRotaryEmbedding", ""),
     (1, Kind::Harness, "accelerate launch with deepspeed zero3 fails to resume from checkpoint", "Trainer", ""),
     (1, Kind::Judged, "Whisper transcription quality regressed on long audio", "WhisperForConditionalGeneration", ""),
@@ -256,17 +256,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             paths: vec![],
             oracle,
         };
-        let decision = decide(
-            routing,
-            &RoutingInput {
-                title: &request.title,
-                body: &request.body,
-                labels: &request.labels,
-                paths: &request.paths,
-                environment: request.environment.as_deref(),
-                oracle: request.oracle.as_ref(),
-            },
-        );
+        let decision = decide(routing, &RoutingInput::from_request(&request));
         let route = decision.route;
         let vague = decision.vague;
         let report = storage.create_report(&NewReport { request, decision }).await?;

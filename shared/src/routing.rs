@@ -89,6 +89,20 @@ pub struct RoutingDecision {
     pub explanation: Vec<RuleOutcome>,
 }
 
+impl<'a> RoutingInput<'a> {
+    /// What the rule reads from a report as submitted.
+    pub fn from_request(req: &'a crate::api::reports::CreateReportRequest) -> Self {
+        Self {
+            title: &req.title,
+            body: &req.body,
+            labels: &req.labels,
+            paths: &req.paths,
+            environment: req.environment.as_deref(),
+            oracle: req.oracle.as_ref(),
+        }
+    }
+}
+
 impl RoutingDecision {
     pub fn oracle_kind(&self) -> OracleKind {
         self.oracle.as_ref().map_or(OracleKind::None, |o| o.kind)

@@ -28,17 +28,7 @@ pub async fn create_report(
 ) -> ApiResult<(StatusCode, ApiJson<Report>)> {
     viewer.require_write()?;
     req.validate()?;
-    let decision = decide(
-        &state.routing,
-        &RoutingInput {
-            title: &req.title,
-            body: &req.body,
-            labels: &req.labels,
-            paths: &req.paths,
-            environment: req.environment.as_deref(),
-            oracle: req.oracle.as_ref(),
-        },
-    );
+    let decision = decide(&state.routing, &RoutingInput::from_request(&req));
     let report = state.storage.create_report(&NewReport { request: req, decision }).await?;
     Ok((StatusCode::CREATED, ApiJson(report)))
 }

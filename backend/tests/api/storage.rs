@@ -39,10 +39,7 @@ async fn report(s: &dyn Storage, project: &str, id: &str, title: &str, body: &st
         oracle,
     };
     let cfg = RoutingConfig::default();
-    let decision = decide(&cfg, &RoutingInput {
-        title: &request.title, body: &request.body, labels: &request.labels, paths: &request.paths,
-        environment: request.environment.as_deref(), oracle: request.oracle.as_ref(),
-    });
+    let decision = decide(&cfg, &RoutingInput::from_request(&request));
     s.create_report(&NewReport { request, decision }).await.unwrap().summary.id
 }
 

@@ -35,13 +35,14 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(52)
-        .build_cartesian_2d((0..last).into_segmented(), 0f64..100f64)?;
+        .build_cartesian_2d((0..last).into_segmented(), 0f64..118f64)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .y_desc("Reproduction rate (%)")
         .x_desc("Route")
-        .y_label_formatter(&|v| format!("{v:.0}%"))
+        // Headroom above 100% holds the legend; no tick is drawn there.
+        .y_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.key.replace('_', " ")).unwrap_or_default(),
             _ => String::new(),
@@ -71,7 +72,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .label("Wilson 95% interval")
         .legend(|(x, y)| PathElement::new(vec![(x, y - 5), (x, y + 5)], INK.stroke_width(2)));
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
-        let y = (r.rate_high.unwrap_or(0.0) * 100.0 + 3.0).min(94.0);
+        let y = r.rate_high.unwrap_or(0.0) * 100.0 + 3.0;
         Text::new(
             format!("{} (n={})", failpass_shared::format::percent(r.rate), r.reports_graded),
             (SegmentValue::CenterOf(i as i32), y),
