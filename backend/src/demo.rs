@@ -298,7 +298,8 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             let failure_seen = verdict == Verdict::Reproduced;
             let attempt = storage
                 .create_attempt(&CreateAttemptRequest {
-                    report_id: report.summary.id,
+                    report_id: Some(report.summary.id),
+                    report: None,
                     goal: Goal::Reproduce,
                     agent: agent.into(),
                     model: Some(model.into()),
@@ -309,6 +310,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     cost_usd: cost,
                     tokens_in: (cost * 180_000.0) as i64,
                     tokens_out: (cost * 22_000.0) as i64,
+                    api_calls: Some(2 + rng.below(30) as i64),
                     iterations: 1 + rng.below(5) as u32,
                     candidate: Some(format!("import torch\n# candidate {t} for {title}\nraise SystemExit(1)\n")),
                     signals: signals(&mut rng, failure_seen),
@@ -355,7 +357,8 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             let resolved = i % 2 == 0;
             storage
                 .create_attempt(&CreateAttemptRequest {
-                    report_id: report.summary.id,
+                    report_id: Some(report.summary.id),
+                    report: None,
                     goal: Goal::Fix,
                     agent: "swe-agent".into(),
                     model: Some("claude-3-5-sonnet-20241022".into()),
@@ -366,6 +369,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     cost_usd: (rng.range(0.3, 2.5) * 100.0).round() / 100.0,
                     tokens_in: 400_000,
                     tokens_out: 30_000,
+                    api_calls: Some(40),
                     iterations: 1,
                     candidate: None,
                     signals: Signals::default(),

@@ -59,6 +59,9 @@ pub struct ReportContribution {
     pub attempts_error: u64,
     pub cost_usd: f64,
     pub cost_counting_usd: f64,
+    /// API calls summed over the attempts that reported them, and how many did.
+    pub api_calls: u64,
+    pub attempts_with_api_calls: u64,
 }
 
 #[derive(Default)]
@@ -75,6 +78,8 @@ struct Acc {
     attempts_error: u64,
     cost_usd: f64,
     cost_counting_usd: f64,
+    api_calls: u64,
+    attempts_with_api_calls: u64,
 }
 
 /// Folds contributions into one row per key, sorted by key.
@@ -101,6 +106,8 @@ where
         acc.attempts_error += c.attempts_error;
         acc.cost_usd += c.cost_usd;
         acc.cost_counting_usd += c.cost_counting_usd;
+        acc.api_calls += c.api_calls;
+        acc.attempts_with_api_calls += c.attempts_with_api_calls;
     }
     groups.into_iter().map(|(key, a)| row(key, a)).collect()
 }
@@ -125,6 +132,8 @@ fn row(key: String, a: Acc) -> FigureRow {
         lead_rate: ratio(a.attempts_lead as f64, a.attempts_graded as f64),
         attempts_error: a.attempts_error,
         cost_total_usd: a.cost_usd,
+        cost_mean_attempt_usd: ratio(a.cost_usd, a.attempts as f64),
+        api_calls_mean: ratio(a.api_calls as f64, a.attempts_with_api_calls as f64),
         cost_per_reproduction_usd: per_repro,
         cost_mean_success_usd: mean_success,
         cost_ratio: match (per_repro, mean_success) {

@@ -8,5 +8,6 @@ pub mod api;
 pub mod error;
 pub mod figures;
 pub mod format;
+pub mod hash;
 pub mod model;
 pub mod routing;

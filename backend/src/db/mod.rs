@@ -18,6 +18,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest, Run};
 use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::api::import::Outcome;
 use failpass_shared::api::projects::{CreateProjectRequest, Project};
 use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
 use failpass_shared::api::Page;
@@ -26,6 +27,7 @@ use failpass_shared::model::{RunEnvironment, RunTrigger};
 use failpass_shared::routing::RoutingDecision;
 
 pub use postgres::PgStorage;
+pub use sql::describe_report_ref as sql_describe_report_ref;
 pub use sqlite::SqliteStorage;
 
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +139,13 @@ pub trait Storage: Send + Sync + 'static {
     /// counters, status, best verdict and spend. `NotFound` when the report
     /// does not exist; `Conflict` when (agent, report, attempt_key) is taken.
     async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<Attempt>;
+
+    /// Stores a batch of attempts in one transaction, idempotently: an attempt
+    /// is identified by (agent, report, attempt_key), and a keyless one by its
+    /// content hash. Each request gets its own outcome: created, updated (same
+    /// key, other content), unchanged, or an error (`NotFound` for a report
+    /// that does not exist). The reports touched are recomputed once.
+    async fn import_attempts(&self, reqs: &[CreateAttemptRequest]) -> StorageResult<Vec<StorageResult<Outcome>>>;
 
     /// An attempt with its runs, or `None`.
     async fn get_attempt(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<AttemptDetail>>;

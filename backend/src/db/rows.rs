@@ -148,15 +148,17 @@ impl OracleRow {
     }
 }
 
-/// The report fields an attempt's transaction reads before it writes.
+/// Per-report sums over attempts (`sql::report_aggregate_sql`).
 #[derive(sqlx::FromRow)]
-pub struct ReportCountersRow {
-    pub vague: bool,
-    pub best_verdict: Option<String>,
+pub struct ReportAggregateRow {
+    pub report_id: i64,
     pub attempts: i64,
-    pub attempts_graded: i64,
-    pub attempts_counting: i64,
-    pub attempts_awaiting: i64,
+    pub graded: i64,
+    pub counting: i64,
+    pub awaiting: i64,
+    pub cost: f64,
+    pub best_rank: Option<i64>,
+    pub first_counting_at: Option<DateTime<Utc>>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -174,6 +176,7 @@ pub struct AttemptRow {
     pub cost_usd: f64,
     pub tokens_in: i64,
     pub tokens_out: i64,
+    pub api_calls: Option<i64>,
     pub iterations: i32,
     pub candidate: Option<String>,
     pub signals: Json<Signals>,
@@ -204,6 +207,7 @@ impl AttemptRow {
             cost_usd: self.cost_usd,
             tokens_in: self.tokens_in,
             tokens_out: self.tokens_out,
+            api_calls: self.api_calls,
             iterations: self.iterations.max(0) as u32,
             candidate: self.candidate,
             signals: self.signals.0,
@@ -271,4 +275,6 @@ pub struct ContributionRow {
     pub errors: i64,
     pub cost: f64,
     pub cost_counting: f64,
+    pub api_calls: i64,
+    pub with_api_calls: i64,
 }

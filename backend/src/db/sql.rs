@@ -96,12 +96,89 @@ pub const REPORT_SUMMARY_COLUMNS: &str = "r.id, p.slug AS project, r.external_id
      r.route, r.category, r.vague, r.llm_only, r.oracle_kind, r.status, r.best_verdict, r.attempts, r.cost_usd, r.created_at";
 
 pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal, a.agent, a.model, a.model_cutoff, \
-     a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.iterations, a.candidate, \
+     a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.api_calls, a.iterations, a.candidate, \
      a.signals, a.verdict, a.verdict_source, a.failure_cause, a.review, a.reviewer, a.review_comment, a.attempt_key, \
      a.counts, a.created_at";
 
 pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.created_at, \
      (SELECT COUNT(*) FROM reports r WHERE r.project_id = p.id) AS reports";
+
+/// Multi-row attempt inserts: 27 parameters a row stays under SQLite's and
+/// PostgreSQL's bind limits.
+pub const ATTEMPT_INSERT_CHUNK: usize = 1000;
+
+pub const ATTEMPT_INSERT: &str = "INSERT INTO attempts (report_id, goal, agent, model, model_cutoff, started_at, ended_at, \
+     wall_seconds, cost_usd, tokens_in, tokens_out, api_calls, iterations, candidate, signals, verdict, verdict_source, \
+     failure_cause, review, reviewer, review_comment, attempt_key, graded, counts, awaiting, content_hash, created_at) ";
+
+/// An attempt with everything derived that storage writes beside it.
+#[derive(Debug, Clone)]
+pub struct PreparedAttempt {
+    pub req: failpass_shared::api::attempts::CreateAttemptRequest,
+    pub report_id: i64,
+    pub agent: String,
+    pub attempt_key: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub graded: bool,
+    pub counts: bool,
+    pub awaiting: bool,
+    pub content_hash: String,
+}
+
+impl PreparedAttempt {
+    pub fn new(
+        req: &failpass_shared::api::attempts::CreateAttemptRequest,
+        report_id: i64,
+        report_vague: bool,
+        attempt_key: Option<String>,
+    ) -> Self {
+        use failpass_shared::model::{attempt_awaits_review, attempt_counts};
+        let now = now();
+        Self {
+            report_id,
+            agent: req.agent.trim().to_owned(),
+            attempt_key,
+            started_at: req.started_at.map(secs).unwrap_or(now),
+            created_at: now,
+            graded: req.verdict.is_graded(),
+            counts: attempt_counts(req.goal, req.verdict, req.verdict_source, req.review, report_vague),
+            awaiting: attempt_awaits_review(req.goal, req.verdict, req.verdict_source, req.review, report_vague),
+            content_hash: failpass_shared::hash::content_hash(req),
+            req: req.clone(),
+        }
+    }
+}
+
+pub fn describe_report_ref(req: &failpass_shared::api::attempts::CreateAttemptRequest) -> String {
+    match (&req.report_id, &req.report) {
+        (Some(id), _) => format!("report {id}"),
+        (None, Some(k)) => format!("report `{}` of project `{}`", k.external_id, k.project),
+        (None, None) => "report (none named)".to_owned(),
+    }
+}
+
+/// Per-report sums over attempts, to be completed with `) GROUP BY a.report_id`
+/// after the bound ids. Ranks come from `Verdict::rank` so SQL and Rust agree.
+pub fn report_aggregate_sql() -> String {
+    use failpass_shared::model::Verdict;
+    let rank = Verdict::ALL
+        .iter()
+        .map(|v| format!("WHEN '{}' THEN {}", v.as_str(), v.rank()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "SELECT a.report_id AS report_id, \
+         COALESCE(SUM(CASE WHEN a.goal = 'reproduce' THEN 1 ELSE 0 END), 0) AS attempts, \
+         COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.graded THEN 1 ELSE 0 END), 0) AS graded, \
+         COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.counts THEN 1 ELSE 0 END), 0) AS counting, \
+         COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.awaiting THEN 1 ELSE 0 END), 0) AS awaiting, \
+         COALESCE(SUM(a.cost_usd), 0.0) AS cost, \
+         CAST(MAX(CASE WHEN a.goal = 'reproduce' THEN CASE a.verdict {rank} END END) AS BIGINT) AS best_rank, \
+         MIN(CASE WHEN a.goal = 'reproduce' AND a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at \
+         FROM attempts a WHERE a.report_id IN ("
+    )
+}
 
 macro_rules! impl_storage {
     ($ty:ty, $db:ty, $backend:expr) => {
@@ -138,6 +215,204 @@ macro_rules! impl_storage {
                     qb.push(" OR r.external_id ").push(Self::LIKE).push(" ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
                     qb.push(" OR r.body ").push(Self::LIKE).push(" ").push_bind(pattern).push(" ESCAPE '\\')");
                 }
+            }
+
+            /// The report an attempt names, with its `vague` flag.
+            async fn resolve_report(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                req: &failpass_shared::api::attempts::CreateAttemptRequest,
+            ) -> crate::db::StorageResult<(i64, bool)> {
+                let row: Option<(i64, bool)> = match (&req.report_id, &req.report) {
+                    (Some(id), _) => sqlx::query_as("SELECT id, vague FROM reports WHERE id = $1").bind(*id).fetch_optional(&mut **tx).await?,
+                    (None, Some(k)) => sqlx::query_as(
+                        "SELECT r.id, r.vague FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.external_id = $2",
+                    )
+                    .bind(&k.project)
+                    .bind(&k.external_id)
+                    .fetch_optional(&mut **tx)
+                    .await?,
+                    (None, None) => None,
+                };
+                row.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_report_ref(req)))
+            }
+
+            /// Resolves each request's report; a missing one is that request's error.
+            async fn resolve_reports(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                reqs: &[failpass_shared::api::attempts::CreateAttemptRequest],
+            ) -> crate::db::StorageResult<Vec<crate::db::StorageResult<(i64, bool)>>> {
+                use std::collections::HashMap;
+                let mut by_id: HashMap<i64, (i64, bool)> = HashMap::new();
+                let mut by_key: HashMap<(String, String), (i64, bool)> = HashMap::new();
+                let ids: Vec<i64> = reqs.iter().filter_map(|r| r.report_id).collect();
+                for chunk in ids.chunks(500) {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT id, vague FROM reports WHERE id IN (");
+                    let mut sep = qb.separated(", ");
+                    for id in chunk {
+                        sep.push_bind(*id);
+                    }
+                    qb.push(")");
+                    for (id, vague) in qb.build_query_as::<(i64, bool)>().fetch_all(&mut **tx).await? {
+                        by_id.insert(id, (id, vague));
+                    }
+                }
+                let mut projects: HashMap<&str, Vec<&str>> = HashMap::new();
+                for k in reqs.iter().filter(|r| r.report_id.is_none()).filter_map(|r| r.report.as_ref()) {
+                    projects.entry(k.project.as_str()).or_default().push(k.external_id.as_str());
+                }
+                for (project, mut externals) in projects {
+                    externals.sort_unstable();
+                    externals.dedup();
+                    for chunk in externals.chunks(500) {
+                        let mut qb = sqlx::QueryBuilder::<$db>::new(
+                            "SELECT r.id, r.vague, r.external_id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = ",
+                        );
+                        qb.push_bind(project.to_owned()).push(" AND r.external_id IN (");
+                        let mut sep = qb.separated(", ");
+                        for e in chunk {
+                            sep.push_bind((*e).to_owned());
+                        }
+                        qb.push(")");
+                        for (id, vague, ext) in qb.build_query_as::<(i64, bool, String)>().fetch_all(&mut **tx).await? {
+                            by_key.insert((project.to_owned(), ext), (id, vague));
+                        }
+                    }
+                }
+                Ok(reqs
+                    .iter()
+                    .map(|r| {
+                        let hit = match (&r.report_id, &r.report) {
+                            (Some(id), _) => by_id.get(id).copied(),
+                            (None, Some(k)) => by_key.get(&(k.project.clone(), k.external_id.clone())).copied(),
+                            (None, None) => None,
+                        };
+                        hit.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_report_ref(r)))
+                    })
+                    .collect())
+            }
+
+            /// Inserts attempts in one multi-row statement; returns their ids in order.
+            async fn insert_attempts(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                rows: &[crate::db::sql::PreparedAttempt],
+            ) -> crate::db::StorageResult<Vec<i64>> {
+                use sqlx::types::Json;
+                if rows.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut qb = sqlx::QueryBuilder::<$db>::new(crate::db::sql::ATTEMPT_INSERT);
+                qb.push_values(rows, |mut b, p| {
+                    let r = &p.req;
+                    b.push_bind(p.report_id)
+                        .push_bind(r.goal.as_str())
+                        .push_bind(p.agent.clone())
+                        .push_bind(r.model.clone())
+                        .push_bind(r.model_cutoff)
+                        .push_bind(p.started_at)
+                        .push_bind(r.ended_at.map(crate::db::sql::secs))
+                        .push_bind(r.effective_wall_seconds())
+                        .push_bind(r.cost_usd)
+                        .push_bind(r.tokens_in)
+                        .push_bind(r.tokens_out)
+                        .push_bind(r.api_calls)
+                        .push_bind(r.iterations.min(i32::MAX as u32) as i32)
+                        .push_bind(r.candidate.clone())
+                        .push_bind(Json(r.signals.clone()))
+                        .push_bind(r.verdict.as_str())
+                        .push_bind(r.verdict_source.as_str())
+                        .push_bind(r.failure_cause.map(|c| c.as_str()))
+                        .push_bind(r.review.map(|v| v.as_str()))
+                        .push_bind(r.reviewer.clone())
+                        .push_bind(r.review_comment.clone())
+                        .push_bind(p.attempt_key.clone())
+                        .push_bind(p.graded)
+                        .push_bind(p.counts)
+                        .push_bind(p.awaiting)
+                        .push_bind(p.content_hash.clone())
+                        .push_bind(p.created_at);
+                });
+                qb.push(" RETURNING id");
+                let ids: Vec<(i64,)> = qb.build_query_as().fetch_all(&mut **tx).await.map_err(
+                    crate::db::sql::conflict_on_unique("an attempt with the same agent, report and attempt_key exists"),
+                )?;
+                Ok(ids.into_iter().map(|(id,)| id).collect())
+            }
+
+            async fn update_attempt(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                id: i64,
+                p: &crate::db::sql::PreparedAttempt,
+            ) -> crate::db::StorageResult<()> {
+                use sqlx::types::Json;
+                let r = &p.req;
+                sqlx::query(
+                    "UPDATE attempts SET goal = $1, model = $2, model_cutoff = $3, started_at = $4, ended_at = $5, \
+                     wall_seconds = $6, cost_usd = $7, tokens_in = $8, tokens_out = $9, api_calls = $10, iterations = $11, \
+                     candidate = $12, signals = $13, verdict = $14, verdict_source = $15, failure_cause = $16, review = $17, \
+                     reviewer = $18, review_comment = $19, graded = $20, counts = $21, awaiting = $22, content_hash = $23 \
+                     WHERE id = $24",
+                )
+                .bind(r.goal.as_str())
+                .bind(&r.model)
+                .bind(r.model_cutoff)
+                .bind(p.started_at)
+                .bind(r.ended_at.map(crate::db::sql::secs))
+                .bind(r.effective_wall_seconds())
+                .bind(r.cost_usd)
+                .bind(r.tokens_in)
+                .bind(r.tokens_out)
+                .bind(r.api_calls)
+                .bind(r.iterations.min(i32::MAX as u32) as i32)
+                .bind(&r.candidate)
+                .bind(Json(&r.signals))
+                .bind(r.verdict.as_str())
+                .bind(r.verdict_source.as_str())
+                .bind(r.failure_cause.map(|c| c.as_str()))
+                .bind(r.review.map(|v| v.as_str()))
+                .bind(&r.reviewer)
+                .bind(&r.review_comment)
+                .bind(p.graded)
+                .bind(p.counts)
+                .bind(p.awaiting)
+                .bind(&p.content_hash)
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            /// Recomputes reports' counters, best verdict, status and spend from their attempts.
+            async fn refresh_reports(tx: &mut sqlx::Transaction<'static, $db>, ids: &[i64]) -> crate::db::StorageResult<()> {
+                use failpass_shared::model::{report_status, Verdict};
+                for chunk in ids.chunks(500) {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new(crate::db::sql::report_aggregate_sql());
+                    let mut sep = qb.separated(", ");
+                    for id in chunk {
+                        sep.push_bind(*id);
+                    }
+                    qb.push(") GROUP BY a.report_id");
+                    let rows: Vec<crate::db::rows::ReportAggregateRow> = qb.build_query_as().fetch_all(&mut **tx).await?;
+                    for r in rows {
+                        let best = r.best_rank.and_then(|rank| Verdict::ALL.iter().copied().find(|v| i64::from(v.rank()) == rank));
+                        let status = report_status(r.attempts, r.counting, r.awaiting, r.graded);
+                        sqlx::query(
+                            "UPDATE reports SET attempts = $1, attempts_graded = $2, attempts_counting = $3, attempts_awaiting = $4, \
+                             best_verdict = $5, status = $6, cost_usd = $7, first_counting_at = $8 WHERE id = $9",
+                        )
+                        .bind(r.attempts)
+                        .bind(r.graded)
+                        .bind(r.counting)
+                        .bind(r.awaiting)
+                        .bind(best.map(|b| b.as_str()))
+                        .bind(status.as_str())
+                        .bind(r.cost)
+                        .bind(r.first_counting_at)
+                        .bind(r.report_id)
+                        .execute(&mut **tx)
+                        .await?;
+                    }
+                }
+                Ok(())
             }
 
             async fn load_oracle(&self, report_id: i64) -> crate::db::StorageResult<Option<failpass_shared::api::reports::Oracle>> {
@@ -401,110 +676,122 @@ macro_rules! impl_storage {
                 &self,
                 req: &failpass_shared::api::attempts::CreateAttemptRequest,
             ) -> crate::db::StorageResult<failpass_shared::api::attempts::Attempt> {
-                use failpass_shared::model::{attempt_awaits_review, attempt_counts, report_status, Verdict};
-                use sqlx::types::Json;
-                let now = crate::db::sql::now();
                 let mut tx = self.write.begin().await?;
-                let report: Option<crate::db::rows::ReportCountersRow> = sqlx::query_as(
-                    "SELECT r.vague, r.best_verdict, r.attempts, r.attempts_graded, r.attempts_counting, \
-                     r.attempts_awaiting FROM reports r WHERE r.id = $1",
-                )
-                .bind(req.report_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some(report) = report else {
-                    return Err(crate::db::StorageError::NotFound(format!("report {}", req.report_id)));
-                };
-                let counts = attempt_counts(req.goal, req.verdict, req.verdict_source, req.review, report.vague);
-                let awaiting = attempt_awaits_review(req.goal, req.verdict, req.verdict_source, req.review, report.vague);
-                let graded = req.verdict.is_graded();
-                let started_at = req.started_at.map(crate::db::sql::secs).unwrap_or(now);
-                let id: i64 = sqlx::query_scalar(
-                    "INSERT INTO attempts (report_id, goal, agent, model, model_cutoff, started_at, ended_at, wall_seconds, \
-                     cost_usd, tokens_in, tokens_out, iterations, candidate, signals, verdict, verdict_source, failure_cause, \
-                     review, reviewer, review_comment, attempt_key, graded, counts, awaiting, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-                     $21, $22, $23, $24, $25) RETURNING id",
-                )
-                .bind(req.report_id)
-                .bind(req.goal.as_str())
-                .bind(req.agent.trim())
-                .bind(&req.model)
-                .bind(req.model_cutoff)
-                .bind(started_at)
-                .bind(req.ended_at.map(crate::db::sql::secs))
-                .bind(req.effective_wall_seconds())
-                .bind(req.cost_usd)
-                .bind(req.tokens_in)
-                .bind(req.tokens_out)
-                .bind(req.iterations.min(i32::MAX as u32) as i32)
-                .bind(&req.candidate)
-                .bind(Json(&req.signals))
-                .bind(req.verdict.as_str())
-                .bind(req.verdict_source.as_str())
-                .bind(req.failure_cause.map(|c| c.as_str()))
-                .bind(req.review.map(|r| r.as_str()))
-                .bind(&req.reviewer)
-                .bind(&req.review_comment)
-                .bind(&req.attempt_key)
-                .bind(graded)
-                .bind(counts)
-                .bind(awaiting)
-                .bind(now)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(crate::db::sql::conflict_on_unique(format!(
-                    "agent `{}` already has attempt `{}` on report {}",
-                    req.agent.trim(),
-                    req.attempt_key.as_deref().unwrap_or_default(),
-                    req.report_id
-                )))?;
-                // Triage state follows reproduction attempts only; a fix attempt
-                // (a benchmark's patch) adds to the spend but not to the status.
-                let repro = req.goal == failpass_shared::model::Goal::Reproduce;
-                let attempts = report.attempts + i64::from(repro);
-                let attempts_graded = report.attempts_graded + i64::from(repro && graded);
-                let attempts_counting = report.attempts_counting + i64::from(repro && counts);
-                let attempts_awaiting = report.attempts_awaiting + i64::from(repro && awaiting);
-                let previous_best = report
-                    .best_verdict
-                    .as_deref()
-                    .map(|v| v.parse::<Verdict>().map_err(|e| crate::db::StorageError::Corrupt(e.to_string())))
-                    .transpose()?;
-                let best = match previous_best {
-                    Some(p) if !repro || p.rank() >= req.verdict.rank() => Some(p),
-                    _ if repro => Some(req.verdict),
-                    _ => None,
-                };
-                let status = report_status(attempts, attempts_counting, attempts_awaiting, attempts_graded);
-                sqlx::query(
-                    "UPDATE reports SET attempts = $1, attempts_graded = $2, attempts_counting = $3, attempts_awaiting = $4, \
-                     best_verdict = $5, status = $6, cost_usd = cost_usd + $7, \
-                     first_counting_at = CASE WHEN first_counting_at IS NULL AND $8 THEN $9 ELSE first_counting_at END \
-                     WHERE id = $10",
-                )
-                .bind(attempts)
-                .bind(attempts_graded)
-                .bind(attempts_counting)
-                .bind(attempts_awaiting)
-                .bind(best.map(|b| b.as_str()))
-                .bind(status.as_str())
-                .bind(req.cost_usd)
-                .bind(repro && counts)
-                .bind(req.ended_at.map(crate::db::sql::secs).unwrap_or(now))
-                .bind(req.report_id)
-                .execute(&mut *tx)
-                .await?;
+                let (report_id, vague) = Self::resolve_report(&mut tx, req).await?;
+                if let Some(key) = &req.attempt_key {
+                    let taken: Option<i64> = sqlx::query_scalar(
+                        "SELECT id FROM attempts WHERE agent = $1 AND report_id = $2 AND attempt_key = $3",
+                    )
+                    .bind(req.agent.trim())
+                    .bind(report_id)
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if taken.is_some() {
+                        return Err(crate::db::StorageError::Conflict(format!(
+                            "agent `{}` already has attempt `{key}` on report {report_id}",
+                            req.agent.trim()
+                        )));
+                    }
+                }
+                let row = crate::db::sql::PreparedAttempt::new(req, report_id, vague, req.attempt_key.clone());
+                let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row)).await?;
+                Self::refresh_reports(&mut tx, &[report_id]).await?;
                 let row: crate::db::rows::AttemptRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
                      WHERE a.id = $1",
                     crate::db::sql::ATTEMPT_COLUMNS
                 )))
-                .bind(id)
+                .bind(ids[0])
                 .fetch_one(&mut *tx)
                 .await?;
                 tx.commit().await?;
                 row.into_attempt()
+            }
+
+            async fn import_attempts(
+                &self,
+                reqs: &[failpass_shared::api::attempts::CreateAttemptRequest],
+            ) -> crate::db::StorageResult<Vec<crate::db::StorageResult<failpass_shared::api::import::Outcome>>> {
+                use failpass_shared::api::import::Outcome;
+                use std::collections::HashMap;
+                let mut tx = self.write.begin().await?;
+                let mut results: Vec<crate::db::StorageResult<Outcome>> = Vec::with_capacity(reqs.len());
+                // Resolve every report reference of the batch in one query per form.
+                let resolved = Self::resolve_reports(&mut tx, reqs).await?;
+                let mut prepared: Vec<(usize, crate::db::sql::PreparedAttempt)> = Vec::with_capacity(reqs.len());
+                for (i, (req, report)) in reqs.iter().zip(resolved).enumerate() {
+                    match report {
+                        Ok((report_id, vague)) => {
+                            // Keyless records get their content hash as key, so a re-import is a no-op.
+                            let key = req.attempt_key.clone().unwrap_or_else(|| format!("h:{}", failpass_shared::hash::content_hash(req)));
+                            prepared.push((i, crate::db::sql::PreparedAttempt::new(req, report_id, vague, Some(key))));
+                            results.push(Ok(Outcome::Created));
+                        }
+                        Err(e) => results.push(Err(e)),
+                    }
+                }
+                // Which natural keys exist already?
+                let mut report_ids: Vec<i64> = prepared.iter().map(|(_, p)| p.report_id).collect();
+                report_ids.sort_unstable();
+                report_ids.dedup();
+                let mut existing: HashMap<(String, i64, String), (i64, String)> = HashMap::new();
+                for chunk in report_ids.chunks(500) {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new(
+                        "SELECT id, agent, report_id, attempt_key, content_hash FROM attempts WHERE attempt_key IS NOT NULL AND report_id IN (",
+                    );
+                    let mut sep = qb.separated(", ");
+                    for id in chunk {
+                        sep.push_bind(*id);
+                    }
+                    qb.push(")");
+                    let rows: Vec<(i64, String, i64, String, Option<String>)> = qb.build_query_as().fetch_all(&mut *tx).await?;
+                    for (id, agent, report_id, key, hash) in rows {
+                        existing.insert((agent, report_id, key), (id, hash.unwrap_or_default()));
+                    }
+                }
+                let mut fresh = Vec::new();
+                let mut touched: Vec<i64> = Vec::new();
+                for (i, p) in prepared {
+                    let key = (p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default());
+                    match existing.get(&key) {
+                        Some((_, hash)) if *hash == p.content_hash => results[i] = Ok(Outcome::Unchanged),
+                        Some((id, _)) => {
+                            Self::update_attempt(&mut tx, *id, &p).await?;
+                            touched.push(p.report_id);
+                            existing.insert(key, (*id, p.content_hash.clone()));
+                            results[i] = Ok(Outcome::Updated);
+                        }
+                        None => {
+                            // A key repeated inside the batch: the later line wins.
+                            existing.insert(key, (-1, p.content_hash.clone()));
+                            fresh.push((i, p));
+                        }
+                    }
+                }
+                // Duplicates inside the batch: keep the last of each key.
+                let mut last: HashMap<(String, i64, String), usize> = HashMap::new();
+                for (n, (_, p)) in fresh.iter().enumerate() {
+                    last.insert((p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default()), n);
+                }
+                let mut to_insert = Vec::with_capacity(fresh.len());
+                for (n, (i, p)) in fresh.into_iter().enumerate() {
+                    let k = (p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default());
+                    if last.get(&k) == Some(&n) {
+                        to_insert.push(p);
+                    } else {
+                        results[i] = Ok(Outcome::Updated);
+                    }
+                }
+                for chunk in to_insert.chunks(crate::db::sql::ATTEMPT_INSERT_CHUNK) {
+                    Self::insert_attempts(&mut tx, chunk).await?;
+                }
+                touched.extend(to_insert.iter().map(|p| p.report_id));
+                touched.sort_unstable();
+                touched.dedup();
+                Self::refresh_reports(&mut tx, &touched).await?;
+                tx.commit().await?;
+                Ok(results)
             }
 
             async fn get_attempt(
@@ -652,7 +939,9 @@ macro_rules! impl_storage {
                      COALESCE(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END), 0) AS leads, \
                      COALESCE(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END), 0) AS errors, \
                      COALESCE(SUM(a.cost_usd), 0.0) AS cost, \
-                     COALESCE(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost_counting \
+                     COALESCE(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost_counting, \
+                     CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, \
+                     COUNT(a.api_calls) AS with_api_calls \
                      FROM reports r JOIN projects p ON p.id = r.project_id \
                      {join} attempts a ON a.report_id = r.id AND a.goal = "
                 ));
@@ -680,6 +969,8 @@ macro_rules! impl_storage {
                         attempts_error: r.errors.max(0) as u64,
                         cost_usd: r.cost,
                         cost_counting_usd: r.cost_counting,
+                        api_calls: r.api_calls.max(0) as u64,
+                        attempts_with_api_calls: r.with_api_calls.max(0) as u64,
                     })
                     .collect())
             }

@@ -5,6 +5,8 @@ use failpass_shared::api::Page;
 
 use super::AppState;
 use crate::auth::Viewer;
+use crate::db::sql_describe_report_ref as describe_report_ref;
+use crate::db::StorageError;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
 #[tracing::instrument(skip_all)]
@@ -17,7 +19,7 @@ pub async fn list_attempts(
     Ok(ApiJson(state.storage.list_attempts(&query, &viewer.scope()).await?))
 }
 
-#[tracing::instrument(skip_all, fields(report_id = req.report_id, agent = %req.agent))]
+#[tracing::instrument(skip_all, fields(agent = %req.agent))]
 pub async fn create_attempt(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -25,11 +27,22 @@ pub async fn create_attempt(
 ) -> ApiResult<(StatusCode, ApiJson<Attempt>)> {
     viewer.require_write()?;
     req.validate()?;
+    let scope = viewer.scope();
     // A report outside the viewer's scope is as absent as a missing one.
-    if state.storage.get_report(req.report_id, &viewer.scope()).await?.is_none() {
-        return Err(ApiError::BadRequest(format!("report_id: report {} does not exist", req.report_id)));
+    let (field, visible) = match (&req.report_id, &req.report) {
+        (Some(id), _) => ("report_id", state.storage.get_report(*id, &scope).await?.is_some()),
+        (None, Some(k)) => ("report", state.storage.get_project(&k.project, &scope).await?.is_some()),
+        (None, None) => ("report_id", false),
+    };
+    let missing = |what: String| ApiError::BadRequest(format!("{field}: {what} does not exist"));
+    if !visible {
+        return Err(missing(describe_report_ref(&req)));
     }
-    Ok((StatusCode::CREATED, ApiJson(state.storage.create_attempt(&req).await?)))
+    match state.storage.create_attempt(&req).await {
+        Ok(a) => Ok((StatusCode::CREATED, ApiJson(a))),
+        Err(StorageError::NotFound(what)) => Err(missing(what)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[tracing::instrument(skip_all, fields(attempt_id = id))]

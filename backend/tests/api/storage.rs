@@ -59,7 +59,8 @@ fn a<'a>(agent: &'a str, verdict: Verdict, cost: f64, started: &'a str) -> A<'a>
 
 async fn attempt(s: &dyn Storage, report_id: i64, x: A<'_>) -> i64 {
     let req = CreateAttemptRequest {
-        report_id,
+        report_id: Some(report_id),
+        report: None,
         goal: x.goal,
         agent: x.agent.into(),
         model: Some(format!("{}-model", x.agent)),
@@ -70,6 +71,7 @@ async fn attempt(s: &dyn Storage, report_id: i64, x: A<'_>) -> i64 {
         cost_usd: x.cost,
         tokens_in: 10,
         tokens_out: 5,
+        api_calls: None,
         iterations: 1,
         candidate: None,
         signals: Default::default(),
@@ -330,7 +332,7 @@ async fn attempts_runs_and_natural_keys() {
         s.create_attempt(&req).await.unwrap();
         let err = s.create_attempt(&req).await.unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
-        req.report_id = 4242;
+        req.report_id = Some(4242);
         assert!(matches!(s.create_attempt(&req).await.unwrap_err(), StorageError::NotFound(_)));
         let rep = s.get_report(r, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(rep.summary.attempts, 2);

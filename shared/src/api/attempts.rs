@@ -37,7 +37,12 @@ pub struct Signals {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateAttemptRequest {
-    pub report_id: i64,
+    /// The report, by failpass id…
+    #[serde(default)]
+    pub report_id: Option<i64>,
+    /// …or by its natural key (project slug and external id). Give exactly one.
+    #[serde(default)]
+    pub report: Option<ReportKey>,
     #[serde(default)]
     pub goal: Goal,
     /// Agent name, or `human` for a person.
@@ -59,6 +64,9 @@ pub struct CreateAttemptRequest {
     pub tokens_in: i64,
     #[serde(default)]
     pub tokens_out: i64,
+    /// Model API calls the attempt made.
+    #[serde(default)]
+    pub api_calls: Option<i64>,
     #[serde(default = "one")]
     pub iterations: u32,
     #[serde(default)]
@@ -84,9 +92,22 @@ fn one() -> u32 {
     1
 }
 
+/// A report's natural key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportKey {
+    pub project: String,
+    pub external_id: String,
+}
+
 impl CreateAttemptRequest {
     /// Checks what the verdict rules of DOMAIN.md forbid.
     pub fn validate(&self) -> Result<(), FieldError> {
+        match (&self.report_id, &self.report) {
+            (Some(_), None) | (None, Some(_)) => {}
+            (None, None) => return Err(FieldError::new("report_id", "give report_id or report {project, external_id}")),
+            (Some(_), Some(_)) => return Err(FieldError::new("report", "give report_id or report, not both")),
+        }
         if self.agent.trim().is_empty() || self.agent.len() > 200 {
             return Err(FieldError::new("agent", "must be 1 to 200 characters"));
         }
@@ -121,6 +142,9 @@ impl CreateAttemptRequest {
         if self.tokens_out < 0 {
             return Err(FieldError::new("tokens_out", "must not be negative"));
         }
+        if self.api_calls.is_some_and(|c| c < 0) {
+            return Err(FieldError::new("api_calls", "must not be negative"));
+        }
         if let (Some(s), Some(e)) = (self.started_at, self.ended_at) {
             if e < s {
                 return Err(FieldError::new("ended_at", "is before started_at"));
@@ -153,6 +177,7 @@ pub struct Attempt {
     pub cost_usd: f64,
     pub tokens_in: i64,
     pub tokens_out: i64,
+    pub api_calls: Option<i64>,
     pub iterations: u32,
     pub candidate: Option<String>,
     pub signals: Signals,
@@ -268,6 +293,17 @@ mod tests {
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
         r.cost_usd = f64::NAN;
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
+    }
+
+    #[test]
+    fn report_is_named_exactly_once() {
+        let mut r = request(Verdict::Error, VerdictSource::Deterministic);
+        r.report = Some(ReportKey { project: "a/b".into(), external_id: "1".into() });
+        assert_eq!(r.validate().unwrap_err().field, "report");
+        r.report_id = None;
+        assert!(r.validate().is_ok());
+        r.report = None;
+        assert_eq!(r.validate().unwrap_err().field, "report_id");
     }
 
     #[test]

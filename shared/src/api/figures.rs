@@ -88,6 +88,10 @@ pub struct FigureRow {
     pub attempts_error: u64,
     /// All spend, failed and errored attempts included.
     pub cost_total_usd: f64,
+    /// `cost_total_usd / attempts`: what one attempt costs on average.
+    pub cost_mean_attempt_usd: Option<f64>,
+    /// Mean model API calls per attempt, over attempts that reported them.
+    pub api_calls_mean: Option<f64>,
     /// `cost_total_usd / reports_reproduced`.
     pub cost_per_reproduction_usd: Option<f64>,
     /// Mean cost of the counting attempts alone.

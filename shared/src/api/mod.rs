@@ -2,6 +2,7 @@
 
 pub mod attempts;
 pub mod figures;
+pub mod import;
 pub mod projects;
 pub mod query;
 pub mod reports;

@@ -1,0 +1,180 @@
+//! Bulk intake: failpass's own lossless NDJSON format (one [`ImportRecord`]
+//! per line, the same shapes as the API) and the summary every import ends with.
+
+use serde::{Deserialize, Serialize};
+
+use super::attempts::CreateAttemptRequest;
+use super::projects::CreateProjectRequest;
+use super::query::FieldError;
+use super::reports::CreateReportRequest;
+
+/// One line of an NDJSON import: `{"kind": "report", …the API's fields…}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ImportRecord {
+    Project(CreateProjectRequest),
+    Report(CreateReportRequest),
+    Attempt(CreateAttemptRequest),
+    Agent(AgentRecord),
+}
+
+impl ImportRecord {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ImportRecord::Project(_) => "project",
+            ImportRecord::Report(_) => "report",
+            ImportRecord::Attempt(_) => "attempt",
+            ImportRecord::Agent(_) => "agent",
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), FieldError> {
+        match self {
+            ImportRecord::Project(p) => p.validate(),
+            ImportRecord::Report(r) => r.validate(),
+            ImportRecord::Attempt(a) => a.validate(),
+            ImportRecord::Agent(a) => a.validate(),
+        }
+    }
+}
+
+/// An agent (or leaderboard entry) with the figures its source states about
+/// itself. failpass computes its own figures from the attempt rows and shows
+/// both, with any discrepancy, side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRecord {
+    /// The name attempts carry in `agent`.
+    pub name: String,
+    /// Where the statement comes from (`swebench:bash-only`).
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The date the source gives for the entry (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub date: Option<String>,
+    /// Stated success rate as a fraction (0.649 for 64.9%).
+    #[serde(default)]
+    pub stated_rate: Option<f64>,
+    /// The denominator the stated rate is over (500 instances).
+    #[serde(default)]
+    pub stated_instances: Option<u64>,
+    #[serde(default)]
+    pub stated_cost_usd: Option<f64>,
+    #[serde(default)]
+    pub stated_instance_cost_usd: Option<f64>,
+    #[serde(default)]
+    pub stated_instance_calls: Option<f64>,
+    #[serde(default)]
+    pub notes: Option<String>,
+}
+
+impl AgentRecord {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.name.trim().is_empty() || self.name.len() > 200 {
+            return Err(FieldError::new("name", "must be 1 to 200 characters"));
+        }
+        if let Some(r) = self.stated_rate {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(FieldError::new("stated_rate", "must be a fraction between 0 and 1"));
+            }
+        }
+        for (field, v) in [
+            ("stated_cost_usd", self.stated_cost_usd),
+            ("stated_instance_cost_usd", self.stated_instance_cost_usd),
+            ("stated_instance_calls", self.stated_instance_calls),
+        ] {
+            if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+                return Err(FieldError::new(field, "must be a non-negative number"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What happened to one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+/// A record that was not stored, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// 1-based line (NDJSON, CSV) or record number (JSON arrays).
+    pub record: u64,
+    /// The field at fault, where there is one.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// How many rejections a summary lists; the count goes on past it.
+pub const MAX_LISTED_REJECTIONS: usize = 100;
+
+/// The closing summary of an import.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportSummary {
+    pub records: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub unchanged: u64,
+    pub rejected: u64,
+    /// The first [`MAX_LISTED_REJECTIONS`] rejections.
+    pub rejections: Vec<Rejection>,
+}
+
+impl ImportSummary {
+    pub fn count(&mut self, outcome: Outcome) {
+        self.records += 1;
+        match outcome {
+            Outcome::Created => self.created += 1,
+            Outcome::Updated => self.updated += 1,
+            Outcome::Unchanged => self.unchanged += 1,
+        }
+    }
+
+    pub fn reject(&mut self, record: u64, field: Option<String>, message: String) {
+        self.records += 1;
+        self.rejected += 1;
+        if self.rejections.len() < MAX_LISTED_REJECTIONS {
+            self.rejections.push(Rejection { record, field, message });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_tagged_by_kind() {
+        let r: ImportRecord = serde_json::from_str(r#"{"kind":"project","slug":"a/b"}"#).unwrap();
+        assert_eq!(r.kind(), "project");
+        let a: ImportRecord = serde_json::from_str(
+            r#"{"kind":"attempt","report":{"project":"a/b","external_id":"7"},"agent":"x","verdict":"resolved","verdict_source":"deterministic","goal":"fix","api_calls":12}"#,
+        )
+        .unwrap();
+        let ImportRecord::Attempt(a) = a else { panic!() };
+        assert_eq!(a.api_calls, Some(12));
+        assert!(a.validate().is_ok());
+        let e = serde_json::from_str::<ImportRecord>(r#"{"kind":"bogus"}"#).unwrap_err().to_string();
+        assert!(e.contains("bogus"), "{e}");
+        let e = serde_json::from_str::<ImportRecord>(r#"{"kind":"project","slug":"a/b","x":1}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `x`"), "{e}");
+    }
+
+    #[test]
+    fn summary_caps_the_listed_rejections() {
+        let mut s = ImportSummary::default();
+        for i in 0..150 {
+            s.reject(i, None, "bad".into());
+        }
+        s.count(Outcome::Created);
+        assert_eq!((s.records, s.rejected, s.created), (151, 150, 1));
+        assert_eq!(s.rejections.len(), MAX_LISTED_REJECTIONS);
+    }
+}
