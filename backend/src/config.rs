@@ -18,6 +18,22 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate(DatabaseArgs),
+    /// Import reports, attempts and agents from a file (or `-` for stdin).
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// ndjson, swebench-instances or swebench-leaderboard.
+    #[arg(long)]
+    pub format: String,
+    /// Print the closing summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The input file, or `-` for standard input.
+    pub input: String,
 }
 
 #[derive(Debug, Clone, Args)]

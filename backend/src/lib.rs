@@ -6,6 +6,8 @@ pub mod config;
 pub mod db;
 pub mod demo;
 pub mod error;
+pub mod import;
+pub mod import_cli;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

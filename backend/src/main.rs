@@ -17,6 +17,10 @@ async fn main() -> anyhow::Result<()> {
             app.run_until(shutdown_signal()).await.context("serving")?;
             Ok(())
         }
+        Command::Import(args) => {
+            let code = failpass::import_cli::import(args).await?;
+            std::process::exit(code);
+        }
         Command::Migrate(args) => {
             let url = args.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;

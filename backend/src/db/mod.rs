@@ -18,7 +18,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest, Run};
 use failpass_shared::api::figures::FiguresQuery;
-use failpass_shared::api::import::Outcome;
+use failpass_shared::api::import::{AgentRecord, Outcome};
 use failpass_shared::api::projects::{CreateProjectRequest, Project};
 use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
 use failpass_shared::api::Page;
@@ -139,6 +139,25 @@ pub trait Storage: Send + Sync + 'static {
     /// counters, status, best verdict and spend. `NotFound` when the report
     /// does not exist; `Conflict` when (agent, report, attempt_key) is taken.
     async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<Attempt>;
+
+    /// Upserts projects by slug: created, updated (name, description or
+    /// visibility changed) or unchanged.
+    async fn import_projects(&self, reqs: &[CreateProjectRequest]) -> StorageResult<Vec<Outcome>>;
+
+    /// Upserts reports by (project, external id) in one transaction, compared
+    /// by content hash; a changed report is rewritten with its labels and
+    /// oracle, and its attempts' counting re-derived. A missing project is
+    /// that record's `Invalid` error.
+    async fn import_reports(&self, news: &[NewReport]) -> StorageResult<Vec<StorageResult<Outcome>>>;
+
+    /// Upserts agents (with their stated figures) by name.
+    async fn import_agents(&self, agents: &[AgentRecord]) -> StorageResult<Vec<Outcome>>;
+
+    /// A report's id by its natural key, or `None`.
+    async fn find_report(&self, project: &str, external_id: &str) -> StorageResult<Option<i64>>;
+
+    /// Every agent record, by name.
+    async fn list_agents(&self) -> StorageResult<Vec<AgentRecord>>;
 
     /// Stores a batch of attempts in one transaction, idempotently: an attempt
     /// is identified by (agent, report, attempt_key), and a keyless one by its

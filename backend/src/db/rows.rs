@@ -278,3 +278,34 @@ pub struct ContributionRow {
     pub api_calls: i64,
     pub with_api_calls: i64,
 }
+
+#[derive(sqlx::FromRow)]
+pub struct AgentRow {
+    pub name: String,
+    pub source: Option<String>,
+    pub model: Option<String>,
+    pub date: Option<String>,
+    pub stated_rate: Option<f64>,
+    pub stated_instances: Option<i64>,
+    pub stated_cost_usd: Option<f64>,
+    pub stated_instance_cost_usd: Option<f64>,
+    pub stated_instance_calls: Option<f64>,
+    pub notes: Option<String>,
+}
+
+impl From<AgentRow> for failpass_shared::api::import::AgentRecord {
+    fn from(r: AgentRow) -> Self {
+        Self {
+            name: r.name,
+            source: r.source,
+            model: r.model,
+            date: r.date,
+            stated_rate: r.stated_rate,
+            stated_instances: r.stated_instances.map(|n| n.max(0) as u64),
+            stated_cost_usd: r.stated_cost_usd,
+            stated_instance_cost_usd: r.stated_instance_cost_usd,
+            stated_instance_calls: r.stated_instance_calls,
+            notes: r.notes,
+        }
+    }
+}

@@ -217,6 +217,135 @@ macro_rules! impl_storage {
                 }
             }
 
+            async fn project_id(tx: &mut sqlx::Transaction<'static, $db>, slug: &str) -> crate::db::StorageResult<i64> {
+                let id: Option<i64> = sqlx::query_scalar("SELECT id FROM projects WHERE slug = $1")
+                    .bind(slug)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                id.ok_or_else(|| {
+                    crate::db::StorageError::invalid("project", format!("no project `{slug}`; create it first (POST /api/v1/projects)"))
+                })
+            }
+
+            /// Inserts a report (`existing` = None) or rewrites one in place, with
+            /// its labels and oracle; a rewrite re-derives its attempts' counting.
+            async fn write_report(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                existing: Option<i64>,
+                project_id: i64,
+                new: &crate::db::NewReport,
+                hash: &str,
+            ) -> crate::db::StorageResult<i64> {
+                use sqlx::types::Json;
+                let req = &new.request;
+                let d = &new.decision;
+                let now = crate::db::sql::now();
+                let labels = crate::db::sql::clean_labels(&req.labels);
+                let det = d.oracle.as_ref().is_some_and(|o| o.is_deterministic());
+                let sql = match existing {
+                    None => "INSERT INTO reports (project_id, external_id, url, title, body, labels, paths, filed_at, reporter, \
+                         environment, features, category, vague, llm_only, route, explanation, oracle_kind, oracle_source, \
+                         has_det_oracle, content_hash, status, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
+                         RETURNING id",
+                    Some(_) => "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
+                         reporter = $9, environment = $10, features = $11, category = $12, vague = $13, llm_only = $14, route = $15, \
+                         explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $20 \
+                         WHERE project_id = $1 AND external_id = $2 RETURNING id",
+                };
+                let query = sqlx::query_scalar(sql)
+                    .bind(project_id)
+                    .bind(req.external_id.trim())
+                    .bind(&req.url)
+                    .bind(req.title.trim())
+                    .bind(&req.body)
+                    .bind(Json(&labels))
+                    .bind(Json(&req.paths))
+                    .bind(req.filed_at.map(crate::db::sql::secs).unwrap_or(now))
+                    .bind(&req.reporter)
+                    .bind(&req.environment)
+                    .bind(Json(&d.features))
+                    .bind(d.category.as_str())
+                    .bind(d.vague)
+                    .bind(d.llm_only)
+                    .bind(d.route.as_str())
+                    .bind(Json(&d.explanation))
+                    .bind(d.oracle_kind().as_str())
+                    .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
+                    .bind(det)
+                    .bind(hash);
+                // Only a new report starts its status and creation time.
+                let query = match existing {
+                    None => query.bind(failpass_shared::model::ReportStatus::New.as_str()).bind(now),
+                    Some(_) => query,
+                };
+                let id: i64 = query
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(crate::db::sql::conflict_on_unique(format!(
+                        "project `{}` already has a report `{}`",
+                        req.project,
+                        req.external_id.trim()
+                    )))?;
+                if existing.is_some() {
+                    sqlx::query("DELETE FROM report_labels WHERE report_id = $1").bind(id).execute(&mut **tx).await?;
+                    sqlx::query("DELETE FROM oracles WHERE report_id = $1").bind(id).execute(&mut **tx).await?;
+                }
+                for label in &labels {
+                    sqlx::query("INSERT INTO report_labels (report_id, label) VALUES ($1, $2)")
+                        .bind(id)
+                        .bind(label)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                if let Some(o) = &d.oracle {
+                    sqlx::query(
+                        "INSERT INTO oracles (report_id, kind, source, command, fail_to_pass, pass_to_pass, signature, \
+                         repeats, authoring_minutes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    )
+                    .bind(id)
+                    .bind(o.kind.as_str())
+                    .bind(o.source.map(|s| s.as_str()))
+                    .bind(&o.command)
+                    .bind(Json(&o.fail_to_pass))
+                    .bind(Json(&o.pass_to_pass))
+                    .bind(&o.signature)
+                    .bind(o.repeats.map(|r| r as i32))
+                    .bind(o.authoring_minutes)
+                    .bind(now)
+                    .execute(&mut **tx)
+                    .await?;
+                }
+                if existing.is_some() {
+                    Self::rederive_attempts(tx, id, d.vague).await?;
+                }
+                Ok(id)
+            }
+
+            /// Re-applies the counting rule to a report's attempts (its `vague` flag changed or may have).
+            async fn rederive_attempts(tx: &mut sqlx::Transaction<'static, $db>, report_id: i64, vague: bool) -> crate::db::StorageResult<()> {
+                use failpass_shared::model::{attempt_awaits_review, attempt_counts, Goal, Review, Verdict, VerdictSource};
+                let rows: Vec<(i64, String, String, String, Option<String>)> =
+                    sqlx::query_as("SELECT id, goal, verdict, verdict_source, review FROM attempts WHERE report_id = $1")
+                        .bind(report_id)
+                        .fetch_all(&mut **tx)
+                        .await?;
+                let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
+                for (id, goal, verdict, source, review) in rows {
+                    let goal: Goal = goal.parse().map_err(corrupt)?;
+                    let verdict: Verdict = verdict.parse().map_err(corrupt)?;
+                    let source: VerdictSource = source.parse().map_err(corrupt)?;
+                    let review: Option<Review> = review.map(|r| r.parse()).transpose().map_err(corrupt)?;
+                    sqlx::query("UPDATE attempts SET counts = $1, awaiting = $2 WHERE id = $3")
+                        .bind(attempt_counts(goal, verdict, source, review, vague))
+                        .bind(attempt_awaits_review(goal, verdict, source, review, vague))
+                        .bind(id)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                Self::refresh_reports(tx, &[report_id]).await
+            }
+
             /// The report an attempt names, with its `vague` flag.
             async fn resolve_report(
                 tx: &mut sqlx::Transaction<'static, $db>,
@@ -509,89 +638,177 @@ macro_rules! impl_storage {
                 &self,
                 new: &crate::db::NewReport,
             ) -> crate::db::StorageResult<failpass_shared::api::reports::Report> {
-                use sqlx::types::Json;
-                let req = &new.request;
-                let d = &new.decision;
-                let now = crate::db::sql::now();
-                let labels = crate::db::sql::clean_labels(&req.labels);
                 let mut tx = self.write.begin().await?;
-                let project_id: Option<i64> = sqlx::query_scalar("SELECT id FROM projects WHERE slug = $1")
-                    .bind(&req.project)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(project_id) = project_id else {
-                    return Err(crate::db::StorageError::invalid(
-                        "project",
-                        format!("no project `{}`; create it first (POST /api/v1/projects)", req.project),
-                    ));
-                };
-                let oracle_kind = d.oracle_kind();
-                let det = d.oracle.as_ref().is_some_and(|o| o.is_deterministic());
-                let status = failpass_shared::model::ReportStatus::New;
-                let id: i64 = sqlx::query_scalar(
-                    "INSERT INTO reports (project_id, external_id, url, title, body, labels, paths, filed_at, reporter, \
-                     environment, features, category, vague, llm_only, route, explanation, oracle_kind, oracle_source, \
-                     has_det_oracle, status, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
-                     RETURNING id",
-                )
-                .bind(project_id)
-                .bind(req.external_id.trim())
-                .bind(&req.url)
-                .bind(req.title.trim())
-                .bind(&req.body)
-                .bind(Json(&labels))
-                .bind(Json(&req.paths))
-                .bind(req.filed_at.map(crate::db::sql::secs).unwrap_or(now))
-                .bind(&req.reporter)
-                .bind(&req.environment)
-                .bind(Json(&d.features))
-                .bind(d.category.as_str())
-                .bind(d.vague)
-                .bind(d.llm_only)
-                .bind(d.route.as_str())
-                .bind(Json(&d.explanation))
-                .bind(oracle_kind.as_str())
-                .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
-                .bind(det)
-                .bind(status.as_str())
-                .bind(now)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(crate::db::sql::conflict_on_unique(format!(
-                    "project `{}` already has a report `{}`",
-                    req.project,
-                    req.external_id.trim()
-                )))?;
-                for label in &labels {
-                    sqlx::query("INSERT INTO report_labels (report_id, label) VALUES ($1, $2)")
-                        .bind(id)
-                        .bind(label)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                if let Some(o) = &d.oracle {
-                    sqlx::query(
-                        "INSERT INTO oracles (report_id, kind, source, command, fail_to_pass, pass_to_pass, signature, \
-                         repeats, authoring_minutes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    )
-                    .bind(id)
-                    .bind(o.kind.as_str())
-                    .bind(o.source.map(|s| s.as_str()))
-                    .bind(&o.command)
-                    .bind(Json(&o.fail_to_pass))
-                    .bind(Json(&o.pass_to_pass))
-                    .bind(&o.signature)
-                    .bind(o.repeats.map(|r| r as i32))
-                    .bind(o.authoring_minutes)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                }
+                let project_id = Self::project_id(&mut tx, &new.request.project).await?;
+                let hash = failpass_shared::hash::content_hash(&new.request);
+                let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
                 tx.commit().await?;
                 self.get_report(id, &crate::db::ProjectScope::All)
                     .await?
                     .ok_or_else(|| crate::db::StorageError::NotFound(format!("report {id}")))
+            }
+
+            async fn import_reports(
+                &self,
+                news: &[crate::db::NewReport],
+            ) -> crate::db::StorageResult<Vec<crate::db::StorageResult<failpass_shared::api::import::Outcome>>> {
+                use failpass_shared::api::import::Outcome;
+                let mut tx = self.write.begin().await?;
+                let mut projects: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+                let mut out = Vec::with_capacity(news.len());
+                for new in news {
+                    let slug = &new.request.project;
+                    let project_id = match projects.get(slug) {
+                        Some(id) => *id,
+                        None => match Self::project_id(&mut tx, slug).await {
+                            Ok(id) => {
+                                projects.insert(slug.clone(), id);
+                                id
+                            }
+                            Err(e) => {
+                                out.push(Err(e));
+                                continue;
+                            }
+                        },
+                    };
+                    let hash = failpass_shared::hash::content_hash(&new.request);
+                    let existing: Option<(i64, Option<String>)> =
+                        sqlx::query_as("SELECT id, content_hash FROM reports WHERE project_id = $1 AND external_id = $2")
+                            .bind(project_id)
+                            .bind(new.request.external_id.trim())
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                    let outcome = match existing {
+                        Some((_, Some(h))) if h == hash => Outcome::Unchanged,
+                        Some((id, _)) => {
+                            Self::write_report(&mut tx, Some(id), project_id, new, &hash).await?;
+                            Outcome::Updated
+                        }
+                        None => {
+                            Self::write_report(&mut tx, None, project_id, new, &hash).await?;
+                            Outcome::Created
+                        }
+                    };
+                    out.push(Ok(outcome));
+                }
+                tx.commit().await?;
+                Ok(out)
+            }
+
+            async fn import_projects(
+                &self,
+                reqs: &[failpass_shared::api::projects::CreateProjectRequest],
+            ) -> crate::db::StorageResult<Vec<failpass_shared::api::import::Outcome>> {
+                use failpass_shared::api::import::Outcome;
+                let mut tx = self.write.begin().await?;
+                let mut out = Vec::with_capacity(reqs.len());
+                for req in reqs {
+                    let name = req.name.clone().unwrap_or_else(|| req.slug.clone());
+                    let existing: Option<(i64, String, Option<String>, bool)> =
+                        sqlx::query_as("SELECT id, name, description, public FROM projects WHERE slug = $1")
+                            .bind(&req.slug)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                    out.push(match existing {
+                        Some((_, n, d, p)) if n == name && d == req.description && p == req.public => Outcome::Unchanged,
+                        Some((id, ..)) => {
+                            sqlx::query("UPDATE projects SET name = $1, description = $2, public = $3 WHERE id = $4")
+                                .bind(&name)
+                                .bind(&req.description)
+                                .bind(req.public)
+                                .bind(id)
+                                .execute(&mut *tx)
+                                .await?;
+                            Outcome::Updated
+                        }
+                        None => {
+                            sqlx::query("INSERT INTO projects (slug, name, description, public, created_at) VALUES ($1, $2, $3, $4, $5)")
+                                .bind(&req.slug)
+                                .bind(&name)
+                                .bind(&req.description)
+                                .bind(req.public)
+                                .bind(crate::db::sql::now())
+                                .execute(&mut *tx)
+                                .await?;
+                            Outcome::Created
+                        }
+                    });
+                }
+                tx.commit().await?;
+                Ok(out)
+            }
+
+            async fn import_agents(
+                &self,
+                agents: &[failpass_shared::api::import::AgentRecord],
+            ) -> crate::db::StorageResult<Vec<failpass_shared::api::import::Outcome>> {
+                use failpass_shared::api::import::Outcome;
+                let mut tx = self.write.begin().await?;
+                let mut out = Vec::with_capacity(agents.len());
+                let now = crate::db::sql::now();
+                for a in agents {
+                    let hash = failpass_shared::hash::content_hash(a);
+                    let existing: Option<(i64, String)> = sqlx::query_as("SELECT id, content_hash FROM agents WHERE name = $1")
+                        .bind(a.name.trim())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let (sql, outcome) = match &existing {
+                        Some((_, h)) if *h == hash => {
+                            out.push(Outcome::Unchanged);
+                            continue;
+                        }
+                        Some(_) => (
+                            "UPDATE agents SET source = $2, model = $3, date = $4, stated_rate = $5, stated_instances = $6, \
+                             stated_cost_usd = $7, stated_instance_cost_usd = $8, stated_instance_calls = $9, notes = $10, \
+                             content_hash = $11, updated_at = $12 WHERE name = $1",
+                            Outcome::Updated,
+                        ),
+                        None => (
+                            "INSERT INTO agents (name, source, model, date, stated_rate, stated_instances, stated_cost_usd, \
+                             stated_instance_cost_usd, stated_instance_calls, notes, content_hash, updated_at, created_at) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)",
+                            Outcome::Created,
+                        ),
+                    };
+                    sqlx::query(sql)
+                        .bind(a.name.trim())
+                        .bind(&a.source)
+                        .bind(&a.model)
+                        .bind(&a.date)
+                        .bind(a.stated_rate)
+                        .bind(a.stated_instances.map(|n| n.min(i64::MAX as u64) as i64))
+                        .bind(a.stated_cost_usd)
+                        .bind(a.stated_instance_cost_usd)
+                        .bind(a.stated_instance_calls)
+                        .bind(&a.notes)
+                        .bind(&hash)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    out.push(outcome);
+                }
+                tx.commit().await?;
+                Ok(out)
+            }
+
+            async fn find_report(&self, project: &str, external_id: &str) -> crate::db::StorageResult<Option<i64>> {
+                Ok(sqlx::query_scalar(
+                    "SELECT r.id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.external_id = $2",
+                )
+                .bind(project)
+                .bind(external_id)
+                .fetch_optional(&self.read)
+                .await?)
+            }
+
+            async fn list_agents(&self) -> crate::db::StorageResult<Vec<failpass_shared::api::import::AgentRecord>> {
+                let rows: Vec<crate::db::rows::AgentRow> = sqlx::query_as(
+                    "SELECT name, source, model, date, stated_rate, stated_instances, stated_cost_usd, \
+                     stated_instance_cost_usd, stated_instance_calls, notes FROM agents ORDER BY name",
+                )
+                .fetch_all(&self.read)
+                .await?;
+                Ok(rows.into_iter().map(Into::into).collect())
             }
 
             async fn get_report(

@@ -17,3 +17,37 @@ pub async fn get_figures(
     let contributions = state.storage.figure_contributions(&query, &viewer.scope()).await?;
     Ok(ApiJson(FiguresResponse { group_by: query.group_by, goal: query.goal, rows: figure_rows(contributions) }))
 }
+
+/// `GET /api/v1/agents`: each agent's stated figures beside its computed ones.
+#[tracing::instrument(skip_all)]
+pub async fn list_agents(
+    State(state): State<AppState>,
+    viewer: Viewer,
+) -> ApiResult<ApiJson<Vec<failpass_shared::api::import::AgentFigures>>> {
+    use failpass_shared::api::import::{discrepancies, AgentFigures};
+    use failpass_shared::model::{Goal, GroupBy};
+    let scope = viewer.scope();
+    let mut computed = std::collections::HashMap::new();
+    for goal in [Goal::Reproduce, Goal::Fix] {
+        let q = FiguresQuery { group_by: GroupBy::Agent, goal, ..Default::default() };
+        for row in figure_rows(state.storage.figure_contributions(&q, &scope).await?) {
+            // Fix figures win where an agent has both: leaderboards grade fixes.
+            if goal == Goal::Fix || !computed.contains_key(&row.key) {
+                computed.insert(row.key.clone(), (goal, row));
+            }
+        }
+    }
+    let agents = state.storage.list_agents().await?;
+    Ok(ApiJson(
+        agents
+            .into_iter()
+            .map(|agent| {
+                let (goal, row) = match computed.remove(&agent.name) {
+                    Some((g, r)) => (g, Some(r)),
+                    None => (Goal::Fix, None),
+                };
+                AgentFigures { discrepancies: discrepancies(&agent, row.as_ref()), agent, goal, computed: row }
+            })
+            .collect(),
+    ))
+}

@@ -3,13 +3,15 @@
 mod attempts;
 mod figures;
 mod health;
+mod import;
 mod projects;
 mod reports;
 
 use std::sync::Arc;
 
 use axum::extract::OriginalUri;
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use axum::Router;
 use failpass_shared::routing::RoutingConfig;
 
@@ -32,6 +34,9 @@ pub fn router(state: AppState) -> Router {
         .route("/attempts", get(attempts::list_attempts).post(attempts::create_attempt))
         .route("/attempts/{id}", get(attempts::get_attempt))
         .route("/figures", get(figures::get_figures))
+        .route("/agents", get(figures::list_agents))
+        // Imports stream their body, so no size limit applies.
+        .route("/import", post(import::import).layer(DefaultBodyLimit::disable()))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed);
     Router::new()

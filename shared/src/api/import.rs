@@ -178,3 +178,88 @@ mod tests {
         assert_eq!(s.rejections.len(), MAX_LISTED_REJECTIONS);
     }
 }
+
+/// `GET /api/v1/agents`: what an agent's source states beside what its rows give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentFigures {
+    pub agent: AgentRecord,
+    /// The goal the computed figures are for (`fix` when the agent has fix attempts).
+    pub goal: crate::model::Goal,
+    /// Figures computed from the stored attempts; `None` without any.
+    pub computed: Option<super::figures::FigureRow>,
+    /// Where the stated figures and the rows disagree, in words. Empty when they agree.
+    pub discrepancies: Vec<String>,
+}
+
+/// Compares an agent's stated figures with the ones computed from its rows.
+/// Rates are compared over the stated denominator (the board's instances).
+pub fn discrepancies(agent: &AgentRecord, computed: Option<&super::figures::FigureRow>) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(c) = computed else {
+        if agent.stated_rate.is_some() || agent.stated_cost_usd.is_some() {
+            out.push("no per-instance rows: the stated figures cannot be checked".to_owned());
+        }
+        return out;
+    };
+    let denominator = agent.stated_instances.unwrap_or(c.reports_graded);
+    if let Some(n) = agent.stated_instances {
+        if c.reports_graded != n {
+            out.push(format!("rows cover {} of the {} instances the source scores on", c.reports_graded, n));
+        }
+    }
+    if let Some(stated) = agent.stated_rate {
+        if denominator > 0 {
+            let rows = c.reports_reproduced as f64 / denominator as f64;
+            // Sources round to two decimals of a percent.
+            if (rows - stated).abs() > 0.00006 {
+                out.push(format!(
+                    "stated rate {:.2}% but the rows give {} of {} = {:.2}%",
+                    stated * 100.0,
+                    c.reports_reproduced,
+                    denominator,
+                    rows * 100.0
+                ));
+            }
+        }
+    }
+    if let Some(stated) = agent.stated_cost_usd {
+        if (stated - c.cost_total_usd).abs() > 0.005 {
+            out.push(format!("stated cost ${stated:.2} but the rows add up to ${:.2}", c.cost_total_usd));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod discrepancy_tests {
+    use super::*;
+    use crate::figures::{figure_rows, ReportContribution};
+
+    fn agent(rate: f64, cost: f64) -> AgentRecord {
+        AgentRecord {
+            name: "a".into(), source: None, model: None, date: None, stated_rate: Some(rate), stated_instances: Some(500),
+            stated_cost_usd: Some(cost), stated_instance_cost_usd: None, stated_instance_calls: None, notes: None,
+        }
+    }
+
+    fn rows(resolved: u64, n: u64, cost_each: f64) -> crate::api::figures::FigureRow {
+        let cs = (0..n).map(|i| ReportContribution {
+            key: "a".into(), attempts: 1, attempts_graded: 1, attempts_counting: u64::from(i < resolved),
+            cost_usd: cost_each, cost_counting_usd: if i < resolved { cost_each } else { 0.0 }, ..Default::default()
+        });
+        figure_rows(cs).remove(0)
+    }
+
+    #[test]
+    fn agreement_is_silent_and_disagreement_is_named() {
+        assert!(discrepancies(&agent(0.65, 100.0), Some(&rows(325, 500, 0.2))).is_empty());
+        let d = discrepancies(&agent(0.6493, 100.0), Some(&rows(324, 500, 0.2)));
+        assert_eq!(d, ["stated rate 64.93% but the rows give 324 of 500 = 64.80%"]);
+        let d = discrepancies(&agent(0.528, 50.0), Some(&rows(51, 500, 0.1)));
+        assert!(d[0].contains("52.80%") && d[0].contains("10.20%"), "{d:?}");
+        let d = discrepancies(&agent(0.5, 1.0), None);
+        assert!(d[0].starts_with("no per-instance rows"));
+        let d = discrepancies(&agent(0.65, 100.0), Some(&rows(325, 499, 0.2)));
+        assert!(d.iter().any(|x| x.contains("rows cover 499 of the 500")), "{d:?}");
+    }
+}

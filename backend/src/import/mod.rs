@@ -1,0 +1,209 @@
+//! Bulk intake: every format is turned into [`ImportRecord`]s, and one
+//! [`Importer`] stores them.
+//!
+//! Batches continue past bad records: a record that does not parse or
+//! validate is rejected with its line (or record) number and field, and
+//! every other record is stored. Nothing is half-written: each record is
+//! written whole or not at all (attempts go in batched transactions; a
+//! storage failure aborts the import with the batch rolled back, and the
+//! records before it stay stored). Line formats stream in constant memory.
+
+pub mod swebench;
+
+use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
+use failpass_shared::api::attempts::CreateAttemptRequest;
+use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
+
+use crate::db::{NewReport, Storage, StorageError};
+
+/// Attempts per storage transaction.
+pub const ATTEMPT_BATCH: usize = 5000;
+
+/// The formats `failpass import --format` and `POST /api/v1/import?format=` take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// failpass's own lossless format: one `{"kind": …}` record per line.
+    Ndjson,
+    /// SWE-bench instances, JSON Lines or a JSON array.
+    SwebenchInstances,
+    /// The SWE-bench site's `leaderboards.json` (or `info_for_leaderboard.json`).
+    SwebenchLeaderboard,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ndjson" => Ok(Format::Ndjson),
+            "swebench-instances" => Ok(Format::SwebenchInstances),
+            "swebench-leaderboard" => Ok(Format::SwebenchLeaderboard),
+            _ => Err(format!("unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard")),
+        }
+    }
+}
+
+/// Stores records in order, batching attempts, and keeps the summary.
+pub struct Importer<'a> {
+    storage: &'a dyn Storage,
+    routing: &'a RoutingConfig,
+    summary: ImportSummary,
+    attempts: Vec<(u64, CreateAttemptRequest)>,
+    progress: Option<Box<dyn FnMut(&ImportSummary) + Send + 'a>>,
+}
+
+impl<'a> Importer<'a> {
+    pub fn new(storage: &'a dyn Storage, routing: &'a RoutingConfig) -> Self {
+        Self { storage, routing, summary: ImportSummary::default(), attempts: Vec::new(), progress: None }
+    }
+
+    pub fn storage(&self) -> &'a dyn Storage {
+        self.storage
+    }
+
+    /// Called after every stored batch with the summary so far.
+    pub fn on_progress(mut self, f: impl FnMut(&ImportSummary) + Send + 'a) -> Self {
+        self.progress = Some(Box::new(f));
+        self
+    }
+
+    /// Rejects record `n` without storing anything.
+    pub fn reject(&mut self, n: u64, field: Option<String>, message: impl Into<String>) {
+        self.summary.reject(n, field, message.into());
+    }
+
+    /// Validates and stores record `n` (attempts are batched; order is kept:
+    /// pending attempts are stored before any later project, report or agent).
+    pub async fn push(&mut self, n: u64, record: ImportRecord) -> Result<(), StorageError> {
+        if let Err(e) = record.validate() {
+            self.reject(n, Some(e.field), e.message);
+            return Ok(());
+        }
+        match record {
+            ImportRecord::Attempt(a) => {
+                self.attempts.push((n, a));
+                if self.attempts.len() >= ATTEMPT_BATCH {
+                    self.flush().await?;
+                }
+            }
+            ImportRecord::Project(p) => {
+                self.flush().await?;
+                let out = self.storage.import_projects(std::slice::from_ref(&p)).await?;
+                self.summary.count(out[0]);
+            }
+            ImportRecord::Report(r) => {
+                self.flush().await?;
+                let decision = decide(self.routing, &RoutingInput::from_request(&r));
+                let out = self.storage.import_reports(&[NewReport { request: r, decision }]).await?;
+                self.record(n, out.into_iter().next().expect("one outcome per report"));
+            }
+            ImportRecord::Agent(a) => {
+                self.flush().await?;
+                let out = self.storage.import_agents(std::slice::from_ref(&a)).await?;
+                self.summary.count(out[0]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores reports in one transaction (faster for large report files).
+    pub async fn push_reports(&mut self, reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>) -> Result<(), StorageError> {
+        self.flush().await?;
+        let mut numbers = Vec::with_capacity(reports.len());
+        let mut news = Vec::with_capacity(reports.len());
+        for (n, r) in reports {
+            if let Err(e) = r.validate() {
+                self.reject(n, Some(e.field), e.message);
+                continue;
+            }
+            let decision = decide(self.routing, &RoutingInput::from_request(&r));
+            numbers.push(n);
+            news.push(NewReport { request: r, decision });
+        }
+        let out = self.storage.import_reports(&news).await?;
+        for (n, o) in numbers.into_iter().zip(out) {
+            self.record(n, o);
+        }
+        self.tick();
+        Ok(())
+    }
+
+    fn record(&mut self, n: u64, outcome: Result<Outcome, StorageError>) {
+        match outcome {
+            Ok(o) => self.summary.count(o),
+            Err(StorageError::Invalid { field, message }) => self.reject(n, Some(field), message),
+            Err(StorageError::NotFound(what)) => self.reject(n, Some("report".into()), format!("{what} does not exist")),
+            Err(StorageError::Conflict(m)) => self.reject(n, None, m),
+            Err(other) => self.reject(n, None, other.to_string()),
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), StorageError> {
+        if self.attempts.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.attempts);
+        let (numbers, reqs): (Vec<u64>, Vec<CreateAttemptRequest>) = batch.into_iter().unzip();
+        let out = self.storage.import_attempts(&reqs).await?;
+        for (n, o) in numbers.into_iter().zip(out) {
+            self.record(n, o);
+        }
+        self.tick();
+        Ok(())
+    }
+
+    fn tick(&mut self) {
+        if let Some(p) = self.progress.as_mut() {
+            p(&self.summary);
+        }
+    }
+
+    pub async fn finish(mut self) -> Result<ImportSummary, StorageError> {
+        self.flush().await?;
+        Ok(self.summary)
+    }
+}
+
+/// Reads `input` in `format` and stores it.
+pub async fn run<R>(importer: &mut Importer<'_>, format: Format, mut input: R) -> anyhow::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+{
+    match format {
+        Format::Ndjson => {
+            let mut line = String::new();
+            let mut n = 0u64;
+            loop {
+                line.clear();
+                if input.read_line(&mut line).await? == 0 {
+                    break;
+                }
+                n += 1;
+                let text = line.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<ImportRecord>(text) {
+                    Ok(record) => importer.push(n, record).await?,
+                    Err(e) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
+                }
+            }
+        }
+        Format::SwebenchInstances => swebench::import_instances(importer, input).await?,
+        Format::SwebenchLeaderboard => {
+            let mut text = String::new();
+            input.read_to_string(&mut text).await?;
+            swebench::import_leaderboard(importer, &text).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The field a serde error names (`missing field `title``), if any.
+pub fn json_field(e: &serde_json::Error) -> Option<String> {
+    let msg = e.to_string();
+    let start = msg.find('`')? + 1;
+    let end = start + msg[start..].find('`')?;
+    let name = &msg[start..end];
+    (msg.contains("field") && !name.is_empty()).then(|| name.to_owned())
+}

@@ -1,0 +1,63 @@
+//! `failpass import`: progress on stderr, a closing summary on stdout.
+//! Exit status 0 when every record was stored, 3 when some were rejected.
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use anyhow::Context;
+use failpass_shared::api::import::ImportSummary;
+use failpass_shared::format::thousands;
+use failpass_shared::routing::RoutingConfig;
+use tokio::io::{AsyncBufRead, BufReader};
+
+use crate::config::ImportArgs;
+use crate::import::{run, Format, Importer};
+
+pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
+    let format: Format = args.format.parse().map_err(|e: String| anyhow::anyhow!("--format: {e}"))?;
+    let storage = crate::db::connect(&args.database.url()).await.context("opening the database")?;
+    storage.migrate().await.context("applying migrations")?;
+    let input: Box<dyn AsyncBufRead + Unpin + Send> = if args.input == "-" {
+        Box::new(BufReader::with_capacity(1 << 20, tokio::io::stdin()))
+    } else {
+        let file = tokio::fs::File::open(&args.input).await.with_context(|| format!("opening {}", args.input))?;
+        Box::new(BufReader::with_capacity(1 << 20, file))
+    };
+    let routing = RoutingConfig::default();
+    let started = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    let mut last_line = Instant::now();
+    let mut importer = Importer::new(storage.as_ref(), &routing).on_progress(move |s: &ImportSummary| {
+        // A live line on a terminal; a line every few seconds in a log.
+        if tty || last_line.elapsed().as_secs() >= 5 {
+            last_line = Instant::now();
+            let rate = s.records as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            eprint!("{}{} records ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
+                if tty { "\r" } else { "" }, thousands(s.records as i64), thousands(rate as i64),
+                s.created, s.updated, s.unchanged, s.rejected, if tty { "   " } else { "\n" });
+        }
+    });
+    run(&mut importer, format, input).await.with_context(|| format!("importing {}", args.input))?;
+    let summary = importer.finish().await?;
+    let secs = started.elapsed().as_secs_f64();
+    if tty {
+        eprintln!();
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "{} records in {secs:.1} s ({}/s): {} created, {} updated, {} unchanged, {} rejected",
+            thousands(summary.records as i64),
+            thousands((summary.records as f64 / secs.max(1e-9)) as i64),
+            summary.created, summary.updated, summary.unchanged, summary.rejected
+        );
+        for r in &summary.rejections {
+            println!("  rejected record {}: {}{}", r.record, r.field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(), r.message);
+        }
+        if summary.rejected as usize > summary.rejections.len() {
+            println!("  … and {} more rejections", summary.rejected as usize - summary.rejections.len());
+        }
+    }
+    Ok(if summary.rejected > 0 { 3 } else { 0 })
+}

@@ -1,0 +1,41 @@
+use axum::body::Body;
+use axum::extract::State;
+use failpass_shared::api::import::ImportSummary;
+use futures_util::TryStreamExt;
+use tokio::io::BufReader;
+use tokio_util::io::StreamReader;
+
+use super::AppState;
+use crate::auth::Viewer;
+use crate::db::StorageError;
+use crate::error::{ApiError, ApiJson, ApiResult, QueryPairs};
+use crate::import::{run, Format, Importer};
+
+/// `POST /api/v1/import?format=ndjson`: the body is streamed record by record;
+/// the answer is the closing summary (rejected records listed with their line).
+#[tracing::instrument(skip_all)]
+pub async fn import(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+    body: Body,
+) -> ApiResult<ApiJson<ImportSummary>> {
+    viewer.require_write()?;
+    let mut format = Format::Ndjson;
+    for (k, v) in query.iter() {
+        match k {
+            "format" => format = v.parse().map_err(|e: String| ApiError::BadRequest(format!("format: {e}")))?,
+            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: format"))),
+        }
+    }
+    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    let input = BufReader::with_capacity(1 << 20, StreamReader::new(stream));
+    let mut importer = Importer::new(state.storage.as_ref(), &state.routing);
+    if let Err(e) = run(&mut importer, format, input).await {
+        return Err(match e.downcast::<StorageError>() {
+            Ok(storage) => storage.into(),
+            Err(other) => ApiError::BadRequest(format!("body: {other:#}")),
+        });
+    }
+    Ok(ApiJson(importer.finish().await?))
+}
