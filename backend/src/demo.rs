@@ -122,11 +122,17 @@ const REPORTS: &[(usize, Kind, &str, &str, &str)] = &[
 const AGENTS: &[(&str, &str, (i32, u32, u32))] = &[
     ("repgen", "gpt-4o-2024-08-06", (2023, 10, 1)),
     ("swe-agent", "claude-3-5-sonnet-20241022", (2024, 4, 1)),
-    ("openhands", "gpt-4.1", (2024, 6, 1)),
+    ("openhands", "gpt-5", (2026, 10, 15)),
 ];
 
-fn body(kind: Kind, title: &str, op: &str, error: &str, rng: &mut Rng) -> (String, Vec<String>, Option<String>) {
-    let versions = ["torch 2.4.1", "torch 2.5.0+cu121", "transformers 4.44.2", "jax 0.4.31", "keras 3.5.0"];
+fn body(project: usize, kind: Kind, title: &str, op: &str, error: &str, rng: &mut Rng) -> (String, Vec<String>, Option<String>) {
+    let versions: &[&str] = match project {
+        0 => &["torch 2.4.1", "torch 2.5.0+cu121", "torch 2.6.0.dev20241020"],
+        1 => &["transformers 4.44.2, torch 2.4.1", "transformers 4.46.0, torch 2.5.0"],
+        2 => &["jax 0.4.31, jaxlib 0.4.31+cuda12", "jax 0.4.35"],
+        3 => &["keras 3.5.0, tensorflow 2.17", "keras 3.6.0, torch 2.5.0 backend"],
+        _ => &["torch 2.5.0, internal trainer 1.8"],
+    };
     let env = Some(format!("{}, Python 3.11, Ubuntu 22.04, CUDA 12.1", versions[rng.below(versions.len())]));
     match kind {
         Kind::Crash => (
@@ -208,19 +214,19 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
     }
 
     for (i, (project, kind, title, op, error)) in REPORTS.iter().enumerate() {
-        let (body, labels, environment) = body(*kind, title, op, error, &mut rng);
+        let (body, labels, environment) = body(*project, *kind, title, op, error, &mut rng);
         let oracle = match kind {
             Kind::InPatch => Some(Oracle {
                 kind: OracleKind::FailToPass,
                 source: Some(OracleSource::InPatchTest),
-                command: Some("python -m pytest -x".into()),
+                command: Some("python -m pytest -x tests/test_regressions.py".into()),
                 fail_to_pass: vec![format!("tests/test_regressions.py::test_issue_{}", 1000 + i)],
                 pass_to_pass: vec!["tests/test_regressions.py::test_basic".into()],
                 signature: None,
                 repeats: None,
                 authoring_minutes: None,
             }),
-            Kind::Numeric if i % 3 == 0 => Some(Oracle {
+            Kind::Numeric => Some(Oracle {
                 kind: OracleKind::FailToPass,
                 source: Some(OracleSource::Authored),
                 command: Some("python repro.py".into()),
@@ -258,6 +264,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
         };
         let decision = decide(routing, &RoutingInput::from_request(&request));
         let route = decision.route;
+        let has_oracle = decision.oracle.as_ref().is_some_and(Oracle::is_deterministic);
         let vague = decision.vague;
         let report = storage.create_report(&NewReport { request, decision }).await?;
         summary.reports += 1;
@@ -269,8 +276,8 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
         let tries = 1 + rng.below(3);
         for t in 0..tries {
             let (agent, model, (y, m, d)) = AGENTS[rng.below(AGENTS.len())];
-            let started_at = filed_at + Duration::hours(2 + rng.below(72) as i64 + t as i64 * 5);
-            let wall = rng.range(40.0, 1500.0).round();
+            let started_at = (filed_at + Duration::hours(2 + rng.below(72) as i64 + t as i64 * 5)).min(now - Duration::hours(1));
+            let wall = rng.range(40.0, 1500.0).round().min((now - started_at).num_seconds() as f64);
             let cost = (rng.range(0.04, 1.8) * 100.0).round() / 100.0;
             let (verdict, source, cause, review) = match (route, vague) {
                 (Route::AgentFirst, _) => match rng.below(10) {
@@ -295,8 +302,14 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
                 },
             };
+            // Without a deterministic oracle nothing grades by execution: a person ran it.
+            let source = if !has_oracle && matches!(verdict, Verdict::Reproduced | Verdict::NotReproduced) {
+                VerdictSource::Human
+            } else {
+                source
+            };
             let failure_seen = verdict == Verdict::Reproduced;
-            let attempt = storage
+            let (attempt, _) = storage
                 .create_attempt(&CreateAttemptRequest {
                     report_id: Some(report.summary.id),
                     report: None,

@@ -135,10 +135,13 @@ pub trait Storage: Send + Sync + 'static {
     /// made for another ordering.
     async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>>;
 
-    /// Stores an attempt and, in the same transaction, updates its report's
+    /// Stores an attempt and, in the same transaction, recomputes its report's
     /// counters, status, best verdict and spend. `NotFound` when the report
-    /// does not exist; `Conflict` when (agent, report, attempt_key) is taken.
-    async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<Attempt>;
+    /// does not exist; `Invalid` (field `verdict_source`) for a deterministic
+    /// grade on a report without a deterministic oracle. When (agent, report,
+    /// attempt_key) is taken: the stored attempt and `Unchanged` if it is the
+    /// same attempt (a retry), `Conflict` if it differs.
+    async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<(Attempt, Outcome)>;
 
     /// Upserts projects by slug: created, updated (name, description or
     /// visibility changed) or unchanged.

@@ -150,6 +150,23 @@ impl PreparedAttempt {
     }
 }
 
+/// A deterministic grade needs something deterministic to grade by.
+pub fn check_grading(req: &failpass_shared::api::attempts::CreateAttemptRequest, report_has_oracle: bool) -> StorageResult<()> {
+    use failpass_shared::model::{Verdict, VerdictSource};
+    let graded_verdict = matches!(req.verdict, Verdict::Reproduced | Verdict::NotReproduced | Verdict::Resolved | Verdict::Unresolved);
+    if req.verdict_source == VerdictSource::Deterministic && graded_verdict && !report_has_oracle {
+        return Err(StorageError::invalid(
+            "verdict_source",
+            format!(
+                "{} has no deterministic oracle, so nothing could grade `{}` deterministically (add an oracle, or use `human` if a person ran it)",
+                describe_report_ref(req),
+                req.verdict
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn describe_report_ref(req: &failpass_shared::api::attempts::CreateAttemptRequest) -> String {
     match (&req.report_id, &req.report) {
         (Some(id), _) => format!("report {id}"),
@@ -173,7 +190,7 @@ pub fn report_aggregate_sql() -> String {
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.graded THEN 1 ELSE 0 END), 0) AS graded, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.counts THEN 1 ELSE 0 END), 0) AS counting, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.awaiting THEN 1 ELSE 0 END), 0) AS awaiting, \
-         COALESCE(SUM(a.cost_usd), 0.0) AS cost, \
+         COALESCE(SUM(CASE WHEN a.goal = 'reproduce' THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost, \
          CAST(MAX(CASE WHEN a.goal = 'reproduce' THEN CASE a.verdict {rank} END END) AS BIGINT) AS best_rank, \
          MIN(CASE WHEN a.goal = 'reproduce' AND a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at \
          FROM attempts a WHERE a.report_id IN ("
@@ -350,11 +367,11 @@ macro_rules! impl_storage {
             async fn resolve_report(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 req: &failpass_shared::api::attempts::CreateAttemptRequest,
-            ) -> crate::db::StorageResult<(i64, bool)> {
-                let row: Option<(i64, bool)> = match (&req.report_id, &req.report) {
-                    (Some(id), _) => sqlx::query_as("SELECT id, vague FROM reports WHERE id = $1").bind(*id).fetch_optional(&mut **tx).await?,
+            ) -> crate::db::StorageResult<(i64, bool, bool)> {
+                let row: Option<(i64, bool, bool)> = match (&req.report_id, &req.report) {
+                    (Some(id), _) => sqlx::query_as("SELECT id, vague, has_det_oracle FROM reports WHERE id = $1").bind(*id).fetch_optional(&mut **tx).await?,
                     (None, Some(k)) => sqlx::query_as(
-                        "SELECT r.id, r.vague FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.external_id = $2",
+                        "SELECT r.id, r.vague, r.has_det_oracle FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.external_id = $2",
                     )
                     .bind(&k.project)
                     .bind(&k.external_id)
@@ -362,27 +379,29 @@ macro_rules! impl_storage {
                     .await?,
                     (None, None) => None,
                 };
-                row.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_report_ref(req)))
+                let (id, vague, det) = row.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_report_ref(req)))?;
+                crate::db::sql::check_grading(req, det)?;
+                Ok((id, vague, det))
             }
 
             /// Resolves each request's report; a missing one is that request's error.
             async fn resolve_reports(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 reqs: &[failpass_shared::api::attempts::CreateAttemptRequest],
-            ) -> crate::db::StorageResult<Vec<crate::db::StorageResult<(i64, bool)>>> {
+            ) -> crate::db::StorageResult<Vec<crate::db::StorageResult<(i64, bool, bool)>>> {
                 use std::collections::HashMap;
-                let mut by_id: HashMap<i64, (i64, bool)> = HashMap::new();
-                let mut by_key: HashMap<(String, String), (i64, bool)> = HashMap::new();
+                let mut by_id: HashMap<i64, (i64, bool, bool)> = HashMap::new();
+                let mut by_key: HashMap<(String, String), (i64, bool, bool)> = HashMap::new();
                 let ids: Vec<i64> = reqs.iter().filter_map(|r| r.report_id).collect();
                 for chunk in ids.chunks(500) {
-                    let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT id, vague FROM reports WHERE id IN (");
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT id, vague, has_det_oracle FROM reports WHERE id IN (");
                     let mut sep = qb.separated(", ");
                     for id in chunk {
                         sep.push_bind(*id);
                     }
                     qb.push(")");
-                    for (id, vague) in qb.build_query_as::<(i64, bool)>().fetch_all(&mut **tx).await? {
-                        by_id.insert(id, (id, vague));
+                    for (id, vague, det) in qb.build_query_as::<(i64, bool, bool)>().fetch_all(&mut **tx).await? {
+                        by_id.insert(id, (id, vague, det));
                     }
                 }
                 let mut projects: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -394,7 +413,7 @@ macro_rules! impl_storage {
                     externals.dedup();
                     for chunk in externals.chunks(500) {
                         let mut qb = sqlx::QueryBuilder::<$db>::new(
-                            "SELECT r.id, r.vague, r.external_id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = ",
+                            "SELECT r.id, r.vague, r.has_det_oracle, r.external_id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = ",
                         );
                         qb.push_bind(project.to_owned()).push(" AND r.external_id IN (");
                         let mut sep = qb.separated(", ");
@@ -402,8 +421,8 @@ macro_rules! impl_storage {
                             sep.push_bind((*e).to_owned());
                         }
                         qb.push(")");
-                        for (id, vague, ext) in qb.build_query_as::<(i64, bool, String)>().fetch_all(&mut **tx).await? {
-                            by_key.insert((project.to_owned(), ext), (id, vague));
+                        for (id, vague, det, ext) in qb.build_query_as::<(i64, bool, bool, String)>().fetch_all(&mut **tx).await? {
+                            by_key.insert((project.to_owned(), ext), (id, vague, det));
                         }
                     }
                 }
@@ -415,7 +434,9 @@ macro_rules! impl_storage {
                             (None, Some(k)) => by_key.get(&(k.project.clone(), k.external_id.clone())).copied(),
                             (None, None) => None,
                         };
-                        hit.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_report_ref(r)))
+                        let (id, vague, det) = hit.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_report_ref(r)))?;
+                        crate::db::sql::check_grading(r, det)?;
+                        Ok((id, vague, det))
                     })
                     .collect())
             }
@@ -892,26 +913,36 @@ macro_rules! impl_storage {
             async fn create_attempt(
                 &self,
                 req: &failpass_shared::api::attempts::CreateAttemptRequest,
-            ) -> crate::db::StorageResult<failpass_shared::api::attempts::Attempt> {
+            ) -> crate::db::StorageResult<(failpass_shared::api::attempts::Attempt, failpass_shared::api::import::Outcome)> {
                 let mut tx = self.write.begin().await?;
-                let (report_id, vague) = Self::resolve_report(&mut tx, req).await?;
+                let (report_id, vague, _) = Self::resolve_report(&mut tx, req).await?;
+                let row = crate::db::sql::PreparedAttempt::new(req, report_id, vague, req.attempt_key.clone());
                 if let Some(key) = &req.attempt_key {
-                    let taken: Option<i64> = sqlx::query_scalar(
-                        "SELECT id FROM attempts WHERE agent = $1 AND report_id = $2 AND attempt_key = $3",
+                    let taken: Option<(i64, Option<String>)> = sqlx::query_as(
+                        "SELECT id, content_hash FROM attempts WHERE agent = $1 AND report_id = $2 AND attempt_key = $3",
                     )
-                    .bind(req.agent.trim())
+                    .bind(&row.agent)
                     .bind(report_id)
                     .bind(key)
                     .fetch_optional(&mut *tx)
                     .await?;
-                    if taken.is_some() {
-                        return Err(crate::db::StorageError::Conflict(format!(
-                            "agent `{}` already has attempt `{key}` on report {report_id}",
-                            req.agent.trim()
-                        )));
+                    match taken {
+                        // The same attempt again (a retry): answer with what is stored.
+                        Some((id, Some(hash))) if hash == row.content_hash => {
+                            tx.rollback().await?;
+                            let stored = self.get_attempt(id, &crate::db::ProjectScope::All).await?;
+                            let stored = stored.ok_or_else(|| crate::db::StorageError::NotFound(format!("attempt {id}")))?;
+                            return Ok((stored.attempt, failpass_shared::api::import::Outcome::Unchanged));
+                        }
+                        Some(_) => {
+                            return Err(crate::db::StorageError::Conflict(format!(
+                                "agent `{}` already has a different attempt `{key}` on report {report_id}",
+                                row.agent
+                            )));
+                        }
+                        None => {}
                     }
                 }
-                let row = crate::db::sql::PreparedAttempt::new(req, report_id, vague, req.attempt_key.clone());
                 let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row)).await?;
                 Self::refresh_reports(&mut tx, &[report_id]).await?;
                 let row: crate::db::rows::AttemptRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -923,7 +954,7 @@ macro_rules! impl_storage {
                 .fetch_one(&mut *tx)
                 .await?;
                 tx.commit().await?;
-                row.into_attempt()
+                Ok((row.into_attempt()?, failpass_shared::api::import::Outcome::Created))
             }
 
             async fn import_attempts(
@@ -939,7 +970,7 @@ macro_rules! impl_storage {
                 let mut prepared: Vec<(usize, crate::db::sql::PreparedAttempt)> = Vec::with_capacity(reqs.len());
                 for (i, (req, report)) in reqs.iter().zip(resolved).enumerate() {
                     match report {
-                        Ok((report_id, vague)) => {
+                        Ok((report_id, vague, _)) => {
                             // Keyless records get their content hash as key, so a re-import is a no-op.
                             let key = req.attempt_key.clone().unwrap_or_else(|| format!("h:{}", failpass_shared::hash::content_hash(req)));
                             prepared.push((i, crate::db::sql::PreparedAttempt::new(req, report_id, vague, Some(key))));

@@ -7,6 +7,7 @@ use super::AppState;
 use crate::auth::Viewer;
 use crate::db::sql_describe_report_ref as describe_report_ref;
 use crate::db::StorageError;
+use failpass_shared::api::import::Outcome;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
 #[tracing::instrument(skip_all)]
@@ -39,7 +40,9 @@ pub async fn create_attempt(
         return Err(missing(describe_report_ref(&req)));
     }
     match state.storage.create_attempt(&req).await {
-        Ok(a) => Ok((StatusCode::CREATED, ApiJson(a))),
+        Ok((a, Outcome::Created)) => Ok((StatusCode::CREATED, ApiJson(a))),
+        // A retry of a stored attempt: the same answer, nothing new created.
+        Ok((a, _)) => Ok((StatusCode::OK, ApiJson(a))),
         Err(StorageError::NotFound(what)) => Err(missing(what)),
         Err(e) => Err(e.into()),
     }

@@ -40,8 +40,10 @@ async fn an_attempt_updates_its_report_in_the_same_write() {
 #[tokio::test]
 async fn vague_reports_count_only_after_a_human_accepts() {
     let app = spawn_app().await;
-    let ids = seed_reports(&app).await;
-    let vague = ids[8];
+    seed_reports(&app).await;
+    let vague = app.report(json!({"project": "jax-ml/jax", "external_id": "301", "title": "pmap wrong", "body": "Wrong.",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python repro.py", "authoring_minutes": 20}})).await;
+    assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["vague"], true);
     let a = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
     assert_eq!(a["counts"], false);
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "needs_review");
@@ -62,7 +64,13 @@ async fn bad_attempts_are_rejected_and_change_nothing() {
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "maybe", "verdict_source": "deterministic"})).await, 400, "bad_request", "unknown variant `maybe`");
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": 424242, "agent": "a", "verdict": "error", "verdict_source": "deterministic"})).await, 400, "bad_request", "report_id");
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "started_at": "2026-01-02T00:00:00Z", "ended_at": "2026-01-01T00:00:00Z"})).await, 400, "bad_request", "ended_at");
-    app.attempt(json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 0.1})).await;
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": ids[8], "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await, 400, "bad_request", "no deterministic oracle");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "lead", "verdict_source": "deterministic"})).await, 400, "bad_request", "verdict_source");
+    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "cost_usd": 1e308})).await, 400, "bad_request", "cost_usd");
+    let first = app.attempt(json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 0.1})).await;
+    let retry = app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 0.1})).await;
+    assert_eq!(retry.status, 200, "an identical retry is answered with the stored attempt: {}", retry.body);
+    assert_eq!(retry.body["id"], first["id"]);
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 5.0})).await, 409, "conflict", "k1");
     let report = app.get(&format!("/api/v1/reports/{r}")).await.body;
     assert_eq!(report["attempts"], 1, "only the one good attempt was stored");

@@ -71,10 +71,12 @@ async fn bad_report_input_names_the_field_and_keeps_what_is_stored() {
     assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "labels": ["ok", ""]})).await, 400, "bad_request", "labels[1]");
     assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "filed_at": "yesterday"})).await, 400, "bad_request", "filed_at");
     assert_error(
-        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "fail_to_pass"}})).await,
+        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "fail_to_pass", "fail_to_pass": ["t::x"]}})).await,
         400, "bad_request", "oracle.source",
     );
     assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "magic"}})).await, 400, "bad_request", "unknown variant `magic`");
+    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "url": "javascript:alert(1)"})).await, 400, "bad_request", "url");
+    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "fail_to_pass", "source": "authored"}})).await, 400, "bad_request", "oracle.fail_to_pass");
     // the duplicate did not overwrite the original
     let original = app.get(&format!("/api/v1/reports/{}", ids[0])).await.body;
     assert_eq!(original["title"], "logsumexp overflow case 0");

@@ -84,7 +84,7 @@ async fn attempt(s: &dyn Storage, report_id: i64, x: A<'_>) -> i64 {
         attempt_key: None,
     };
     req.validate().unwrap();
-    s.create_attempt(&req).await.unwrap().id
+    s.create_attempt(&req).await.unwrap().0.id
 }
 
 /// The hand-computed dataset (see the comments for each expected figure).
@@ -190,7 +190,7 @@ async fn figures_match_the_hand_computed_dataset() {
         // report counters follow the reproduction attempts
         let rep2 = s.get_report(r2, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(rep2.summary.attempts, 2, "the fix attempt is not a reproduction attempt");
-        approx(Some(rep2.summary.cost_usd), 7.5);
+        approx(Some(rep2.summary.cost_usd), 3.5); // reproduction spend: the $4 fix is not in it
         assert_eq!(rep2.summary.best_verdict, Some(Verdict::Reproduced));
         let rep1 = s.get_report(r1, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(rep1.summary.status, ReportStatus::Reproduced);
@@ -329,11 +329,24 @@ async fn attempts_runs_and_natural_keys() {
         let mut req: CreateAttemptRequest = serde_json::from_value(serde_json::json!({
             "report_id": r, "agent": "x", "verdict": "not_reproduced", "verdict_source": "deterministic", "attempt_key": "k", "cost_usd": 0.25
         })).unwrap();
-        s.create_attempt(&req).await.unwrap();
+        let (first, o) = s.create_attempt(&req).await.unwrap();
+        assert_eq!(o, failpass_shared::api::import::Outcome::Created);
+        let (again, o) = s.create_attempt(&req).await.unwrap();
+        assert_eq!((again.id, o), (first.id, failpass_shared::api::import::Outcome::Unchanged), "a retry answers with the stored attempt");
+        req.cost_usd = 9.0;
         let err = s.create_attempt(&req).await.unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
+        req.cost_usd = 0.25;
         req.report_id = Some(4242);
         assert!(matches!(s.create_attempt(&req).await.unwrap_err(), StorageError::NotFound(_)));
+        // a deterministic grade needs a deterministic oracle on the report
+        let plain = report(s.as_ref(), "a/one", "2", "slow", "It is slow.", "2026-01-01T00:00:00Z", None).await;
+        req.report_id = Some(plain);
+        req.attempt_key = None;
+        let err = s.create_attempt(&req).await.unwrap_err();
+        assert!(matches!(err, StorageError::Invalid { ref field, .. } if field == "verdict_source"), "{err}");
+        let batch = s.import_attempts(std::slice::from_ref(&req)).await.unwrap();
+        assert!(matches!(batch[0], Err(StorageError::Invalid { .. })), "the import path applies the same rule");
         let rep = s.get_report(r, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(rep.summary.attempts, 2);
         assert!((rep.summary.cost_usd - 1.75).abs() < 1e-9, "the rejected duplicate added no cost");

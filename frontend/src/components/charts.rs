@@ -39,6 +39,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
         .y_desc("Reproduction rate (%)")
         .x_desc("Route")
         // Headroom above 100% holds the legend; no tick is drawn there.

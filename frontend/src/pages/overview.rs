@@ -78,7 +78,7 @@ fn Headline(total: FigureRow) -> impl IntoView {
             <Stat label="Reproduction rate" value=percent(t.rate) testid="headline-rate"
                 detail=format!("{} of {} graded reports · 95% {}", t.reports_reproduced, t.reports_graded, interval(t.rate_low, t.rate_high))/>
             <Stat label="Reproduced" value=thousands(t.reports_reproduced as i64) testid="headline-reproduced"
-                detail=format!("{} counting attempts of {} graded · {} {} awaiting review", t.attempts_counting, t.attempts_graded, t.attempts_lead, if t.attempts_lead == 1 { "lead" } else { "leads" })/>
+                detail=format!("{} counting attempts of {} graded · {} LLM {} (not counted)", t.attempts_counting, t.attempts_graded, t.attempts_lead, if t.attempts_lead == 1 { "lead" } else { "leads" })/>
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="headline-cost-per-reproduction"
                 detail=format!("all spend {} over {} reproductions", usd(Some(t.cost_total_usd)), t.reports_reproduced)/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="headline-cost-mean-success"

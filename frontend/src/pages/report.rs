@@ -48,7 +48,9 @@ fn ReportView(report: Report, attempts: Vec<failpass_shared::api::attempts::Atte
                 " status: "{s.status.as_str().replace('_', " ")}
                 " · category: "{s.category.as_str().replace('_', " ")}
                 " · filed "{s.filed_at.format("%Y-%m-%d").to_string()}
-                {s.url.clone().map(|u| view! { " · " <a href=u rel="noopener noreferrer">"original"</a> })}
+                // Only web addresses become links; anything else could run script.
+                {s.url.clone().filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+                    .map(|u| view! { " · " <a href=u rel="noopener noreferrer">"original"</a> })}
             </p>
             <section class="panel">
                 <h2>"Why this route"</h2>

@@ -92,6 +92,14 @@ fn one() -> u32 {
     1
 }
 
+/// The largest cost one attempt may report, in US dollars.
+pub const MAX_COST_USD: f64 = 100_000.0;
+/// About 115 days.
+pub const MAX_WALL_SECONDS: f64 = 10_000_000.0;
+/// For tokens and API calls.
+pub const MAX_COUNT: i64 = 1_000_000_000_000;
+pub const MAX_ITERATIONS: u32 = 10_000;
+
 /// A report's natural key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -128,22 +136,50 @@ impl CreateAttemptRequest {
         if self.verdict == Verdict::Confirmed && self.review != Some(Review::Accepted) {
             return Err(FieldError::new("review", "a `confirmed` verdict needs review `accepted`"));
         }
-        if !(self.cost_usd.is_finite() && self.cost_usd >= 0.0) {
-            return Err(FieldError::new("cost_usd", "must be a non-negative number"));
+        // Bounds keep sums far from overflow: a million attempts at the cap still add up.
+        if !(self.cost_usd.is_finite() && (0.0..=MAX_COST_USD).contains(&self.cost_usd)) {
+            return Err(FieldError::new("cost_usd", format!("must be between 0 and {MAX_COST_USD} (US dollars)")));
         }
         if let Some(w) = self.wall_seconds {
-            if !(w.is_finite() && w >= 0.0) {
-                return Err(FieldError::new("wall_seconds", "must be a non-negative number"));
+            if !(w.is_finite() && (0.0..=MAX_WALL_SECONDS).contains(&w)) {
+                return Err(FieldError::new("wall_seconds", format!("must be between 0 and {MAX_WALL_SECONDS}")));
             }
         }
-        if self.tokens_in < 0 {
-            return Err(FieldError::new("tokens_in", "must not be negative"));
+        for (field, v) in [("tokens_in", Some(self.tokens_in)), ("tokens_out", Some(self.tokens_out)), ("api_calls", self.api_calls)] {
+            if v.is_some_and(|v| !(0..=MAX_COUNT).contains(&v)) {
+                return Err(FieldError::new(field, format!("must be between 0 and {MAX_COUNT}")));
+            }
         }
-        if self.tokens_out < 0 {
-            return Err(FieldError::new("tokens_out", "must not be negative"));
+        if !(1..=MAX_ITERATIONS).contains(&self.iterations) {
+            return Err(FieldError::new("iterations", format!("must be between 1 and {MAX_ITERATIONS}")));
         }
-        if self.api_calls.is_some_and(|c| c < 0) {
-            return Err(FieldError::new("api_calls", "must not be negative"));
+        // The verdict rules of DOMAIN.md: who may say what.
+        match (self.verdict, self.verdict_source) {
+            (Verdict::Lead, s) if s != VerdictSource::Llm => {
+                return Err(FieldError::new("verdict_source", "a `lead` is an LLM's verdict: use verdict_source `llm`"));
+            }
+            (Verdict::Hypothesis, VerdictSource::Deterministic) => {
+                return Err(FieldError::new("verdict_source", "a `hypothesis` is ungraded, so it cannot be `deterministic`"));
+            }
+            _ => {}
+        }
+        if self.verdict == Verdict::Lead && self.review == Some(Review::Accepted) {
+            return Err(FieldError::new("verdict", "an accepted lead is `confirmed`: send verdict `confirmed`"));
+        }
+        if self.failure_cause.is_some() && self.verdict.is_success_for(self.goal) {
+            return Err(FieldError::new("failure_cause", format!("a `{}` attempt did not fail", self.verdict)));
+        }
+        for (field, v, max) in [
+            ("agent", Some(&self.agent), 200),
+            ("model", self.model.as_ref(), 200),
+            ("attempt_key", self.attempt_key.as_ref(), 500),
+            ("reviewer", self.reviewer.as_ref(), 200),
+            ("review_comment", self.review_comment.as_ref(), 20_000),
+            ("candidate", self.candidate.as_ref(), 1_000_000),
+        ] {
+            if v.is_some_and(|v| v.len() > max) {
+                return Err(FieldError::new(field, format!("is longer than {max} bytes")));
+            }
         }
         if let (Some(s), Some(e)) = (self.started_at, self.ended_at) {
             if e < s {
@@ -289,10 +325,30 @@ mod tests {
     #[test]
     fn numbers_are_checked() {
         let mut r = request(Verdict::Error, VerdictSource::Deterministic);
+        r.cost_usd = 1e308;
+        assert_eq!(r.validate().unwrap_err().field, "cost_usd");
         r.cost_usd = -1.0;
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
         r.cost_usd = f64::NAN;
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
+    }
+
+    #[test]
+    fn contradictory_verdicts_are_refused() {
+        assert_eq!(request(Verdict::Lead, VerdictSource::Deterministic).validate().unwrap_err().field, "verdict_source");
+        assert_eq!(request(Verdict::Hypothesis, VerdictSource::Deterministic).validate().unwrap_err().field, "verdict_source");
+        let mut r = request(Verdict::Lead, VerdictSource::Llm);
+        r.review = Some(Review::Accepted);
+        assert_eq!(r.validate().unwrap_err().field, "verdict");
+        let mut r = request(Verdict::Reproduced, VerdictSource::Deterministic);
+        r.failure_cause = Some(FailureCause::Timeout);
+        assert_eq!(r.validate().unwrap_err().field, "failure_cause");
+        let mut r = request(Verdict::Error, VerdictSource::Deterministic);
+        r.iterations = 0;
+        assert_eq!(r.validate().unwrap_err().field, "iterations");
+        r.iterations = 3;
+        r.tokens_in = i64::MAX;
+        assert_eq!(r.validate().unwrap_err().field, "tokens_in");
     }
 
     #[test]

@@ -32,27 +32,36 @@ impl CreateProjectRequest {
                 return Err(FieldError::new("name", "must be 1 to 200 characters"));
             }
         }
+        if self.description.as_ref().is_some_and(|d| d.len() > 10_000) {
+            return Err(FieldError::new("description", "is longer than 10000 bytes"));
+        }
         Ok(())
     }
 }
 
-/// A slug is `name` or `owner/name`, each part of ASCII letters, digits, `.`, `_`, `-`.
+/// A slug is `owner/name` as on the forge: each part 1 to 100 ASCII letters,
+/// digits, `.`, `_` or `-`, not only dots, and not both parts all digits.
 pub fn validate_slug(slug: &str) -> Result<(), FieldError> {
+    if slug.len() > 201 {
+        return Err(FieldError::new("slug", "is longer than 201 characters (`owner/name`, each at most 100)"));
+    }
     let part_ok = |p: &str| {
-        !p.is_empty() && p.len() <= 100 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        !p.is_empty()
+            && p.len() <= 100
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            && !p.bytes().all(|b| b == b'.')
     };
-    let mut parts = slug.split('/');
-    let ok = match (parts.next(), parts.next(), parts.next()) {
-        (Some(a), None, None) => part_ok(a),
-        (Some(a), Some(b), None) => part_ok(a) && part_ok(b),
-        _ => false,
+    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    let ok = match slug.split_once('/') {
+        Some((owner, name)) => part_ok(owner) && part_ok(name) && !(digits(owner) && digits(name)),
+        None => false,
     };
-    if ok && !slug.chars().all(|c| c.is_ascii_digit()) {
+    if ok {
         Ok(())
     } else {
         Err(FieldError::new(
             "slug",
-            format!("`{slug}` is not `owner/name` of letters, digits, `.`, `_` or `-` (and not all digits)"),
+            format!("`{slug}` is not `owner/name` (each part letters, digits, `.`, `_` or `-`)"),
         ))
     }
 }
@@ -76,9 +85,9 @@ mod tests {
     #[test]
     fn slugs() {
         assert!(validate_slug("pytorch/pytorch").is_ok());
-        assert!(validate_slug("jax").is_ok());
         assert!(validate_slug("huggingface/transformers.js").is_ok());
-        for bad in ["", "a/b/c", "a b", "/x", "x/", "12345", "a/<script>"] {
+        assert!(validate_slug("jax-ml/jax").is_ok());
+        for bad in ["", "jax", "a/b/c", "a b", "/x", "x/", "12345", "1234/5678", "a/<script>", "../..", "a/."] {
             let e = validate_slug(bad).unwrap_err();
             assert_eq!(e.field, "slug", "{bad}");
         }

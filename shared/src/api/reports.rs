@@ -41,6 +41,19 @@ impl Oracle {
     }
 
     pub fn validate(&self) -> Result<(), FieldError> {
+        let has_command = self.command.as_deref().is_some_and(|c| !c.trim().is_empty());
+        match self.kind {
+            OracleKind::FailToPass if self.fail_to_pass.is_empty() && !has_command => {
+                return Err(FieldError::new("oracle.fail_to_pass", "a `fail_to_pass` oracle needs test ids or a command"));
+            }
+            OracleKind::CrashSignature if self.signature.as_deref().is_none_or(|s| s.trim().is_empty()) => {
+                return Err(FieldError::new("oracle.signature", "a `crash_signature` oracle needs the signature it expects"));
+            }
+            OracleKind::LlmJudge | OracleKind::None if self.source.is_some() => {
+                return Err(FieldError::new("oracle.source", format!("a `{}` oracle has no source: only deterministic oracles do", self.kind)));
+            }
+            _ => {}
+        }
         if self.kind.is_deterministic() && self.source.is_none() {
             return Err(FieldError::new(
                 "oracle.source",
@@ -53,9 +66,13 @@ impl Oracle {
             }
         }
         if let Some(m) = self.authoring_minutes {
-            if !(m.is_finite() && m >= 0.0) {
-                return Err(FieldError::new("oracle.authoring_minutes", "must be a non-negative number"));
+            if !(m.is_finite() && (0.0..=100_000.0).contains(&m)) {
+                return Err(FieldError::new("oracle.authoring_minutes", "must be between 0 and 100000"));
             }
+        }
+        let tests = self.fail_to_pass.iter().chain(&self.pass_to_pass);
+        if self.fail_to_pass.len() + self.pass_to_pass.len() > 100_000 || tests.map(String::len).sum::<usize>() > 10_000_000 {
+            return Err(FieldError::new("oracle", "too many test ids"));
         }
         Ok(())
     }
@@ -99,6 +116,23 @@ impl CreateReportRequest {
         }
         if self.title.trim().is_empty() || self.title.len() > 500 {
             return Err(FieldError::new("title", "must be 1 to 500 characters"));
+        }
+        if let Some(url) = &self.url {
+            let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
+            if !scheme_ok || url.len() > 2000 || url.chars().any(char::is_whitespace) {
+                return Err(FieldError::new("url", "must be an http(s) address without spaces, at most 2000 characters"));
+            }
+        }
+        for (field, v, max) in [
+            ("reporter", self.reporter.as_ref(), 200),
+            ("environment", self.environment.as_ref(), 10_000),
+        ] {
+            if v.is_some_and(|v| v.len() > max) {
+                return Err(FieldError::new(field, format!("is longer than {max} bytes")));
+            }
+        }
+        if self.paths.len() > 10_000 || self.paths.iter().any(|p| p.len() > 1000) {
+            return Err(FieldError::new("paths", "at most 10000 paths of at most 1000 bytes"));
         }
         if self.body.len() > 1_000_000 {
             return Err(FieldError::new("body", "is longer than 1,000,000 bytes"));
@@ -156,7 +190,7 @@ pub struct ReportSummary {
     pub best_verdict: Option<Verdict>,
     /// Reproduction attempts.
     pub attempts: i64,
-    /// All spend on the report, fix attempts included.
+    /// Spend on reproduction attempts (fix attempts are counted under goal `fix` in the figures).
     pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
 }
@@ -408,7 +442,7 @@ mod tests {
 
     #[test]
     fn deterministic_oracle_needs_source() {
-        let o = Oracle {
+        let mut o = Oracle {
             kind: OracleKind::FailToPass,
             source: None,
             command: None,
@@ -418,6 +452,15 @@ mod tests {
             repeats: None,
             authoring_minutes: None,
         };
+        assert_eq!(o.validate().unwrap_err().field, "oracle.source");
+        o.source = Some(OracleSource::Authored);
+        o.fail_to_pass.clear();
+        assert_eq!(o.validate().unwrap_err().field, "oracle.fail_to_pass", "an empty oracle checks nothing");
+        o.command = Some("python repro.py".into());
+        assert!(o.validate().is_ok());
+        o.kind = OracleKind::CrashSignature;
+        assert_eq!(o.validate().unwrap_err().field, "oracle.signature");
+        o.kind = OracleKind::LlmJudge;
         assert_eq!(o.validate().unwrap_err().field, "oracle.source");
     }
 }
