@@ -29,6 +29,8 @@ pub enum ApiError {
     MethodNotAllowed(String),
     #[error("{0}")]
     Unavailable(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -43,6 +45,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -99,10 +102,17 @@ where
             )),
             Err(JsonRejection::JsonDataError(e)) => Err(ApiError::BadRequest(json_message(&e.body_text()))),
             Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::BadRequest(json_message(&e.body_text()))),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::PayloadTooLarge(format!(
+                "the body is larger than the {} MiB limit for one request; send bulk data to POST /api/v1/import",
+                BODY_LIMIT >> 20
+            ))),
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
     }
 }
+
+/// Request body limit for JSON endpoints (imports stream and have none).
+pub const BODY_LIMIT: usize = 4 << 20;
 
 /// axum says "Failed to deserialize the JSON body into the target type: x";
 /// keep the part that names the field.
@@ -131,7 +141,9 @@ where
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(ApiPath(v)),
             Err(PathRejection::FailedToDeserializePathParams(e)) => {
-                Err(ApiError::BadRequest(format!("path: {}", e.body_text())))
+                let value = parts.uri.path().rsplit('/').next().unwrap_or_default().to_owned();
+                let _ = e;
+                Err(ApiError::BadRequest(format!("id: `{value}` is not a number")))
             }
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
@@ -152,9 +164,15 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let raw = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str::<Vec<(String, String)>>(raw)
-            .map(QueryPairs)
-            .map_err(|e| ApiError::BadRequest(format!("query string: {e}")))
+        let pairs = serde_urlencoded::from_str::<Vec<(String, String)>>(raw)
+            .map_err(|e| ApiError::BadRequest(format!("query string: {e}")))?;
+        // A parameter given twice is ambiguous: say so rather than pick one.
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            if pairs[..i].iter().any(|(earlier, _)| earlier == k) {
+                return Err(ApiError::BadRequest(format!("{k}: given more than once")));
+            }
+        }
+        Ok(QueryPairs(pairs))
     }
 }
 

@@ -79,6 +79,7 @@ impl App {
 fn with_layers(router: axum::Router) -> axum::Router {
     let request_id = HeaderName::from_static("x-request-id");
     router
+        .layer(axum::extract::DefaultBodyLimit::max(crate::error::BODY_LIMIT))
         .layer(CompressionLayer::new())
         .layer(CatchPanicLayer::custom(|_| {
             crate::error::ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response_boxed()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::extract::OriginalUri;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use failpass_shared::routing::RoutingConfig;
 
@@ -42,10 +42,24 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .nest("/api/v1", api)
-        .route("/api", get(api_not_found))
-        .route("/api/{*rest}", get(api_not_found))
-        .fallback(crate::assets::serve_site)
+        .route("/api", any(api_not_found))
+        .route("/api/", any(api_not_found))
+        .route("/api/v1/", any(api_not_found))
+        .route("/api/{*rest}", any(api_not_found))
+        .fallback(site_or_405)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+}
+
+/// The dashboard answers GET and HEAD; any other method outside the API is a
+/// mistake a client should hear about, not a 200 HTML page.
+async fn site_or_405(method: axum::http::Method, uri: OriginalUri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
+        crate::assets::serve_site(uri.0).await
+    } else {
+        method_not_allowed(method, uri).await.into_response()
+    }
 }
 
 // `OriginalUri`: inside `nest` the plain `Uri` has lost its `/api/v1` prefix.

@@ -23,6 +23,23 @@ async fn unknown_api_routes_and_methods_are_json_errors() {
     let body: serde_json::Value = r.json().await.unwrap();
     assert_eq!(body["code"], "method_not_allowed");
     assert!(body["message"].as_str().unwrap().contains("/api/v1/reports"), "{body}");
+    // outside /api/v1 too: JSON, and never the dashboard's 200 for a non-GET
+    for (method, path, status) in [("POST", "/api/v1", 404), ("POST", "/api/", 404), ("DELETE", "/api/v1/nope", 404),
+                                   ("POST", "/attempts", 405), ("POST", "/healthz", 405), ("GET", "/api/", 404)] {
+        let r = app.client.request(method.parse().unwrap(), format!("{}{path}", app.base)).send().await.unwrap();
+        assert_eq!(r.status(), status, "{method} {path}");
+        let body: serde_json::Value = r.json().await.unwrap_or_else(|_| panic!("{method} {path}: not JSON"));
+        assert!(body["code"].is_string(), "{method} {path}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413_naming_the_limit() {
+    let app = spawn_app().await;
+    let big = format!("{{\"slug\": \"a/b\", \"description\": \"{}\"}}", "x".repeat(5 << 20));
+    let r = app.post_raw("/api/v1/projects", Some("application/json"), &big).await;
+    assert_error(&r, 413, "payload_too_large", "MiB limit");
+    assert_error(&app.get("/api/v1/reports/abc").await, 400, "bad_request", "`abc` is not a number");
 }
 
 #[tokio::test]

@@ -156,7 +156,8 @@ async fn bad_list_parameters_are_400s_naming_the_parameter() {
     assert_error(&app.get("/api/v1/reports?status=done").await, 400, "bad_request", "status");
     assert_error(&app.get("/api/v1/reports?verdict=yes").await, 400, "bad_request", "verdict");
     assert_error(&app.get("/api/v1/reports?limit=-1").await, 400, "bad_request", "limit");
-    assert_error(&app.get("/api/v1/reports?limit=501").await, 400, "bad_request", "limit: must be between 1 and 500");
+    assert_error(&app.get("/api/v1/reports?limit=501").await, 400, "bad_request", "limit: `501` is not a whole number between 1 and 500");
+    assert_error(&app.get("/api/v1/reports?limit=2&limit=3").await, 400, "bad_request", "limit: given more than once");
     assert_error(&app.get("/api/v1/reports?sort=title").await, 400, "bad_request", "sort");
     assert_error(&app.get("/api/v1/reports?order=up").await, 400, "bad_request", "order");
     assert_error(&app.get("/api/v1/reports?rout=agent_first").await, 400, "bad_request", "unknown query parameter `rout`");

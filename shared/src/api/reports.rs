@@ -395,11 +395,10 @@ impl ReportListQuery {
 
 /// `limit`: 1 to [`MAX_LIMIT`].
 pub fn parse_limit(v: &str) -> Result<u32, FieldError> {
-    let n: u32 = parse_field("limit", v)?;
-    if n == 0 || n > MAX_LIMIT {
-        return Err(FieldError::new("limit", format!("must be between 1 and {MAX_LIMIT}")));
+    match v.parse::<u32>() {
+        Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        _ => Err(FieldError::new("limit", format!("`{v}` is not a whole number between 1 and {MAX_LIMIT}"))),
     }
-    Ok(n)
 }
 
 pub fn unknown_parameter(key: &str, known: &str) -> FieldError {
