@@ -27,19 +27,29 @@ pub fn QueuePage() -> impl IntoView {
     });
     let projects = LocalResource::new(api::projects);
     let navigate = use_navigate();
+    let nav = navigate.clone();
+    let navigate_to = move |pairs: &[(&'static str, String)]| {
+        nav(&format!("/queue?{}", failpass_shared::api::query::to_query_string(pairs)), NavigateOptions::default());
+    };
     let go = move |key: &'static str, value: String| {
         let current = query.get_untracked().map(|q| q.pairs()).unwrap_or_default();
         navigate(&format!("/queue?{}", with_param(&current, key, &value)), NavigateOptions::default());
     };
     let current = move || query.get().unwrap_or_default();
     let search: NodeRef<leptos::html::Input> = NodeRef::new();
+    let label: NodeRef<leptos::html::Input> = NodeRef::new();
 
-    let go_q = go.clone();
     let on_search = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if let Some(input) = search.get() {
-            go_q("q", input.value());
+        // Both text fields apply together on submit, in one navigation.
+        let mut pairs = query.get_untracked().map(|q| q.pairs()).unwrap_or_default();
+        pairs.retain(|(k, _)| !matches!(*k, "q" | "label" | "cursor"));
+        for (key, field) in [("q", search.get()), ("label", label.get())] {
+            if let Some(v) = field.map(|i| i.value()).filter(|v| !v.trim().is_empty()) {
+                pairs.push((key, v.trim().to_owned()));
+            }
         }
+        navigate_to(&pairs);
     };
     let go_project = go.clone();
     let go_route = go.clone();
@@ -93,6 +103,11 @@ pub fn QueuePage() -> impl IntoView {
                     <span>"Search"</span>
                     <input type="search" node_ref=search data-testid="filter-q" placeholder="title, body or issue id"
                         prop:value=move || current().filter.q.unwrap_or_default()/>
+                </label>
+                <label class="field">
+                    <span>"Label"</span>
+                    <input type="text" node_ref=label data-testid="filter-label" placeholder="e.g. bug"
+                        prop:value=move || current().filter.label.unwrap_or_default()/>
                 </label>
                 <button type="submit">"Search"</button>
                 <a class="reset" href="/queue">"Reset"</a>
