@@ -266,8 +266,10 @@ impl GroupBy {
 /// Whether an attempt counts towards the reproduction (or resolution) figures.
 ///
 /// The verdict must be a success for the goal; a maintainer's rejection
-/// cancels it; and on a report flagged `vague` a human must have accepted it
-/// (or a human produced it) before it counts.
+/// cancels it; and on a report flagged `vague` a human must have accepted a
+/// reproduction (or a human produced it) before it counts: with a vague
+/// report nobody can tell whether the failure shown is the one meant. A
+/// `fix` is graded by the oracle's own tests, so the flag does not hold it.
 pub fn attempt_counts(
     goal: Goal,
     verdict: Verdict,
@@ -278,7 +280,7 @@ pub fn attempt_counts(
     if !verdict.is_success_for(goal) || review == Some(Review::Rejected) {
         return false;
     }
-    !report_vague || source == VerdictSource::Human || review == Some(Review::Accepted)
+    !report_vague || goal == Goal::Fix || source == VerdictSource::Human || review == Some(Review::Accepted)
 }
 
 /// Whether an attempt is waiting for a maintainer: an unreviewed lead, or an
@@ -292,7 +294,7 @@ pub fn attempt_awaits_review(
 ) -> bool {
     review.is_none()
         && (verdict == Verdict::Lead
-            || (report_vague && verdict.is_success_for(goal) && source != VerdictSource::Human))
+            || (report_vague && goal == Goal::Reproduce && verdict.is_success_for(goal) && source != VerdictSource::Human))
 }
 
 /// A report's triage status from its attempt counters.
@@ -356,6 +358,7 @@ mod tests {
         assert!(!attempt_counts(Reproduce, Reproduced, Deterministic, None, true));
         assert!(attempt_counts(Reproduce, Reproduced, Deterministic, Some(Review::Accepted), true));
         assert!(attempt_counts(Reproduce, Reproduced, Human, None, true));
+        assert!(attempt_counts(Fix, Resolved, Deterministic, None, true), "a fix is graded by the tests, vague or not");
         // a rejection cancels a success
         assert!(!attempt_counts(Reproduce, Reproduced, Deterministic, Some(Review::Rejected), false));
     }

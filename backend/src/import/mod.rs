@@ -160,6 +160,8 @@ impl<'a> Importer<'a> {
 
     pub async fn finish(mut self) -> Result<ImportSummary, StorageError> {
         self.flush().await?;
+        // Attempts are judged when their batch is stored, so restore input order.
+        self.summary.rejections.sort_by_key(|r| r.record);
         Ok(self.summary)
     }
 }

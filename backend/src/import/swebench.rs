@@ -214,6 +214,7 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
     let doc: Value = serde_json::from_str(text).map_err(|e| anyhow::anyhow!("not JSON: {e}"))?;
     let Value::Object(top) = doc else { anyhow::bail!("expected a JSON object at the top level") };
     let mut entries = Vec::new();
+    let mut names: HashSet<String> = HashSet::new();
     let mut n = 0u64;
     if let Some(boards) = top.get("leaderboards") {
         let Some(boards) = boards.as_array() else { anyhow::bail!("`leaderboards` must be an array") };
@@ -242,9 +243,16 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                 if let Some(w) = e.get("warning").and_then(Value::as_str) {
                     notes.push(format!("source warning: {w}"));
                 }
+                // Some boards list one name twice (two submissions); the folder tells them apart.
+                let mut agent_name = format!("{name} [{board_name}]");
+                if !names.insert(agent_name.clone()) {
+                    let folder = e.get("folder").and_then(Value::as_str).unwrap_or("second entry");
+                    agent_name = format!("{name} [{board_name}/{folder}]");
+                    names.insert(agent_name.clone());
+                }
                 entries.push(Entry {
                     agent: AgentRecord {
-                        name: format!("{name} [{board_name}]"),
+                        name: agent_name,
                         source: Some(format!("swebench:{board_name}")),
                         model,
                         date: e.get("date").and_then(Value::as_str).map(str::to_owned),
@@ -320,7 +328,8 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                 oracle: Some(Oracle {
                     kind: OracleKind::FailToPass,
                     source: Some(OracleSource::InPatchTest),
-                    command: None,
+                    // The test ids come with the instance import; the leaderboard only says how it is graded.
+                    command: Some("SWE-bench evaluation harness: the instance's FAIL_TO_PASS and PASS_TO_PASS tests".into()),
                     fail_to_pass: Vec::new(),
                     pass_to_pass: Vec::new(),
                     signature: None,

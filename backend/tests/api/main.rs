@@ -4,6 +4,7 @@ mod attempts;
 mod figures;
 mod health;
 mod helpers;
+mod import;
 mod projects;
 mod reports;
 mod storage;

@@ -1,0 +1,187 @@
+//! Importers on the real data in ../shared/data/real, checked against MANIFEST.txt.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use failpass::db::ProjectScope;
+use failpass::import::{run, Format, Importer};
+use failpass_shared::api::import::{AgentFigures, ImportSummary};
+use failpass_shared::api::reports::ReportListQuery;
+use failpass_shared::routing::RoutingConfig;
+use serde_json::json;
+
+use crate::helpers::{assert_error, spawn_app, sqlite_storage};
+
+fn real(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/real").join(name);
+    assert!(p.exists(), "{} is missing: the team's shared/ folder must sit beside the checkout", p.display());
+    p
+}
+
+async fn import_file(storage: &dyn failpass::db::Storage, format: Format, name: &str) -> ImportSummary {
+    let routing = RoutingConfig::default();
+    let file = tokio::fs::File::open(real(name)).await.unwrap();
+    let mut importer = Importer::new(storage, &routing);
+    run(&mut importer, format, tokio::io::BufReader::new(file)).await.unwrap();
+    importer.finish().await.unwrap()
+}
+
+#[tokio::test]
+async fn swebench_lite_instances_become_reports_with_in_patch_oracles() {
+    let (s, _dir) = sqlite_storage().await;
+    let first = import_file(s.as_ref(), Format::SwebenchInstances, "swebench_lite_test.jsonl").await;
+    assert_eq!((first.created, first.rejected), (312, 0), "300 reports and 12 projects: {first:?}");
+    let projects = s.list_projects(&ProjectScope::All).await.unwrap();
+    assert_eq!(projects.len(), 12);
+    assert_eq!(projects.iter().find(|p| p.slug == "django/django").unwrap().reports, 114);
+    let mut q = ReportListQuery { limit: 500, ..Default::default() };
+    q.filter.label = Some("swe-bench".into());
+    let reports = s.list_reports(&q, &ProjectScope::All).await.unwrap().items;
+    assert_eq!(reports.len(), 300);
+    let mut tests = 0;
+    for r in &reports {
+        let full = s.get_report(r.id, &ProjectScope::All).await.unwrap().unwrap();
+        let o = full.oracle.expect("every instance has an oracle");
+        assert_eq!(o.source, Some(failpass_shared::model::OracleSource::InPatchTest));
+        tests += o.fail_to_pass.len();
+    }
+    assert_eq!(tests, 1040, "FAIL_TO_PASS tests in MANIFEST.txt");
+    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    assert_eq!(fig[0].in_patch_test_share, Some(1.0), "oracle coverage with source in_patch_test is 300/300");
+
+    let again = import_file(s.as_ref(), Format::SwebenchInstances, "swebench_lite_test.jsonl").await;
+    assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 312), "importing twice changes nothing");
+}
+
+fn agent<'a>(agents: &'a [AgentFigures], name: &str) -> &'a AgentFigures {
+    agents.iter().find(|a| a.agent.name == name).unwrap_or_else(|| panic!("no agent {name}"))
+}
+
+#[tokio::test]
+async fn swebench_leaderboard_reproduces_the_published_figures_and_shows_its_quirks() {
+    let app = spawn_app().await;
+    let s = app.storage.clone();
+    let first = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_leaderboards_dev.json").await;
+    assert_eq!(first.rejected, 0, "{:?}", first.rejections);
+    let agents: Vec<AgentFigures> = serde_json::from_value(app.get("/api/v1/agents").await.body).unwrap();
+    // MANIFEST.txt: name, resolved of 500, total cost
+    for (name, resolved, cost) in [
+        ("GPT-5 (2025-08-07) (medium reasoning)", 325, 140.19),
+        ("Claude 4.5 Sonnet (20250929)", 353, 279.17),
+        ("GPT-5 mini (2025-08-07)", 299, 17.74),
+        ("o3 (2025-04-16)", 292, 166.83),
+        ("Gemini 2.5 Pro", 268, 144.19),
+        ("GPT-5 nano", 174, 19.04),
+    ] {
+        let full = agents.iter().find(|a| a.agent.name.starts_with(name) && a.agent.name.ends_with("[bash-only]"))
+            .unwrap_or_else(|| panic!("no bash-only agent {name}"));
+        let c = full.computed.as_ref().unwrap();
+        assert_eq!((c.reports_graded, c.reports_reproduced), (500, resolved), "{name}");
+        assert!((c.cost_total_usd - cost).abs() < 0.005, "{name}: {}", c.cost_total_usd);
+        assert!(full.discrepancies.is_empty(), "{name}: {:?}", full.discrepancies);
+    }
+    let gpt5 = agents.iter().find(|a| a.agent.name.starts_with("GPT-5 (2025-08-07)")).unwrap();
+    let c = gpt5.computed.as_ref().unwrap();
+    assert!((c.cost_mean_attempt_usd.unwrap() - 0.2804).abs() < 0.00005, "{:?}", c.cost_mean_attempt_usd);
+    assert!((c.api_calls_mean.unwrap() - 13.208).abs() < 0.0005, "{:?}", c.api_calls_mean);
+
+    // The known quirks are shown, not hidden.
+    let c4 = agents.iter().find(|a| a.agent.name.starts_with("Claude 4 Sonnet") && a.agent.name.ends_with("[bash-only]")).unwrap();
+    assert_eq!(c4.computed.as_ref().unwrap().reports_reproduced, 324);
+    assert!(c4.discrepancies.iter().any(|d| d.contains("64.93%") && d.contains("64.80%")), "{:?}", c4.discrepancies);
+    let c37 = agents.iter().find(|a| a.agent.name.starts_with("Claude 3.7 Sonnet")).unwrap();
+    assert_eq!(c37.computed.as_ref().unwrap().reports_reproduced, 51);
+    assert!(c37.discrepancies.iter().any(|d| d.contains("52.80%") && d.contains("10.20%")), "{:?}", c37.discrepancies);
+    assert!(!c37.discrepancies.iter().any(|d| d.contains("cost")), "its costs match: {:?}", c37.discrepancies);
+    let g41 = agents.iter().find(|a| a.agent.name.starts_with("GPT-4.1")).unwrap();
+    assert!(g41.computed.is_none());
+    assert!(g41.discrepancies[0].starts_with("no per-instance rows"), "{:?}", g41.discrepancies);
+    let lite = agent(&agents, "ExpeRepair-v1.0 + Claude 4 Sonnet [Lite]");
+    assert_eq!(lite.agent.stated_rate, Some(0.6033));
+    assert_eq!(lite.agent.stated_instances, Some(300));
+    assert_eq!((0.6033f64 * 300.0).round() as u64, 181);
+    assert_eq!(agents.iter().filter(|a| a.agent.source.as_deref() == Some("swebench:Lite")).count(), 84);
+
+    // The same rows through /api/v1/figures
+    let fig = app.get("/api/v1/figures?group_by=agent&goal=fix").await.body;
+    let row = fig["rows"].as_array().unwrap().iter().find(|r| r["key"].as_str().unwrap().starts_with("GPT-5 (2025-08-07)")).unwrap();
+    assert_eq!(row["reports_reproduced"], 325);
+
+    let again = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_leaderboards_dev.json").await;
+    assert_eq!((again.created, again.updated), (0, 0), "importing twice changes nothing: {again:?}");
+
+    // The second format of the same data agrees with the first.
+    let info = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_info_for_leaderboard.json").await;
+    assert_eq!(info.rejected, 0);
+    let agents: Vec<AgentFigures> = serde_json::from_value(app.get("/api/v1/agents").await.body).unwrap();
+    for (name, resolved) in [("gpt-5", 325), ("gpt-5-mini", 299), ("sonnet-4", 324), ("sonnet-4-5", 353)] {
+        assert_eq!(agent(&agents, name).computed.as_ref().unwrap().reports_reproduced, resolved, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn ndjson_rejects_bad_lines_by_number_and_keeps_the_rest() {
+    let app = spawn_app().await;
+    let body = [
+        json!({"kind": "project", "slug": "a/lib"}).to_string(),
+        json!({"kind": "report", "project": "a/lib", "external_id": "1", "title": "sum is wrong",
+               "body": "```python\nsum(x)\n```\nExpected 3 but got 4.",
+               "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python r.py"}}).to_string(),
+        "{not json".to_owned(),
+        json!({"kind": "report", "project": "a/lib", "external_id": "2"}).to_string(),
+        json!({"kind": "robot"}).to_string(),
+        String::new(),
+        json!({"kind": "attempt", "report": {"project": "a/lib", "external_id": "1"}, "agent": "x", "verdict": "reproduced", "verdict_source": "deterministic", "cost_usd": 0.5}).to_string(),
+        json!({"kind": "attempt", "report": {"project": "a/lib", "external_id": "99"}, "agent": "x", "verdict": "reproduced", "verdict_source": "deterministic"}).to_string(),
+        json!({"kind": "attempt", "report": {"project": "a/lib", "external_id": "1"}, "agent": "x", "verdict": "error", "verdict_source": "deterministic", "cost_usd": -1}).to_string(),
+    ]
+    .join("\n");
+    let post = |b: String| {
+        let app = &app;
+        async move {
+            let r = app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(b).send().await.unwrap();
+            (r.status().as_u16(), r.json::<ImportSummary>().await.unwrap())
+        }
+    };
+    let (status, s) = post(body.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!((s.records, s.created, s.rejected), (8, 3, 5), "{s:?}");
+    let lines: Vec<(u64, Option<&str>)> = s.rejections.iter().map(|r| (r.record, r.field.as_deref())).collect();
+    assert_eq!(lines, [(3, None), (4, Some("title")), (5, None), (8, Some("report")), (9, Some("cost_usd"))], "{:?}", s.rejections);
+    assert!(s.rejections[0].message.contains("line 3"), "{:?}", s.rejections[0]);
+    assert!(s.rejections[2].message.contains("robot"), "{:?}", s.rejections[2]);
+    let report = app.get("/api/v1/reports?project=a/lib").await.body;
+    assert_eq!(report["items"][0]["status"], "reproduced");
+    assert_eq!(report["items"][0]["cost_usd"], 0.5);
+
+    let (_, again) = post(body).await;
+    assert_eq!((again.created, again.updated, again.unchanged, again.rejected), (0, 0, 3, 5), "{again:?}");
+    assert_eq!(app.get("/api/v1/attempts?project=a/lib").await.body["items"].as_array().unwrap().len(), 1);
+
+    assert_error(&app.post_raw("/api/v1/import?format=excel", None, "").await, 400, "bad_request", "format: unknown format `excel`");
+}
+
+#[test]
+fn the_cli_prints_a_summary_and_exits_3_when_records_were_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    std::fs::write(&input, "{\"kind\":\"project\",\"slug\":\"a/b\"}\n{\"kind\":\"project\",\"slug\":\"bad slug\"}\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_failpass"))
+        .args(["import", "--format", "ndjson", "--data-dir"])
+        .arg(dir.path())
+        .arg(&input)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("2 records") && stdout.contains("1 created") && stdout.contains("1 rejected"), "{stdout}");
+    assert!(stdout.contains("rejected record 2: slug:"), "{stdout}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_failpass"))
+        .args(["import", "--format", "xml", "--data-dir"])
+        .arg(dir.path())
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--format: unknown format `xml`"));
+}
