@@ -3,10 +3,13 @@ use clap::Parser;
 use failpass::config::{Cli, Command};
 use failpass::startup::{redact, shutdown_signal, App, AppConfig};
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     failpass::telemetry::init();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             let url = args.database.url();

@@ -13,10 +13,28 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Hex FNV-1a of the value's JSON (struct fields serialise in declaration order).
+/// Hex FNV-1a of the value's JSON (struct fields serialise in declaration order),
+/// hashed as it is written rather than buffered.
 pub fn content_hash<T: Serialize>(value: &T) -> String {
-    let json = serde_json::to_vec(value).unwrap_or_default();
-    format!("{:016x}", fnv1a64(&json))
+    let mut w = FnvWriter(0xcbf2_9ce4_8422_2325);
+    let _ = serde_json::to_writer(&mut w, value);
+    format!("{:016x}", w.0)
+}
+
+struct FnvWriter(u64);
+
+impl std::io::Write for FnvWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for b in buf {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -29,5 +47,6 @@ mod tests {
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(content_hash(&("x", 1)), content_hash(&("x", 1)));
         assert_ne!(content_hash(&("x", 1)), content_hash(&("x", 2)));
+        assert_eq!(content_hash(&"a"), format!("{:016x}", fnv1a64(b"\"a\"")), "streamed equals buffered");
     }
 }

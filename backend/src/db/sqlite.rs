@@ -29,7 +29,9 @@ impl SqliteStorage {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // 64 MiB of page cache per connection: bulk imports touch many index pages.
+            .pragma("cache_size", "-65536");
         let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
         let read = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
         Ok(Self { read, write })

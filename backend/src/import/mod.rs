@@ -19,6 +19,8 @@ use crate::db::{NewReport, Storage, StorageError};
 
 /// Attempts per storage transaction.
 pub const ATTEMPT_BATCH: usize = 5000;
+/// Reports per storage transaction.
+pub const REPORT_BATCH: usize = 500;
 
 /// The formats `failpass import --format` and `POST /api/v1/import?format=` take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,12 +51,13 @@ pub struct Importer<'a> {
     routing: &'a RoutingConfig,
     summary: ImportSummary,
     attempts: Vec<(u64, CreateAttemptRequest)>,
+    reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
     progress: Option<Box<dyn FnMut(&ImportSummary) + Send + 'a>>,
 }
 
 impl<'a> Importer<'a> {
     pub fn new(storage: &'a dyn Storage, routing: &'a RoutingConfig) -> Self {
-        Self { storage, routing, summary: ImportSummary::default(), attempts: Vec::new(), progress: None }
+        Self { storage, routing, summary: ImportSummary::default(), attempts: Vec::new(), reports: Vec::new(), progress: None }
     }
 
     pub fn storage(&self) -> &'a dyn Storage {
@@ -80,9 +83,19 @@ impl<'a> Importer<'a> {
             return Ok(());
         }
         match record {
+            // Runs of one kind are batched; a record of another kind first
+            // stores what is pending, so input order is kept.
             ImportRecord::Attempt(a) => {
+                self.flush_reports().await?;
                 self.attempts.push((n, a));
                 if self.attempts.len() >= ATTEMPT_BATCH {
+                    self.flush().await?;
+                }
+            }
+            ImportRecord::Report(r) => {
+                self.flush_attempts().await?;
+                self.reports.push((n, r));
+                if self.reports.len() >= REPORT_BATCH {
                     self.flush().await?;
                 }
             }
@@ -90,12 +103,6 @@ impl<'a> Importer<'a> {
                 self.flush().await?;
                 let out = self.storage.import_projects(std::slice::from_ref(&p)).await?;
                 self.summary.count(out[0]);
-            }
-            ImportRecord::Report(r) => {
-                self.flush().await?;
-                let decision = decide(self.routing, &RoutingInput::from_request(&r));
-                let out = self.storage.import_reports(&[NewReport { request: r, decision }]).await?;
-                self.record(n, out.into_iter().next().expect("one outcome per report"));
             }
             ImportRecord::Agent(a) => {
                 self.flush().await?;
@@ -106,9 +113,16 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
-    /// Stores reports in one transaction (faster for large report files).
+    /// Stores reports in one transaction (after anything pending).
     pub async fn push_reports(&mut self, reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>) -> Result<(), StorageError> {
         self.flush().await?;
+        self.store_reports(reports).await
+    }
+
+    async fn store_reports(&mut self, reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>) -> Result<(), StorageError> {
+        if reports.is_empty() {
+            return Ok(());
+        }
         let mut numbers = Vec::with_capacity(reports.len());
         let mut news = Vec::with_capacity(reports.len());
         for (n, r) in reports {
@@ -138,7 +152,18 @@ impl<'a> Importer<'a> {
         }
     }
 
+    /// Stores everything pending, in input order.
     async fn flush(&mut self) -> Result<(), StorageError> {
+        self.flush_reports().await?;
+        self.flush_attempts().await
+    }
+
+    async fn flush_reports(&mut self) -> Result<(), StorageError> {
+        let pending = std::mem::take(&mut self.reports);
+        self.store_reports(pending).await
+    }
+
+    async fn flush_attempts(&mut self) -> Result<(), StorageError> {
         if self.attempts.is_empty() {
             return Ok(());
         }
@@ -185,7 +210,7 @@ where
                 if text.is_empty() {
                     continue;
                 }
-                match serde_json::from_str::<ImportRecord>(text) {
+                match parse_record(text) {
                     Ok(record) => importer.push(n, record).await?,
                     Err(e) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
                 }
@@ -201,6 +226,28 @@ where
     Ok(())
 }
 
+/// Parses one NDJSON record. Lines that start `{"kind":"attempt",` (the bulk
+/// of any large import, as failpass itself writes them) skip serde's
+/// buffering of internally tagged enums and parse straight into the struct.
+pub fn parse_record(text: &str) -> Result<ImportRecord, serde_json::Error> {
+    if let Some(rest) = strip_attempt_tag(text) {
+        let mut direct = String::with_capacity(rest.len() + 1);
+        direct.push('{');
+        direct.push_str(rest);
+        return serde_json::from_str(&direct).map(ImportRecord::Attempt);
+    }
+    serde_json::from_str(text)
+}
+
+/// `{ "kind" : "attempt" ,` (any spacing) → the rest of the object.
+fn strip_attempt_tag(text: &str) -> Option<&str> {
+    let mut rest = text.strip_prefix('{')?;
+    for token in ["\"kind\"", ":", "\"attempt\"", ","] {
+        rest = rest.trim_start().strip_prefix(token)?;
+    }
+    Some(rest)
+}
+
 /// The field a serde error names (`missing field `title``), if any.
 pub fn json_field(e: &serde_json::Error) -> Option<String> {
     let msg = e.to_string();
@@ -208,4 +255,24 @@ pub fn json_field(e: &serde_json::Error) -> Option<String> {
     let end = start + msg[start..].find('`')?;
     let name = &msg[start..end];
     (msg.contains("field") && !name.is_empty()).then(|| name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempt_lines_parse_alike_on_both_paths() {
+        for line in [
+            r#"{"kind":"attempt","report_id":1,"agent":"a","verdict":"error","verdict_source":"deterministic"}"#,
+            r#"{ "kind" : "attempt" , "report_id": 1, "agent": "a", "verdict": "error", "verdict_source": "deterministic"}"#,
+        ] {
+            let fast = parse_record(line).unwrap();
+            let slow: ImportRecord = serde_json::from_str(line).unwrap();
+            assert_eq!(fast, slow);
+        }
+        let e = parse_record(r#"{"kind":"attempt","agent":"a","bogus":1}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `bogus`"), "{e}");
+        assert_eq!(strip_attempt_tag(r#"{"kind":"report","x":1}"#), None);
+    }
 }
