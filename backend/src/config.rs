@@ -26,9 +26,12 @@ pub enum Command {
 pub struct ImportArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// ndjson, swebench-instances or swebench-leaderboard.
+    /// ndjson, swebench-instances, swebench-leaderboard or github-issues.
     #[arg(long)]
     pub format: String,
+    /// The project (`owner/name`) for inputs that do not name one (`gh issue list` output).
+    #[arg(long)]
+    pub project: Option<String>,
     /// Print the closing summary as JSON.
     #[arg(long)]
     pub json: bool,

@@ -11,7 +11,7 @@ use failpass_shared::routing::RoutingConfig;
 use tokio::io::{AsyncBufRead, BufReader};
 
 use crate::config::ImportArgs;
-use crate::import::{run, Format, Importer};
+use crate::import::{run, Format, ImportOptions, Importer};
 
 pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
     let format: Format = args.format.parse().map_err(|e: String| anyhow::anyhow!("--format: {e}"))?;
@@ -37,7 +37,8 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
                 s.created, s.updated, s.unchanged, s.rejected, if tty { "   " } else { "\n" });
         }
     });
-    run(&mut importer, format, input).await.with_context(|| format!("importing {}", args.input))?;
+    let options = ImportOptions { project: args.project.clone() };
+    run(&mut importer, format, input, &options).await.with_context(|| format!("importing {}", args.input))?;
     let summary = importer.finish().await?;
     let secs = started.elapsed().as_secs_f64();
     if tty {
@@ -47,10 +48,11 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "{} records in {secs:.1} s ({}/s): {} created, {} updated, {} unchanged, {} rejected",
+            "{} records in {secs:.1} s ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
             thousands(summary.records as i64),
             thousands((summary.records as f64 / secs.max(1e-9)) as i64),
-            summary.created, summary.updated, summary.unchanged, summary.rejected
+            summary.created, summary.updated, summary.unchanged, summary.rejected,
+            if summary.skipped > 0 { format!(", {} skipped", summary.skipped) } else { String::new() }
         );
         for r in &summary.rejections {
             println!("  rejected record {}: {}{}", r.record, r.field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(), r.message);

@@ -8,6 +8,7 @@
 //! storage failure aborts the import with the batch rolled back, and the
 //! records before it stay stored). Line formats stream in constant memory.
 
+pub mod github;
 pub mod swebench;
 
 use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
@@ -31,6 +32,8 @@ pub enum Format {
     SwebenchInstances,
     /// The SWE-bench site's `leaderboards.json` (or `info_for_leaderboard.json`).
     SwebenchLeaderboard,
+    /// GitHub REST issues (JSON Lines or an array), or `gh issue list --json …` output.
+    GithubIssues,
 }
 
 impl std::str::FromStr for Format {
@@ -40,7 +43,10 @@ impl std::str::FromStr for Format {
             "ndjson" => Ok(Format::Ndjson),
             "swebench-instances" => Ok(Format::SwebenchInstances),
             "swebench-leaderboard" => Ok(Format::SwebenchLeaderboard),
-            _ => Err(format!("unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard")),
+            "github-issues" => Ok(Format::GithubIssues),
+            _ => Err(format!(
+                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues"
+            )),
         }
     }
 }
@@ -68,6 +74,12 @@ impl<'a> Importer<'a> {
     pub fn on_progress(mut self, f: impl FnMut(&ImportSummary) + Send + 'a) -> Self {
         self.progress = Some(Box::new(f));
         self
+    }
+
+    /// Counts a record that is deliberately not imported (a pull request).
+    pub fn skip(&mut self, _why: String) {
+        self.summary.records += 1;
+        self.summary.skipped += 1;
     }
 
     /// Rejects record `n` without storing anything.
@@ -191,8 +203,15 @@ impl<'a> Importer<'a> {
     }
 }
 
+/// Options some formats take.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The project records belong to when the input does not say (`gh issue list` output).
+    pub project: Option<String>,
+}
+
 /// Reads `input` in `format` and stores it.
-pub async fn run<R>(importer: &mut Importer<'_>, format: Format, mut input: R) -> anyhow::Result<()>
+pub async fn run<R>(importer: &mut Importer<'_>, format: Format, mut input: R, options: &ImportOptions) -> anyhow::Result<()>
 where
     R: AsyncBufRead + Unpin,
 {
@@ -217,6 +236,7 @@ where
             }
         }
         Format::SwebenchInstances => swebench::import_instances(importer, input).await?,
+        Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,
         Format::SwebenchLeaderboard => {
             let mut text = String::new();
             input.read_to_string(&mut text).await?;

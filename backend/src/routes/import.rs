@@ -9,7 +9,7 @@ use super::AppState;
 use crate::auth::Viewer;
 use crate::db::StorageError;
 use crate::error::{ApiError, ApiJson, ApiResult, QueryPairs};
-use crate::import::{run, Format, Importer};
+use crate::import::{run, Format, ImportOptions, Importer};
 
 /// `POST /api/v1/import?format=ndjson`: the body is streamed record by record;
 /// the answer is the closing summary (rejected records listed with their line).
@@ -22,16 +22,21 @@ pub async fn import(
 ) -> ApiResult<ApiJson<ImportSummary>> {
     viewer.require_write()?;
     let mut format = Format::Ndjson;
+    let mut options = ImportOptions::default();
     for (k, v) in query.iter() {
         match k {
             "format" => format = v.parse().map_err(|e: String| ApiError::BadRequest(format!("format: {e}")))?,
-            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: format"))),
+            "project" => {
+                failpass_shared::api::projects::validate_slug(v).map_err(|e| ApiError::BadRequest(format!("project: {}", e.message)))?;
+                options.project = Some(v.to_owned());
+            }
+            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: format, project"))),
         }
     }
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let input = BufReader::with_capacity(1 << 20, StreamReader::new(stream));
     let mut importer = Importer::new(state.storage.as_ref(), &state.routing);
-    if let Err(e) = run(&mut importer, format, input).await {
+    if let Err(e) = run(&mut importer, format, input, &options).await {
         return Err(match e.downcast::<StorageError>() {
             Ok(storage) => storage.into(),
             Err(other) => ApiError::BadRequest(format!("body: {other:#}")),

@@ -22,7 +22,7 @@ async fn import_file(storage: &dyn failpass::db::Storage, format: Format, name: 
     let routing = RoutingConfig::default();
     let file = tokio::fs::File::open(real(name)).await.unwrap();
     let mut importer = Importer::new(storage, &routing);
-    run(&mut importer, format, tokio::io::BufReader::new(file)).await.unwrap();
+    run(&mut importer, format, tokio::io::BufReader::new(file), &Default::default()).await.unwrap();
     importer.finish().await.unwrap()
 }
 
@@ -184,4 +184,27 @@ fn the_cli_prints_a_summary_and_exits_3_when_records_were_rejected() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--format: unknown format `xml`"));
+}
+
+#[tokio::test]
+async fn github_issues_import_skips_pull_requests_and_keeps_labels() {
+    let (s, _dir) = sqlite_storage().await;
+    let first = import_file(s.as_ref(), Format::GithubIssues, "hf_datasets_issues_api.jsonl").await;
+    // MANIFEST.txt: 570 issue records + 430 PRs; pull_request is null (not absent) on issues.
+    // The dump repeats 56 issue records verbatim (514 distinct numbers): the repeats are
+    // `unchanged`, as a re-import would be.
+    assert_eq!((first.records, first.skipped, first.rejected), (1001, 430, 0), "{first:?}");
+    assert_eq!((first.created, first.unchanged), (515, 56), "514 reports and the project: {first:?}");
+    let mut q = ReportListQuery { limit: 500, ..Default::default() };
+    q.filter.project = Some("huggingface/datasets".into());
+    q.filter.label = Some("bug".into());
+    // 40 and 95 issue records carry these labels (MANIFEST.txt); 36 and 88 distinct issues.
+    assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 36);
+    q.filter.label = Some("enhancement".into());
+    assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 88);
+    let one = s.list_reports(&ReportListQuery { limit: 1, ..Default::default() }, &ProjectScope::All).await.unwrap().items.remove(0);
+    assert!(one.url.as_deref().unwrap().starts_with("https://github.com/huggingface/datasets/issues/"), "{:?}", one.url);
+    let again = import_file(s.as_ref(), Format::GithubIssues, "hf_datasets_issues_api.jsonl").await;
+    assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 571), "importing twice changes nothing");
+    assert_eq!(again.skipped, 430);
 }

@@ -123,6 +123,9 @@ pub struct ImportSummary {
     pub updated: u64,
     pub unchanged: u64,
     pub rejected: u64,
+    /// Records deliberately not imported (pull requests in an issues dump).
+    #[serde(default)]
+    pub skipped: u64,
     /// The first [`MAX_LISTED_REJECTIONS`] rejections.
     pub rejections: Vec<Rejection>,
 }

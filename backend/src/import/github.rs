@@ -1,0 +1,165 @@
+//! GitHub issues: the REST "list repository issues" objects (JSON Lines or an
+//! array) and what `gh issue list --json number,title,body,labels,createdAt,author,url`
+//! writes. Pull requests (a non-null `pull_request`) are skipped, not rejected.
+
+use std::collections::HashSet;
+
+use failpass_shared::api::import::ImportRecord;
+use failpass_shared::api::projects::CreateProjectRequest;
+use failpass_shared::api::reports::CreateReportRequest;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
+
+use super::swebench::parse_time;
+use super::Importer;
+
+const BATCH: usize = 500;
+
+/// `https://api.github.com/repos/OWNER/NAME` or `https://github.com/OWNER/NAME/…` → `OWNER/NAME`.
+fn repo_of(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://api.github.com/repos/").or_else(|| url.strip_prefix("https://github.com/"))?;
+    let mut parts = rest.split('/');
+    Some(format!("{}/{}", parts.next().filter(|p| !p.is_empty())?, parts.next().filter(|p| !p.is_empty())?))
+}
+
+fn str_at<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|k| {
+        let mut cur = v;
+        for part in k.split('.') {
+            cur = cur.get(part)?;
+        }
+        cur.as_str()
+    })
+}
+
+enum Converted {
+    Report(CreateReportRequest),
+    Skip(String),
+    Reject(Option<String>, String),
+}
+
+fn convert(v: &Value, project: Option<&str>) -> Converted {
+    if v.get("pull_request").is_some_and(|p| !p.is_null()) {
+        return Converted::Skip("a pull request, not an issue".into());
+    }
+    let Some(number) = v.get("number").and_then(Value::as_u64) else {
+        return Converted::Reject(Some("number".into()), "missing or not a whole number".into());
+    };
+    let Some(title) = str_at(v, &["title"]) else {
+        return Converted::Reject(Some("title".into()), "missing".into());
+    };
+    let project = project
+        .map(str::to_owned)
+        .or_else(|| str_at(v, &["repository_url"]).and_then(repo_of))
+        .or_else(|| str_at(v, &["html_url", "url"]).and_then(repo_of));
+    let Some(project) = project else {
+        return Converted::Reject(Some("repository_url".into()), "no repository named: pass --project OWNER/NAME".into());
+    };
+    let filed_at = match str_at(v, &["created_at", "createdAt"]) {
+        Some(t) => match parse_time(t) {
+            Some(t) => Some(t),
+            None => return Converted::Reject(Some("created_at".into()), format!("`{t}` is not a date and time")),
+        },
+        None => None,
+    };
+    let labels = v
+        .get("labels")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.get("name").and_then(Value::as_str).or_else(|| l.as_str()))
+        .map(str::to_owned)
+        .collect();
+    let url = str_at(v, &["html_url"]).or_else(|| str_at(v, &["url"]).filter(|u| u.starts_with("https://github.com/")));
+    Converted::Report(CreateReportRequest {
+        project,
+        external_id: number.to_string(),
+        url: url.map(str::to_owned),
+        title: title.to_owned(),
+        body: str_at(v, &["body"]).unwrap_or_default().to_owned(),
+        labels,
+        filed_at,
+        reporter: str_at(v, &["user.login", "author.login"]).map(str::to_owned),
+        environment: None,
+        paths: Vec::new(),
+        oracle: None,
+    })
+}
+
+pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>, mut input: R, project: Option<&str>) -> anyhow::Result<()> {
+    let mut projects = HashSet::new();
+    let mut batch = Vec::new();
+    let first = input.fill_buf().await?.iter().copied().find(|b| !b.is_ascii_whitespace());
+    let mut values: Box<dyn Iterator<Item = (u64, Result<Value, String>)> + Send> = if first == Some(b'[') {
+        let mut text = String::new();
+        input.read_to_string(&mut text).await?;
+        let items: Vec<Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of issues: {e}"))?;
+        Box::new(items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))))
+    } else {
+        Box::new(std::iter::empty())
+    };
+    let mut line = String::new();
+    let mut n = 0u64;
+    loop {
+        let next = match values.next() {
+            Some(item) => Some(item),
+            None if first == Some(b'[') => None,
+            None => {
+                line.clear();
+                if input.read_line(&mut line).await? == 0 {
+                    None
+                } else {
+                    n += 1;
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}"))))
+                }
+            }
+        };
+        let Some((n, value)) = next else { break };
+        match value {
+            Err(e) => importer.reject(n, None, e),
+            Ok(v) => match convert(&v, project) {
+                Converted::Skip(why) => importer.skip(why),
+                Converted::Reject(field, message) => importer.reject(n, field, format!("record {n}: {message}")),
+                Converted::Report(r) => {
+                    if projects.insert(r.project.clone()) {
+                        importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: true })).await?;
+                    }
+                    batch.push((n, r));
+                }
+            },
+        }
+        if batch.len() >= BATCH {
+            importer.push_reports(std::mem::take(&mut batch)).await?;
+        }
+    }
+    importer.push_reports(batch).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_from_urls() {
+        assert_eq!(repo_of("https://api.github.com/repos/huggingface/datasets").as_deref(), Some("huggingface/datasets"));
+        assert_eq!(repo_of("https://github.com/pytorch/pytorch/issues/1").as_deref(), Some("pytorch/pytorch"));
+        assert_eq!(repo_of("https://example.com/x/y"), None);
+    }
+
+    #[test]
+    fn gh_cli_shape_converts() {
+        let v = serde_json::json!({"number": 7, "title": "NaN loss", "body": "x", "labels": [{"name": "bug"}],
+            "createdAt": "2024-01-02T03:04:05Z", "author": {"login": "me"}, "url": "https://github.com/a/b/issues/7"});
+        let Converted::Report(r) = convert(&v, None) else { panic!() };
+        assert_eq!((r.project.as_str(), r.external_id.as_str(), r.reporter.as_deref()), ("a/b", "7", Some("me")));
+        assert_eq!(r.labels, ["bug"]);
+        let pr = serde_json::json!({"number": 8, "title": "t", "pull_request": {"url": "u"}});
+        assert!(matches!(convert(&pr, Some("a/b")), Converted::Skip(_)));
+        let null_pr = serde_json::json!({"number": 9, "title": "t", "pull_request": null, "repository_url": "https://api.github.com/repos/a/b"});
+        assert!(matches!(convert(&null_pr, None), Converted::Report(_)), "pull_request: null is an issue");
+    }
+}
