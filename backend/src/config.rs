@@ -20,6 +20,20 @@ pub enum Command {
     Migrate(DatabaseArgs),
     /// Import reports, attempts and agents from a file (or `-` for stdin).
     Import(ImportArgs),
+    /// Apply the routing rule (a changed configuration) to every stored report.
+    Reroute(RerouteArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RerouteArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Routing rule configuration (TOML; see docs/routing.toml).
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
+    /// Count what would change without storing it.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -32,6 +46,9 @@ pub struct ImportArgs {
     /// The project (`owner/name`) for inputs that do not name one (`gh issue list` output).
     #[arg(long)]
     pub project: Option<String>,
+    /// Routing rule configuration (TOML; see docs/routing.toml).
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
     /// Print the closing summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -68,4 +85,7 @@ pub struct ServeArgs {
     /// Fill an empty database with demo data.
     #[arg(long, env = "FAILPASS_DEMO")]
     pub demo: bool,
+    /// Routing rule configuration (TOML; see docs/routing.toml).
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
 }

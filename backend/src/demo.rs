@@ -249,7 +249,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             _ => None,
         };
         let filed_at = now - Duration::hours(6 + (i as i64 * 37) % (10 * 7 * 24)) - Duration::minutes(rng.below(60) as i64);
-        let request = CreateReportRequest {
+        let mut request = CreateReportRequest {
             project: PROJECTS[*project].0.into(),
             external_id: format!("{}", 120_000 + i * 137),
             url: Some(format!("https://github.com/{}/issues/{}", PROJECTS[*project].0, 120_000 + i * 137)),
@@ -262,6 +262,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             paths: vec![],
             oracle,
         };
+        request.normalize();
         let decision = decide(routing, &RoutingInput::from_request(&request));
         let route = decision.route;
         let has_oracle = decision.oracle.as_ref().is_some_and(Oracle::is_deterministic);

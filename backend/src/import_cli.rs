@@ -7,7 +7,6 @@ use std::time::Instant;
 use anyhow::Context;
 use failpass_shared::api::import::ImportSummary;
 use failpass_shared::format::thousands;
-use failpass_shared::routing::RoutingConfig;
 use tokio::io::{AsyncBufRead, BufReader};
 
 use crate::config::ImportArgs;
@@ -23,7 +22,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
         let file = tokio::fs::File::open(&args.input).await.with_context(|| format!("opening {}", args.input))?;
         Box::new(BufReader::with_capacity(1 << 20, file))
     };
-    let routing = RoutingConfig::default();
+    let routing = crate::reroute::load_config(args.routing_config.as_deref())?;
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let mut last_line = Instant::now();

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod error;
 pub mod import;
 pub mod import_cli;
+pub mod reroute;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

@@ -13,7 +13,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             let url = args.database.url();
-            let app = App::build(AppConfig { database_url: url.clone(), bind: args.bind, demo: args.demo }).await?;
+            let routing = failpass::reroute::load_config(args.routing_config.as_deref())?;
+            let app = App::build(AppConfig { database_url: url.clone(), bind: args.bind, demo: args.demo, routing }).await?;
             let addr = app.local_addr().context("reading the bound address")?;
             tracing::info!(database = %redact(&url), "failpass listening on http://{addr}/");
             println!("failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
@@ -23,6 +24,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => {
             let code = failpass::import_cli::import(args).await?;
             std::process::exit(code);
+        }
+        Command::Reroute(args) => {
+            let cfg = failpass::reroute::load_config(args.routing_config.as_deref())?;
+            let url = args.database.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            let s = failpass::reroute::reroute(storage.as_ref(), &cfg, args.dry_run).await?;
+            println!(
+                "{} reports: {} routes {}changed, {} with other routing changes (flags, category or evidence)",
+                s.reports,
+                s.routes_changed,
+                if args.dry_run { "would be " } else { "" },
+                s.changed - s.routes_changed
+            );
+            for (t, n) in &s.transitions {
+                println!("  {t}: {n}");
+            }
+            Ok(())
         }
         Command::Migrate(args) => {
             let url = args.url();

@@ -31,6 +31,7 @@ pub struct AppConfig {
     pub database_url: String,
     pub bind: SocketAddr,
     pub demo: bool,
+    pub routing: RoutingConfig,
 }
 
 impl App {
@@ -41,7 +42,7 @@ impl App {
             .await
             .with_context(|| format!("opening database {}", redact(&cfg.database_url)))?;
         storage.migrate().await.context("applying migrations")?;
-        let routing = Arc::new(RoutingConfig::default());
+        let routing = Arc::new(cfg.routing);
         if cfg.demo {
             match crate::demo::seed_if_empty(storage.as_ref(), &routing).await? {
                 Some(s) => tracing::info!(

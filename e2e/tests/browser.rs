@@ -60,6 +60,7 @@ async fn start(width: u32, height: u32) -> Harness {
         database_url: data.path().join("failpass.db").to_string_lossy().into_owned(),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo: true,
+        routing: Default::default(),
     })
     .await
     .unwrap();

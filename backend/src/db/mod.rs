@@ -156,6 +156,11 @@ pub trait Storage: Send + Sync + 'static {
     /// Upserts agents (with their stated figures) by name.
     async fn import_agents(&self, agents: &[AgentRecord]) -> StorageResult<Vec<Outcome>>;
 
+    /// Replaces a report's derived routing (route, flags, category, features,
+    /// explanation and a derived oracle) in one transaction and re-derives
+    /// its attempts' counting. `NotFound` when the report does not exist.
+    async fn update_routing(&self, report_id: i64, decision: &RoutingDecision) -> StorageResult<()>;
+
     /// A report's id by its natural key, or `None`.
     async fn find_report(&self, project: &str, external_id: &str) -> StorageResult<Option<i64>>;
 

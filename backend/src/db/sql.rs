@@ -306,7 +306,6 @@ macro_rules! impl_storage {
                     )))?;
                 if existing.is_some() {
                     sqlx::query("DELETE FROM report_labels WHERE report_id = $1").bind(id).execute(&mut **tx).await?;
-                    sqlx::query("DELETE FROM oracles WHERE report_id = $1").bind(id).execute(&mut **tx).await?;
                 }
                 for label in &labels {
                     sqlx::query("INSERT INTO report_labels (report_id, label) VALUES ($1, $2)")
@@ -315,12 +314,30 @@ macro_rules! impl_storage {
                         .execute(&mut **tx)
                         .await?;
                 }
-                if let Some(o) = &d.oracle {
+                Self::write_oracle(tx, id, d.oracle.as_ref(), existing.is_some()).await?;
+                if existing.is_some() {
+                    Self::rederive_attempts(tx, id, d.vague).await?;
+                }
+                Ok(id)
+            }
+
+            /// Stores a report's oracle, replacing any it had.
+            async fn write_oracle(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                report_id: i64,
+                oracle: Option<&failpass_shared::api::reports::Oracle>,
+                replace: bool,
+            ) -> crate::db::StorageResult<()> {
+                use sqlx::types::Json;
+                if replace {
+                    sqlx::query("DELETE FROM oracles WHERE report_id = $1").bind(report_id).execute(&mut **tx).await?;
+                }
+                if let Some(o) = oracle {
                     sqlx::query(
                         "INSERT INTO oracles (report_id, kind, source, command, fail_to_pass, pass_to_pass, signature, \
                          repeats, authoring_minutes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                     )
-                    .bind(id)
+                    .bind(report_id)
                     .bind(o.kind.as_str())
                     .bind(o.source.map(|s| s.as_str()))
                     .bind(&o.command)
@@ -329,14 +346,11 @@ macro_rules! impl_storage {
                     .bind(&o.signature)
                     .bind(o.repeats.map(|r| r as i32))
                     .bind(o.authoring_minutes)
-                    .bind(now)
+                    .bind(crate::db::sql::now())
                     .execute(&mut **tx)
                     .await?;
                 }
-                if existing.is_some() {
-                    Self::rederive_attempts(tx, id, d.vague).await?;
-                }
-                Ok(id)
+                Ok(())
             }
 
             /// Re-applies the counting rule to a report's attempts (its `vague` flag changed or may have).
@@ -810,6 +824,38 @@ macro_rules! impl_storage {
                 }
                 tx.commit().await?;
                 Ok(out)
+            }
+
+            async fn update_routing(
+                &self,
+                report_id: i64,
+                d: &failpass_shared::routing::RoutingDecision,
+            ) -> crate::db::StorageResult<()> {
+                use sqlx::types::Json;
+                let mut tx = self.write.begin().await?;
+                let done = sqlx::query(
+                    "UPDATE reports SET features = $1, category = $2, vague = $3, llm_only = $4, route = $5, explanation = $6, \
+                     oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $10",
+                )
+                .bind(Json(&d.features))
+                .bind(d.category.as_str())
+                .bind(d.vague)
+                .bind(d.llm_only)
+                .bind(d.route.as_str())
+                .bind(Json(&d.explanation))
+                .bind(d.oracle_kind().as_str())
+                .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
+                .bind(d.oracle.as_ref().is_some_and(|o| o.is_deterministic()))
+                .bind(report_id)
+                .execute(&mut *tx)
+                .await?;
+                if done.rows_affected() == 0 {
+                    return Err(crate::db::StorageError::NotFound(format!("report {report_id}")));
+                }
+                Self::write_oracle(&mut tx, report_id, d.oracle.as_ref(), true).await?;
+                Self::rederive_attempts(&mut tx, report_id, d.vague).await?;
+                tx.commit().await?;
+                Ok(())
             }
 
             async fn find_report(&self, project: &str, external_id: &str) -> crate::db::StorageResult<Option<i64>> {

@@ -137,7 +137,8 @@ impl<'a> Importer<'a> {
         }
         let mut numbers = Vec::with_capacity(reports.len());
         let mut news = Vec::with_capacity(reports.len());
-        for (n, r) in reports {
+        for (n, mut r) in reports {
+            r.normalize();
             if let Err(e) = r.validate() {
                 self.reject(n, Some(e.field), e.message);
                 continue;

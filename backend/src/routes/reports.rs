@@ -24,9 +24,10 @@ pub async fn list_reports(
 pub async fn create_report(
     State(state): State<AppState>,
     viewer: Viewer,
-    ApiJson(req): ApiJson<CreateReportRequest>,
+    ApiJson(mut req): ApiJson<CreateReportRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Report>)> {
     viewer.require_write()?;
+    req.normalize();
     req.validate()?;
     let decision = decide(&state.routing, &RoutingInput::from_request(&req));
     let report = state.storage.create_report(&NewReport { request: req, decision }).await?;

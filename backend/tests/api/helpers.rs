@@ -41,6 +41,7 @@ async fn spawn(demo: bool) -> TestApp {
         database_url: dir.path().join("failpass.db").to_string_lossy().into_owned(),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo,
+        routing: Default::default(),
     })
     .await
     .expect("app builds");

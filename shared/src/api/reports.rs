@@ -109,6 +109,21 @@ pub struct CreateReportRequest {
 }
 
 impl CreateReportRequest {
+    /// Trims the identifying text and drops repeated labels, so the routing
+    /// rule sees exactly what is stored (a re-route then finds nothing to change).
+    pub fn normalize(&mut self) {
+        self.external_id = self.external_id.trim().to_owned();
+        self.title = self.title.trim().to_owned();
+        let mut labels: Vec<String> = Vec::with_capacity(self.labels.len());
+        for l in self.labels.drain(..) {
+            let l = l.trim().to_owned();
+            if !labels.contains(&l) {
+                labels.push(l);
+            }
+        }
+        self.labels = labels;
+    }
+
     pub fn validate(&self) -> Result<(), FieldError> {
         let id = self.external_id.trim();
         if id.is_empty() || id.len() > 200 {
