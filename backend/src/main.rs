@@ -3,10 +3,19 @@ use clap::Parser;
 use failpass::config::{Cli, Command};
 use failpass::startup::{redact, shutdown_signal, App, AppConfig};
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
     failpass::telemetry::init();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(cli))
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(run(cli)));
+    // One line naming what went wrong and why, not a backtrace.
+    if let Err(e) = result {
+        eprintln!("failpass: error: {e:#}");
+        std::process::exit(1);
+    }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
