@@ -40,12 +40,15 @@ pub struct RerouteArgs {
 pub struct ImportArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// ndjson, swebench-instances, swebench-leaderboard or github-issues.
+    /// ndjson, swebench-instances, swebench-leaderboard, github-issues or csv.
     #[arg(long)]
     pub format: String,
     /// The project (`owner/name`) for inputs that do not name one (`gh issue list` output).
     #[arg(long)]
     pub project: Option<String>,
+    /// For `--format csv`: how columns become reports and attempts (see mappings/).
+    #[arg(long)]
+    pub mapping: Option<PathBuf>,
     /// Routing rule configuration (TOML; see docs/routing.toml).
     #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
     pub routing_config: Option<PathBuf>,

@@ -36,7 +36,8 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
                 s.created, s.updated, s.unchanged, s.rejected, if tty { "   " } else { "\n" });
         }
     });
-    let options = ImportOptions { project: args.project.clone() };
+    let mapping = args.mapping.as_deref().map(crate::import::mapping::load).transpose()?;
+    let options = ImportOptions { project: args.project.clone(), mapping };
     run(&mut importer, format, input, &options).await.with_context(|| format!("importing {}", args.input))?;
     let summary = importer.finish().await?;
     let secs = started.elapsed().as_secs_f64();

@@ -9,6 +9,7 @@
 //! records before it stay stored). Line formats stream in constant memory.
 
 pub mod github;
+pub mod mapping;
 pub mod swebench;
 
 use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
@@ -34,6 +35,8 @@ pub enum Format {
     SwebenchLeaderboard,
     /// GitHub REST issues (JSON Lines or an array), or `gh issue list --json …` output.
     GithubIssues,
+    /// Any CSV, described by a mapping file (`--mapping`).
+    Csv,
 }
 
 impl std::str::FromStr for Format {
@@ -44,8 +47,9 @@ impl std::str::FromStr for Format {
             "swebench-instances" => Ok(Format::SwebenchInstances),
             "swebench-leaderboard" => Ok(Format::SwebenchLeaderboard),
             "github-issues" => Ok(Format::GithubIssues),
+            "csv" => Ok(Format::Csv),
             _ => Err(format!(
-                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues"
+                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues, csv"
             )),
         }
     }
@@ -209,6 +213,8 @@ impl<'a> Importer<'a> {
 pub struct ImportOptions {
     /// The project records belong to when the input does not say (`gh issue list` output).
     pub project: Option<String>,
+    /// How a CSV's columns become reports and attempts (`--format csv`).
+    pub mapping: Option<mapping::Mapping>,
 }
 
 /// Reads `input` in `format` and stores it.
@@ -238,6 +244,10 @@ where
         }
         Format::SwebenchInstances => swebench::import_instances(importer, input).await?,
         Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,
+        Format::Csv => {
+            let m = options.mapping.as_ref().ok_or_else(|| anyhow::anyhow!("--format csv needs --mapping FILE.toml"))?;
+            mapping::import_csv(importer, input, m).await?
+        }
         Format::SwebenchLeaderboard => {
             let mut text = String::new();
             input.read_to_string(&mut text).await?;

@@ -235,3 +235,48 @@ async fn reroute_applies_a_changed_configuration_and_counts_route_changes() {
     let one = s.get_report(stored[0].id, &ProjectScope::All).await.unwrap().unwrap();
     assert!(one.explanation[0].fired, "the explanation is stored with the new route");
 }
+
+#[tokio::test]
+async fn the_shipped_dl_bug_mapping_gives_85_of_102() {
+    let (s, _dir) = sqlite_storage().await;
+    let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/dlbugs_manual_reproduction.toml");
+    let options = failpass::import::ImportOptions { mapping: Some(failpass::import::mapping::load(&mapping_path).unwrap()), ..Default::default() };
+    let routing = RoutingConfig::default();
+    let file = tokio::fs::File::open(real("dlbugs_manual_reproduction_stackoverflow.csv")).await.unwrap();
+    let mut importer = Importer::new(s.as_ref(), &routing);
+    run(&mut importer, Format::Csv, tokio::io::BufReader::new(file), &options).await.unwrap();
+    let summary = importer.finish().await.unwrap();
+    assert_eq!((summary.created, summary.rejected), (1 + 102 + 102, 0), "{:?}", summary.rejections);
+    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    assert_eq!((fig[0].reports, fig[0].reports_graded, fig[0].reports_reproduced), (102, 102, 85), "MANIFEST.txt: 85 of 102");
+    let mut q = ReportListQuery { limit: 500, ..Default::default() };
+    q.filter.label = Some("PyTorch".into());
+    assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 34, "framework kept as a label");
+    q.filter.label = Some("Training Bug".into());
+    assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 29, "bug type kept as a label");
+    let a = s.list_attempts(&Default::default(), &ProjectScope::All).await.unwrap().items;
+    assert!(a.iter().all(|a| a.agent == "human" && a.wall_seconds.is_some_and(|w| w >= 60.0)), "Time Taken is minutes");
+}
+
+#[test]
+fn mapping_errors_name_the_row_and_field() {
+    let m: failpass::import::mapping::Mapping = toml::from_str(
+        "project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{missing}\"\n",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+        s.migrate().await.unwrap();
+        let routing = RoutingConfig::default();
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        let options = failpass::import::ImportOptions { mapping: Some(m), ..Default::default() };
+        run(&mut importer, Format::Csv, &b"id,x\n1,2\n"[..], &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejected, 1);
+        assert_eq!(summary.rejections[0].record, 2);
+        assert_eq!(summary.rejections[0].field.as_deref(), Some("title"));
+        assert!(summary.rejections[0].message.contains("no column `missing`"), "{:?}", summary.rejections);
+    });
+}

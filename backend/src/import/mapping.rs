@@ -1,0 +1,236 @@
+//! `--format csv --mapping FILE.toml`: any table of reports and (optionally)
+//! one attempt per row, described by a mapping file. Templates are text with
+//! `{Column}` placeholders; a value spec may instead name a column with a
+//! `map` of values and a numeric `scale`. See mappings/ for shipped examples.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+
+use failpass_shared::api::attempts::{CreateAttemptRequest, ReportKey};
+use failpass_shared::api::import::ImportRecord;
+use failpass_shared::api::projects::CreateProjectRequest;
+use failpass_shared::api::reports::CreateReportRequest;
+use failpass_shared::model::{Goal, Verdict, VerdictSource};
+use serde::Deserialize;
+use tokio::io::{AsyncBufRead, AsyncReadExt};
+
+use super::Importer;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mapping {
+    /// The project every row belongs to.
+    pub project: String,
+    pub report: ReportMapping,
+    #[serde(default)]
+    pub attempt: Option<AttemptMapping>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportMapping {
+    pub external_id: String,
+    pub title: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptMapping {
+    pub agent: String,
+    #[serde(default)]
+    pub attempt_key: Option<String>,
+    #[serde(default)]
+    pub goal: Option<Goal>,
+    pub verdict: Value,
+    pub verdict_source: Value,
+    #[serde(default)]
+    pub wall_seconds: Option<Value>,
+    #[serde(default)]
+    pub cost_usd: Option<Value>,
+}
+
+/// A template (`"{Column} text"`) or a column lookup with an optional value map and scale.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    Template(String),
+    Column {
+        column: String,
+        #[serde(default)]
+        map: HashMap<String, String>,
+        #[serde(default)]
+        scale: Option<f64>,
+    },
+}
+
+pub fn load(path: &std::path::Path) -> anyhow::Result<Mapping> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading mapping {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("mapping {}: {e}", path.display()))
+}
+
+struct Row<'a> {
+    headers: &'a [String],
+    cells: &'a csv::StringRecord,
+}
+
+impl Row<'_> {
+    fn get(&self, column: &str) -> Result<&str, String> {
+        let i = self.headers.iter().position(|h| h == column).ok_or_else(|| format!("no column `{column}`"))?;
+        Ok(self.cells.get(i).unwrap_or_default().trim())
+    }
+
+    fn template(&self, t: &str) -> Result<String, String> {
+        let mut out = String::with_capacity(t.len());
+        let mut rest = t;
+        while let Some(start) = rest.find('{') {
+            out.push_str(&rest[..start]);
+            let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `{{` in template `{t}`"))? + start;
+            out.push_str(self.get(&rest[start + 1..end])?);
+            rest = &rest[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    fn value(&self, v: &Value) -> Result<String, String> {
+        match v {
+            Value::Template(t) => self.template(t),
+            Value::Column { column, map, scale } => {
+                let raw = self.get(column)?;
+                let mapped = if map.is_empty() {
+                    raw.to_owned()
+                } else {
+                    map.get(raw).cloned().ok_or_else(|| format!("{column}: `{raw}` is none of {:?}", map.keys().collect::<Vec<_>>()))?
+                };
+                match scale {
+                    None => Ok(mapped),
+                    Some(s) => {
+                        let n: f64 = mapped.parse().map_err(|_| format!("{column}: `{mapped}` is not a number"))?;
+                        Ok((n * s).to_string())
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(field: &str, v: String) -> Result<T, (String, String)>
+where
+    T::Err: std::fmt::Display,
+{
+    v.parse().map_err(|e: T::Err| (field.to_owned(), e.to_string()))
+}
+
+fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<CreateAttemptRequest>), (String, String)> {
+    fn at(field: &'static str) -> impl Fn(String) -> (String, String) {
+        move |e| (field.to_owned(), e)
+    }
+    let r = &m.report;
+    let labels = r
+        .labels
+        .iter()
+        .map(|l| row.template(l))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(at("labels"))?
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let report = CreateReportRequest {
+        project: m.project.clone(),
+        external_id: row.template(&r.external_id).map_err(at("external_id"))?,
+        url: r.url.as_deref().map(|u| row.template(u)).transpose().map_err(at("url"))?,
+        title: row.template(&r.title).map_err(at("title"))?,
+        body: r.body.as_deref().map(|b| row.template(b)).transpose().map_err(at("body"))?.unwrap_or_default(),
+        labels,
+        filed_at: None,
+        reporter: None,
+        environment: None,
+        paths: Vec::new(),
+        oracle: None,
+    };
+    let Some(a) = &m.attempt else { return Ok((report, None)) };
+    let verdict: Verdict = parse("verdict", row.value(&a.verdict).map_err(at("verdict"))?)?;
+    let verdict_source: VerdictSource = parse("verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
+    let number = |field: &'static str, v: &Option<Value>| -> Result<Option<f64>, (String, String)> {
+        match v {
+            None => Ok(None),
+            Some(v) => {
+                let s = row.value(v).map_err(at(field))?;
+                if s.is_empty() { Ok(None) } else { parse(field, s).map(Some) }
+            }
+        }
+    };
+    let attempt = CreateAttemptRequest {
+        report_id: None,
+        report: Some(ReportKey { project: report.project.clone(), external_id: report.external_id.clone() }),
+        goal: a.goal.unwrap_or_default(),
+        agent: row.template(&a.agent).map_err(at("agent"))?,
+        model: None,
+        model_cutoff: None,
+        started_at: None,
+        ended_at: None,
+        wall_seconds: number("wall_seconds", &a.wall_seconds)?,
+        cost_usd: number("cost_usd", &a.cost_usd)?.unwrap_or(0.0),
+        tokens_in: 0,
+        tokens_out: 0,
+        api_calls: None,
+        iterations: 1,
+        candidate: None,
+        signals: Default::default(),
+        verdict,
+        verdict_source,
+        failure_cause: None,
+        review: None,
+        reviewer: None,
+        review_comment: None,
+        attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
+    };
+    Ok((report, Some(attempt)))
+}
+
+/// Reads a CSV with a header row; each row becomes a report (and an attempt).
+/// Row numbers in rejections count the header as row 1.
+pub async fn import_csv<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>, mut input: R, mapping: &Mapping) -> anyhow::Result<()> {
+    let mut text = Vec::new();
+    input.read_to_end(&mut text).await?;
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_slice());
+    let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
+    let mut seen_project = HashSet::new();
+    let mut reports = Vec::new();
+    let mut attempts = Vec::new();
+    for (i, rec) in reader.records().enumerate() {
+        let n = i as u64 + 2;
+        let cells = match rec {
+            Ok(c) => c,
+            Err(e) => {
+                importer.reject(n, None, format!("row {n}: {e}"));
+                continue;
+            }
+        };
+        match convert(mapping, &Row { headers: &headers, cells: &cells }) {
+            Ok((report, attempt)) => {
+                reports.push((n, report));
+                if let Some(a) = attempt {
+                    attempts.push((n, a));
+                }
+            }
+            Err((field, message)) => importer.reject(n, Some(field), format!("row {n}: {message}")),
+        }
+    }
+    if seen_project.insert(mapping.project.clone()) {
+        importer
+            .push(0, ImportRecord::Project(CreateProjectRequest { slug: mapping.project.clone(), name: None, description: None, public: true }))
+            .await?;
+    }
+    importer.push_reports(reports).await?;
+    for (n, a) in attempts {
+        importer.push(n, ImportRecord::Attempt(a)).await?;
+    }
+    Ok(())
+}
