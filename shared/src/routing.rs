@@ -328,9 +328,11 @@ pub fn exception_line(body: &str) -> Option<&str> {
     body.lines().rev().map(str::trim).find(|line| {
         let Some((name, _)) = line.split_once(':') else { return false };
         let ident = name.rsplit('.').next().unwrap_or(name);
+        // Java's anonymous subclasses print as `SomeException$6`.
+        let ident = ident.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches('$');
         !name.contains(' ')
             && ident.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-            && ["Error", "Exception", "Warning", "Interrupt", "Exit"].iter().any(|s| ident.ends_with(s))
+            && ["Error", "Exception", "Failure", "Warning", "Interrupt", "Exit"].iter().any(|s| ident.ends_with(s))
     })
 }
 
@@ -420,6 +422,14 @@ mod tests {
         let d = decide(&cfg, &i);
         assert!(d.llm_only);
         assert_eq!(d.route, Route::Hypothesis);
+    }
+
+    #[test]
+    fn exception_lines_in_python_and_java() {
+        assert_eq!(exception_line("x\nValueError: bad"), Some("ValueError: bad"));
+        assert!(exception_line("junit.framework.ComparisonFailure: expected:<a> but was:<b>").is_some());
+        assert!(exception_line("org.apache.commons.math.MathRuntimeException$6: map modified").is_some());
+        assert_eq!(exception_line("Note: this is fine"), None);
     }
 
     #[test]

@@ -24,6 +24,42 @@ pub struct Mapping {
     pub report: ReportMapping,
     #[serde(default)]
     pub attempt: Option<AttemptMapping>,
+    /// A second file whose records join each row (`{join.field}` in templates).
+    #[serde(default)]
+    pub join: Option<JoinMapping>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinMapping {
+    /// A JSON array of objects; a relative path is looked up beside the input file.
+    pub file: String,
+    /// Template over a joined record giving its key (`"{project}_{bugId}"`).
+    pub key: String,
+    /// Template over a row giving the key to look up (`"{bug_id}"`).
+    pub on: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OracleMapping {
+    pub kind: failpass_shared::model::OracleKind,
+    #[serde(default)]
+    pub source: Option<failpass_shared::model::OracleSource>,
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Test ids: one per item of a joined list (`{ list = "failingTests", item = "{className}::{methodName}" }`).
+    #[serde(default)]
+    pub fail_to_pass: Option<ListSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListSpec {
+    /// A list field of the joined record.
+    pub list: String,
+    /// Template over each item.
+    pub item: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -37,12 +73,19 @@ pub struct ReportMapping {
     pub body: Option<String>,
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Lines appended to the body, one per item of a joined list (a failing test's error).
+    #[serde(default)]
+    pub details: Option<ListSpec>,
+    #[serde(default)]
+    pub oracle: Option<OracleMapping>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttemptMapping {
     pub agent: String,
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(default)]
     pub attempt_key: Option<String>,
     #[serde(default)]
@@ -77,12 +120,46 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Mapping> {
 struct Row<'a> {
     headers: &'a [String],
     cells: &'a csv::StringRecord,
+    joined: Option<&'a serde_json::Value>,
+}
+
+/// A JSON field as text: strings as they are, numbers and booleans printed.
+fn json_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// `{field}` templates over one JSON object (a joined record or a list item).
+fn json_template(t: &str, obj: &serde_json::Value) -> Result<String, String> {
+    let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `{{` in template `{t}`"))? + start;
+        let field = &rest[start + 1..end];
+        match obj.get(field) {
+            None => return Err(format!("no field `{field}`")),
+            Some(serde_json::Value::Null) => {}
+            Some(v) => out.push_str(&json_text(v).ok_or_else(|| format!("field `{field}` is not text or a number"))?),
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 impl Row<'_> {
-    fn get(&self, column: &str) -> Result<&str, String> {
+    fn get(&self, column: &str) -> Result<String, String> {
+        if let Some(field) = column.strip_prefix("join.") {
+            let rec = self.joined.ok_or_else(|| "no joined record for this row".to_owned())?;
+            return rec.get(field).and_then(json_text).ok_or_else(|| format!("joined record has no field `{field}`"));
+        }
         let i = self.headers.iter().position(|h| h == column).ok_or_else(|| format!("no column `{column}`"))?;
-        Ok(self.cells.get(i).unwrap_or_default().trim())
+        Ok(self.cells.get(i).unwrap_or_default().trim().to_owned())
     }
 
     fn template(&self, t: &str) -> Result<String, String> {
@@ -91,7 +168,7 @@ impl Row<'_> {
         while let Some(start) = rest.find('{') {
             out.push_str(&rest[..start]);
             let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `{{` in template `{t}`"))? + start;
-            out.push_str(self.get(&rest[start + 1..end])?);
+            out.push_str(&self.get(&rest[start + 1..end])?);
             rest = &rest[end + 1..];
         }
         out.push_str(rest);
@@ -103,10 +180,13 @@ impl Row<'_> {
             Value::Template(t) => self.template(t),
             Value::Column { column, map, scale } => {
                 let raw = self.get(column)?;
+                // `"*"` in a map stands for any other value.
                 let mapped = if map.is_empty() {
-                    raw.to_owned()
+                    raw
                 } else {
-                    map.get(raw).cloned().ok_or_else(|| format!("{column}: `{raw}` is none of {:?}", map.keys().collect::<Vec<_>>()))?
+                    map.get(&raw).or_else(|| map.get("*")).cloned().ok_or_else(|| {
+                        format!("{column}: `{raw}` is none of {:?}", map.keys().collect::<Vec<_>>())
+                    })?
                 };
                 match scale {
                     None => Ok(mapped),
@@ -146,13 +226,25 @@ fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<Cr
         external_id: row.template(&r.external_id).map_err(at("external_id"))?,
         url: r.url.as_deref().map(|u| row.template(u)).transpose().map_err(at("url"))?,
         title: row.template(&r.title).map_err(at("title"))?,
-        body: r.body.as_deref().map(|b| row.template(b)).transpose().map_err(at("body"))?.unwrap_or_default(),
+        body: {
+            let mut body = r.body.as_deref().map(|b| row.template(b)).transpose().map_err(at("body"))?.unwrap_or_default();
+            if let Some(spec) = &r.details {
+                for line in list_lines(spec, row, "details")? {
+                    body.push('\n');
+                    body.push_str(&line);
+                }
+            }
+            body
+        },
         labels,
         filed_at: None,
         reporter: None,
         environment: None,
         paths: Vec::new(),
-        oracle: None,
+        oracle: match &r.oracle {
+            None => None,
+            Some(o) => Some(oracle(o, row)?),
+        },
     };
     let Some(a) = &m.attempt else { return Ok((report, None)) };
     let verdict: Verdict = parse("verdict", row.value(&a.verdict).map_err(at("verdict"))?)?;
@@ -171,7 +263,7 @@ fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<Cr
         report: Some(ReportKey { project: report.project.clone(), external_id: report.external_id.clone() }),
         goal: a.goal.unwrap_or_default(),
         agent: row.template(&a.agent).map_err(at("agent"))?,
-        model: None,
+        model: a.model.as_deref().map(|m| row.template(m)).transpose().map_err(at("model"))?,
         model_cutoff: None,
         started_at: None,
         ended_at: None,
@@ -194,9 +286,61 @@ fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<Cr
     Ok((report, Some(attempt)))
 }
 
+/// One line per item of a joined list.
+fn list_lines(spec: &ListSpec, row: &Row<'_>, what: &str) -> Result<Vec<String>, (String, String)> {
+    let field = spec.list.strip_prefix("join.").unwrap_or(&spec.list);
+    let items = row
+        .joined
+        .and_then(|j| j.get(field))
+        .and_then(serde_json::Value::as_array)
+        .ok_or_else(|| (what.to_owned(), format!("joined record has no list `{field}`")))?;
+    items.iter().map(|item| json_template(&spec.item, item).map_err(|e| (what.to_owned(), e))).collect()
+}
+
+fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::reports::Oracle, (String, String)> {
+    let tests = match &o.fail_to_pass {
+        Some(spec) => list_lines(spec, row, "oracle.fail_to_pass")?,
+        None => Vec::new(),
+    };
+    Ok(failpass_shared::api::reports::Oracle {
+        kind: o.kind,
+        source: o.source,
+        command: o.command.as_deref().map(|c| row.template(c)).transpose().map_err(|e| ("oracle.command".to_owned(), e))?,
+        fail_to_pass: tests,
+        pass_to_pass: Vec::new(),
+        signature: None,
+        repeats: None,
+        authoring_minutes: None,
+    })
+}
+
+/// Loads the join file into records by key.
+fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Result<HashMap<String, serde_json::Value>> {
+    let path = std::path::Path::new(&j.file);
+    let path = match input_dir {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("join file {}: {e}", path.display()))?;
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("join file {}: not a JSON array of objects: {e}", path.display()))?;
+    let mut out = HashMap::with_capacity(records.len());
+    for (i, r) in records.into_iter().enumerate() {
+        let key = json_template(&j.key, &r).map_err(|e| anyhow::anyhow!("join file {} record {}: {e}", path.display(), i + 1))?;
+        out.insert(key, r);
+    }
+    Ok(out)
+}
+
 /// Reads a CSV with a header row; each row becomes a report (and an attempt).
 /// Row numbers in rejections count the header as row 1.
-pub async fn import_csv<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>, mut input: R, mapping: &Mapping) -> anyhow::Result<()> {
+pub async fn import_csv<R: AsyncBufRead + Unpin>(
+    importer: &mut Importer<'_>,
+    mut input: R,
+    mapping: &Mapping,
+    input_dir: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
     let mut text = Vec::new();
     input.read_to_end(&mut text).await?;
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_slice());
@@ -213,7 +357,24 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>, mu
                 continue;
             }
         };
-        match convert(mapping, &Row { headers: &headers, cells: &cells }) {
+        let mut row = Row { headers: &headers, cells: &cells, joined: None };
+        if let (Some(j), Some(records)) = (&mapping.join, &joined) {
+            let key = match row.template(&j.on) {
+                Ok(k) => k,
+                Err(e) => {
+                    importer.reject(n, Some("join".into()), format!("row {n}: {e}"));
+                    continue;
+                }
+            };
+            match records.get(&key) {
+                Some(r) => row.joined = Some(r),
+                None => {
+                    importer.reject(n, Some("join".into()), format!("row {n}: no record `{key}` in the join file"));
+                    continue;
+                }
+            }
+        }
+        match convert(mapping, &row) {
             Ok((report, attempt)) => {
                 reports.push((n, report));
                 if let Some(a) = attempt {

@@ -215,6 +215,8 @@ pub struct ImportOptions {
     pub project: Option<String>,
     /// How a CSV's columns become reports and attempts (`--format csv`).
     pub mapping: Option<mapping::Mapping>,
+    /// Where the input file lives: a mapping's relative join file is looked up there.
+    pub input_dir: Option<std::path::PathBuf>,
 }
 
 /// Reads `input` in `format` and stores it.
@@ -246,7 +248,7 @@ where
         Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,
         Format::Csv => {
             let m = options.mapping.as_ref().ok_or_else(|| anyhow::anyhow!("--format csv needs --mapping FILE.toml"))?;
-            mapping::import_csv(importer, input, m).await?
+            mapping::import_csv(importer, input, m, options.input_dir.as_deref()).await?
         }
         Format::SwebenchLeaderboard => {
             let mut text = String::new();

@@ -280,3 +280,40 @@ fn mapping_errors_name_the_row_and_field() {
         assert!(summary.rejections[0].message.contains("no column `missing`"), "{:?}", summary.rejections);
     });
 }
+
+async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>, tempfile::TempDir, ImportSummary) {
+    let (s, dir) = sqlite_storage().await;
+    let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/libro_ranking_d4j.toml");
+    let input = real(file);
+    let options = failpass::import::ImportOptions {
+        mapping: Some(failpass::import::mapping::load(&mapping_path).unwrap()),
+        input_dir: input.parent().map(|p| p.to_path_buf()),
+        ..Default::default()
+    };
+    let routing = RoutingConfig::default();
+    let f = tokio::fs::File::open(&input).await.unwrap();
+    let mut importer = Importer::new(s.as_ref(), &routing);
+    run(&mut importer, Format::Csv, tokio::io::BufReader::new(f), &options).await.unwrap();
+    let summary = importer.finish().await.unwrap();
+    (s, dir, summary)
+}
+
+#[tokio::test]
+async fn the_shipped_libro_mapping_joins_defects4j_and_gives_251_and_149() {
+    let (s, _dir, summary) = import_libro("libro_ranking_d4j.csv").await;
+    assert_eq!(summary.rejected, 0, "{:?}", summary.rejections);
+    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    assert_eq!((fig[0].reports, fig[0].reports_reproduced), (570, 251), "MANIFEST.txt: 251 reproduced");
+    assert_eq!(fig[0].oracle_coverage, Some(1.0), "every bug has Defects4J's failing tests as its oracle");
+    let chart1 = s.find_report("coinse/defects4j", "Chart_1").await.unwrap().unwrap();
+    let o = s.get_report(chart1, &ProjectScope::All).await.unwrap().unwrap().oracle.unwrap();
+    assert_eq!(o.fail_to_pass, ["org.jfree.chart.renderer.category.junit.AbstractCategoryItemRendererTests::test2947660"]);
+
+    let (s, _dir, summary) = import_libro("libro_ranking_d4j_selected_th1.csv").await;
+    assert_eq!(summary.rejected, 0);
+    let mut q = ReportListQuery { limit: 500, ..Default::default() };
+    q.filter.label = Some("rank 1".into());
+    assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 149, "first-rank successes");
+    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    assert_eq!((fig[0].reports, fig[0].reports_reproduced), (350, 219));
+}
