@@ -40,7 +40,7 @@ pub struct RerouteArgs {
 pub struct ImportArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// ndjson, swebench-instances, swebench-leaderboard, github-issues or csv.
+    /// ndjson, swebench-instances, swebench-leaderboard, github-issues, csv or junit.
     #[arg(long)]
     pub format: String,
     /// The project (`owner/name`) for inputs that do not name one (`gh issue list` output).
@@ -49,6 +49,12 @@ pub struct ImportArgs {
     /// For `--format csv`: how columns become reports and attempts (see mappings/).
     #[arg(long)]
     pub mapping: Option<PathBuf>,
+    /// For `--format junit`: the attempt whose run the results are.
+    #[arg(long)]
+    pub attempt: Option<i64>,
+    /// For `--format junit`: `buggy` or `fixed`.
+    #[arg(long)]
+    pub environment: Option<String>,
     /// Routing rule configuration (TOML; see docs/routing.toml).
     #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
     pub routing_config: Option<PathBuf>,

@@ -38,7 +38,13 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
     });
     let mapping = args.mapping.as_deref().map(crate::import::mapping::load).transpose()?;
     let input_dir = (args.input != "-").then(|| std::path::Path::new(&args.input).parent().map(|p| p.to_path_buf())).flatten();
-    let options = ImportOptions { project: args.project.clone(), mapping, input_dir };
+    let environment = args
+        .environment
+        .as_deref()
+        .map(|e| e.parse::<failpass_shared::model::RunEnvironment>())
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--environment: {e}"))?;
+    let options = ImportOptions { project: args.project.clone(), mapping, input_dir, attempt: args.attempt, environment };
     run(&mut importer, format, input, &options).await.with_context(|| format!("importing {}", args.input))?;
     let summary = importer.finish().await?;
     let secs = started.elapsed().as_secs_f64();

@@ -9,6 +9,7 @@
 //! records before it stay stored). Line formats stream in constant memory.
 
 pub mod github;
+pub mod junit;
 pub mod mapping;
 pub mod swebench;
 
@@ -37,6 +38,8 @@ pub enum Format {
     GithubIssues,
     /// Any CSV, described by a mapping file (`--mapping`).
     Csv,
+    /// JUnit XML test results: one run of an attempt (`--attempt`, `--environment`).
+    Junit,
 }
 
 impl std::str::FromStr for Format {
@@ -48,8 +51,9 @@ impl std::str::FromStr for Format {
             "swebench-leaderboard" => Ok(Format::SwebenchLeaderboard),
             "github-issues" => Ok(Format::GithubIssues),
             "csv" => Ok(Format::Csv),
+            "junit" => Ok(Format::Junit),
             _ => Err(format!(
-                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues, csv"
+                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues, csv, junit"
             )),
         }
     }
@@ -78,6 +82,11 @@ impl<'a> Importer<'a> {
     pub fn on_progress(mut self, f: impl FnMut(&ImportSummary) + Send + 'a) -> Self {
         self.progress = Some(Box::new(f));
         self
+    }
+
+    /// Counts a record stored outside the batching paths (a run).
+    pub fn count(&mut self, outcome: Outcome) {
+        self.summary.count(outcome);
     }
 
     /// Counts a record that is deliberately not imported (a pull request).
@@ -217,6 +226,9 @@ pub struct ImportOptions {
     pub mapping: Option<mapping::Mapping>,
     /// Where the input file lives: a mapping's relative join file is looked up there.
     pub input_dir: Option<std::path::PathBuf>,
+    /// For JUnit results: the attempt the run belongs to and where it ran.
+    pub attempt: Option<i64>,
+    pub environment: Option<failpass_shared::model::RunEnvironment>,
 }
 
 /// Reads `input` in `format` and stores it.
@@ -246,6 +258,7 @@ where
         }
         Format::SwebenchInstances => swebench::import_instances(importer, input).await?,
         Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,
+        Format::Junit => junit::import_junit(importer, input, options.attempt, options.environment).await?,
         Format::Csv => {
             let m = options.mapping.as_ref().ok_or_else(|| anyhow::anyhow!("--format csv needs --mapping FILE.toml"))?;
             mapping::import_csv(importer, input, m, options.input_dir.as_deref()).await?

@@ -30,7 +30,17 @@ pub async fn import(
                 failpass_shared::api::projects::validate_slug(v).map_err(|e| ApiError::BadRequest(format!("project: {}", e.message)))?;
                 options.project = Some(v.to_owned());
             }
-            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: format, project"))),
+            "attempt" => {
+                options.attempt = Some(v.parse().map_err(|_| ApiError::BadRequest(format!("attempt: `{v}` is not an attempt id")))?)
+            }
+            "environment" => {
+                options.environment = Some(v.parse().map_err(|e: failpass_shared::error::ParseEnumError| ApiError::BadRequest(e.to_string()))?)
+            }
+            other => {
+                return Err(ApiError::BadRequest(format!(
+                    "{other}: unknown query parameter `{other}`; known: format, project, attempt, environment"
+                )))
+            }
         }
     }
     let stream = body.into_data_stream().map_err(std::io::Error::other);

@@ -317,3 +317,31 @@ async fn the_shipped_libro_mapping_joins_defects4j_and_gives_251_and_149() {
     let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
     assert_eq!((fig[0].reports, fig[0].reports_reproduced), (350, 219));
 }
+
+#[tokio::test]
+async fn junit_results_become_a_run_of_an_attempt() {
+    let app = spawn_app().await;
+    app.project("a/lib").await;
+    let report = app.report(json!({"project": "a/lib", "external_id": "1", "title": "logsumexp overflows",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest test_ops.py"}})).await;
+    let attempt = app.attempt(json!({"report_id": report, "agent": "x", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
+    let id = attempt["id"].as_i64().unwrap();
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-junit.xml");
+    let xml = std::fs::read_to_string(&fixture).unwrap();
+    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).body(xml.clone()).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let s: ImportSummary = r.json().await.unwrap();
+    assert_eq!((s.created, s.rejected), (1, 0));
+    let detail = app.get(&format!("/api/v1/attempts/{id}")).await.body;
+    let run = &detail["runs"][0];
+    assert_eq!(run["environment"], "buggy");
+    assert_eq!(run["exit_status"], 1);
+    assert_eq!(run["failing_tests"], json!(["test_ops::test_logsumexp_large", "test_ops::test_errors"]));
+    assert_eq!(run["passing_tests"].as_array().unwrap().len(), 3);
+    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt=9999&environment=fixed", app.base)).body(xml).send().await.unwrap();
+    let s: ImportSummary = r.json().await.unwrap();
+    assert_eq!((s.created, s.rejected), (0, 1));
+    assert_eq!(s.rejections[0].field.as_deref(), Some("attempt"));
+    assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", None, "<x/>").await, 400, "bad_request", "--attempt");
+    assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", None, "").await, 400, "bad_request", "environment");
+}

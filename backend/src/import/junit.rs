@@ -1,0 +1,179 @@
+//! JUnit XML (pytest `--junitxml`, Maven Surefire, …) → one run of an attempt:
+//! the failing and passing tests, the summed duration, and the failure
+//! messages as output (capped, with the cap recorded).
+
+use failpass_shared::api::import::Outcome;
+use failpass_shared::model::{RunEnvironment, RunTrigger};
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use tokio::io::{AsyncBufRead, AsyncReadExt};
+
+use super::Importer;
+use crate::db::{NewRun, StorageError};
+
+/// Bytes of failure text kept in a run's output.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+#[derive(Debug, Default, PartialEq)]
+pub struct Results {
+    pub failing: Vec<String>,
+    pub passing: Vec<String>,
+    pub skipped: u64,
+    pub duration_ms: i64,
+    pub output: String,
+    pub output_bytes: usize,
+}
+
+fn attr(e: &quick_xml::events::BytesStart<'_>, name: &[u8]) -> Option<String> {
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.as_ref() == name)
+        .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
+}
+
+/// Parses JUnit XML. Test ids are `classname::name`.
+pub fn parse(xml: &str) -> Result<Results, String> {
+    let mut reader = Reader::from_str(xml);
+    let mut r = Results::default();
+    let mut current: Option<(String, bool, bool)> = None; // (id, failed, skipped)
+    let mut in_failure = false;
+    loop {
+        match reader.read_event() {
+            Err(e) => return Err(format!("XML at byte {}: {e}", reader.buffer_position())),
+            Ok(Event::Eof) => break,
+            Ok(ev @ (Event::Start(_) | Event::Empty(_))) if matches!(&ev, Event::Start(e) | Event::Empty(e) if e.name().as_ref() == b"testcase") => {
+                let (Event::Start(e) | Event::Empty(e)) = &ev else { unreachable!() };
+                let class = attr(e, b"classname").unwrap_or_default();
+                let name = attr(e, b"name").ok_or("a <testcase> has no name")?;
+                let secs: f64 = attr(e, b"time").and_then(|t| t.parse().ok()).unwrap_or(0.0);
+                r.duration_ms += (secs * 1000.0).round() as i64;
+                let id = if class.is_empty() { name } else { format!("{class}::{name}") };
+                current = Some((id, false, false));
+                // A self-closing <testcase/> passed; an open one waits for its children.
+                if matches!(ev, Event::Empty(_)) {
+                    finish(&mut r, current.take());
+                }
+            }
+            Ok(Event::Start(e)) | Ok(Event::Empty(e)) if matches!(e.name().as_ref(), b"failure" | b"error") => {
+                if let Some(c) = current.as_mut() {
+                    c.1 = true;
+                    let msg = attr(&e, b"message").unwrap_or_default();
+                    push_output(&mut r, &format!("{}: {msg}\n", c.0));
+                }
+                in_failure = true;
+            }
+            Ok(Event::Start(e)) | Ok(Event::Empty(e)) if e.name().as_ref() == b"skipped" => {
+                if let Some(c) = current.as_mut() {
+                    c.2 = true;
+                }
+            }
+            Ok(Event::Text(t)) if in_failure => {
+                if let Ok(text) = t.decode() {
+                    push_output(&mut r, &text);
+                }
+            }
+            Ok(Event::End(e)) => match e.name().as_ref() {
+                b"failure" | b"error" => {
+                    in_failure = false;
+                    push_output(&mut r, "\n");
+                }
+                b"testcase" => finish(&mut r, current.take()),
+                _ => {}
+            },
+            Ok(_) => {}
+        }
+    }
+    Ok(r)
+}
+
+fn finish(r: &mut Results, case: Option<(String, bool, bool)>) {
+    match case {
+        Some((id, true, _)) => r.failing.push(id),
+        Some((_, false, true)) => r.skipped += 1,
+        Some((id, false, false)) => r.passing.push(id),
+        None => {}
+    }
+}
+
+fn push_output(r: &mut Results, text: &str) {
+    r.output_bytes += text.len();
+    let room = OUTPUT_CAP.saturating_sub(r.output.len());
+    if room > 0 {
+        let mut cut = text.len().min(room);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        r.output.push_str(&text[..cut]);
+    }
+}
+
+/// Stores the file's results as one run of `attempt_id`.
+pub async fn import_junit<R: AsyncBufRead + Unpin>(
+    importer: &mut Importer<'_>,
+    mut input: R,
+    attempt_id: Option<i64>,
+    environment: Option<RunEnvironment>,
+) -> anyhow::Result<()> {
+    let attempt_id = attempt_id.ok_or_else(|| anyhow::anyhow!("--format junit needs --attempt ID (the attempt the run belongs to)"))?;
+    let environment = environment.ok_or_else(|| anyhow::anyhow!("--format junit needs --environment buggy|fixed"))?;
+    let mut text = String::new();
+    input.read_to_string(&mut text).await?;
+    let r = match parse(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            importer.reject(1, None, e);
+            return Ok(());
+        }
+    };
+    let run = NewRun {
+        attempt_id,
+        trigger: RunTrigger::Initial,
+        environment,
+        exit_status: Some(if r.failing.is_empty() { 0 } else { 1 }),
+        timed_out: false,
+        duration_ms: r.duration_ms,
+        output_truncated: r.output_bytes > r.output.len(),
+        output_bytes: r.output_bytes as i64,
+        output: r.output,
+        failing_tests: r.failing,
+        passing_tests: r.passing,
+        runner_id: Some("junit-import".into()),
+    };
+    match importer.storage().create_run(&run).await {
+        Ok(_) => importer.count(Outcome::Created),
+        Err(StorageError::NotFound(what)) => importer.reject(1, Some("attempt".into()), format!("{what} does not exist")),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytest_junit_output() {
+        let xml = include_str!("../../tests/fixtures/pytest-junit.xml");
+        let r = parse(xml).unwrap();
+        assert_eq!(r.failing, ["test_ops::test_logsumexp_large", "test_ops::test_errors"]);
+        assert_eq!(r.passing, ["test_ops::test_logsumexp_small", "test_ops::test_sum_axis[1]", "test_ops::test_sum_axis[2]"]);
+        assert_eq!(r.skipped, 1);
+        assert!(r.output.contains("OverflowError: math range error"), "{}", r.output);
+        assert!(r.output.contains("ValueError: bad shape (3, 4)"));
+    }
+
+    #[test]
+    fn broken_xml_is_an_error_with_a_position() {
+        let e = parse("<testsuite><testcase name=\"a\"></testsuite>").unwrap_err();
+        assert!(e.starts_with("XML at byte"), "{e}");
+        assert!(parse("<testsuite><testcase classname=\"x\"/></testsuite>").unwrap_err().contains("no name"));
+    }
+
+    #[test]
+    fn output_is_capped_and_the_cap_recorded() {
+        let mut r = Results::default();
+        push_output(&mut r, &"é".repeat(OUTPUT_CAP));
+        assert!(r.output.len() <= OUTPUT_CAP);
+        assert_eq!(r.output_bytes, 2 * OUTPUT_CAP);
+    }
+}
