@@ -40,13 +40,13 @@ pub struct RerouteArgs {
 pub struct ImportArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// ndjson, swebench-instances, swebench-leaderboard, github-issues, csv or junit.
+    /// ndjson, swebench-instances, swebench-leaderboard, github-issues, csv, json or junit.
     #[arg(long)]
     pub format: String,
     /// The project (`owner/name`) for inputs that do not name one (`gh issue list` output).
     #[arg(long)]
     pub project: Option<String>,
-    /// For `--format csv`: how columns become reports and attempts (see mappings/).
+    /// For `--format csv|json`: how columns become reports and attempts (see mappings/).
     #[arg(long)]
     pub mapping: Option<PathBuf>,
     /// For `--format junit`: the attempt whose run the results are.

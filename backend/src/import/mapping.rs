@@ -4,7 +4,6 @@
 //! `map` of values and a numeric `scale`. See mappings/ for shipped examples.
 
 use std::collections::HashMap;
-use std::collections::HashSet;
 
 use failpass_shared::api::attempts::{CreateAttemptRequest, ReportKey};
 use failpass_shared::api::import::ImportRecord;
@@ -117,10 +116,15 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Mapping> {
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("mapping {}: {e}", path.display()))
 }
 
+/// One input record: a CSV row, or a JSON object whose fields are the columns.
 struct Row<'a> {
-    headers: &'a [String],
-    cells: &'a csv::StringRecord,
+    source: Source<'a>,
     joined: Option<&'a serde_json::Value>,
+}
+
+enum Source<'a> {
+    Csv { headers: &'a [String], cells: &'a csv::StringRecord },
+    Json(&'a serde_json::Value),
 }
 
 /// A JSON field as text: strings as they are, numbers and booleans printed.
@@ -158,8 +162,17 @@ impl Row<'_> {
             let rec = self.joined.ok_or_else(|| "no joined record for this row".to_owned())?;
             return rec.get(field).and_then(json_text).ok_or_else(|| format!("joined record has no field `{field}`"));
         }
-        let i = self.headers.iter().position(|h| h == column).ok_or_else(|| format!("no column `{column}`"))?;
-        Ok(self.cells.get(i).unwrap_or_default().trim().to_owned())
+        match &self.source {
+            Source::Csv { headers, cells } => {
+                let i = headers.iter().position(|h| h == column).ok_or_else(|| format!("no column `{column}`"))?;
+                Ok(cells.get(i).unwrap_or_default().trim().to_owned())
+            }
+            Source::Json(obj) => match obj.get(column) {
+                None => Err(format!("no field `{column}`")),
+                Some(serde_json::Value::Null) => Ok(String::new()),
+                Some(v) => json_text(v).ok_or_else(|| format!("field `{column}` is not text or a number")),
+            },
+        }
     }
 
     fn template(&self, t: &str) -> Result<String, String> {
@@ -332,6 +345,54 @@ fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Re
     Ok(out)
 }
 
+/// Joins, converts and queues one row; rejections name row `n`.
+fn take_row<'a>(
+    importer: &mut Importer<'_>,
+    mapping: &Mapping,
+    joined: Option<&'a HashMap<String, serde_json::Value>>,
+    n: u64,
+    mut row: Row<'a>,
+    reports: &mut Vec<(u64, CreateReportRequest)>,
+    attempts: &mut Vec<(u64, CreateAttemptRequest)>,
+) {
+    if let (Some(j), Some(records)) = (&mapping.join, joined) {
+        let key = match row.template(&j.on) {
+            Ok(k) => k,
+            Err(e) => return importer.reject(n, Some("join".into()), format!("row {n}: {e}")),
+        };
+        match records.get(&key) {
+            Some(r) => row.joined = Some(r),
+            None => return importer.reject(n, Some("join".into()), format!("row {n}: no record `{key}` in the join file")),
+        }
+    }
+    match convert(mapping, &row) {
+        Ok((report, attempt)) => {
+            reports.push((n, report));
+            if let Some(a) = attempt {
+                attempts.push((n, a));
+            }
+        }
+        Err((field, message)) => importer.reject(n, Some(field), format!("row {n}: {message}")),
+    }
+}
+
+/// Stores the project, then the reports, then the attempts of a mapped file.
+async fn store(
+    importer: &mut Importer<'_>,
+    mapping: &Mapping,
+    reports: Vec<(u64, CreateReportRequest)>,
+    attempts: Vec<(u64, CreateAttemptRequest)>,
+) -> anyhow::Result<()> {
+    importer
+        .push(0, ImportRecord::Project(CreateProjectRequest { slug: mapping.project.clone(), name: None, description: None, public: true }))
+        .await?;
+    importer.push_reports(reports).await?;
+    for (n, a) in attempts {
+        importer.push(n, ImportRecord::Attempt(a)).await?;
+    }
+    Ok(())
+}
+
 /// Reads a CSV with a header row; each row becomes a report (and an attempt).
 /// Row numbers in rejections count the header as row 1.
 pub async fn import_csv<R: AsyncBufRead + Unpin>(
@@ -345,53 +406,51 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
     input.read_to_end(&mut text).await?;
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_slice());
     let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
-    let mut seen_project = HashSet::new();
-    let mut reports = Vec::new();
-    let mut attempts = Vec::new();
+    let (mut reports, mut attempts) = (Vec::new(), Vec::new());
     for (i, rec) in reader.records().enumerate() {
         let n = i as u64 + 2;
-        let cells = match rec {
-            Ok(c) => c,
-            Err(e) => {
-                importer.reject(n, None, format!("row {n}: {e}"));
-                continue;
+        match rec {
+            Ok(cells) => {
+                let row = Row { source: Source::Csv { headers: &headers, cells: &cells }, joined: None };
+                take_row(importer, mapping, joined.as_ref(), n, row, &mut reports, &mut attempts);
             }
-        };
-        let mut row = Row { headers: &headers, cells: &cells, joined: None };
-        if let (Some(j), Some(records)) = (&mapping.join, &joined) {
-            let key = match row.template(&j.on) {
-                Ok(k) => k,
-                Err(e) => {
-                    importer.reject(n, Some("join".into()), format!("row {n}: {e}"));
-                    continue;
-                }
-            };
-            match records.get(&key) {
-                Some(r) => row.joined = Some(r),
-                None => {
-                    importer.reject(n, Some("join".into()), format!("row {n}: no record `{key}` in the join file"));
-                    continue;
-                }
-            }
-        }
-        match convert(mapping, &row) {
-            Ok((report, attempt)) => {
-                reports.push((n, report));
-                if let Some(a) = attempt {
-                    attempts.push((n, a));
-                }
-            }
-            Err((field, message)) => importer.reject(n, Some(field), format!("row {n}: {message}")),
+            Err(e) => importer.reject(n, None, format!("row {n}: {e}")),
         }
     }
-    if seen_project.insert(mapping.project.clone()) {
-        importer
-            .push(0, ImportRecord::Project(CreateProjectRequest { slug: mapping.project.clone(), name: None, description: None, public: true }))
-            .await?;
+    store(importer, mapping, reports, attempts).await
+}
+
+/// Reads JSON records (an array of objects, or one object per line); fields
+/// are the mapping's columns. Record numbers count from 1 (lines for JSON Lines).
+pub async fn import_json<R: AsyncBufRead + Unpin>(
+    importer: &mut Importer<'_>,
+    mut input: R,
+    mapping: &Mapping,
+    input_dir: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
+    let mut text = String::new();
+    input.read_to_string(&mut text).await?;
+    let records: Vec<(u64, Result<serde_json::Value, String>)> = if text.trim_start().starts_with('[') {
+        let items: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array: {e}"))?;
+        items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()
+    } else {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i as u64 + 1, serde_json::from_str(l).map_err(|e| e.to_string())))
+            .collect()
+    };
+    let (mut reports, mut attempts) = (Vec::new(), Vec::new());
+    for (n, value) in &records {
+        match value {
+            Ok(v) if v.is_object() => {
+                let row = Row { source: Source::Json(v), joined: None };
+                take_row(importer, mapping, joined.as_ref(), *n, row, &mut reports, &mut attempts);
+            }
+            Ok(_) => importer.reject(*n, None, format!("record {n}: not a JSON object")),
+            Err(e) => importer.reject(*n, None, format!("record {n}: {e}")),
+        }
     }
-    importer.push_reports(reports).await?;
-    for (n, a) in attempts {
-        importer.push(n, ImportRecord::Attempt(a)).await?;
-    }
-    Ok(())
+    store(importer, mapping, reports, attempts).await
 }

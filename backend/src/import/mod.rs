@@ -38,6 +38,8 @@ pub enum Format {
     GithubIssues,
     /// Any CSV, described by a mapping file (`--mapping`).
     Csv,
+    /// Any JSON array (or JSON Lines) of objects, described by a mapping file.
+    Json,
     /// JUnit XML test results: one run of an attempt (`--attempt`, `--environment`).
     Junit,
 }
@@ -51,9 +53,10 @@ impl std::str::FromStr for Format {
             "swebench-leaderboard" => Ok(Format::SwebenchLeaderboard),
             "github-issues" => Ok(Format::GithubIssues),
             "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
             "junit" => Ok(Format::Junit),
             _ => Err(format!(
-                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues, csv, junit"
+                "unknown format `{s}`, expected one of: ndjson, swebench-instances, swebench-leaderboard, github-issues, csv, json, junit"
             )),
         }
     }
@@ -259,9 +262,14 @@ where
         Format::SwebenchInstances => swebench::import_instances(importer, input).await?,
         Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,
         Format::Junit => junit::import_junit(importer, input, options.attempt, options.environment).await?,
-        Format::Csv => {
-            let m = options.mapping.as_ref().ok_or_else(|| anyhow::anyhow!("--format csv needs --mapping FILE.toml"))?;
-            mapping::import_csv(importer, input, m, options.input_dir.as_deref()).await?
+        Format::Csv | Format::Json => {
+            let m = options.mapping.as_ref().ok_or_else(|| anyhow::anyhow!("--format csv and json need --mapping FILE.toml"))?;
+            let dir = options.input_dir.as_deref();
+            if format == Format::Csv {
+                mapping::import_csv(importer, input, m, dir).await?
+            } else {
+                mapping::import_json(importer, input, m, dir).await?
+            }
         }
         Format::SwebenchLeaderboard => {
             let mut text = String::new();

@@ -12,9 +12,14 @@ use serde_json::json;
 
 use crate::helpers::{assert_error, spawn_app, sqlite_storage};
 
+/// The team's real data: `shared/data/real` beside the checkout (as CI lays it
+/// out), or wherever `FAILPASS_SHARED_DATA` points.
 fn real(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/real").join(name);
-    assert!(p.exists(), "{} is missing: the team's shared/ folder must sit beside the checkout", p.display());
+    let dir = std::env::var_os("FAILPASS_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/real"));
+    let p = dir.join(name);
+    assert!(p.exists(), "{} is missing: the team's shared/ folder must sit beside the checkout (or set FAILPASS_SHARED_DATA)", p.display());
     p
 }
 
@@ -254,7 +259,8 @@ async fn the_shipped_dl_bug_mapping_gives_85_of_102() {
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 34, "framework kept as a label");
     q.filter.label = Some("Training Bug".into());
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 29, "bug type kept as a label");
-    let a = s.list_attempts(&Default::default(), &ProjectScope::All).await.unwrap().items;
+    let a = s.list_attempts(&failpass_shared::api::attempts::AttemptListQuery { limit: 500, ..Default::default() }, &ProjectScope::All).await.unwrap().items;
+    assert_eq!(a.len(), 102);
     assert!(a.iter().all(|a| a.agent == "human" && a.wall_seconds.is_some_and(|w| w >= 60.0)), "Time Taken is minutes");
 }
 
@@ -344,4 +350,33 @@ async fn junit_results_become_a_run_of_an_attempt() {
     assert_eq!(s.rejections[0].field.as_deref(), Some("attempt"));
     assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", None, "<x/>").await, 400, "bad_request", "--attempt");
     assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", None, "").await, 400, "bad_request", "environment");
+}
+
+#[tokio::test]
+async fn json_records_take_the_same_mappings_as_csv() {
+    let (s, _dir) = sqlite_storage().await;
+    let m: failpass::import::mapping::Mapping = toml::from_str(
+        "project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"Bug {id}\"\nlabels = [\"{framework}\"]\n\
+         [attempt]\nagent = \"human\"\nverdict_source = \"human\"\nverdict = { column = \"ok\", map = { true = \"reproduced\", false = \"not_reproduced\" } }\n\
+         wall_seconds = { column = \"minutes\", scale = 60 }\n",
+    )
+    .unwrap();
+    let options = failpass::import::ImportOptions { mapping: Some(m), ..Default::default() };
+    let routing = RoutingConfig::default();
+    for input in [
+        r#"[{"id": 1, "framework": "jax", "ok": true, "minutes": 5}, {"id": 2, "framework": null, "ok": false, "minutes": 1.5}, 7]"#,
+        "{\"id\": 1, \"framework\": \"jax\", \"ok\": true, \"minutes\": 5}\n{\"id\": 2, \"framework\": null, \"ok\": false, \"minutes\": 1.5}\n7\n",
+    ] {
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        run(&mut importer, Format::Json, input.as_bytes(), &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejected, 1, "{:?}", summary.rejections);
+        assert_eq!(summary.rejections[0].record, 3);
+        assert!(summary.rejections[0].message.contains("not a JSON object"));
+    }
+    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    assert_eq!((fig[0].reports, fig[0].reports_reproduced), (2, 1), "the second import changed nothing");
+    let a = s.list_attempts(&Default::default(), &ProjectScope::All).await.unwrap().items;
+    assert_eq!(a.len(), 2);
+    assert!(a.iter().any(|a| a.wall_seconds == Some(90.0)));
 }

@@ -259,7 +259,7 @@ pub struct AttemptDetail {
 }
 
 /// `GET /api/v1/attempts` parameters; newest first, keyset-paged on id.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptListQuery {
     pub report_id: Option<i64>,
     pub project: Option<String>,
@@ -271,12 +271,19 @@ pub struct AttemptListQuery {
     pub cursor: Option<String>,
 }
 
+impl Default for AttemptListQuery {
+    /// No filter, the default page size (a zero limit would be an empty page).
+    fn default() -> Self {
+        Self { report_id: None, project: None, agent: None, model: None, verdict: None, goal: None, limit: DEFAULT_LIMIT, cursor: None }
+    }
+}
+
 impl AttemptListQuery {
     pub fn from_pairs<'a, I>(pairs: I) -> Result<Self, FieldError>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
-        let mut q = Self { limit: DEFAULT_LIMIT, ..Self::default() };
+        let mut q = Self::default();
         for (k, v) in pairs {
             let val = non_empty(v);
             match k {
