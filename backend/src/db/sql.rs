@@ -150,6 +150,10 @@ impl PreparedAttempt {
     }
 }
 
+pub fn no_project(slug: &str) -> StorageError {
+    StorageError::invalid("project", format!("no project `{slug}`; create it first (POST /api/v1/projects)"))
+}
+
 /// A deterministic grade needs something deterministic to grade by.
 pub fn check_grading(req: &failpass_shared::api::attempts::CreateAttemptRequest, report_has_oracle: bool) -> StorageResult<()> {
     use failpass_shared::model::{Verdict, VerdictSource};
@@ -239,9 +243,7 @@ macro_rules! impl_storage {
                     .bind(slug)
                     .fetch_optional(&mut **tx)
                     .await?;
-                id.ok_or_else(|| {
-                    crate::db::StorageError::invalid("project", format!("no project `{slug}`; create it first (POST /api/v1/projects)"))
-                })
+                id.ok_or_else(|| crate::db::sql::no_project(slug))
             }
 
             /// Inserts a report (`existing` = None) or rewrites one in place, with
@@ -307,12 +309,12 @@ macro_rules! impl_storage {
                 if existing.is_some() {
                     sqlx::query("DELETE FROM report_labels WHERE report_id = $1").bind(id).execute(&mut **tx).await?;
                 }
-                for label in &labels {
-                    sqlx::query("INSERT INTO report_labels (report_id, label) VALUES ($1, $2)")
-                        .bind(id)
-                        .bind(label)
-                        .execute(&mut **tx)
-                        .await?;
+                if !labels.is_empty() {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("INSERT INTO report_labels (report_id, label) ");
+                    qb.push_values(&labels, |mut b, label| {
+                        b.push_bind(id).push_bind(label.clone());
+                    });
+                    qb.build().execute(&mut **tx).await?;
                 }
                 Self::write_oracle(tx, id, d.oracle.as_ref(), existing.is_some()).await?;
                 if existing.is_some() {
@@ -688,39 +690,56 @@ macro_rules! impl_storage {
                 news: &[crate::db::NewReport],
             ) -> crate::db::StorageResult<Vec<crate::db::StorageResult<failpass_shared::api::import::Outcome>>> {
                 use failpass_shared::api::import::Outcome;
+                use std::collections::HashMap;
                 let mut tx = self.write.begin().await?;
-                let mut projects: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
-                let mut out = Vec::with_capacity(news.len());
+                // Project ids, then every existing (project, external id) of the batch, in few queries.
+                let mut projects: HashMap<String, Option<i64>> = HashMap::new();
                 for new in news {
-                    let slug = &new.request.project;
-                    let project_id = match projects.get(slug) {
-                        Some(id) => *id,
-                        None => match Self::project_id(&mut tx, slug).await {
-                            Ok(id) => {
-                                projects.insert(slug.clone(), id);
-                                id
-                            }
-                            Err(e) => {
-                                out.push(Err(e));
-                                continue;
-                            }
-                        },
-                    };
-                    let hash = failpass_shared::hash::content_hash(&new.request);
-                    let existing: Option<(i64, Option<String>)> =
-                        sqlx::query_as("SELECT id, content_hash FROM reports WHERE project_id = $1 AND external_id = $2")
-                            .bind(project_id)
-                            .bind(new.request.external_id.trim())
+                    if !projects.contains_key(&new.request.project) {
+                        let id: Option<i64> = sqlx::query_scalar("SELECT id FROM projects WHERE slug = $1")
+                            .bind(&new.request.project)
                             .fetch_optional(&mut *tx)
                             .await?;
-                    let outcome = match existing {
-                        Some((_, Some(h))) if h == hash => Outcome::Unchanged,
+                        projects.insert(new.request.project.clone(), id);
+                    }
+                }
+                let mut existing: HashMap<(i64, String), (i64, Option<String>)> = HashMap::new();
+                for (slug, id) in &projects {
+                    let Some(project_id) = id else { continue };
+                    let externals: Vec<&str> =
+                        news.iter().filter(|n| &n.request.project == slug).map(|n| n.request.external_id.trim()).collect();
+                    for chunk in externals.chunks(500) {
+                        let mut qb = sqlx::QueryBuilder::<$db>::new("SELECT id, external_id, content_hash FROM reports WHERE project_id = ");
+                        qb.push_bind(*project_id).push(" AND external_id IN (");
+                        let mut sep = qb.separated(", ");
+                        for e in chunk {
+                            sep.push_bind((*e).to_owned());
+                        }
+                        qb.push(")");
+                        for (id, ext, hash) in qb.build_query_as::<(i64, String, Option<String>)>().fetch_all(&mut *tx).await? {
+                            existing.insert((*project_id, ext), (id, hash));
+                        }
+                    }
+                }
+                let mut out = Vec::with_capacity(news.len());
+                for new in news {
+                    let Some(project_id) = projects[&new.request.project] else {
+                        out.push(Err(crate::db::sql::no_project(&new.request.project)));
+                        continue;
+                    };
+                    let hash = failpass_shared::hash::content_hash(&new.request);
+                    let key = (project_id, new.request.external_id.trim().to_owned());
+                    let outcome = match existing.get(&key) {
+                        Some((_, Some(h))) if *h == hash => Outcome::Unchanged,
                         Some((id, _)) => {
+                            let id = *id;
                             Self::write_report(&mut tx, Some(id), project_id, new, &hash).await?;
+                            existing.insert(key, (id, Some(hash)));
                             Outcome::Updated
                         }
                         None => {
-                            Self::write_report(&mut tx, None, project_id, new, &hash).await?;
+                            let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
+                            existing.insert(key, (id, Some(hash)));
                             Outcome::Created
                         }
                     };
