@@ -41,18 +41,11 @@ pub fn parse(xml: &str) -> Result<Results, String> {
         match reader.read_event() {
             Err(e) => return Err(format!("XML at byte {}: {e}", reader.buffer_position())),
             Ok(Event::Eof) => break,
-            Ok(ev @ (Event::Start(_) | Event::Empty(_))) if matches!(&ev, Event::Start(e) | Event::Empty(e) if e.name().as_ref() == b"testcase") => {
-                let (Event::Start(e) | Event::Empty(e)) = &ev else { unreachable!() };
-                let class = attr(e, b"classname").unwrap_or_default();
-                let name = attr(e, b"name").ok_or("a <testcase> has no name")?;
-                let secs: f64 = attr(e, b"time").and_then(|t| t.parse().ok()).unwrap_or(0.0);
-                r.duration_ms += (secs * 1000.0).round() as i64;
-                let id = if class.is_empty() { name } else { format!("{class}::{name}") };
-                current = Some((id, false, false));
-                // A self-closing <testcase/> passed; an open one waits for its children.
-                if matches!(ev, Event::Empty(_)) {
-                    finish(&mut r, current.take());
-                }
+            // An open <testcase> waits for its children; a self-closing one passed.
+            Ok(Event::Start(e)) if e.name().as_ref() == b"testcase" => current = Some(start_case(&e, &mut r)?),
+            Ok(Event::Empty(e)) if e.name().as_ref() == b"testcase" => {
+                let case = start_case(&e, &mut r)?;
+                finish(&mut r, Some(case));
             }
             Ok(Event::Start(e)) | Ok(Event::Empty(e)) if matches!(e.name().as_ref(), b"failure" | b"error") => {
                 if let Some(c) = current.as_mut() {
@@ -84,6 +77,16 @@ pub fn parse(xml: &str) -> Result<Results, String> {
         }
     }
     Ok(r)
+}
+
+/// A test case's id (`classname::name`), adding its time to the total.
+fn start_case(e: &quick_xml::events::BytesStart<'_>, r: &mut Results) -> Result<(String, bool, bool), String> {
+    let class = attr(e, b"classname").unwrap_or_default();
+    let name = attr(e, b"name").ok_or("a <testcase> has no name")?;
+    let secs: f64 = attr(e, b"time").and_then(|t| t.parse().ok()).unwrap_or(0.0);
+    r.duration_ms += (secs * 1000.0).round() as i64;
+    let id = if class.is_empty() { name } else { format!("{class}::{name}") };
+    Ok((id, false, false))
 }
 
 fn finish(r: &mut Results, case: Option<(String, bool, bool)>) {
