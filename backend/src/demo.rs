@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use failpass_shared::api::attempts::{CreateAttemptRequest, Signal, Signals};
+use failpass_shared::api::import::AgentRecord;
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::{CreateReportRequest, Oracle};
 use failpass_shared::model::{
@@ -399,5 +400,20 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             summary.attempts += 1;
         }
     }
+    // A published claim beside the team's own rows, so the stated-against-computed view has something to say.
+    storage
+        .import_agents(&[AgentRecord {
+            name: "repgen".into(),
+            source: Some("paper: RepGen, 85 of 106 DL bugs with an LLM-assisted final verdict".into()),
+            model: Some("gpt-4o-2024-08-06".into()),
+            date: None,
+            stated_rate: Some(0.8019),
+            stated_instances: None,
+            stated_cost_usd: None,
+            stated_instance_cost_usd: None,
+            stated_instance_calls: None,
+            notes: Some("a different benchmark: the gap is expected, and worth watching".into()),
+        }])
+        .await?;
     Ok(summary)
 }

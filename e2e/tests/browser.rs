@@ -270,3 +270,17 @@ async fn report_page_and_narrow_screen() {
     h.screenshot("overview-390.png").await;
     h.finish().await;
 }
+
+#[tokio::test]
+async fn regimes_page_shows_stated_against_computed_agent_figures() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1000).await;
+    let agents: Vec<failpass_shared::api::import::AgentFigures> = h.api("/api/v1/agents").await;
+    let repgen = agents.iter().find(|a| a.agent.name == "repgen").expect("the demo states a figure for repgen");
+    assert!(!repgen.discrepancies.is_empty(), "the demo's claim differs from its rows");
+    h.client.goto(&format!("{}/regimes", h.base)).await.unwrap();
+    let cell = h.text("agent-discrepancies").await;
+    assert_eq!(cell, repgen.discrepancies.join("\n"), "the page names the same discrepancy as the API");
+    h.screenshot("regimes-agents.png").await;
+    h.finish().await;
+}

@@ -40,6 +40,10 @@ pub async fn projects() -> Result<Vec<Project>, ClientError> {
     get_json("/api/v1/projects").await
 }
 
+pub async fn agents() -> Result<Vec<failpass_shared::api::import::AgentFigures>, ClientError> {
+    get_json("/api/v1/agents").await
+}
+
 pub async fn figures(query: &FiguresQuery) -> Result<FiguresResponse, ClientError> {
     get_json(&format!("/api/v1/figures?{}", to_query_string(&query.pairs()))).await
 }

@@ -1,3 +1,4 @@
+pub mod agents;
 pub mod overview;
 pub mod planned;
 pub mod queue;

@@ -19,10 +19,13 @@ fn Planned(title: &'static str, what: &'static str, links: Vec<(&'static str, &'
 
 #[component]
 pub fn RegimesPage() -> impl IntoView {
-    view! { <Planned title="Regimes"
-        what="Reproduction rate by route, agent and model, harness against patch logic, vague against clear, and reports filed before against after each model's training cutoff."
-        links=vec![("/api/v1/figures?group_by=agent", "rate by agent"), ("/api/v1/figures?group_by=model", "rate by model"),
-                   ("/api/v1/figures?group_by=category", "harness against patch logic"), ("/api/v1/figures?group_by=cutoff", "contamination split")]/> }
+    view! {
+        <Planned title="Regimes"
+            what="Reproduction rate by route, agent and model, harness against patch logic, vague against clear, and reports filed before against after each model's training cutoff."
+            links=vec![("/api/v1/figures?group_by=agent", "rate by agent"), ("/api/v1/figures?group_by=model", "rate by model"),
+                       ("/api/v1/figures?group_by=category", "harness against patch logic"), ("/api/v1/figures?group_by=cutoff", "contamination split")]/>
+        <super::agents::AgentsTable/>
+    }
 }
 
 #[component]
