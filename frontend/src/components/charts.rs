@@ -35,14 +35,15 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(52)
-        .build_cartesian_2d((0..last).into_segmented(), 0f64..118f64)?;
+        .build_cartesian_2d((0..last).into_segmented(), 0f64..134f64)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .light_line_style(TRANSPARENT)
         .y_desc("Reproduction rate (%)")
         .x_desc("Route")
-        // Headroom above 100% holds the legend; no tick is drawn there.
+        // Headroom above 100% holds the bar labels (up to ~110) and, above them,
+        // the legend; no tick is drawn there.
         .y_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.key.replace('_', " ")).unwrap_or_default(),
