@@ -1063,37 +1063,32 @@ macro_rules! impl_storage {
                         existing.insert((agent, report_id, key), (id, hash.unwrap_or_default()));
                     }
                 }
-                let mut fresh = Vec::new();
+                // New attempts to insert; a key repeated inside the batch replaces its
+                // pending row (the later line wins), so only the last version is stored.
+                let mut to_insert: Vec<crate::db::sql::PreparedAttempt> = Vec::new();
+                let mut pending: HashMap<(String, i64, String), usize> = HashMap::new();
                 let mut touched: Vec<i64> = Vec::new();
                 for (i, p) in prepared {
                     let key = (p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default());
+                    if let Some(&slot) = pending.get(&key) {
+                        let same = to_insert[slot].content_hash == p.content_hash;
+                        results[i] = Ok(if same { Outcome::Unchanged } else { Outcome::Updated });
+                        to_insert[slot] = p;
+                        continue;
+                    }
                     match existing.get(&key) {
                         Some((_, hash)) if *hash == p.content_hash => results[i] = Ok(Outcome::Unchanged),
                         Some((id, _)) => {
-                            Self::update_attempt(&mut tx, *id, &p).await?;
+                            let id = *id;
+                            Self::update_attempt(&mut tx, id, &p).await?;
                             touched.push(p.report_id);
-                            existing.insert(key, (*id, p.content_hash.clone()));
+                            existing.insert(key, (id, p.content_hash.clone()));
                             results[i] = Ok(Outcome::Updated);
                         }
                         None => {
-                            // A key repeated inside the batch: the later line wins.
-                            existing.insert(key, (-1, p.content_hash.clone()));
-                            fresh.push((i, p));
+                            pending.insert(key, to_insert.len());
+                            to_insert.push(p);
                         }
-                    }
-                }
-                // Duplicates inside the batch: keep the last of each key.
-                let mut last: HashMap<(String, i64, String), usize> = HashMap::new();
-                for (n, (_, p)) in fresh.iter().enumerate() {
-                    last.insert((p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default()), n);
-                }
-                let mut to_insert = Vec::with_capacity(fresh.len());
-                for (n, (i, p)) in fresh.into_iter().enumerate() {
-                    let k = (p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default());
-                    if last.get(&k) == Some(&n) {
-                        to_insert.push(p);
-                    } else {
-                        results[i] = Ok(Outcome::Updated);
                     }
                 }
                 for chunk in to_insert.chunks(crate::db::sql::ATTEMPT_INSERT_CHUNK) {

@@ -104,18 +104,10 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>,
         let next = match values.next() {
             Some(item) => Some(item),
             None if first == Some(b'[') => None,
-            None => {
-                line.clear();
-                if input.read_line(&mut line).await? == 0 {
-                    None
-                } else {
-                    n += 1;
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}"))))
-                }
-            }
+            None => match super::next_line(&mut input, &mut line, &mut n).await? {
+                false => None,
+                true => Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}")))),
+            },
         };
         let Some((n, value)) = next else { break };
         match value {

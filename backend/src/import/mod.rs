@@ -241,19 +241,9 @@ where
 {
     match format {
         Format::Ndjson => {
-            let mut line = String::new();
-            let mut n = 0u64;
-            loop {
-                line.clear();
-                if input.read_line(&mut line).await? == 0 {
-                    break;
-                }
-                n += 1;
-                let text = line.trim();
-                if text.is_empty() {
-                    continue;
-                }
-                match parse_record(text) {
+            let (mut line, mut n) = (String::new(), 0u64);
+            while next_line(&mut input, &mut line, &mut n).await? {
+                match parse_record(line.trim()) {
                     Ok(record) => importer.push(n, record).await?,
                     Err(e) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
                 }
@@ -278,6 +268,21 @@ where
         }
     }
     Ok(())
+}
+
+/// Reads the next non-blank line into `line`; `n` counts every line read, so
+/// it is the line number for messages. `false` at the end of the input.
+pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(input: &mut R, line: &mut String, n: &mut u64) -> std::io::Result<bool> {
+    loop {
+        line.clear();
+        if input.read_line(line).await? == 0 {
+            return Ok(false);
+        }
+        *n += 1;
+        if !line.trim().is_empty() {
+            return Ok(true);
+        }
+    }
 }
 
 /// Parses one NDJSON record. Lines that start `{"kind":"attempt",` (the bulk

@@ -11,7 +11,7 @@ use failpass_shared::api::reports::{CreateReportRequest, Oracle};
 use failpass_shared::model::{Goal, OracleKind, OracleSource, Verdict, VerdictSource};
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _};
 
 use super::{json_field, Importer};
 
@@ -150,17 +150,8 @@ pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'
             }
         }
     } else {
-        let mut line = String::new();
-        let mut n = 0u64;
-        loop {
-            line.clear();
-            if input.read_line(&mut line).await? == 0 {
-                break;
-            }
-            n += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
+        let (mut line, mut n) = (String::new(), 0u64);
+        while super::next_line(&mut input, &mut line, &mut n).await? {
             if let Some(r) = handle(n, serde_json::from_str(line.trim()), importer) {
                 batch.push(r);
             }

@@ -347,6 +347,7 @@ async fn attempts_runs_and_natural_keys() {
         assert!(matches!(err, StorageError::Invalid { ref field, .. } if field == "verdict_source"), "{err}");
         let batch = s.import_attempts(std::slice::from_ref(&req)).await.unwrap();
         assert!(matches!(batch[0], Err(StorageError::Invalid { .. })), "the import path applies the same rule");
+
         let rep = s.get_report(r, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(rep.summary.attempts, 2);
         assert!((rep.summary.cost_usd - 1.75).abs() < 1e-9, "the rejected duplicate added no cost");
@@ -357,6 +358,18 @@ async fn attempts_runs_and_natural_keys() {
         assert_eq!(next.items.len(), 1);
         assert_ne!(next.items[0].id, page.items[0].id);
         assert!(next.next_cursor.is_none());
+
+        // One key twice in one batch with different content: the later line is what is stored.
+        req.report_id = Some(r);
+        req.attempt_key = Some("twice".into());
+        let mut later = req.clone();
+        later.cost_usd = 0.75;
+        let out = s.import_attempts(&[req.clone(), later]).await.unwrap();
+        assert!(matches!(out[..], [Ok(failpass_shared::api::import::Outcome::Created), Ok(failpass_shared::api::import::Outcome::Updated)]), "{out:?}");
+        let stored = s.list_attempts(&AttemptListQuery { report_id: Some(r), ..Default::default() }, &ProjectScope::All).await.unwrap();
+        let twice: Vec<_> = stored.items.iter().filter(|a| a.attempt_key.as_deref() == Some("twice")).collect();
+        assert_eq!(twice.len(), 1);
+        assert_eq!(twice[0].cost_usd, 0.75, "the later version wins");
     })
     .await;
 }
