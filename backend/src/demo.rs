@@ -361,6 +361,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                             failing_tests: vec![],
                             passing_tests: vec![],
                             runner_id: Some("demo-runner".into()),
+                            started_at: None,
                         })
                         .await?;
                 }

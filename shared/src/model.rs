@@ -249,6 +249,12 @@ string_enum!(
     }
 );
 
+impl Default for RunTrigger {
+    fn default() -> Self {
+        RunTrigger::Initial
+    }
+}
+
 impl Default for GroupBy {
     fn default() -> Self {
         GroupBy::None

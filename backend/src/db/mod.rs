@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest, Run};
+use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest};
 use failpass_shared::api::figures::FiguresQuery;
 use failpass_shared::api::import::{AgentRecord, Outcome};
 use failpass_shared::api::projects::{CreateProjectRequest, Project};
@@ -46,6 +46,9 @@ pub enum StorageError {
     Corrupt(String),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
+    /// From the raw SQLite path bulk imports take.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
@@ -90,6 +93,29 @@ pub struct NewRun {
     pub failing_tests: Vec<String>,
     pub passing_tests: Vec<String>,
     pub runner_id: Option<String>,
+    /// When the run started; now if not given.
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl NewRun {
+    /// The run a [`CreateRunRequest`] describes, once its attempt is known.
+    pub fn from_request(attempt_id: i64, r: &failpass_shared::api::attempts::CreateRunRequest) -> Self {
+        Self {
+            attempt_id,
+            trigger: r.trigger,
+            environment: r.environment,
+            exit_status: r.exit_status,
+            timed_out: r.timed_out,
+            duration_ms: r.duration_ms,
+            output: r.output.clone(),
+            output_truncated: r.output_truncated,
+            output_bytes: r.output_bytes.unwrap_or(r.output.len() as i64),
+            failing_tests: r.failing_tests.clone(),
+            passing_tests: r.passing_tests.clone(),
+            runner_id: r.runner_id.clone(),
+            started_at: r.started_at,
+        }
+    }
 }
 
 /// Which database engine backs a [`Storage`].
@@ -181,7 +207,12 @@ pub trait Storage: Send + Sync + 'static {
     async fn list_attempts(&self, query: &AttemptListQuery, scope: &ProjectScope) -> StorageResult<Page<Attempt>>;
 
     /// Stores one run of an attempt. `NotFound` when the attempt does not exist.
-    async fn create_run(&self, new: &NewRun) -> StorageResult<Run>;
+    /// Stores a run; an identical run of the same attempt is `Unchanged`.
+    /// Returns the run's id either way.
+    async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)>;
+
+    /// A run from an import record: its attempt by id or natural key.
+    async fn import_run(&self, req: &failpass_shared::api::attempts::CreateRunRequest) -> StorageResult<Outcome>;
 
     /// One contribution per (group key, report) for the figures: the report's
     /// attempts of the query's goal (and agent/model) within that group summed

@@ -37,3 +37,28 @@ impl PgStorage {
 }
 
 impl_storage!(PgStorage, Postgres, Backend::Postgres);
+
+impl PgStorage {
+    /// Bulk imports: multi-row inserts of `ATTEMPT_INSERT_CHUNK` rows.
+    async fn bulk_insert_attempts(
+        tx: &mut sqlx::Transaction<'static, Postgres>,
+        rows: &[super::sql::PreparedAttempt],
+    ) -> StorageResult<()> {
+        for chunk in rows.chunks(super::sql::ATTEMPT_INSERT_CHUNK) {
+            Self::insert_attempts(tx, chunk, false).await?;
+        }
+        Ok(())
+    }
+
+    /// New reports of an import batch, one at a time; returns their ids in order.
+    async fn bulk_insert_reports(
+        tx: &mut sqlx::Transaction<'static, Postgres>,
+        rows: &[(i64, &super::NewReport, &str)],
+    ) -> StorageResult<Vec<i64>> {
+        let mut ids = Vec::with_capacity(rows.len());
+        for (project_id, new, hash) in rows {
+            ids.push(Self::write_report(tx, None, *project_id, new, hash).await?);
+        }
+        Ok(ids)
+    }
+}

@@ -107,6 +107,20 @@ pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public
 /// PostgreSQL's bind limits.
 pub const ATTEMPT_INSERT_CHUNK: usize = 1000;
 
+/// A new report: status `new` and its creation time are `$21`, `$22`.
+pub const REPORT_INSERT: &str = "INSERT INTO reports (project_id, external_id, url, title, body, labels, paths, filed_at, reporter, \
+     environment, features, category, vague, llm_only, route, explanation, oracle_kind, oracle_source, \
+     has_det_oracle, content_hash, status, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)";
+
+pub const ORACLE_INSERT: &str = "INSERT INTO oracles (report_id, kind, source, command, fail_to_pass, pass_to_pass, signature, \
+     repeats, authoring_minutes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+pub const LABEL_INSERT: &str = "INSERT INTO report_labels (report_id, label) VALUES ($1, $2)";
+
+/// Marks a report queued for creation later in the same batch.
+pub const PENDING_ID: i64 = -1;
+
 pub const ATTEMPT_INSERT: &str = "INSERT INTO attempts (report_id, goal, agent, model, model_cutoff, started_at, ended_at, \
      wall_seconds, cost_usd, tokens_in, tokens_out, api_calls, iterations, candidate, signals, verdict, verdict_source, \
      failure_cause, review, reviewer, review_comment, attempt_key, graded, counts, awaiting, content_hash, created_at) ";
@@ -262,17 +276,14 @@ macro_rules! impl_storage {
                 let labels = crate::db::sql::clean_labels(&req.labels);
                 let det = d.oracle.as_ref().is_some_and(|o| o.is_deterministic());
                 let sql = match existing {
-                    None => "INSERT INTO reports (project_id, external_id, url, title, body, labels, paths, filed_at, reporter, \
-                         environment, features, category, vague, llm_only, route, explanation, oracle_kind, oracle_source, \
-                         has_det_oracle, content_hash, status, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
-                         RETURNING id",
+                    None => format!("{} RETURNING id", crate::db::sql::REPORT_INSERT),
                     Some(_) => "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
                          reporter = $9, environment = $10, features = $11, category = $12, vague = $13, llm_only = $14, route = $15, \
                          explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $20 \
-                         WHERE project_id = $1 AND external_id = $2 RETURNING id",
+                         WHERE project_id = $1 AND external_id = $2 RETURNING id"
+                        .to_owned(),
                 };
-                let query = sqlx::query_scalar(sql)
+                let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                     .bind(project_id)
                     .bind(req.external_id.trim())
                     .bind(&req.url)
@@ -323,6 +334,23 @@ macro_rules! impl_storage {
                 Ok(id)
             }
 
+            /// Inserts new reports of an import batch and records their ids under their keys.
+            async fn create_reports(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                creates: Vec<((i64, String), &crate::db::NewReport, String)>,
+                existing: &mut std::collections::HashMap<(i64, String), (i64, Option<String>)>,
+            ) -> crate::db::StorageResult<()> {
+                if creates.is_empty() {
+                    return Ok(());
+                }
+                let rows: Vec<(i64, &crate::db::NewReport, &str)> = creates.iter().map(|((p, _), n, h)| (*p, *n, h.as_str())).collect();
+                let ids = Self::bulk_insert_reports(tx, &rows).await?;
+                for ((key, _, hash), id) in creates.into_iter().zip(ids) {
+                    existing.insert(key, (id, Some(hash)));
+                }
+                Ok(())
+            }
+
             /// Stores a report's oracle, replacing any it had.
             async fn write_oracle(
                 tx: &mut sqlx::Transaction<'static, $db>,
@@ -335,10 +363,7 @@ macro_rules! impl_storage {
                     sqlx::query("DELETE FROM oracles WHERE report_id = $1").bind(report_id).execute(&mut **tx).await?;
                 }
                 if let Some(o) = oracle {
-                    sqlx::query(
-                        "INSERT INTO oracles (report_id, kind, source, command, fail_to_pass, pass_to_pass, signature, \
-                         repeats, authoring_minutes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    )
+                    sqlx::query(crate::db::sql::ORACLE_INSERT)
                     .bind(report_id)
                     .bind(o.kind.as_str())
                     .bind(o.source.map(|s| s.as_str()))
@@ -457,10 +482,13 @@ macro_rules! impl_storage {
                     .collect())
             }
 
-            /// Inserts attempts in one multi-row statement; returns their ids in order.
+            /// Inserts attempts in one multi-row statement; returns their ids in
+            /// order when `want_ids` (bulk imports skip that: on SQLite every
+            /// returned row is a hand-off between threads).
             async fn insert_attempts(
                 tx: &mut sqlx::Transaction<'static, $db>,
                 rows: &[crate::db::sql::PreparedAttempt],
+                want_ids: bool,
             ) -> crate::db::StorageResult<Vec<i64>> {
                 use sqlx::types::Json;
                 if rows.is_empty() {
@@ -497,10 +525,13 @@ macro_rules! impl_storage {
                         .push_bind(p.content_hash.clone())
                         .push_bind(p.created_at);
                 });
+                let conflict = crate::db::sql::conflict_on_unique("an attempt with the same agent, report and attempt_key exists");
+                if !want_ids {
+                    qb.build().execute(&mut **tx).await.map_err(conflict)?;
+                    return Ok(Vec::new());
+                }
                 qb.push(" RETURNING id");
-                let ids: Vec<(i64,)> = qb.build_query_as().fetch_all(&mut **tx).await.map_err(
-                    crate::db::sql::conflict_on_unique("an attempt with the same agent, report and attempt_key exists"),
-                )?;
+                let ids: Vec<(i64,)> = qb.build_query_as().fetch_all(&mut **tx).await.map_err(conflict)?;
                 Ok(ids.into_iter().map(|(id,)| id).collect())
             }
 
@@ -721,7 +752,10 @@ macro_rules! impl_storage {
                         }
                     }
                 }
+                // New reports are written together at the end (or before a later
+                // line of the batch changes one of them), updates in place.
                 let mut out = Vec::with_capacity(news.len());
+                let mut creates: Vec<((i64, String), &crate::db::NewReport, String)> = Vec::new();
                 for new in news {
                     let Some(project_id) = projects[&new.request.project] else {
                         out.push(Err(crate::db::sql::no_project(&new.request.project)));
@@ -732,19 +766,24 @@ macro_rules! impl_storage {
                     let outcome = match existing.get(&key) {
                         Some((_, Some(h))) if *h == hash => Outcome::Unchanged,
                         Some((id, _)) => {
-                            let id = *id;
+                            let mut id = *id;
+                            if id == crate::db::sql::PENDING_ID {
+                                Self::create_reports(&mut tx, std::mem::take(&mut creates), &mut existing).await?;
+                                id = existing[&key].0;
+                            }
                             Self::write_report(&mut tx, Some(id), project_id, new, &hash).await?;
                             existing.insert(key, (id, Some(hash)));
                             Outcome::Updated
                         }
                         None => {
-                            let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
-                            existing.insert(key, (id, Some(hash)));
+                            existing.insert(key.clone(), (crate::db::sql::PENDING_ID, Some(hash.clone())));
+                            creates.push((key, new, hash));
                             Outcome::Created
                         }
                     };
                     out.push(Ok(outcome));
                 }
+                Self::create_reports(&mut tx, creates, &mut existing).await?;
                 tx.commit().await?;
                 Ok(out)
             }
@@ -1008,7 +1047,7 @@ macro_rules! impl_storage {
                         None => {}
                     }
                 }
-                let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row)).await?;
+                let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row), true).await?;
                 Self::refresh_reports(&mut tx, &[report_id]).await?;
                 let row: crate::db::rows::AttemptRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
@@ -1091,9 +1130,7 @@ macro_rules! impl_storage {
                         }
                     }
                 }
-                for chunk in to_insert.chunks(crate::db::sql::ATTEMPT_INSERT_CHUNK) {
-                    Self::insert_attempts(&mut tx, chunk).await?;
-                }
+                Self::bulk_insert_attempts(&mut tx, &to_insert).await?;
                 touched.extend(to_insert.iter().map(|p| p.report_id));
                 touched.sort_unstable();
                 touched.dedup();
@@ -1184,17 +1221,23 @@ macro_rules! impl_storage {
                 Ok(failpass_shared::api::Page { items, next_cursor })
             }
 
-            async fn create_run(
-                &self,
-                new: &crate::db::NewRun,
-            ) -> crate::db::StorageResult<failpass_shared::api::attempts::Run> {
+            async fn create_run(&self, new: &crate::db::NewRun) -> crate::db::StorageResult<(i64, failpass_shared::api::import::Outcome)> {
+                use failpass_shared::api::import::Outcome;
                 use sqlx::types::Json;
-                let row: Option<crate::db::rows::RunRow> = sqlx::query_as(
+                let mut tx = self.write.begin().await?;
+                let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM attempts WHERE id = $1").bind(new.attempt_id).fetch_optional(&mut *tx).await?;
+                if exists.is_none() {
+                    return Err(crate::db::StorageError::NotFound(format!("attempt {}", new.attempt_id)));
+                }
+                let hash = failpass_shared::hash::content_hash(&(
+                    new.trigger.as_str(), new.environment.as_str(), new.exit_status, new.timed_out, new.duration_ms, &new.output,
+                    new.output_truncated, new.output_bytes, &new.failing_tests, &new.passing_tests, &new.runner_id, new.started_at,
+                ));
+                let inserted: Option<i64> = sqlx::query_scalar(
                     "INSERT INTO runs (attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-                     output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at) \
-                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM attempts WHERE id = $1) \
-                     RETURNING id, attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-                     output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at",
+                     output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, content_hash) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                     ON CONFLICT (attempt_id, content_hash) DO NOTHING RETURNING id",
                 )
                 .bind(new.attempt_id)
                 .bind(new.trigger.as_str())
@@ -1208,11 +1251,52 @@ macro_rules! impl_storage {
                 .bind(Json(&new.failing_tests))
                 .bind(Json(&new.passing_tests))
                 .bind(&new.runner_id)
-                .bind(crate::db::sql::now())
-                .fetch_optional(&self.write)
+                .bind(new.started_at.map(crate::db::sql::secs).unwrap_or_else(crate::db::sql::now))
+                .bind(&hash)
+                .fetch_optional(&mut *tx)
                 .await?;
-                row.ok_or_else(|| crate::db::StorageError::NotFound(format!("attempt {}", new.attempt_id)))?
-                    .into_run()
+                let out = match inserted {
+                    Some(id) => (id, Outcome::Created),
+                    None => {
+                        let id: i64 = sqlx::query_scalar("SELECT id FROM runs WHERE attempt_id = $1 AND content_hash = $2")
+                            .bind(new.attempt_id)
+                            .bind(&hash)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        (id, Outcome::Unchanged)
+                    }
+                };
+                tx.commit().await?;
+                Ok(out)
+            }
+
+            async fn import_run(
+                &self,
+                req: &failpass_shared::api::attempts::CreateRunRequest,
+            ) -> crate::db::StorageResult<failpass_shared::api::import::Outcome> {
+                let attempt_id = match (&req.attempt_id, &req.attempt) {
+                    (Some(id), _) => *id,
+                    (None, Some(k)) => {
+                        let id: Option<i64> = sqlx::query_scalar(
+                            "SELECT a.id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                             WHERE p.slug = $1 AND r.external_id = $2 AND a.agent = $3 AND a.attempt_key = $4",
+                        )
+                        .bind(&k.report.project)
+                        .bind(k.report.external_id.trim())
+                        .bind(k.agent.trim())
+                        .bind(&k.attempt_key)
+                        .fetch_optional(&self.read)
+                        .await?;
+                        id.ok_or_else(|| {
+                            crate::db::StorageError::NotFound(format!(
+                                "attempt `{}` by `{}` on {}#{}",
+                                k.attempt_key, k.agent, k.report.project, k.report.external_id
+                            ))
+                        })?
+                    }
+                    (None, None) => return Err(crate::db::StorageError::invalid("attempt_id", "give attempt_id or attempt")),
+                };
+                Ok(self.create_run(&crate::db::NewRun::from_request(attempt_id, req)).await?.1)
             }
 
             async fn figure_contributions(

@@ -9,8 +9,8 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool};
 
-use super::sql::impl_storage;
-use super::{Backend, StorageResult};
+use super::sql::{clean_labels, impl_storage, secs, PreparedAttempt, ATTEMPT_INSERT, LABEL_INSERT, ORACLE_INSERT, REPORT_INSERT};
+use super::{Backend, NewReport, StorageError, StorageResult};
 
 pub struct SqliteStorage {
     pub(super) read: SqlitePool,
@@ -49,3 +49,155 @@ impl SqliteStorage {
 }
 
 impl_storage!(SqliteStorage, Sqlite, Backend::Sqlite);
+
+impl SqliteStorage {
+    /// Bulk imports bind rows one at a time through prepared statements on the
+    /// transaction's own connection. sqlx hands every statement (and every
+    /// returned row) to its worker thread and copies every argument first; at
+    /// a million rows that cost more than SQLite's inserts themselves.
+    async fn with_raw<T>(
+        tx: &mut sqlx::Transaction<'static, Sqlite>,
+        f: impl FnOnce(&rusqlite::Connection) -> StorageResult<T>,
+    ) -> StorageResult<T> {
+        let mut handle = tx.lock_handle().await?;
+        let db = handle.as_raw_handle();
+        // SAFETY: the handle stays locked (sqlx's worker cannot touch the
+        // connection) until `handle` drops, after the non-owning wrapper and
+        // its statements are gone; there is no await in between, and
+        // `from_handle` never closes the connection.
+        let conn = unsafe { rusqlite::Connection::from_handle(db.as_ptr()) }?;
+        let out = f(&conn);
+        drop(conn);
+        drop(handle);
+        out
+    }
+
+    async fn bulk_insert_attempts(tx: &mut sqlx::Transaction<'static, Sqlite>, rows: &[PreparedAttempt]) -> StorageResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        Self::with_raw(tx, |conn| insert_attempts_raw(conn, rows)).await
+    }
+
+    /// New reports of an import batch with their labels and oracles; returns their ids in order.
+    async fn bulk_insert_reports(tx: &mut sqlx::Transaction<'static, Sqlite>, rows: &[(i64, &NewReport, &str)]) -> StorageResult<Vec<i64>> {
+        Self::with_raw(tx, |conn| insert_reports_raw(conn, rows)).await
+    }
+}
+
+/// The text sqlx writes for a time, so stored values compare alike.
+fn time_text(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
+}
+
+fn json_text<T: serde::Serialize>(field: &str, value: &T) -> StorageResult<String> {
+    serde_json::to_string(value).map_err(|e| StorageError::Corrupt(format!("{field}: {e}")))
+}
+
+fn insert_reports_raw(conn: &rusqlite::Connection, rows: &[(i64, &NewReport, &str)]) -> StorageResult<Vec<i64>> {
+    use failpass_shared::model::ReportStatus;
+    use rusqlite::params;
+    let mut report = conn.prepare(REPORT_INSERT)?;
+    let mut label = conn.prepare(LABEL_INSERT)?;
+    let mut oracle = conn.prepare(ORACLE_INSERT)?;
+    let now = time_text(super::sql::now());
+    let mut ids = Vec::with_capacity(rows.len());
+    for (project_id, new, hash) in rows {
+        let (req, d) = (&new.request, &new.decision);
+        let labels = clean_labels(&req.labels);
+        report
+            .execute(params![
+                project_id,
+                req.external_id.trim(),
+                req.url,
+                req.title.trim(),
+                req.body,
+                json_text("labels", &labels)?,
+                json_text("paths", &req.paths)?,
+                req.filed_at.map(|t| time_text(secs(t))).unwrap_or_else(|| now.clone()),
+                req.reporter,
+                req.environment,
+                json_text("features", &d.features)?,
+                d.category.as_str(),
+                d.vague,
+                d.llm_only,
+                d.route.as_str(),
+                json_text("explanation", &d.explanation)?,
+                d.oracle_kind().as_str(),
+                d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()),
+                d.oracle.as_ref().is_some_and(|o| o.is_deterministic()),
+                hash,
+                ReportStatus::New.as_str(),
+                now,
+            ])
+            .map_err(|e| unique_to_conflict(e, || format!("project `{}` already has a report `{}`", req.project, req.external_id.trim())))?;
+        let id = conn.last_insert_rowid();
+        for l in &labels {
+            label.execute(params![id, l])?;
+        }
+        if let Some(o) = &d.oracle {
+            oracle.execute(params![
+                id,
+                o.kind.as_str(),
+                o.source.map(|s| s.as_str()),
+                o.command,
+                json_text("fail_to_pass", &o.fail_to_pass)?,
+                json_text("pass_to_pass", &o.pass_to_pass)?,
+                o.signature,
+                o.repeats.map(|r| r as i32),
+                o.authoring_minutes,
+                now,
+            ])?;
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+fn unique_to_conflict(e: rusqlite::Error, message: impl FnOnce() -> String) -> StorageError {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE => StorageError::Conflict(message()),
+        other => other.into(),
+    }
+}
+
+fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt]) -> StorageResult<()> {
+    use rusqlite::params;
+    let time = time_text;
+    let sql = format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=27).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
+    let mut stmt = conn.prepare(&sql)?;
+    for p in rows {
+        let r = &p.req;
+        let inserted = stmt.execute(params![
+            p.report_id,
+            r.goal.as_str(),
+            p.agent,
+            r.model,
+            r.model_cutoff.map(|d| d.format("%F").to_string()),
+            time(p.started_at),
+            r.ended_at.map(|t| time(secs(t))),
+            r.effective_wall_seconds(),
+            r.cost_usd,
+            r.tokens_in,
+            r.tokens_out,
+            r.api_calls,
+            r.iterations.min(i32::MAX as u32) as i32,
+            r.candidate,
+            json_text("signals", &r.signals)?,
+            r.verdict.as_str(),
+            r.verdict_source.as_str(),
+            r.failure_cause.map(|c| c.as_str()),
+            r.review.map(|v| v.as_str()),
+            r.reviewer,
+            r.review_comment,
+            p.attempt_key,
+            p.graded,
+            p.counts,
+            p.awaiting,
+            p.content_hash,
+            time(p.created_at),
+        ]);
+        inserted.map_err(|e| unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into()))?;
+    }
+    Ok(())
+}

@@ -2,7 +2,6 @@
 //! the failing and passing tests, the summed duration, and the failure
 //! messages as output (capped, with the cap recorded).
 
-use failpass_shared::api::import::Outcome;
 use failpass_shared::model::{RunEnvironment, RunTrigger};
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -22,6 +21,8 @@ pub struct Results {
     pub duration_ms: i64,
     pub output: String,
     pub output_bytes: usize,
+    /// The first suite's `timestamp`, when it has one (local times are taken as UTC).
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 fn attr(e: &quick_xml::events::BytesStart<'_>, name: &[u8]) -> Option<String> {
@@ -43,6 +44,9 @@ pub fn parse(xml: &str) -> Result<Results, String> {
             Ok(Event::Eof) => break,
             // An open <testcase> waits for its children; a self-closing one passed.
             Ok(Event::Start(e)) if e.name().as_ref() == b"testcase" => current = Some(start_case(&e, &mut r)?),
+            Ok(Event::Start(e)) if e.name().as_ref() == b"testsuite" && r.started_at.is_none() => {
+                r.started_at = attr(&e, b"timestamp").and_then(|t| parse_timestamp(&t));
+            }
             Ok(Event::Empty(e)) if e.name().as_ref() == b"testcase" => {
                 let case = start_case(&e, &mut r)?;
                 finish(&mut r, Some(case));
@@ -77,6 +81,14 @@ pub fn parse(xml: &str) -> Result<Results, String> {
         }
     }
     Ok(r)
+}
+
+/// JUnit timestamps: RFC 3339, or ISO 8601 without an offset (Ant, Maven).
+fn parse_timestamp(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .map(|d| d.with_timezone(&chrono::Utc))
+        .ok()
+        .or_else(|| chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|d| d.and_utc()))
 }
 
 /// A test case's id (`classname::name`), adding its time to the total.
@@ -141,9 +153,10 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
         failing_tests: r.failing,
         passing_tests: r.passing,
         runner_id: Some("junit-import".into()),
+        started_at: r.started_at,
     };
     match importer.storage().create_run(&run).await {
-        Ok(_) => importer.count(Outcome::Created),
+        Ok((_, outcome)) => importer.count(outcome),
         Err(StorageError::NotFound(what)) => importer.reject(1, Some("attempt".into()), format!("{what} does not exist")),
         Err(e) => return Err(e.into()),
     }
@@ -163,6 +176,9 @@ mod tests {
         assert_eq!(r.skipped, 1);
         assert!(r.output.contains("OverflowError: math range error"), "{}", r.output);
         assert!(r.output.contains("ValueError: bad shape (3, 4)"));
+        assert_eq!(r.started_at, Some("2026-12-02T11:18:29Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap() + chrono::Duration::microseconds(95438)));
+        assert_eq!(parse_timestamp("2024-03-01T10:00:00"), Some("2024-03-01T10:00:00Z".parse().unwrap()));
+        assert_eq!(parse_timestamp("yesterday"), None);
     }
 
     #[test]

@@ -24,6 +24,8 @@ use crate::db::{NewReport, Storage, StorageError};
 pub const ATTEMPT_BATCH: usize = 5000;
 /// Reports per storage transaction.
 pub const REPORT_BATCH: usize = 500;
+/// Parsed NDJSON lines handed from the reading task to the importer at a time.
+const PARSE_CHUNK: usize = 1024;
 
 /// The formats `failpass import --format` and `POST /api/v1/import?format=` take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +139,13 @@ impl<'a> Importer<'a> {
                 let out = self.storage.import_agents(std::slice::from_ref(&a)).await?;
                 self.summary.count(out[0]);
             }
+            ImportRecord::Run(r) => {
+                self.flush().await?;
+                match self.storage.import_run(&r).await {
+                    Err(StorageError::NotFound(what)) => self.reject(n, Some("attempt".into()), format!("{what} does not exist")),
+                    out => self.record(n, out),
+                }
+            }
         }
         Ok(())
     }
@@ -237,17 +246,35 @@ pub struct ImportOptions {
 /// Reads `input` in `format` and stores it.
 pub async fn run<R>(importer: &mut Importer<'_>, format: Format, mut input: R, options: &ImportOptions) -> anyhow::Result<()>
 where
-    R: AsyncBufRead + Unpin,
+    R: AsyncBufRead + Unpin + Send + 'static,
 {
     match format {
         Format::Ndjson => {
-            let (mut line, mut n) = (String::new(), 0u64);
-            while next_line(&mut input, &mut line, &mut n).await? {
-                match parse_record(line.trim()) {
-                    Ok(record) => importer.push(n, record).await?,
-                    Err(e) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
+            // Lines are read and parsed on another task while batches are
+            // stored, so parsing and writing use both cores. The channel is
+            // bounded, so memory stays constant however long the input.
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Result<ImportRecord, serde_json::Error>)>>(4);
+            let reader = tokio::spawn(async move {
+                let (mut line, mut n) = (String::new(), 0u64);
+                let mut chunk = Vec::with_capacity(PARSE_CHUNK);
+                while next_line(&mut input, &mut line, &mut n).await? {
+                    chunk.push((n, parse_record(line.trim())));
+                    if chunk.len() == PARSE_CHUNK && tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(PARSE_CHUNK))).await.is_err() {
+                        return Ok(()); // the importer stopped; its error is reported
+                    }
+                }
+                let _ = tx.send(chunk).await;
+                Ok::<_, std::io::Error>(())
+            });
+            while let Some(chunk) = rx.recv().await {
+                for (n, parsed) in chunk {
+                    match parsed {
+                        Ok(record) => importer.push(n, record).await?,
+                        Err(e) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
+                    }
                 }
             }
+            reader.await.map_err(|e| anyhow::anyhow!("reading the input: {e}"))??;
         }
         Format::SwebenchInstances => swebench::import_instances(importer, input).await?,
         Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,

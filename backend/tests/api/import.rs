@@ -344,12 +344,56 @@ async fn junit_results_become_a_run_of_an_attempt() {
     assert_eq!(run["exit_status"], 1);
     assert_eq!(run["failing_tests"], json!(["test_ops::test_logsumexp_large", "test_ops::test_errors"]));
     assert_eq!(run["passing_tests"].as_array().unwrap().len(), 3);
+    assert_eq!(run["started_at"], "2026-12-02T11:18:29Z", "the suite's timestamp, in whole seconds");
+    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).body(xml.clone()).send().await.unwrap();
+    let again: ImportSummary = r.json().await.unwrap();
+    assert_eq!((again.created, again.unchanged), (0, 1), "the same results twice are one run");
+    assert_eq!(app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].as_array().unwrap().len(), 1);
     let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt=9999&environment=fixed", app.base)).body(xml).send().await.unwrap();
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (0, 1));
     assert_eq!(s.rejections[0].field.as_deref(), Some("attempt"));
     assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", None, "<x/>").await, 400, "bad_request", "--attempt");
     assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", None, "").await, 400, "bad_request", "environment");
+}
+
+#[tokio::test]
+async fn ndjson_carries_runs_by_attempt_key() {
+    let app = spawn_app().await;
+    let lines = [
+        json!({"kind": "project", "slug": "a/lib"}),
+        json!({"kind": "report", "project": "a/lib", "external_id": "7", "title": "sum over the wrong axis",
+               "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest t.py"}}),
+        json!({"kind": "attempt", "report": {"project": "a/lib", "external_id": "7"}, "agent": "x", "attempt_key": "k1",
+               "verdict": "reproduced", "verdict_source": "deterministic"}),
+        json!({"kind": "run", "attempt": {"report": {"project": "a/lib", "external_id": "7"}, "agent": "x", "attempt_key": "k1"},
+               "environment": "buggy", "exit_status": 1, "duration_ms": 812, "output": "AssertionError: axis", "failing_tests": ["t.py::test_sum"],
+               "started_at": "2026-03-01T10:00:00Z"}),
+        json!({"kind": "run", "attempt": {"report": {"project": "a/lib", "external_id": "7"}, "agent": "x", "attempt_key": "k1"},
+               "environment": "fixed", "exit_status": 0, "passing_tests": ["t.py::test_sum"], "started_at": "2026-03-01T10:00:05Z"}),
+        json!({"kind": "run", "attempt": {"report": {"project": "a/lib", "external_id": "7"}, "agent": "x", "attempt_key": "nope"},
+               "environment": "fixed"}),
+        json!({"kind": "run", "attempt_id": 1, "environment": "sideways"}),
+        json!({"kind": "run", "environment": "buggy"}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let post = |body: String| async { app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(body).send().await.unwrap() };
+    let first: ImportSummary = post(body.clone()).await.json().await.unwrap();
+    assert_eq!((first.created, first.rejected), (5, 3), "{first:?}");
+    let why: Vec<(u64, Option<&str>)> = first.rejections.iter().map(|r| (r.record, r.field.as_deref())).collect();
+    assert_eq!(why, [(6, Some("attempt")), (7, None), (8, Some("attempt_id"))], "{:?}", first.rejections);
+    assert!(first.rejections[0].message.contains("attempt `nope` by `x` on a/lib#7"), "{}", first.rejections[0].message);
+    assert!(first.rejections[1].message.contains("line 7") && first.rejections[1].message.contains("sideways"), "{}", first.rejections[1].message);
+    let again: ImportSummary = post(body).await.json().await.unwrap();
+    assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 5), "importing twice changes nothing: {again:?}");
+    let attempts = app.get("/api/v1/attempts?limit=5").await.body;
+    let id = attempts["items"][0]["id"].as_i64().unwrap();
+    let runs = app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].clone();
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+    assert_eq!(runs[0]["environment"], "buggy");
+    assert_eq!(runs[0]["output_bytes"], 20, "output_bytes defaults to the output's length");
+    assert_eq!(runs[0]["started_at"], "2026-03-01T10:00:00Z");
+    assert_eq!(runs[1]["passing_tests"], json!(["t.py::test_sum"]));
 }
 
 #[tokio::test]

@@ -311,15 +311,20 @@ async fn attempts_runs_and_natural_keys() {
         project(s.as_ref(), "a/one", true).await;
         let r = report(s.as_ref(), "a/one", "1", "f crashes", CRASH, "2026-01-01T00:00:00Z", None).await;
         let id = attempt(s.as_ref(), r, a("x", Verdict::Reproduced, 1.5, "2026-02-01T00:00:00Z")).await;
-        let run = s.create_run(&NewRun {
+        let run = NewRun {
             attempt_id: id, trigger: RunTrigger::Initial, environment: RunEnvironment::Buggy, exit_status: Some(1),
             timed_out: false, duration_ms: 420, output: "ValueError: bad shape".into(), output_truncated: true,
             output_bytes: 1 << 20, failing_tests: vec!["t::a".into()], passing_tests: vec![], runner_id: Some("r1".into()),
-        }).await.unwrap();
-        assert_eq!(run.attempt_id, id);
-        assert!(run.output_truncated);
+            started_at: Some(t("2026-02-01T00:01:00Z")),
+        };
+        let (run_id, o) = s.create_run(&run).await.unwrap();
+        assert_eq!(o, failpass_shared::api::import::Outcome::Created);
+        assert_eq!(s.create_run(&run).await.unwrap(), (run_id, failpass_shared::api::import::Outcome::Unchanged), "the same run twice is stored once");
         let detail = s.get_attempt(id, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(detail.runs.len(), 1);
+        assert_eq!((detail.runs[0].id, detail.runs[0].attempt_id), (run_id, id));
+        assert!(detail.runs[0].output_truncated);
+        assert_eq!(detail.runs[0].started_at, t("2026-02-01T00:01:00Z"));
         assert_eq!(detail.runs[0].failing_tests, ["t::a"]);
         assert_eq!(detail.attempt.verdict, Verdict::Reproduced);
         assert!(detail.attempt.counts);
@@ -374,10 +379,56 @@ async fn attempts_runs_and_natural_keys() {
     .await;
 }
 
+#[tokio::test]
+async fn imported_reports_equal_created_ones_and_later_lines_win() {
+    use failpass_shared::api::import::Outcome;
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        project(s.as_ref(), "a/one", true).await;
+        let cfg = RoutingConfig::default();
+        let new = |id: &str, title: &str, labels: &[&str], oracle: Option<Oracle>| {
+            let request = CreateReportRequest {
+                project: "a/one".into(), external_id: id.into(), url: Some("https://example.org/1".into()), title: title.into(),
+                body: CRASH.into(), labels: labels.iter().map(|l| l.to_string()).collect(), filed_at: Some(t("2026-01-02T03:04:05Z")),
+                reporter: Some("someone".into()), environment: Some("torch 2.4.1".into()), paths: vec!["torch/nn.py".into()], oracle,
+            };
+            NewReport { decision: decide(&cfg, &RoutingInput::from_request(&request)), request }
+        };
+        let f2p = Oracle { kind: OracleKind::FailToPass, source: Some(OracleSource::InPatchTest), command: Some("pytest t.py".into()),
+            fail_to_pass: vec!["t.py::a".into()], pass_to_pass: vec!["t.py::b".into()], signature: None, repeats: Some(3), authoring_minutes: Some(12.5) };
+        // A report written by the bulk path reads back exactly as one created through the API.
+        let via_api = s.create_report(&new("api", "same", &["bug", "cuda"], Some(f2p.clone()))).await.unwrap();
+        let out = s.import_reports(&[
+            new("bulk", "same", &["bug", "cuda"], Some(f2p.clone())),
+            new("other", "first title", &["bug"], None),
+            new("other", "second title", &["regression", "bug"], Some(f2p.clone())),
+            new("other", "second title", &["regression", "bug"], Some(f2p.clone())),
+        ]).await.unwrap();
+        let out: Vec<Outcome> = out.into_iter().map(Result::unwrap).collect();
+        assert_eq!(out, [Outcome::Created, Outcome::Created, Outcome::Updated, Outcome::Unchanged]);
+        let id_of = |ext: &'static str| { let s = s.clone(); async move { s.find_report("a/one", ext).await.unwrap().unwrap() } };
+        let bulk = s.get_report(id_of("bulk").await, &ProjectScope::All).await.unwrap().unwrap();
+        let mut a = serde_json::to_value(&via_api).unwrap();
+        let mut b = serde_json::to_value(&bulk).unwrap();
+        for v in [&mut a, &mut b] {
+            for k in ["id", "external_id", "created_at"] {
+                v.as_object_mut().unwrap().remove(k);
+            }
+        }
+        assert_eq!(a, b, "bulk-written and API-written reports differ");
+        let other = s.get_report(id_of("other").await, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(other.summary.title, "second title", "the later line of a batch wins");
+        assert_eq!(other.summary.labels, ["regression", "bug"]);
+        assert_eq!(other.oracle.as_ref().map(|o| o.fail_to_pass.clone()), Some(vec!["t.py::a".to_string()]));
+        let by_label = s.list_reports(&ReportListQuery { filter: failpass_shared::api::reports::ReportFilter { label: Some("regression".into()), ..Default::default() }, ..Default::default() }, &ProjectScope::All).await.unwrap();
+        assert_eq!(by_label.items.len(), 1, "labels of the later line are indexed");
+    })
+    .await;
+}
+
 fn run_input(attempt_id: i64) -> NewRun {
     NewRun {
         attempt_id, trigger: RunTrigger::Rerun, environment: RunEnvironment::Fixed, exit_status: Some(0), timed_out: false,
-        duration_ms: 1, output: String::new(), output_truncated: false, output_bytes: 0, failing_tests: vec![],
+        duration_ms: 1, output: String::new(), output_truncated: false, output_bytes: 0, failing_tests: vec![], started_at: None,
         passing_tests: vec![], runner_id: None,
     }
 }

@@ -108,6 +108,84 @@ pub struct ReportKey {
     pub external_id: String,
 }
 
+/// An attempt's natural key: its report, agent and attempt key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptKey {
+    pub report: ReportKey,
+    pub agent: String,
+    pub attempt_key: String,
+}
+
+/// Captured output kept per run, in bytes.
+pub const MAX_RUN_OUTPUT: usize = 1 << 20;
+
+/// One execution of an attempt's candidate in one environment
+/// (`{"kind": "run", …}` in NDJSON). Runs are facts: an identical run of the
+/// same attempt is `unchanged`, any other is a new run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRunRequest {
+    /// The attempt, by failpass id…
+    #[serde(default)]
+    pub attempt_id: Option<i64>,
+    /// …or by its natural key. Give exactly one.
+    #[serde(default)]
+    pub attempt: Option<AttemptKey>,
+    #[serde(default)]
+    pub trigger: RunTrigger,
+    pub environment: RunEnvironment,
+    #[serde(default)]
+    pub exit_status: Option<i32>,
+    #[serde(default)]
+    pub timed_out: bool,
+    #[serde(default)]
+    pub duration_ms: i64,
+    #[serde(default)]
+    pub output: String,
+    #[serde(default)]
+    pub output_truncated: bool,
+    /// Bytes the run wrote in all (defaults to the kept output's length).
+    #[serde(default)]
+    pub output_bytes: Option<i64>,
+    #[serde(default)]
+    pub failing_tests: Vec<String>,
+    #[serde(default)]
+    pub passing_tests: Vec<String>,
+    #[serde(default)]
+    pub runner_id: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+impl CreateRunRequest {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        match (&self.attempt_id, &self.attempt) {
+            (Some(_), None) | (None, Some(_)) => {}
+            (None, None) => return Err(FieldError::new("attempt_id", "give attempt_id or attempt {report, agent, attempt_key}")),
+            (Some(_), Some(_)) => return Err(FieldError::new("attempt", "give attempt_id or attempt, not both")),
+        }
+        if !(0..=(MAX_WALL_SECONDS as i64) * 1000).contains(&self.duration_ms) {
+            return Err(FieldError::new("duration_ms", format!("must be between 0 and {}", (MAX_WALL_SECONDS as i64) * 1000)));
+        }
+        if self.output.len() > MAX_RUN_OUTPUT {
+            return Err(FieldError::new("output", format!("is longer than {MAX_RUN_OUTPUT} bytes; keep the first part and set output_truncated")));
+        }
+        if self.output_bytes.is_some_and(|b| b < self.output.len() as i64 || b > MAX_COUNT) {
+            return Err(FieldError::new("output_bytes", "must be at least the kept output's length"));
+        }
+        for (field, tests) in [("failing_tests", &self.failing_tests), ("passing_tests", &self.passing_tests)] {
+            if tests.len() > 100_000 || tests.iter().any(|t| t.trim().is_empty() || t.len() > 2_000) {
+                return Err(FieldError::new(field, "holds at most 100,000 test ids of 1 to 2,000 bytes"));
+            }
+        }
+        if self.runner_id.as_ref().is_some_and(|r| r.len() > 200) {
+            return Err(FieldError::new("runner_id", "is longer than 200 bytes"));
+        }
+        Ok(())
+    }
+}
+
 impl CreateAttemptRequest {
     /// Checks what the verdict rules of DOMAIN.md forbid.
     pub fn validate(&self) -> Result<(), FieldError> {

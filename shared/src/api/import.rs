@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::attempts::CreateAttemptRequest;
+use super::attempts::{CreateAttemptRequest, CreateRunRequest};
 use super::projects::CreateProjectRequest;
 use super::query::FieldError;
 use super::reports::CreateReportRequest;
@@ -16,6 +16,7 @@ pub enum ImportRecord {
     Report(CreateReportRequest),
     Attempt(CreateAttemptRequest),
     Agent(AgentRecord),
+    Run(CreateRunRequest),
 }
 
 impl ImportRecord {
@@ -25,6 +26,7 @@ impl ImportRecord {
             ImportRecord::Report(_) => "report",
             ImportRecord::Attempt(_) => "attempt",
             ImportRecord::Agent(_) => "agent",
+            ImportRecord::Run(_) => "run",
         }
     }
 
@@ -34,6 +36,7 @@ impl ImportRecord {
             ImportRecord::Report(r) => r.validate(),
             ImportRecord::Attempt(a) => a.validate(),
             ImportRecord::Agent(a) => a.validate(),
+            ImportRecord::Run(r) => r.validate(),
         }
     }
 }
