@@ -9,6 +9,7 @@ pub mod error;
 pub mod import;
 pub mod import_cli;
 pub mod reroute;
+pub mod runner;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

@@ -8,6 +8,7 @@ pub mod api;
 pub mod error;
 pub mod figures;
 pub mod format;
+pub mod grading;
 pub mod hash;
 pub mod model;
 pub mod routing;

@@ -74,6 +74,12 @@ string_enum!(
     }
 );
 
+impl Default for OracleKind {
+    fn default() -> Self {
+        OracleKind::None
+    }
+}
+
 impl OracleKind {
     /// Deterministic oracles grade by execution; the others do not.
     pub const fn is_deterministic(self) -> bool {

@@ -7,4 +7,5 @@ mod helpers;
 mod import;
 mod projects;
 mod reports;
+mod sandbox;
 mod storage;

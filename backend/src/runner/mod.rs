@@ -1,0 +1,4 @@
+//! Verification: sandboxed runs, environments, grading, the job queue's
+//! workers and the refine loop.
+
+pub mod sandbox;

@@ -1,0 +1,127 @@
+//! The sandbox on real processes: every limit, the process-tree kill, the
+//! scrubbed environment and network isolation.
+
+use std::time::Duration;
+
+use failpass::runner::sandbox::{self, alive, Command};
+
+fn sh(script: &str) -> Command {
+    Command::new("/bin/sh", ["-c", script])
+}
+
+fn py(code: &str) -> Command {
+    Command::new("python3", ["-c", code])
+}
+
+#[tokio::test]
+async fn exit_status_and_interleaved_output() {
+    let r = sandbox::run(&sh("echo out; echo err >&2; exit 3"), None).await.unwrap();
+    assert_eq!(r.exit_status, Some(3));
+    assert_eq!(r.output, "out\nerr\n");
+    assert!(!r.timed_out && !r.output_truncated && !r.succeeded());
+    let missing = sandbox::run(&Command::new("/no/such/program", Vec::<String>::new()), None).await.unwrap_err();
+    assert!(missing.to_string().contains("/no/such/program"), "{missing}");
+}
+
+#[tokio::test]
+async fn wall_time_limit_kills_the_run() {
+    let mut c = sh("echo started; sleep 30");
+    c.limits.wall = Duration::from_millis(300);
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert!(r.timed_out);
+    assert_eq!(r.exit_status, None);
+    assert_eq!(r.signal, Some(libc::SIGKILL));
+    assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
+    assert_eq!(r.output, "started\n", "output before the kill is kept");
+}
+
+#[tokio::test]
+async fn cpu_limit_stops_a_busy_loop() {
+    let mut c = py("while True: pass");
+    c.limits.cpu_seconds = 1;
+    c.limits.wall = Duration::from_secs(20);
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert!(r.cpu_limited, "{r:?}");
+    assert!(!r.timed_out);
+    assert!(r.duration < Duration::from_secs(10), "{:?}", r.duration);
+}
+
+#[tokio::test]
+async fn memory_limit_fails_a_large_allocation() {
+    let mut c = py("x = bytearray(2 * 1024**3)\nprint('allocated')");
+    c.limits.memory_bytes = 512 << 20;
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert_ne!(r.exit_status, Some(0));
+    assert!(r.output.contains("MemoryError"), "{}", r.output);
+    assert!(!r.output.contains("allocated"));
+}
+
+#[tokio::test]
+async fn output_cap_keeps_the_start_and_counts_the_rest() {
+    let mut c = py("import sys\nsys.stdout.write('x' * 1_000_000)\nprint('tail')");
+    c.limits.output_bytes = 10_000;
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert_eq!(r.exit_status, Some(0), "a capped run still finishes");
+    assert!(r.output_truncated);
+    assert_eq!(r.output.len(), 10_000);
+    assert_eq!(r.output_bytes, 1_000_005);
+}
+
+#[tokio::test]
+async fn no_process_outlives_its_run() {
+    // A child that forks into the background and sleeps, and a grandchild.
+    let c = sh("sleep 60 & echo $! > bg.pid; (sleep 60 & echo $! > grand.pid; wait) & sleep 0.2; cat bg.pid grand.pid; exit 0");
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert_eq!(r.exit_status, Some(0), "{}", r.output);
+    let pids: Vec<i32> = r.output.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "{}", r.output);
+    assert!(r.stragglers_killed >= 2, "{r:?}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} outlived its run");
+    }
+    // The same when the wall limit strikes.
+    let mut c = sh("sleep 60 & echo $!; sleep 60");
+    c.limits.wall = Duration::from_millis(300);
+    let r = sandbox::run(&c, None).await.unwrap();
+    let pid: i32 = r.output.trim().parse().unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(r.timed_out && !alive(pid));
+}
+
+#[tokio::test]
+async fn environment_is_scrubbed_and_the_directory_is_private() {
+    // cargo runs tests with CARGO_MANIFEST_DIR (and the rest of its environment) set.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = sh("env; pwd; echo made > file.txt");
+    c.env.push(("ASKED_FOR".into(), "yes".into()));
+    c.files.push(("input.txt".into(), b"hello".to_vec()));
+    let r = sandbox::run(&c, Some(parent.path())).await.unwrap();
+    assert!(!r.output.contains("CARGO_"), "{}", r.output);
+    assert!(r.output.contains("ASKED_FOR=yes"));
+    let home = r.output.lines().find_map(|l| l.strip_prefix("HOME=")).unwrap().to_owned();
+    assert!(home.starts_with(parent.path().to_str().unwrap()), "{home}");
+    assert!(r.output.contains(&format!("\n{home}\n")), "the working directory is the run's own");
+    assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0, "the run's directory is removed afterwards");
+    let r = sandbox::run(&sh("cat input.txt"), None).await.unwrap();
+    assert_eq!(r.exit_status, Some(1), "files of one run are not seen by another: {}", r.output);
+}
+
+#[tokio::test]
+async fn no_network_where_the_os_allows_it() {
+    // PostgreSQL listens on 127.0.0.1:5432 on these machines; any listener will do.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!("import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('refused', e)");
+    let open = sandbox::run(&Command { network: true, ..py(&probe) }, None).await.unwrap();
+    assert!(open.output.contains("connected"), "{}", open.output);
+    let closed = sandbox::run(&py(&probe), None).await.unwrap();
+    if sandbox::network_isolation_available() {
+        assert!(closed.network_isolated);
+        assert!(closed.output.contains("refused"), "{}", closed.output);
+    } else {
+        eprintln!("network namespaces are not available here (not root?): runs keep the network");
+        assert!(!closed.network_isolated);
+    }
+}
