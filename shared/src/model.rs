@@ -232,16 +232,6 @@ string_enum!(
 );
 
 string_enum!(
-    /// The life of a queued job (see docs/job-queue.md once the runner lands).
-    JobStatus, "job status" {
-        Queued => "queued",
-        Running => "running",
-        Succeeded => "succeeded",
-        Failed => "failed",
-    }
-);
-
-string_enum!(
     /// How `/api/v1/figures` groups its rows.
     GroupBy, "group_by" {
         None => "none",
@@ -252,6 +242,39 @@ string_enum!(
         Category => "category",
         Cutoff => "cutoff",
         Week => "week",
+    }
+);
+
+string_enum!(
+    /// Where a job stands (docs/job-queue.md has the state diagram).
+    JobStatus, "job status" {
+        Queued => "queued",
+        Running => "running",
+        Done => "done",
+        Failed => "failed",
+        Cancelled => "cancelled",
+    }
+);
+
+string_enum!(
+    /// What a job does.
+    JobKind, "job kind" {
+        /// Grade one attempt's candidate on buggy and fixed.
+        Verify => "verify",
+        /// Re-check a reproduced report's attempt against another environment.
+        Recheck => "recheck",
+        /// Run the refine loop for a report: generate, verify, feed back.
+        Refine => "refine",
+    }
+);
+
+string_enum!(
+    /// An environment's part in grading.
+    EnvironmentRole, "environment role" {
+        Buggy => "buggy",
+        Fixed => "fixed",
+        /// A newer release that reproduced reports are re-checked against.
+        Release => "release",
     }
 );
 

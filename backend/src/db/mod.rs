@@ -7,6 +7,7 @@
 //! migrations; the contract suite (`tests/api/storage.rs`) runs every case on
 //! both.
 
+pub mod jobs;
 mod postgres;
 mod rows;
 mod sql;
@@ -79,7 +80,7 @@ pub struct NewReport {
 }
 
 /// A run ready to store; output is already capped by the caller.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
     pub attempt_id: i64,
     pub trigger: RunTrigger,
@@ -126,7 +127,7 @@ pub enum Backend {
 }
 
 #[async_trait]
-pub trait Storage: Send + Sync + 'static {
+pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// The engine behind this storage.
     fn backend(&self) -> Backend;
 

@@ -31,11 +31,15 @@ impl PgStorage {
         Ok(())
     }
 
+    /// The claim's row lock (SQLite has one writer, so none is needed).
+    const SKIP_LOCKED: &'static str = "FOR UPDATE SKIP LOCKED";
+
     const LIKE: &'static str = "ILIKE";
     const WEEK_KEY: &'static str =
         "COALESCE(to_char(date_trunc('week', a.started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
 }
 
+super::jobs::impl_jobs!(PgStorage, Postgres);
 impl_storage!(PgStorage, Postgres, Backend::Postgres);
 
 impl PgStorage {

@@ -42,12 +42,16 @@ impl SqliteStorage {
         Ok(())
     }
 
+    /// The claim's row lock (SQLite has one writer, so none is needed).
+    const SKIP_LOCKED: &'static str = "";
+
     /// Case-insensitive for ASCII, which is SQLite's LIKE.
     const LIKE: &'static str = "LIKE";
     /// Monday of the attempt's week (`weekday 0` moves to the next Sunday, or stays).
     const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at, 'weekday 0', '-6 days'), 'unknown')";
 }
 
+super::jobs::impl_jobs!(SqliteStorage, Sqlite);
 impl_storage!(SqliteStorage, Sqlite, Backend::Sqlite);
 
 impl SqliteStorage {

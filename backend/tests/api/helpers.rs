@@ -125,6 +125,7 @@ pub async fn sqlite_storage() -> (Arc<dyn Storage>, TempDir) {
 pub struct PgDatabase {
     admin_url: String,
     name: String,
+    pub url: String,
     pub storage: Arc<dyn Storage>,
 }
 
@@ -137,9 +138,10 @@ pub async fn pg_storage() -> PgDatabase {
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
     admin.close().await.ok();
     let base = admin_url.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin_url);
-    let storage = db::connect(&format!("{base}/{name}")).await.unwrap();
+    let url = format!("{base}/{name}");
+    let storage = db::connect(&url).await.unwrap();
     storage.migrate().await.unwrap();
-    PgDatabase { admin_url, name, storage }
+    PgDatabase { admin_url, name, url, storage }
 }
 
 impl PgDatabase {
@@ -164,5 +166,23 @@ where
     case(sqlite).await;
     let pg = pg_storage().await;
     case(pg.storage.clone()).await;
+    pg.drop_now().await;
+}
+
+/// Like [`run_storage_test`], also giving the database URL (to open more
+/// connections, or to point a `failpass worker` process at it).
+pub async fn run_storage_test_url<F, Fut>(case: F)
+where
+    F: Fn(Arc<dyn Storage>, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    init_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("t.db").to_string_lossy().into_owned();
+    let sqlite = db::connect(&url).await.unwrap();
+    sqlite.migrate().await.unwrap();
+    case(sqlite, url).await;
+    let pg = pg_storage().await;
+    case(pg.storage.clone(), pg.url.clone()).await;
     pg.drop_now().await;
 }

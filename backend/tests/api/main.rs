@@ -6,6 +6,7 @@ mod health;
 mod helpers;
 mod import;
 mod projects;
+mod queue;
 mod reports;
 mod sandbox;
 mod storage;

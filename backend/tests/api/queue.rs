@@ -1,0 +1,139 @@
+//! Job queue semantics on SQLite and PostgreSQL: priorities, dedup, no double
+//! claim between connections, expired leases reclaimed, stale owners fenced,
+//! backoff and tries exhausted.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use failpass::db::jobs::{Finish, NewJob};
+use failpass::db::{self, Storage};
+use failpass_shared::api::jobs::{PRIORITY_BULK, PRIORITY_MANUAL};
+use failpass_shared::model::JobStatus;
+
+use crate::helpers::run_storage_test_url;
+
+fn t0() -> DateTime<Utc> {
+    "2026-06-01T12:00:00Z".parse().unwrap()
+}
+
+fn lease() -> Duration {
+    Duration::seconds(30)
+}
+
+#[tokio::test]
+async fn priorities_dedup_and_no_double_claim() {
+    run_storage_test_url(|s: Arc<dyn Storage>, url: String| async move {
+        let (bulk, new) = s.enqueue(&NewJob::verify(1, PRIORITY_BULK, false), t0()).await.unwrap();
+        assert!(new && bulk.status == JobStatus::Queued);
+        let (manual, _) = s.enqueue(&NewJob::verify(2, PRIORITY_MANUAL, true), t0()).await.unwrap();
+        let (again, new) = s.enqueue(&NewJob::verify(1, PRIORITY_BULK, false), t0()).await.unwrap();
+        assert_eq!((again.id, new), (bulk.id, false), "one waiting job per attempt");
+        let first = s.claim("w1", t0(), lease()).await.unwrap().unwrap();
+        assert_eq!(first.id, manual.id, "manual reruns go first");
+        assert_eq!((first.status, first.tries, first.lease_owner.as_deref()), (JobStatus::Running, 1, Some("w1")));
+        assert_eq!(first.lease_expires_at, Some(t0() + lease()));
+        let second = s.claim("w2", t0(), lease()).await.unwrap().unwrap();
+        assert_eq!(second.id, bulk.id);
+        assert!(s.claim("w3", t0(), lease()).await.unwrap().is_none(), "nothing left");
+        // A job enqueued while one for the same attempt runs waits behind it, once.
+        assert!(!s.enqueue(&NewJob::verify(1, PRIORITY_MANUAL, true), t0()).await.unwrap().1);
+        assert_eq!(s.complete(first.id, "w1", t0(), None).await.unwrap(), Finish::Done);
+        assert_eq!(s.complete(second.id, "w2", t0(), None).await.unwrap(), Finish::Done);
+        assert!(s.enqueue(&NewJob::verify(1, PRIORITY_BULK, false), t0()).await.unwrap().1, "done jobs do not block a new one");
+        let leftover = s.claim("w1", t0(), lease()).await.unwrap().unwrap();
+        s.complete(leftover.id, "w1", t0(), None).await.unwrap();
+
+        // 60 jobs, two separate connections (as two processes would hold), four claimers each.
+        for i in 0..60 {
+            s.enqueue(&NewJob::verify(1000 + i, PRIORITY_BULK, false), t0()).await.unwrap();
+        }
+        let other: Arc<dyn Storage> = db::connect(&url).await.unwrap();
+        let mut tasks = Vec::new();
+        for (n, store) in [s.clone(), other.clone()].into_iter().enumerate() {
+            for k in 0..4 {
+                let store = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    let owner = format!("c{n}-{k}");
+                    let mut got = Vec::new();
+                    while let Some(job) = store.claim(&owner, t0(), lease()).await.unwrap() {
+                        got.push(job.id);
+                        tokio::task::yield_now().await;
+                    }
+                    got
+                }));
+            }
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        let distinct: HashSet<i64> = all.iter().copied().collect();
+        assert_eq!((all.len(), distinct.len()), (60, 60), "every job claimed exactly once");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn expired_leases_are_reclaimed_and_stale_owners_fenced() {
+    run_storage_test_url(|s: Arc<dyn Storage>, _url: String| async move {
+        let (job, _) = s.enqueue(&NewJob::verify(7, PRIORITY_BULK, false), t0()).await.unwrap();
+        let a = s.claim("dead", t0(), lease()).await.unwrap().unwrap();
+        assert!(s.renew(a.id, "dead", t0() + Duration::seconds(10), lease()).await.unwrap(), "the holder renews");
+        assert!(s.claim("b", t0() + Duration::seconds(39), lease()).await.unwrap().is_none(), "renewed lease still held");
+        let b = s.claim("b", t0() + Duration::seconds(41), lease()).await.unwrap().unwrap();
+        assert_eq!((b.id, b.tries, b.lease_owner.as_deref()), (job.id, 2, Some("b")), "expired lease reclaimed");
+        // The old owner wakes up: everything it tries is fenced.
+        assert!(!s.renew(job.id, "dead", t0() + Duration::seconds(42), lease()).await.unwrap());
+        assert_eq!(s.complete(job.id, "dead", t0() + Duration::seconds(42), None).await.unwrap(), Finish::Fenced);
+        assert_eq!(s.fail(job.id, "dead", t0() + Duration::seconds(42), "late", false).await.unwrap(), None);
+        assert_eq!(s.get_job(job.id).await.unwrap().unwrap().lease_owner.as_deref(), Some("b"));
+        assert_eq!(s.complete(job.id, "b", t0() + Duration::seconds(50), None).await.unwrap(), Finish::Done);
+        let done = s.get_job(job.id).await.unwrap().unwrap();
+        assert_eq!((done.status, done.finished_at), (JobStatus::Done, Some(t0() + Duration::seconds(50))));
+        assert_eq!(s.complete(job.id, "b", t0() + Duration::seconds(51), None).await.unwrap(), Finish::Fenced, "done is final");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn transient_failures_back_off_until_the_tries_run_out() {
+    run_storage_test_url(|s: Arc<dyn Storage>, _url: String| async move {
+        let (job, _) = s.enqueue(&NewJob::verify(9, PRIORITY_BULK, false), t0()).await.unwrap();
+        let mut now = t0();
+        for try_no in 1..=3 {
+            let j = s.claim("w", now, lease()).await.unwrap().unwrap();
+            assert_eq!((j.id, j.tries), (job.id, try_no));
+            let status = s.fail(j.id, "w", now, &format!("flake {try_no}"), false).await.unwrap().unwrap();
+            if try_no < 3 {
+                assert_eq!(status, JobStatus::Queued, "transient: back to the queue");
+                let wait = failpass::db::jobs::backoff(try_no);
+                assert!(s.claim("w", now + wait - Duration::seconds(1), lease()).await.unwrap().is_none(), "not before the backoff");
+                now += wait;
+            } else {
+                assert_eq!(status, JobStatus::Failed, "tries exhausted");
+            }
+        }
+        let failed = s.get_job(job.id).await.unwrap().unwrap();
+        assert_eq!((failed.status, failed.last_error.as_deref()), (JobStatus::Failed, Some("flake 3")));
+        assert!(s.claim("w", now + Duration::days(1), lease()).await.unwrap().is_none());
+
+        // Permanent errors fail at once.
+        let (p, _) = s.enqueue(&NewJob::verify(10, PRIORITY_BULK, false), now).await.unwrap();
+        let j = s.claim("w", now, lease()).await.unwrap().unwrap();
+        assert_eq!(j.id, p.id);
+        assert_eq!(s.fail(j.id, "w", now, "attempt 10 does not exist", true).await.unwrap(), Some(JobStatus::Failed));
+
+        // A worker that dies on the last try: the expired lease fails the job.
+        let (d, _) = s.enqueue(&NewJob { max_tries: 1, ..NewJob::verify(11, PRIORITY_BULK, false) }, now).await.unwrap();
+        s.claim("gone", now, lease()).await.unwrap().unwrap();
+        assert!(s.claim("w", now + Duration::seconds(60), lease()).await.unwrap().is_none());
+        let dead = s.get_job(d.id).await.unwrap().unwrap();
+        assert_eq!(dead.status, JobStatus::Failed);
+        assert!(dead.last_error.unwrap().contains("lease expired"));
+        let overview = s.queue_overview(now + Duration::seconds(60)).await.unwrap();
+        assert_eq!((overview.queued, overview.running), (0, 0));
+        assert_eq!(overview.recent_failures.len(), 3);
+    })
+    .await;
+}
