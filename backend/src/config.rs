@@ -22,6 +22,20 @@ pub enum Command {
     Import(ImportArgs),
     /// Apply the routing rule (a changed configuration) to every stored report.
     Reroute(RerouteArgs),
+    /// Run verification workers against a shared database (PostgreSQL for many machines).
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Workers in this process; each runs one job at a time.
+    #[arg(long, env = "FAILPASS_WORKERS", default_value_t = 1)]
+    pub concurrency: usize,
+    /// Seconds a claimed job's lease lasts (renewed every third of it while it runs).
+    #[arg(long, env = "FAILPASS_LEASE_SECONDS", default_value_t = 30)]
+    pub lease_seconds: i64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -97,4 +111,7 @@ pub struct ServeArgs {
     /// Routing rule configuration (TOML; see docs/routing.toml).
     #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
     pub routing_config: Option<PathBuf>,
+    /// Verification workers run in this process (0: none; run `failpass worker` elsewhere).
+    #[arg(long, env = "FAILPASS_WORKERS", default_value_t = 2)]
+    pub workers: usize,
 }

@@ -24,11 +24,18 @@ pub struct DemoSummary {
 }
 
 /// Loads the demo into an empty database; `None` when it already has data.
-pub async fn seed_if_empty(storage: &dyn Storage, routing: &RoutingConfig) -> anyhow::Result<Option<DemoSummary>> {
+/// Besides the recorded history, it writes the runnable `fastnum` demo
+/// package under `data_dir` and queues its candidates for real grading.
+pub async fn seed_if_empty(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &std::path::Path) -> anyhow::Result<Option<DemoSummary>> {
     if !storage.is_empty().await? {
         return Ok(None);
     }
-    seed(storage, routing, Utc::now()).await.map(Some)
+    let mut summary = seed(storage, routing, Utc::now()).await?;
+    let runnable = crate::demo_fastnum::seed(storage, routing, data_dir).await?;
+    summary.projects += runnable.projects;
+    summary.reports += runnable.reports;
+    summary.attempts += runnable.attempts;
+    Ok(Some(summary))
 }
 
 /// splitmix64: small, deterministic, good enough for demo variety.
@@ -339,6 +346,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                         Review::Rejected => "Shows a different failure than the report.".to_owned(),
                     }),
                     attempt_key: Some(format!("demo-{i}-{t}")),
+                    verify: false,
                 })
                 .await?;
             summary.attempts += 1;
@@ -396,6 +404,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     reviewer: None,
                     review_comment: None,
                     attempt_key: Some(format!("demo-fix-{i}")),
+                    verify: false,
                 })
                 .await?;
             summary.attempts += 1;

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod config;
 pub mod db;
 pub mod demo;
+pub mod demo_fastnum;
 pub mod error;
 pub mod import;
 pub mod import_cli;

@@ -23,7 +23,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => {
             let url = args.database.url();
             let routing = failpass::reroute::load_config(args.routing_config.as_deref())?;
-            let app = App::build(AppConfig { database_url: url.clone(), bind: args.bind, demo: args.demo, routing }).await?;
+            let app = App::build(AppConfig {
+                database_url: url.clone(),
+                bind: args.bind,
+                demo: args.demo,
+                routing,
+                data_dir: args.database.data_dir.clone(),
+                workers: args.workers,
+            })
+            .await?;
             let addr = app.local_addr().context("reading the bound address")?;
             tracing::info!(database = %redact(&url), "failpass listening on http://{addr}/");
             println!("failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
@@ -49,6 +57,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             for (t, n) in &s.transitions {
                 println!("  {t}: {n}");
+            }
+            Ok(())
+        }
+        Command::Worker(args) => {
+            let url = args.database.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            if args.concurrency == 0 || args.lease_seconds < 1 {
+                anyhow::bail!("--concurrency and --lease-seconds must be at least 1");
+            }
+            let verifier = failpass::runner::verify::Verifier::new(storage, &args.database.data_dir, "worker");
+            let options = failpass::runner::worker::WorkerOptions { lease: chrono::Duration::seconds(args.lease_seconds), ..Default::default() };
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let pool = failpass::runner::worker::spawn_pool(verifier, args.concurrency, options, stopped);
+            println!("failpass worker: {} worker(s) on {} (Ctrl-C stops them after their current job)", args.concurrency, redact(&url));
+            shutdown_signal().await;
+            let _ = stop.send(true);
+            for w in pool {
+                let _ = w.await;
             }
             Ok(())
         }

@@ -24,6 +24,8 @@ pub struct App {
     listener: TcpListener,
     router: axum::Router,
     storage: Arc<dyn Storage>,
+    data_dir: std::path::PathBuf,
+    workers: usize,
 }
 
 /// What to build an [`App`] from.
@@ -32,6 +34,10 @@ pub struct AppConfig {
     pub bind: SocketAddr,
     pub demo: bool,
     pub routing: RoutingConfig,
+    /// Where environments are built and runs happen (`<data>/envs`, `<data>/runs`).
+    pub data_dir: std::path::PathBuf,
+    /// Verification workers to run in-process (0: none).
+    pub workers: usize,
 }
 
 impl App {
@@ -44,7 +50,7 @@ impl App {
         storage.migrate().await.context("applying migrations")?;
         let routing = Arc::new(cfg.routing);
         if cfg.demo {
-            match crate::demo::seed_if_empty(storage.as_ref(), &routing).await? {
+            match crate::demo::seed_if_empty(storage.as_ref(), &routing, &cfg.data_dir).await? {
                 Some(s) => tracing::info!(
                     projects = s.projects,
                     reports = s.reports,
@@ -56,7 +62,7 @@ impl App {
         }
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let router = with_layers(router(AppState { storage: storage.clone(), routing }));
-        Ok(App { listener, router, storage })
+        Ok(App { listener, router, storage, data_dir: cfg.data_dir, workers: cfg.workers })
     }
 
     pub fn port(&self) -> u16 {
@@ -71,9 +77,22 @@ impl App {
         self.storage.clone()
     }
 
-    /// Serves until `shutdown` resolves, then finishes in-flight requests.
+    /// Serves (with the worker pool) until `shutdown` resolves, then finishes
+    /// in-flight requests and lets the workers finish their jobs.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let verifier = crate::runner::verify::Verifier::new(self.storage.clone(), &self.data_dir, "serve");
+        let pool = crate::runner::worker::spawn_pool(verifier, self.workers, Default::default(), stopped);
+        if self.workers > 0 {
+            tracing::info!(workers = self.workers, "verification workers running");
+        }
+        let served = axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await;
+        let _ = stop.send(true);
+        for w in pool {
+            // A worker finishes the job it holds; a stuck one is abandoned (its lease expires).
+            let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+        }
+        served
     }
 }
 

@@ -61,6 +61,8 @@ async fn start(width: u32, height: u32) -> Harness {
         bind: "127.0.0.1:0".parse().unwrap(),
         demo: true,
         routing: Default::default(),
+        data_dir: data.path().to_path_buf(),
+        workers: 0,
     })
     .await
     .unwrap();

@@ -99,7 +99,12 @@ pub fn grade(c: &Criteria, buggy: &[Observation], fixed: &[Observation]) -> Grad
     } else if buggy_failed < nb {
         match (buggy_failed, buggy.iter().any(|o| o.timed_out && !c.expects_hang)) {
             (_, true) => format!("timed out on buggy ({buggy_failed} of {nb} failed), and the report describes no hang"),
-            (0, _) => "does not fail on buggy: the candidate does not show the bug".to_owned(),
+            (0, _) => match c.signature.as_deref().filter(|_| c.kind == OracleKind::CrashSignature) {
+                Some(sig) if buggy.iter().any(|o| o.exit_status.is_some_and(|s| s != 0)) => {
+                    format!("fails on buggy, but not with the reported failure `{sig}`")
+                }
+                _ => "does not fail on buggy: the candidate does not show the bug".to_owned(),
+            },
             _ => format!("fails on buggy only {buggy_failed} of {nb} times (flaky)"),
         }
     } else {
@@ -333,7 +338,9 @@ mod tests {
         let buggy = obs(1, "Traceback (most recent call last):\n  File \"/tmp/x/run.py\", line 3\nRuntimeError: shape mismatch: (5, 2) vs (2, 5) at 0x55d0c0ffee\n");
         assert_eq!(grade(&c, &[buggy.clone()], &[obs(0, "ok")]).verdict, Verdict::Reproduced);
         let other = obs(1, "ValueError: shape mismatch: (5, 2) vs (2, 5)\n");
-        assert_eq!(grade(&c, &[other], &[obs(0, "ok")]).verdict, Verdict::NotReproduced, "another exception is another failure");
+        let g = grade(&c, &[other], &[obs(0, "ok")]);
+        assert_eq!(g.verdict, Verdict::NotReproduced, "another exception is another failure");
+        assert!(g.reason.contains("not with the reported failure"), "{}", g.reason);
         assert_eq!(grade(&c, &[buggy.clone()], &[buggy]).verdict, Verdict::NotReproduced, "still crashing on fixed");
     }
 

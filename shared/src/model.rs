@@ -228,6 +228,8 @@ string_enum!(
     RunEnvironment, "environment" {
         Buggy => "buggy",
         Fixed => "fixed",
+        /// A newer release a reproduced report is re-checked against.
+        Release => "release",
     }
 );
 

@@ -189,6 +189,8 @@ pub struct AttemptRow {
     pub attempt_key: Option<String>,
     pub counts: bool,
     pub created_at: DateTime<Utc>,
+    pub flaky: bool,
+    pub grade: Option<Json<serde_json::Value>>,
 }
 
 impl AttemptRow {
@@ -220,6 +222,8 @@ impl AttemptRow {
             attempt_key: self.attempt_key,
             counts: self.counts,
             created_at: self.created_at,
+            flaky: self.flaky,
+            grade: self.grade.map(|g| g.0),
         })
     }
 }

@@ -98,7 +98,7 @@ pub const REPORT_SUMMARY_COLUMNS: &str = "r.id, p.slug AS project, r.external_id
 pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal, a.agent, a.model, a.model_cutoff, \
      a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.api_calls, a.iterations, a.candidate, \
      a.signals, a.verdict, a.verdict_source, a.failure_cause, a.review, a.reviewer, a.review_comment, a.attempt_key, \
-     a.counts, a.created_at";
+     a.counts, a.created_at, a.flaky, a.grade";
 
 pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.created_at, \
      (SELECT COUNT(*) FROM reports r WHERE r.project_id = p.id) AS reports";
@@ -578,6 +578,29 @@ macro_rules! impl_storage {
                 Ok(())
             }
 
+            /// `verify` needs something deterministic to grade by and something to run.
+            async fn check_verifiable(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                req: &failpass_shared::api::attempts::CreateAttemptRequest,
+                report_id: i64,
+            ) -> crate::db::StorageResult<()> {
+                let oracle: Option<(String, Option<String>)> = sqlx::query_as("SELECT kind, command FROM oracles WHERE report_id = $1")
+                    .bind(report_id)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                let deterministic = oracle.as_ref().is_some_and(|(k, _)| k == "fail_to_pass" || k == "crash_signature");
+                if !deterministic {
+                    return Err(crate::db::StorageError::invalid(
+                        "verify",
+                        format!("report {report_id} has no deterministic oracle to grade by; add one to the report first"),
+                    ));
+                }
+                if req.candidate.is_none() && oracle.is_some_and(|(_, c)| c.is_none()) {
+                    return Err(crate::db::StorageError::invalid("candidate", "nothing to run: give a candidate (the oracle has no command)"));
+                }
+                Ok(())
+            }
+
             /// Recomputes reports' counters, best verdict, status and spend from their attempts.
             async fn refresh_reports(tx: &mut sqlx::Transaction<'static, $db>, ids: &[i64]) -> crate::db::StorageResult<()> {
                 use failpass_shared::model::{report_status, Verdict};
@@ -1047,8 +1070,16 @@ macro_rules! impl_storage {
                         None => {}
                     }
                 }
+                if req.verify {
+                    Self::check_verifiable(&mut tx, req, report_id).await?;
+                }
                 let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row), true).await?;
                 Self::refresh_reports(&mut tx, &[report_id]).await?;
+                if req.verify {
+                    // Queued in the same transaction: no attempt without its job, no job without its attempt.
+                    let job = crate::db::jobs::NewJob::verify(ids[0], failpass_shared::api::jobs::PRIORITY_INITIAL, false);
+                    Self::enqueue_tx(&mut tx, &job, crate::db::sql::now()).await?;
+                }
                 let row: crate::db::rows::AttemptRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
                      WHERE a.id = $1",

@@ -295,6 +295,7 @@ fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<Cr
         reviewer: None,
         review_comment: None,
         attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
+        verify: false,
     };
     Ok((report, Some(attempt)))
 }

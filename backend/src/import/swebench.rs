@@ -373,6 +373,7 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                 reviewer: None,
                 review_comment: None,
                 attempt_key: Some(e.attempt_key.clone()),
+                verify: false,
             };
             importer.push(entry_no, ImportRecord::Attempt(attempt)).await?;
         }

@@ -1,4 +1,7 @@
 //! Verification: sandboxed runs, environments, grading, the job queue's
 //! workers and the refine loop.
 
+pub mod env;
 pub mod sandbox;
+pub mod verify;
+pub mod worker;

@@ -27,14 +27,21 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app() -> TestApp {
-    spawn(false).await
+    spawn(false, 0).await
 }
 
+/// The demo, with its verification jobs queued but no worker to run them
+/// (so the numbers stay still while a test compares them).
 pub async fn spawn_app_with_demo() -> TestApp {
-    spawn(true).await
+    spawn(true, 0).await
 }
 
-async fn spawn(demo: bool) -> TestApp {
+/// The demo with `workers` verification workers grading it for real.
+pub async fn spawn_app_with_workers(demo: bool, workers: usize) -> TestApp {
+    spawn(demo, workers).await
+}
+
+async fn spawn(demo: bool, workers: usize) -> TestApp {
     init_logs();
     let dir = tempfile::tempdir().expect("temp dir");
     let app = App::build(AppConfig {
@@ -42,6 +49,8 @@ async fn spawn(demo: bool) -> TestApp {
         bind: "127.0.0.1:0".parse().unwrap(),
         demo,
         routing: Default::default(),
+        data_dir: dir.path().to_path_buf(),
+        workers,
     })
     .await
     .expect("app builds");

@@ -86,6 +86,10 @@ pub struct CreateAttemptRequest {
     /// Natural key for idempotent imports (agent + report + key).
     #[serde(default)]
     pub attempt_key: Option<String>,
+    /// Grade the candidate by execution: a verification job is queued with
+    /// the attempt, and its verdict is replaced by what the runs show.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
 }
 
 fn one() -> u32 {
@@ -264,6 +268,9 @@ impl CreateAttemptRequest {
                 return Err(FieldError::new("ended_at", "is before started_at"));
             }
         }
+        if self.verify && self.verdict != Verdict::Hypothesis {
+            return Err(FieldError::new("verdict", "with `verify`, grading sets the verdict: send `hypothesis` until it is graded"));
+        }
         Ok(())
     }
 
@@ -304,6 +311,13 @@ pub struct Attempt {
     pub attempt_key: Option<String>,
     /// Whether it counts towards the figures (DOMAIN.md's counting rule).
     pub counts: bool,
+    /// Repeated runs disagreed (see `grade` for the counts).
+    #[serde(default)]
+    pub flaky: bool,
+    /// What grading by execution found: counts, reason, failure signatures,
+    /// environments, and the latest re-check. `None` until a runner graded it.
+    #[serde(default)]
+    pub grade: Option<serde_json::Value>,
     pub created_at: DateTime<Utc>,
 }
 

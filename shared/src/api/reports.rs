@@ -8,7 +8,7 @@ use super::{DEFAULT_LIMIT, MAX_LIMIT};
 use crate::model::{Category, OracleKind, OracleSource, ReportStatus, Route, Verdict};
 
 /// How a candidate is graded for one report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Oracle {
     pub kind: OracleKind,

@@ -1,0 +1,128 @@
+//! Workers: claim a job, hold its lease while running it (renewing), then
+//! complete or fail it, fenced by owner. `failpass serve` runs a pool of them
+//! in-process; `failpass worker` runs them alone against a shared PostgreSQL
+//! (any number of processes on any number of machines).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{SubsecRound, Utc};
+use failpass_shared::api::jobs::{Job, Runner};
+use tokio::sync::watch;
+
+use super::verify::{JobError, Verifier};
+use crate::db::jobs::Finish;
+use crate::db::Storage;
+
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Lease length; renewed every third of it while a job runs.
+    pub lease: chrono::Duration,
+    /// Pause when the queue is empty.
+    pub poll: Duration,
+    /// How often an idle worker reports its heartbeat.
+    pub heartbeat: Duration,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self { lease: chrono::Duration::seconds(30), poll: Duration::from_millis(500), heartbeat: Duration::from_secs(5) }
+    }
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "localhost".into())
+}
+
+/// A runner id unique across machines and processes: `host:pid:n`.
+pub fn runner_id(n: usize) -> String {
+    format!("{}:{}:{n}", hostname(), std::process::id())
+}
+
+/// Starts `count` workers; they stop when `shutdown` turns true.
+pub fn spawn_pool(verifier: Verifier, count: usize, options: WorkerOptions, shutdown: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..count)
+        .map(|n| {
+            let mut v = verifier.clone();
+            v.runner_id = runner_id(n);
+            let (o, s) = (options.clone(), shutdown.clone());
+            tokio::spawn(async move { run_worker(v, o, s).await })
+        })
+        .collect()
+}
+
+/// One worker's loop.
+pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown: watch::Receiver<bool>) {
+    let storage = verifier.storage.clone();
+    let id = verifier.runner_id.clone();
+    let started = Utc::now().trunc_subsecs(0);
+    let mut me = Runner { id: id.clone(), host: hostname(), pid: std::process::id() as i64, started_at: started, last_heartbeat: started, current_job: None, jobs_done: 0 };
+    let mut last_beat = std::time::Instant::now() - options.heartbeat;
+    tracing::info!(runner = %id, "worker started");
+    while !*shutdown.borrow() {
+        if last_beat.elapsed() >= options.heartbeat {
+            me.last_heartbeat = Utc::now();
+            me.current_job = None;
+            if let Err(e) = storage.heartbeat(&me).await {
+                tracing::warn!(runner = %id, error = %e, "heartbeat failed");
+            }
+            last_beat = std::time::Instant::now();
+        }
+        let job = match storage.claim(&id, Utc::now(), options.lease).await {
+            Ok(Some(job)) => job,
+            Ok(None) => {
+                let _ = tokio::time::timeout(options.poll, shutdown.changed()).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(runner = %id, error = %e, "claim failed; retrying");
+                let _ = tokio::time::timeout(options.poll * 4, shutdown.changed()).await;
+                continue;
+            }
+        };
+        me.current_job = Some(job.id);
+        me.last_heartbeat = Utc::now();
+        let _ = storage.heartbeat(&me).await;
+        last_beat = std::time::Instant::now();
+        run_one(&verifier, &storage, &id, &job, &options).await;
+    }
+    tracing::info!(runner = %id, "worker stopped");
+}
+
+/// Runs one claimed job to its end, renewing the lease meanwhile.
+async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job: &Job, options: &WorkerOptions) {
+    let started = std::time::Instant::now();
+    let renew = async {
+        let every = (options.lease / 3).to_std().unwrap_or(Duration::from_secs(10)).max(Duration::from_millis(200));
+        loop {
+            tokio::time::sleep(every).await;
+            match storage.renew(job.id, id, Utc::now(), options.lease).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(job = job.id, error = %e, "lease renewal failed"),
+            }
+        }
+    };
+    let outcome = tokio::select! {
+        r = verifier.run_job(job) => Some(r),
+        _ = renew => None,
+    };
+    let now = Utc::now();
+    match outcome {
+        None => tracing::warn!(job = job.id, runner = %id, "lease lost to another worker; result dropped"),
+        Some(Ok(v)) => match storage.complete(job.id, id, now, Some(&v)).await {
+            Ok(Finish::Done) => tracing::info!(job = job.id, attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done"),
+            Ok(Finish::Fenced) => tracing::warn!(job = job.id, runner = %id, "lease lost before completing; result dropped"),
+            Err(e) => fail(storage, job, id, JobError::transient(format!("storing the result: {e}"))).await,
+        },
+        Some(Err(e)) => fail(storage, job, id, e).await,
+    }
+}
+
+async fn fail(storage: &Arc<dyn Storage>, job: &Job, id: &str, e: JobError) {
+    match storage.fail(job.id, id, Utc::now(), &e.message, e.permanent).await {
+        Ok(Some(status)) => tracing::warn!(job = job.id, error = %e.message, permanent = e.permanent, %status, "job failed"),
+        Ok(None) => tracing::warn!(job = job.id, "lease lost before recording the failure"),
+        Err(err) => tracing::error!(job = job.id, error = %err, "could not record the failure"),
+    }
+}
