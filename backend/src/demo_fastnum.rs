@@ -63,6 +63,7 @@ pub fn write_package(data_dir: &Path) -> std::io::Result<Vec<CreateEnvironmentRe
         std::fs::write(pkg.join("__init__.py"), source)?;
         let version = name.replace('-', " ");
         envs.push(CreateEnvironmentRequest {
+            project: PROJECT.to_owned(),
             name: name.to_owned(),
             role,
             recipe: Recipe {

@@ -28,6 +28,17 @@ pub struct NewJob {
 }
 
 impl NewJob {
+    /// Re-checks a reproduced attempt against the environment named `environment`.
+    pub fn recheck(attempt_id: i64, environment: &str, priority: i32, manual: bool) -> Self {
+        Self {
+            kind: JobKind::Recheck,
+            payload: JobPayload { attempt_id: Some(attempt_id), environment: Some(environment.to_owned()), manual, ..Default::default() },
+            priority,
+            max_tries: 3,
+            dedup_key: Some(format!("recheck:{attempt_id}:{environment}")),
+        }
+    }
+
     pub fn verify(attempt_id: i64, priority: i32, manual: bool) -> Self {
         Self {
             kind: JobKind::Verify,
@@ -74,6 +85,10 @@ pub fn backoff(tries: i64) -> Duration {
 pub trait JobStore: Send + Sync {
     /// Queues a job; when its dedup key is already waiting or running, returns that job and `false`.
     async fn enqueue(&self, job: &NewJob, now: DateTime<Utc>) -> StorageResult<(Job, bool)>;
+
+    /// Queues several jobs in one transaction; returns the new jobs' ids and
+    /// how many were already waiting or running.
+    async fn enqueue_many(&self, jobs: &[NewJob], now: DateTime<Utc>) -> StorageResult<(Vec<i64>, usize)>;
 
     /// Leases the next due job to `owner` until `now + lease`: queued jobs
     /// whose `run_after` has come, or running jobs whose lease expired (their
@@ -188,6 +203,23 @@ macro_rules! impl_jobs {
                 let out = Self::enqueue_tx(&mut tx, job, now).await?;
                 tx.commit().await?;
                 Ok(out)
+            }
+
+            async fn enqueue_many(
+                &self,
+                jobs: &[crate::db::jobs::NewJob],
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> crate::db::StorageResult<(Vec<i64>, usize)> {
+                let mut tx = self.write.begin().await?;
+                let (mut queued, mut already) = (Vec::new(), 0);
+                for job in jobs {
+                    match Self::enqueue_tx(&mut tx, job, now).await? {
+                        (j, true) => queued.push(j.id),
+                        (_, false) => already += 1,
+                    }
+                }
+                tx.commit().await?;
+                Ok((queued, already))
             }
 
             async fn claim(

@@ -212,6 +212,17 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// Returns the run's id either way.
     async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)>;
 
+    /// Attempts a rerun selects: those of one report or of the reports a
+    /// filter selects, whose verdict is one of `verdicts`, that have something
+    /// to run (a candidate, or an oracle command) and a deterministic oracle.
+    async fn rerun_targets(
+        &self,
+        report_id: Option<i64>,
+        filter: Option<&failpass_shared::api::reports::ReportFilter>,
+        verdicts: &[failpass_shared::model::Verdict],
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<i64>>;
+
     /// A run from an import record: its attempt by id or natural key.
     async fn import_run(&self, req: &failpass_shared::api::attempts::CreateRunRequest) -> StorageResult<Outcome>;
 

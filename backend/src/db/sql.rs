@@ -1301,6 +1301,31 @@ macro_rules! impl_storage {
                 Ok(out)
             }
 
+            async fn rerun_targets(
+                &self,
+                report_id: Option<i64>,
+                filter: Option<&failpass_shared::api::reports::ReportFilter>,
+                verdicts: &[failpass_shared::model::Verdict],
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<Vec<i64>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "SELECT a.id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                     JOIN oracles o ON o.report_id = r.id \
+                     WHERE o.kind IN ('fail_to_pass', 'crash_signature') AND (a.candidate IS NOT NULL OR o.command IS NOT NULL)",
+                );
+                Self::push_report_filter(&mut qb, filter.unwrap_or(&Default::default()), scope);
+                if let Some(id) = report_id {
+                    qb.push(" AND r.id = ").push_bind(id);
+                }
+                qb.push(" AND a.verdict IN (");
+                let mut sep = qb.separated(", ");
+                for v in verdicts {
+                    sep.push_bind(v.as_str());
+                }
+                qb.push(") ORDER BY a.id LIMIT 10000");
+                Ok(qb.build_query_scalar().fetch_all(&self.read).await?)
+            }
+
             async fn import_run(
                 &self,
                 req: &failpass_shared::api::attempts::CreateRunRequest,

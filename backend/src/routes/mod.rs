@@ -4,6 +4,7 @@ mod attempts;
 mod figures;
 mod health;
 mod import;
+mod jobs;
 mod projects;
 mod reports;
 
@@ -35,6 +36,11 @@ pub fn router(state: AppState) -> Router {
         .route("/attempts/{id}", get(attempts::get_attempt))
         .route("/figures", get(figures::get_figures))
         .route("/agents", get(figures::list_agents))
+        .route("/reruns", post(jobs::rerun))
+        .route("/jobs", get(jobs::queue))
+        .route("/jobs/{id}", get(jobs::get_job))
+        .route("/jobs/{id}/events", get(jobs::job_events))
+        .route("/environments", get(jobs::list_environments).post(jobs::create_environment))
         // Imports stream their body, so no size limit applies.
         .route("/import", post(import::import).layer(DefaultBodyLimit::disable()))
         .fallback(api_not_found)

@@ -176,13 +176,15 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         .stderr(Stdio::from(write_end))
         .kill_on_drop(true);
     let limits = cmd.limits;
-    // SAFETY: only async-signal-safe calls (setsid, setrlimit, unshare) run
+    // SAFETY: only async-signal-safe calls (setsid, prctl, setrlimit, unshare) run
     // between fork and exec, on values computed before the fork.
     unsafe {
         child.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // If the worker dies (kill -9), its run dies with it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             let set = |res, soft: u64, hard: u64| {
                 let lim = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
                 if libc::setrlimit(res, &lim) != 0 {

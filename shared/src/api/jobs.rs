@@ -174,6 +174,9 @@ impl Recipe {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEnvironmentRequest {
+    /// The project's slug (taken from the body on `POST /api/v1/environments`).
+    #[serde(default)]
+    pub project: String,
     pub name: String,
     pub role: EnvironmentRole,
     pub recipe: Recipe,

@@ -1,0 +1,157 @@
+//! The job queue over HTTP: reruns, the queue and its runners, a job's live
+//! progress (server-sent events), and the environments candidates run in.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use failpass_shared::api::jobs::{
+    CreateEnvironmentRequest, Environment, Job, QueueOverview, RerunRequest, RerunResponse, PRIORITY_BULK, PRIORITY_MANUAL,
+};
+use failpass_shared::model::{JobStatus, Verdict};
+use futures_util::Stream;
+
+use super::AppState;
+use crate::auth::Viewer;
+use crate::db::jobs::NewJob;
+use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
+
+/// `POST /api/v1/reruns`: one attempt (manual priority), every failed or
+/// errored attempt of a report or a filter (bulk priority), or a re-check of
+/// reproduced attempts against another environment.
+#[tracing::instrument(skip_all)]
+pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): ApiJson<RerunRequest>) -> ApiResult<(StatusCode, ApiJson<RerunResponse>)> {
+    viewer.require_write()?;
+    req.validate()?;
+    let scope = viewer.scope();
+    let recheck = req.recheck_environment.as_deref().map(str::trim);
+    let verdicts: &[Verdict] = if recheck.is_some() { &[Verdict::Reproduced] } else { &[Verdict::NotReproduced, Verdict::Error] };
+    let (targets, priority) = match req.attempt_id {
+        Some(id) => {
+            let detail = state.storage.get_attempt(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
+            let report = state.storage.get_report(detail.attempt.report_id, &scope).await?;
+            let runnable = report.as_ref().and_then(|r| r.oracle.as_ref()).is_some_and(|o| o.is_deterministic() && (detail.attempt.candidate.is_some() || o.command.is_some()));
+            if !runnable {
+                return Err(ApiError::BadRequest(format!(
+                    "attempt_id: attempt {id} cannot be rerun: its report needs a deterministic oracle and the attempt a candidate (or the oracle a command)"
+                )));
+            }
+            (vec![id], PRIORITY_MANUAL)
+        }
+        None => {
+            if let Some(id) = req.report_id {
+                state.storage.get_report(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+            }
+            (state.storage.rerun_targets(req.report_id, req.filter.as_ref(), verdicts, &scope).await?, PRIORITY_BULK)
+        }
+    };
+    if let Some(env) = recheck {
+        let detail = state.storage.get_attempt(targets.first().copied().unwrap_or_default(), &scope).await?;
+        if let Some(d) = detail {
+            let envs = state.storage.list_environments(&d.attempt.project).await?;
+            if !envs.iter().any(|e| e.name == env) {
+                return Err(ApiError::BadRequest(format!("recheck_environment: project {} has no environment `{env}`", d.attempt.project)));
+            }
+        }
+    }
+    let manual = priority == PRIORITY_MANUAL;
+    let jobs: Vec<NewJob> = targets
+        .iter()
+        .map(|id| match recheck {
+            Some(env) => NewJob::recheck(*id, env, priority, manual),
+            None => NewJob::verify(*id, priority, manual),
+        })
+        .collect();
+    let (queued, already_queued) = state.storage.enqueue_many(&jobs, chrono::Utc::now()).await?;
+    Ok((StatusCode::ACCEPTED, ApiJson(RerunResponse { queued, already_queued })))
+}
+
+/// `GET /api/v1/jobs`: the queue page's data.
+pub async fn queue(State(state): State<AppState>, _viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<QueueOverview>> {
+    if let Some((k, _)) = query.iter().next() {
+        return Err(ApiError::BadRequest(format!("{k}: unknown query parameter `{k}`; this list takes none")));
+    }
+    Ok(ApiJson(state.storage.queue_overview(chrono::Utc::now()).await?))
+}
+
+pub async fn get_job(State(state): State<AppState>, _viewer: Viewer, ApiPath(id): ApiPath<i64>) -> ApiResult<ApiJson<Job>> {
+    Ok(ApiJson(state.storage.get_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?))
+}
+
+/// `GET /api/v1/jobs/{id}/events`: the job's state as server-sent events
+/// (`job` events with the job, then `attempt` with the graded attempt), until
+/// it is done or failed. Polls storage, so it follows workers in any process.
+pub async fn job_events(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let first = state.storage.get_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
+    let scope = viewer.scope();
+    let stream = futures_util::stream::unfold((Some(first), None::<String>, false), move |(job, last, finished)| {
+        let state = state.clone();
+        let scope = scope.clone();
+        async move {
+            if finished {
+                return None;
+            }
+            let mut job = match job {
+                Some(j) => j,
+                None => {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    state.storage.get_job(id).await.ok().flatten()?
+                }
+            };
+            // Wait for a change (or the end) before sending again.
+            let mut text = serde_json::to_string(&job).unwrap_or_default();
+            while last.as_deref() == Some(text.as_str()) {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                job = state.storage.get_job(id).await.ok().flatten()?;
+                text = serde_json::to_string(&job).unwrap_or_default();
+            }
+            let ended = matches!(job.status, JobStatus::Done | JobStatus::Failed | JobStatus::Cancelled);
+            let mut event = Event::default().event("job").data(text.clone());
+            if ended {
+                if let Some(a) = job.payload.attempt_id {
+                    if let Ok(Some(d)) = state.storage.get_attempt(a, &scope).await {
+                        // The final event carries the job and the graded attempt.
+                        let both = serde_json::json!({ "job": job, "attempt": d });
+                        event = Event::default().event("done").data(both.to_string());
+                    }
+                }
+            }
+            Some((Ok(event), (None, Some(text), ended)))
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// `GET /api/v1/environments?project=owner/name`.
+pub async fn list_environments(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<Vec<Environment>>> {
+    let mut project = None;
+    for (k, v) in query.iter() {
+        match k {
+            "project" => project = Some(v.to_owned()),
+            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project"))),
+        }
+    }
+    let project = project.ok_or_else(|| ApiError::BadRequest("project: required (owner/name)".into()))?;
+    state.storage.get_project(&project, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("project `{project}` not found")))?;
+    Ok(ApiJson(state.storage.list_environments(&project).await?))
+}
+
+/// `POST /api/v1/environments`: creates or replaces a project's environment by name.
+pub async fn create_environment(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(req): ApiJson<CreateEnvironmentRequest>,
+) -> ApiResult<(StatusCode, ApiJson<Environment>)> {
+    viewer.require_write()?;
+    req.validate()?;
+    if state.storage.get_project(&req.project, &viewer.scope()).await?.is_none() {
+        return Err(ApiError::BadRequest(format!("project: `{}` does not exist", req.project)));
+    }
+    Ok((StatusCode::CREATED, ApiJson(state.storage.create_environment(&req.project, &req).await?)))
+}
