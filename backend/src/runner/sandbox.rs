@@ -6,10 +6,10 @@
 //! The child starts a new session (`setsid`), so everything it spawns shares
 //! its session id. When the main process exits or the wall limit strikes, the
 //! process group is killed and `/proc` is swept for any process still in the
-//! session (a child that double-forked into the background), so no process
-//! outlives its run. A process that starts a session of its own escapes the
-//! sweep; containing that needs a PID namespace or a cgroup (noted in
-//! docs/job-queue.md).
+//! session (a child that double-forked into the background). As root, the
+//! run also gets its own PID namespace: when its first process ends, the
+//! kernel kills everything else in it (even a process that started a session
+//! of its own), and a worker killed with SIGKILL takes its runs with it.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
@@ -97,6 +97,9 @@ pub struct Finished {
     pub network_isolated: bool,
     /// Processes still alive in the run's session when it ended, and killed.
     pub stragglers_killed: usize,
+    /// Whether the run had its own PID namespace (every process it started
+    /// died with its first one).
+    pub pid_isolated: bool,
 }
 
 impl Finished {
@@ -118,22 +121,31 @@ pub enum SandboxError {
 /// that allows it). Probed once.
 pub fn network_isolation_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        if unsafe { libc::geteuid() } != 0 {
-            return false;
-        }
-        let mut probe = std::process::Command::new("/bin/true");
-        // SAFETY: unshare is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut probe, || {
-                if libc::unshare(libc::CLONE_NEWNET) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        probe.status().is_ok_and(|s| s.success())
-    })
+    *AVAILABLE.get_or_init(|| namespace_available(libc::CLONE_NEWNET))
+}
+
+/// Whether runs can get their own PID namespace (root). Then the whole tree
+/// dies with its first process, and with the worker if the worker is killed.
+pub fn pid_isolation_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| namespace_available(libc::CLONE_NEWPID))
+}
+
+fn namespace_available(flag: libc::c_int) -> bool {
+    if unsafe { libc::geteuid() } != 0 {
+        return false;
+    }
+    let mut probe = std::process::Command::new("/bin/true");
+    // SAFETY: unshare is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut probe, move || {
+            if libc::unshare(flag) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    probe.status().is_ok_and(|s| s.success())
 }
 
 /// Runs `cmd` in a fresh temporary directory under `parent` (the system's
@@ -158,6 +170,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         std::fs::write(dir.join(name), contents)?;
     }
     let isolate = !cmd.network && network_isolation_available();
+    let own_pids = pid_isolation_available();
     let (read_end, write_end) = pipe()?;
     let mut child = tokio::process::Command::new(&cmd.program);
     child
@@ -198,6 +211,9 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
             set(libc::RLIMIT_CORE, 0, 0)?;
             if isolate && libc::unshare(libc::CLONE_NEWNET) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if own_pids {
+                keep_in_pid_namespace()?;
             }
             Ok(())
         });
@@ -244,7 +260,56 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         output_bytes,
         network_isolated: isolate,
         stragglers_killed: stragglers,
+        pid_isolated: own_pids,
     })
+}
+
+/// Runs in the forked child before exec: moves the command into a new PID
+/// namespace whose first process (the command) dies with this one.
+///
+/// This process stays behind as a *keeper*: it closes every descriptor (so
+/// the caller sees the exec and the output pipe's end as usual), waits for
+/// the command and exits as it did. The command runs as PID 1 of its own
+/// namespace with a parent-death signal on the keeper, and the keeper has one
+/// on the worker, so a worker killed with SIGKILL takes the keeper, the
+/// command and, with the namespace, every process the command started.
+///
+/// # Safety
+/// Called between fork and exec: only async-signal-safe calls.
+unsafe fn keep_in_pid_namespace() -> std::io::Result<()> {
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let child = libc::fork();
+        if child < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if child == 0 {
+            // PID 1 of the new namespace: dies when the keeper does.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            return Ok(());
+        }
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(child, &mut status, 0);
+            if r == child {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        // Killed by a signal: end the same way, so the caller sees which.
+        let sig = libc::WTERMSIG(status);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::kill(libc::getpid(), sig);
+        libc::_exit(128 + sig)
+    }
 }
 
 /// A SIGKILL with no timeout after at least the CPU allowance: the hard CPU limit.

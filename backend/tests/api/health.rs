@@ -74,7 +74,7 @@ async fn demo_fills_an_empty_database_once() {
     assert_eq!(keys, ["agent_first", "human_first", "hypothesis"]);
     // seeding again changes nothing
     let before = app.storage.list_reports(&Default::default(), &failpass::db::ProjectScope::All).await.unwrap();
-    let again = failpass::demo::seed_if_empty(app.storage.as_ref(), &Default::default()).await.unwrap();
+    let again = failpass::demo::seed_if_empty(app.storage.as_ref(), &Default::default(), std::path::Path::new("unused")).await.unwrap();
     assert!(again.is_none());
     let after = app.storage.list_reports(&Default::default(), &failpass::db::ProjectScope::All).await.unwrap();
     assert_eq!(before, after);

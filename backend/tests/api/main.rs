@@ -8,5 +8,6 @@ mod import;
 mod projects;
 mod queue;
 mod reports;
+mod runner;
 mod sandbox;
 mod storage;

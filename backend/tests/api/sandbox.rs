@@ -67,26 +67,42 @@ async fn output_cap_keeps_the_start_and_counts_the_rest() {
     assert_eq!(r.output_bytes, 1_000_005);
 }
 
+/// Processes (outside any namespace view) whose command line holds `token`.
+pub fn processes_with(token: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| alive(*pid))
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(token)))
+        .collect()
+}
+
 #[tokio::test]
 async fn no_process_outlives_its_run() {
-    // A child that forks into the background and sleeps, and a grandchild.
-    let c = sh("sleep 60 & echo $! > bg.pid; (sleep 60 & echo $! > grand.pid; wait) & sleep 0.2; cat bg.pid grand.pid; exit 0");
+    // A child that forks into the background and sleeps, a grandchild, and
+    // one that leaves the session; each sleeps a unique number of seconds.
+    let c = sh("sleep 61.1 & (sleep 61.2 & wait) & setsid sleep 61.3 & sleep 0.3; exit 0");
     let r = sandbox::run(&c, None).await.unwrap();
     assert_eq!(r.exit_status, Some(0), "{}", r.output);
-    let pids: Vec<i32> = r.output.split_whitespace().map(|p| p.parse().unwrap()).collect();
-    assert_eq!(pids.len(), 2, "{}", r.output);
-    assert!(r.stragglers_killed >= 2, "{r:?}");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    for pid in pids {
-        assert!(!alive(pid), "process {pid} outlived its run");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for token in ["61.1", "61.2"] {
+        assert!(processes_with(token).is_empty(), "`sleep {token}` outlived its run");
+    }
+    if r.pid_isolated {
+        assert!(processes_with("61.3").is_empty(), "a new session does not escape a PID namespace");
+    } else {
+        for pid in processes_with("61.3") {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
     }
     // The same when the wall limit strikes.
-    let mut c = sh("sleep 60 & echo $!; sleep 60");
+    let mut c = sh("sleep 62.1 & sleep 60");
     c.limits.wall = Duration::from_millis(300);
     let r = sandbox::run(&c, None).await.unwrap();
-    let pid: i32 = r.output.trim().parse().unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(r.timed_out && !alive(pid));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(r.timed_out && processes_with("62.1").is_empty());
+    assert!(sandbox::pid_isolation_available() == r.pid_isolated);
 }
 
 #[tokio::test]

@@ -82,6 +82,7 @@ async fn attempt(s: &dyn Storage, report_id: i64, x: A<'_>) -> i64 {
         reviewer: None,
         review_comment: None,
         attempt_key: None,
+        verify: false,
     };
     req.validate().unwrap();
     s.create_attempt(&req).await.unwrap().0.id

@@ -1,0 +1,227 @@
+//! The verification runner end to end, on real processes: the fastnum demo
+//! graded by in-process workers, reruns with live progress, re-checks, a
+//! failed setup, and a `failpass worker` process killed with SIGKILL.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app_with_workers, TestApp};
+
+/// Waits until no job is queued or running.
+async fn drain(app: &TestApp, limit: Duration) -> Value {
+    let start = Instant::now();
+    loop {
+        let q = app.get("/api/v1/jobs").await.body;
+        if q["queued"] == 0 && q["running"] == 0 {
+            return q;
+        }
+        assert!(start.elapsed() < limit, "the queue did not drain in {limit:?}: {q}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn attempts_by_key(app: &TestApp) -> HashMap<String, Value> {
+    let page = app.get("/api/v1/attempts?project=fastnum/fastnum&limit=100").await.body;
+    page["items"].as_array().unwrap().iter().map(|a| (a["attempt_key"].as_str().unwrap().trim_start_matches("fastnum-").to_owned(), a.clone())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_is_graded_by_running_it() {
+    let app = spawn_app_with_workers(true, 2).await;
+    let q = drain(&app, Duration::from_secs(180)).await;
+    assert_eq!(q["failed_last_day"], 0, "{q}");
+    assert!(q["done_last_day"].as_i64().unwrap() >= 10);
+    assert!(!q["runners"].as_array().unwrap().is_empty(), "the workers report heartbeats: {q}");
+    let by_key = attempts_by_key(&app).await;
+    // (verdict, failure cause) for every deterministic candidate.
+    let table = [
+        ("101-good", "reproduced", None),
+        ("101-small-logits", "not_reproduced", Some("no_failure")),
+        ("101-wrong-error", "not_reproduced", Some("wrong_failure")),
+        ("102-good", "reproduced", None),
+        ("102-syntax", "not_reproduced", Some("other")),
+        ("103-good", "reproduced", None),
+        ("104-good", "reproduced", None),
+        ("104-wrong-expectation", "not_reproduced", Some("wrong_failure")),
+        ("105-loop", "reproduced", None),
+    ];
+    for (key, verdict, cause) in table {
+        let a = &by_key[key];
+        assert_eq!(a["verdict"], verdict, "{key}: {}", a["grade"]);
+        assert_eq!(a["verdict_source"], "deterministic", "{key}");
+        assert_eq!(a["failure_cause"].as_str(), cause, "{key}: {}", a["grade"]);
+    }
+    assert!(by_key["101-wrong-error"]["grade"]["reason"].as_str().unwrap().contains("not with the reported failure"));
+    assert_eq!(by_key["101-good"]["signals"]["failure_behaviour"]["passed"], true);
+    assert_eq!(by_key["101-wrong-error"]["signals"]["failure_behaviour"]["passed"], false);
+    assert_eq!(by_key["102-syntax"]["signals"]["syntax"]["passed"], false);
+    assert!(by_key["102-syntax"]["signals"]["syntax"]["detail"].as_str().unwrap().contains("SyntaxError"));
+    assert_eq!(by_key["101-good"]["signals"]["syntax"]["source"], "static");
+    assert_eq!(by_key["101-good"]["signals"]["relevance"]["source"], "deterministic");
+    // The intermittent bug: five repeats a side; flaky exactly when the buggy side split.
+    let g = &by_key["105-good"]["grade"];
+    let (failed, runs) = (g["buggy_failed"].as_i64().unwrap(), g["buggy_runs"].as_i64().unwrap());
+    assert_eq!(runs, 5);
+    assert_eq!(by_key["105-good"]["flaky"], json!(failed > 0 && failed < 5), "{g}");
+    assert_eq!(by_key["105-good"]["verdict"], if failed == 5 { "reproduced" } else { "not_reproduced" });
+    // Runs were stored with the grade: one a side, five a side for repeats, none for a candidate that does not parse.
+    for (key, n) in [("101-good", 2), ("105-good", 10), ("102-syntax", 0)] {
+        let id = by_key[key]["id"].as_i64().unwrap();
+        let detail = app.get(&format!("/api/v1/attempts/{id}")).await.body;
+        assert_eq!(detail["runs"].as_array().unwrap().len(), n, "{key}");
+    }
+    let good = app.get(&format!("/api/v1/attempts/{}", by_key["101-good"]["id"])).await.body;
+    assert_eq!(good["runs"][0]["environment"], "buggy");
+    assert!(good["runs"][0]["output"].as_str().unwrap().contains("AssertionError: probabilities contain nan"));
+    assert_eq!(good["runs"][1]["exit_status"], 0);
+    // The reports follow: reproduced where a candidate reproduced.
+    let report = app.get(&format!("/api/v1/reports/{}", good["report_id"])).await.body;
+    assert_eq!(report["status"], "reproduced", "{report}");
+
+    // A manual rerun of one attempt, followed live.
+    let target = by_key["101-small-logits"]["id"].as_i64().unwrap();
+    let r = app.post("/api/v1/reruns", &json!({ "attempt_id": target })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let job = r.body["queued"][0].as_i64().unwrap();
+    let events = app.client.get(format!("{}/api/v1/jobs/{job}/events", app.base)).send().await.unwrap();
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    let text = tokio::time::timeout(Duration::from_secs(60), events.text()).await.expect("the event stream ends when the job does").unwrap();
+    assert!(text.contains("event: job"), "{text}");
+    assert!(text.contains("event: done"), "{text}");
+    assert!(text.contains("\"status\":\"done\""), "{text}");
+    let detail = app.get(&format!("/api/v1/attempts/{target}")).await.body;
+    let triggers: Vec<&str> = detail["runs"].as_array().unwrap().iter().map(|r| r["trigger"].as_str().unwrap()).collect();
+    assert_eq!(triggers, ["initial", "initial", "rerun", "rerun"]);
+
+    // Bulk: every failed or errored attempt of a report.
+    let r = app.post("/api/v1/reruns", &json!({ "report_id": good["report_id"] })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["queued"].as_array().unwrap().len(), 2, "small-logits and wrong-error: {}", r.body);
+    // A re-check of the reproduced attempts against the newer release.
+    let r = app.post("/api/v1/reruns", &json!({ "filter": { "project": "fastnum/fastnum" }, "recheck_environment": "fastnum-0.4.0" })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(r.body["queued"].as_array().unwrap().len() >= 5, "{}", r.body);
+    drain(&app, Duration::from_secs(120)).await;
+    let after = attempts_by_key(&app).await;
+    let recheck = &after["101-good"]["grade"]["recheck"];
+    assert_eq!(recheck["outcome"], "no_longer_reproduces", "{recheck}");
+    assert_eq!(recheck["version"], "fastnum 0.4.0");
+    assert_eq!(after["101-good"]["verdict"], "reproduced", "a re-check keeps the verdict");
+
+    // Wrong input is named.
+    assert_error(&app.post("/api/v1/reruns", &json!({})).await, 400, "bad_request", "exactly one");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": 999999 })).await, 404, "not_found", "attempt 999999");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": target, "recheck_environment": "fastnum-9" })).await, 400, "bad_request", "fastnum-9");
+    let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"].as_i64().unwrap();
+    let r = app.post("/api/v1/attempts", &json!({ "report_id": vague, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "print(1)", "verify": true })).await;
+    assert_error(&r, 400, "bad_request", "no deterministic oracle");
+    let r = app.post("/api/v1/attempts", &json!({ "report_id": vague, "agent": "x", "verdict": "reproduced", "verdict_source": "human", "verify": true })).await;
+    assert_error(&r, 400, "bad_request", "hypothesis");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_setup_is_an_error_verdict_with_its_log() {
+    let app = spawn_app_with_workers(false, 1).await;
+    app.project("a/lib").await;
+    for (name, role, setup) in [("old", "buggy", "echo installing somelib==2.1; echo 'No matching distribution' >&2; exit 3"), ("new", "fixed", "true")] {
+        let r = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": name, "role": role, "recipe": { "setup": [setup] } })).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let report = app.report(json!({ "project": "a/lib", "external_id": "1", "title": "crash",
+        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } })).await;
+    let a = app.attempt(json!({ "report_id": report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "raise SystemExit(1)", "verify": true })).await;
+    drain(&app, Duration::from_secs(60)).await;
+    let a = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body;
+    assert_eq!(a["verdict"], "error", "never not_reproduced: {a}");
+    assert_eq!(a["failure_cause"], "env_setup");
+    let log = a["grade"]["detail"]["setup_log"].as_str().unwrap();
+    assert!(log.contains("installing somelib==2.1") && log.contains("No matching distribution"), "{log}");
+    assert!(a["grade"]["reason"].as_str().unwrap().contains("exited with status 3"), "{}", a["grade"]);
+    // Bad environment requests are named.
+    let bad = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": "x y", "role": "buggy", "recipe": {} })).await;
+    assert_error(&bad, 400, "bad_request", "name");
+    let bad = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": "z", "role": "sideways", "recipe": {} })).await;
+    assert_error(&bad, 400, "bad_request", "role");
+    let bad = app.post("/api/v1/environments", &json!({ "project": "no/such", "name": "z", "role": "buggy", "recipe": {} })).await;
+    assert_error(&bad, 400, "bad_request", "no/such");
+}
+
+/// `failpass worker` processes on PostgreSQL: one is killed with SIGKILL in
+/// the middle of a run; once its lease expires another takes the job over,
+/// and exactly one result is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
+    use failpass_shared::api::jobs::{CreateEnvironmentRequest, Recipe};
+    use failpass_shared::model::{EnvironmentRole, JobStatus};
+
+    let pg = crate::helpers::pg_storage().await;
+    let s = pg.storage.clone();
+    let data = tempfile::tempdir().unwrap();
+    s.create_project(&serde_json::from_value(json!({ "slug": "a/lib" })).unwrap()).await.unwrap();
+    for (name, role, mode) in [("b", EnvironmentRole::Buggy, "buggy"), ("f", EnvironmentRole::Fixed, "fixed")] {
+        let recipe = Recipe { env: [("MODE".to_owned(), mode.to_owned())].into_iter().collect(), ..Default::default() };
+        s.create_environment("a/lib", &CreateEnvironmentRequest { project: "a/lib".into(), name: name.into(), role, recipe }).await.unwrap();
+    }
+    // A marker on the command line tells this test's runs from any other test's.
+    let marker = format!("kill-test-{}", uuid::Uuid::new_v4().simple());
+    let request: failpass_shared::api::reports::CreateReportRequest = serde_json::from_value(json!({
+        "project": "a/lib", "external_id": "1", "title": "slow crash",
+        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": format!("python3 candidate.py {marker}") } })).unwrap();
+    let decision = failpass_shared::routing::decide(&Default::default(), &failpass_shared::routing::RoutingInput::from_request(&request));
+    let report = s.create_report(&failpass::db::NewReport { request, decision }).await.unwrap();
+    let pids = data.path().join("pids.txt");
+    let candidate = format!(
+        "import os, time\nopen({:?}, 'a').write(str(os.getpid()) + '\\n')\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n",
+        pids.to_str().unwrap()
+    );
+    let (attempt, _) = s
+        .create_attempt(&serde_json::from_value(json!({ "report_id": report.summary.id, "agent": "x", "verdict": "hypothesis",
+            "verdict_source": "llm", "candidate": candidate, "verify": true })).unwrap())
+        .await
+        .unwrap();
+    let job_id = s.queue_overview(chrono::Utc::now()).await.unwrap().jobs[0].id;
+    let worker = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_failpass"))
+            .args(["worker", "--database-url", &pg.url, "--lease-seconds", "2", "--data-dir"])
+            .arg(data.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = worker();
+    // Wait until the first worker's run is underway.
+    let start = Instant::now();
+    while !std::fs::read_to_string(&pids).is_ok_and(|p| !p.trim().is_empty()) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the first worker never started the run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let held = s.get_job(job_id).await.unwrap().unwrap();
+    assert_eq!(held.status, JobStatus::Running);
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if failpass::runner::sandbox::pid_isolation_available() {
+        assert!(crate::sandbox::processes_with(&marker).is_empty(), "the killed worker's run died with it");
+    }
+    let mut second = worker();
+    let start = Instant::now();
+    let job = loop {
+        let job = s.get_job(job_id).await.unwrap().unwrap();
+        if job.status == JobStatus::Done || job.status == JobStatus::Failed {
+            break job;
+        }
+        assert!(start.elapsed() < Duration::from_secs(90), "the job was not taken over: {job:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    second.kill().unwrap();
+    second.wait().unwrap();
+    assert_eq!((job.status, job.tries), (JobStatus::Done, 2), "{job:?}");
+    assert_ne!(job.lease_owner, held.lease_owner, "another worker finished it");
+    let detail = s.get_attempt(attempt.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
+    assert_eq!(detail.runs.len(), 2, "exactly one result: one buggy and one fixed run");
+    assert_eq!(detail.attempt.verdict, failpass_shared::model::Verdict::Reproduced);
+    pg.drop_now().await;
+}
