@@ -26,10 +26,45 @@ pub enum Command {
     Worker(WorkerArgs),
 }
 
+/// How the refine loop gets candidates.
+#[derive(Debug, Clone, Args)]
+pub struct RefineArgs {
+    /// An agent command for the refine loop: it reads the report and the
+    /// previous verification feedback as JSON on stdin and prints a candidate
+    /// (or `{"candidate", "cost_usd", …}`). Without it the offline `snippet`
+    /// generator proposes the report's own code blocks.
+    #[arg(long, env = "FAILPASS_AGENT_COMMAND")]
+    pub agent_command: Option<String>,
+    /// The agent's name on the attempts it makes.
+    #[arg(long, env = "FAILPASS_AGENT_NAME", default_value = "agent")]
+    pub agent_name: String,
+    /// Iterations before the loop gives up.
+    #[arg(long, env = "FAILPASS_REFINE_BUDGET", default_value_t = 5)]
+    pub refine_budget: u32,
+    /// Seconds an agent command may take per iteration.
+    #[arg(long, env = "FAILPASS_AGENT_TIMEOUT", default_value_t = 600)]
+    pub agent_timeout: u64,
+}
+
+impl RefineArgs {
+    pub fn generator(&self) -> crate::runner::refine::Generator {
+        match &self.agent_command {
+            Some(command) => crate::runner::refine::Generator::Command {
+                name: self.agent_name.clone(),
+                command: command.clone(),
+                timeout: std::time::Duration::from_secs(self.agent_timeout),
+            },
+            None => crate::runner::refine::Generator::Snippet,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct WorkerArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
+    #[command(flatten)]
+    pub refine: RefineArgs,
     /// Workers in this process; each runs one job at a time.
     #[arg(long, env = "FAILPASS_WORKERS", default_value_t = 1)]
     pub concurrency: usize,
@@ -114,4 +149,6 @@ pub struct ServeArgs {
     /// Verification workers run in this process (0: none; run `failpass worker` elsewhere).
     #[arg(long, env = "FAILPASS_WORKERS", default_value_t = 2)]
     pub workers: usize,
+    #[command(flatten)]
+    pub refine: RefineArgs,
 }

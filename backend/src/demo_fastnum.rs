@@ -111,6 +111,11 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
         let decision = decide(routing, &RoutingInput::from_request(&request));
         let report = storage.create_report(&NewReport { request, decision }).await?;
         summary.reports += 1;
+        // The refine loop, offline (`snippet`), on every report an agent should take.
+        if report.summary.route == failpass_shared::model::Route::AgentFirst && report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
+            let job = crate::db::jobs::NewJob::refine(report.summary.id, failpass_shared::api::jobs::PRIORITY_BULK, false);
+            storage.enqueue(&job, chrono::Utc::now()).await?;
+        }
         for c in r.candidates {
             storage
                 .create_attempt(&CreateAttemptRequest {

@@ -30,6 +30,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 routing,
                 data_dir: args.database.data_dir.clone(),
                 workers: args.workers,
+                generator: args.refine.generator(),
+                refine_budget: args.refine.refine_budget,
             })
             .await?;
             let addr = app.local_addr().context("reading the bound address")?;
@@ -67,7 +69,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if args.concurrency == 0 || args.lease_seconds < 1 {
                 anyhow::bail!("--concurrency and --lease-seconds must be at least 1");
             }
-            let verifier = failpass::runner::verify::Verifier::new(storage, &args.database.data_dir, "worker");
+            let mut verifier = failpass::runner::verify::Verifier::new(storage, &args.database.data_dir, "worker");
+            verifier.generator = args.refine.generator();
+            verifier.refine_budget = args.refine.refine_budget;
             let options = failpass::runner::worker::WorkerOptions { lease: chrono::Duration::seconds(args.lease_seconds), ..Default::default() };
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let pool = failpass::runner::worker::spawn_pool(verifier, args.concurrency, options, stopped);

@@ -26,6 +26,8 @@ pub struct App {
     storage: Arc<dyn Storage>,
     data_dir: std::path::PathBuf,
     workers: usize,
+    generator: crate::runner::refine::Generator,
+    refine_budget: u32,
 }
 
 /// What to build an [`App`] from.
@@ -38,6 +40,9 @@ pub struct AppConfig {
     pub data_dir: std::path::PathBuf,
     /// Verification workers to run in-process (0: none).
     pub workers: usize,
+    /// The refine loop's generator and budget.
+    pub generator: crate::runner::refine::Generator,
+    pub refine_budget: u32,
 }
 
 impl App {
@@ -62,7 +67,15 @@ impl App {
         }
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let router = with_layers(router(AppState { storage: storage.clone(), routing }));
-        Ok(App { listener, router, storage, data_dir: cfg.data_dir, workers: cfg.workers })
+        Ok(App {
+            listener,
+            router,
+            storage,
+            data_dir: cfg.data_dir,
+            workers: cfg.workers,
+            generator: cfg.generator,
+            refine_budget: cfg.refine_budget,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -81,7 +94,9 @@ impl App {
     /// in-flight requests and lets the workers finish their jobs.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let verifier = crate::runner::verify::Verifier::new(self.storage.clone(), &self.data_dir, "serve");
+        let mut verifier = crate::runner::verify::Verifier::new(self.storage.clone(), &self.data_dir, "serve");
+        verifier.generator = self.generator;
+        verifier.refine_budget = self.refine_budget;
         let pool = crate::runner::worker::spawn_pool(verifier, self.workers, Default::default(), stopped);
         if self.workers > 0 {
             tracing::info!(workers = self.workers, "verification workers running");

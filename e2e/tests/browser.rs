@@ -63,6 +63,8 @@ async fn start(width: u32, height: u32) -> Harness {
         routing: Default::default(),
         data_dir: data.path().to_path_buf(),
         workers: 0,
+        generator: failpass::runner::refine::Generator::Snippet,
+        refine_budget: 5,
     })
     .await
     .unwrap();

@@ -28,6 +28,17 @@ pub struct NewJob {
 }
 
 impl NewJob {
+    /// Runs the refine loop on a report.
+    pub fn refine(report_id: i64, priority: i32, manual: bool) -> Self {
+        Self {
+            kind: JobKind::Refine,
+            payload: JobPayload { report_id: Some(report_id), manual, ..Default::default() },
+            priority,
+            max_tries: 2,
+            dedup_key: Some(format!("refine:{report_id}")),
+        }
+    }
+
     /// Re-checks a reproduced attempt against the environment named `environment`.
     pub fn recheck(attempt_id: i64, environment: &str, priority: i32, manual: bool) -> Self {
         Self {
@@ -64,6 +75,19 @@ pub struct Verification {
     /// Replace the attempt's verdict (an initial verification or a rerun);
     /// `false` for a re-check, which only adds runs and the re-check outcome.
     pub sets_verdict: bool,
+    /// Set by the refine loop: the final candidate, the iterations it took,
+    /// and their summed cost and time.
+    pub refined: Option<Refined>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refined {
+    pub candidate: String,
+    pub iterations: u32,
+    pub cost_usd: f64,
+    pub wall_seconds: f64,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
 }
 
 /// How a job ended.
@@ -228,6 +252,8 @@ macro_rules! impl_jobs {
                 now: chrono::DateTime<chrono::Utc>,
                 lease: chrono::Duration,
             ) -> crate::db::StorageResult<Option<failpass_shared::api::jobs::Job>> {
+                // Job timings keep milliseconds; lease arithmetic stays in whole seconds.
+                let precise = chrono::SubsecRound::trunc_subsecs(now, 3);
                 let now = crate::db::sql::secs(now);
                 let mut tx = self.write.begin().await?;
                 // Expired leases out of tries fail rather than run again.
@@ -241,7 +267,7 @@ macro_rules! impl_jobs {
                 .await?;
                 let row: Option<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1, \
-                     started_at = $3, updated_at = $3 \
+                     started_at = $4, updated_at = $3 \
                      WHERE id = (SELECT id FROM jobs WHERE (status = 'queued' AND run_after <= $3) \
                         OR (status = 'running' AND lease_expires_at < $3 AND attempts < max_attempts) \
                         ORDER BY priority DESC, id LIMIT 1 {}) \
@@ -252,6 +278,7 @@ macro_rules! impl_jobs {
                 .bind(owner)
                 .bind(now + lease)
                 .bind(now)
+                .bind(precise)
                 .fetch_optional(&mut *tx)
                 .await?;
                 tx.commit().await?;
@@ -285,13 +312,14 @@ macro_rules! impl_jobs {
                 now: chrono::DateTime<chrono::Utc>,
                 result: Option<&crate::db::jobs::Verification>,
             ) -> crate::db::StorageResult<crate::db::jobs::Finish> {
+                let precise = chrono::SubsecRound::trunc_subsecs(now, 3);
                 let now = crate::db::sql::secs(now);
                 let mut tx = self.write.begin().await?;
                 let fenced = sqlx::query(
                     "UPDATE jobs SET status = 'done', finished_at = $1, updated_at = $1, last_error = NULL \
                      WHERE id = $2 AND status = 'running' AND lease_owner = $3",
                 )
-                .bind(now)
+                .bind(precise)
                 .bind(id)
                 .bind(owner)
                 .execute(&mut *tx)
@@ -572,6 +600,22 @@ macro_rules! impl_jobs {
                     .bind(v.attempt_id)
                     .execute(&mut **tx)
                     .await?;
+                    if let Some(r) = &v.refined {
+                        sqlx::query(
+                            "UPDATE attempts SET candidate = $1, iterations = $2, cost_usd = $3, wall_seconds = $4, tokens_in = $5, \
+                             tokens_out = $6, ended_at = $7 WHERE id = $8",
+                        )
+                        .bind(&r.candidate)
+                        .bind(r.iterations.min(i32::MAX as u32) as i32)
+                        .bind(r.cost_usd)
+                        .bind(r.wall_seconds)
+                        .bind(r.tokens_in)
+                        .bind(r.tokens_out)
+                        .bind(now)
+                        .bind(v.attempt_id)
+                        .execute(&mut **tx)
+                        .await?;
+                    }
                 } else {
                     // A re-check keeps the verdict and records its outcome beside the grade.
                     sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2").bind(Json(&v.grade)).bind(v.attempt_id).execute(&mut **tx).await?;

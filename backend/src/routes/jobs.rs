@@ -68,6 +68,31 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
     Ok((StatusCode::ACCEPTED, ApiJson(RerunResponse { queued, already_queued })))
 }
 
+/// `POST /api/v1/refine`: queues the refine loop for an `agent_first` report.
+pub async fn refine(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(req): ApiJson<failpass_shared::api::jobs::RefineRequest>,
+) -> ApiResult<(StatusCode, ApiJson<Job>)> {
+    viewer.require_write()?;
+    let report = state
+        .storage
+        .get_report(req.report_id, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("report {} not found", req.report_id)))?;
+    if report.summary.route != failpass_shared::model::Route::AgentFirst {
+        return Err(ApiError::BadRequest(format!(
+            "report_id: report {} is routed {}; the refine loop is for agent_first reports",
+            req.report_id, report.summary.route
+        )));
+    }
+    if !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
+        return Err(ApiError::BadRequest(format!("report_id: report {} has no deterministic oracle to grade candidates by", req.report_id)));
+    }
+    let (job, _) = state.storage.enqueue(&NewJob::refine(req.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
+    Ok((StatusCode::ACCEPTED, ApiJson(job)))
+}
+
 /// `GET /api/v1/jobs`: the queue page's data.
 pub async fn queue(State(state): State<AppState>, _viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<QueueOverview>> {
     if let Some((k, _)) = query.iter().next() {

@@ -2,6 +2,7 @@
 //! workers and the refine loop.
 
 pub mod env;
+pub mod refine;
 pub mod sandbox;
 pub mod verify;
 pub mod worker;

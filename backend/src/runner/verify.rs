@@ -58,6 +58,9 @@ pub struct Verifier {
     pub limits: Limits,
     /// Where run directories are made.
     pub scratch: PathBuf,
+    /// Where the refine loop's candidates come from, and its try budget.
+    pub generator: super::refine::Generator,
+    pub refine_budget: u32,
 }
 
 /// The command a run executes: the oracle's, or the candidate script.
@@ -72,11 +75,16 @@ impl Verifier {
             runner_id: runner_id.into(),
             limits: Limits { wall: Duration::from_secs(60), cpu_seconds: 60, memory_bytes: 2 << 30, ..Limits::default() },
             scratch: data_dir.join("runs"),
+            generator: super::refine::Generator::Snippet,
+            refine_budget: super::refine::DEFAULT_BUDGET,
         }
     }
 
     /// Verifies (or re-checks) the attempt a job names.
     pub async fn run_job(&self, job: &Job) -> Result<Verification, JobError> {
+        if job.kind == JobKind::Refine {
+            return super::refine::run(self, &self.generator, self.refine_budget, job).await;
+        }
         let attempt_id = job.payload.attempt_id.ok_or_else(|| JobError::permanent("the job names no attempt_id"))?;
         let detail = self
             .storage
@@ -114,6 +122,7 @@ impl Verifier {
             grade: json!({ "reason": reason, "detail": extra }),
             runs: Vec::new(),
             sets_verdict: true,
+            refined: None,
         };
         let Some(oracle) = report.oracle.as_ref().filter(|o| o.is_deterministic()) else {
             return error(FailureCause::Other, "the report has no deterministic oracle to grade by".into(), json!(null));
@@ -153,6 +162,7 @@ impl Verifier {
                     grade: json!({ "reason": format!("the candidate does not parse: {syntax_detail}") }),
                     runs: Vec::new(),
                     sets_verdict: true,
+                    refined: None,
                 };
             }
         }
@@ -220,6 +230,7 @@ impl Verifier {
             }),
             runs,
             sets_verdict: true,
+            refined: None,
         }
     }
 
@@ -247,7 +258,7 @@ impl Verifier {
             Ok(env) => env,
             Err(e) => {
                 grade["recheck"] = json!({ "environment": name, "outcome": "error", "reason": e.to_string(), "setup_log": e.log, "at": chrono::Utc::now().trunc_subsecs(0) });
-                return Ok(Verification { attempt_id, verdict: Verdict::Error, failure_cause: None, signals: Signals::default(), flaky: false, grade, runs: Vec::new(), sets_verdict: false });
+                return Ok(Verification { attempt_id, verdict: Verdict::Error, failure_cause: None, signals: Signals::default(), flaky: false, grade, runs: Vec::new(), sets_verdict: false, refined: None });
             }
         };
         let repeats = oracle.repeats.unwrap_or(1).clamp(1, MAX_REPEATS);
@@ -270,7 +281,7 @@ impl Verifier {
         grade["recheck"] = json!({
             "environment": name, "version": version, "outcome": outcome, "failed": failed, "runs": repeats, "at": chrono::Utc::now().trunc_subsecs(0),
         });
-        Ok(Verification { attempt_id, verdict: Verdict::Reproduced, failure_cause: None, signals: Signals::default(), flaky: outcome == "flaky", grade, runs, sets_verdict: false })
+        Ok(Verification { attempt_id, verdict: Verdict::Reproduced, failure_cause: None, signals: Signals::default(), flaky: outcome == "flaky", grade, runs, sets_verdict: false, refined: None })
     }
 
     /// One run of the candidate (or the oracle's command) in `env`.

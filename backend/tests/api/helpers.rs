@@ -38,10 +38,15 @@ pub async fn spawn_app_with_demo() -> TestApp {
 
 /// The demo with `workers` verification workers grading it for real.
 pub async fn spawn_app_with_workers(demo: bool, workers: usize) -> TestApp {
-    spawn(demo, workers).await
+    spawn_with(demo, workers, failpass::runner::refine::Generator::Snippet).await
 }
 
 async fn spawn(demo: bool, workers: usize) -> TestApp {
+    spawn_with(demo, workers, failpass::runner::refine::Generator::Snippet).await
+}
+
+/// An app whose refine loop uses `generator`.
+pub async fn spawn_with(demo: bool, workers: usize, generator: failpass::runner::refine::Generator) -> TestApp {
     init_logs();
     let dir = tempfile::tempdir().expect("temp dir");
     let app = App::build(AppConfig {
@@ -51,6 +56,8 @@ async fn spawn(demo: bool, workers: usize) -> TestApp {
         routing: Default::default(),
         data_dir: dir.path().to_path_buf(),
         workers,
+        generator,
+        refine_budget: 5,
     })
     .await
     .expect("app builds");

@@ -80,6 +80,22 @@ async fn the_demo_is_graded_by_running_it() {
     let report = app.get(&format!("/api/v1/reports/{}", good["report_id"])).await.body;
     assert_eq!(report["status"], "reproduced", "{report}");
 
+    // The refine loop ran offline (`snippet`) on every agent_first report with an oracle.
+    let loops: Vec<&Value> = by_key.iter().filter(|(k, _)| k.starts_with("refine:")).map(|(_, v)| v).collect();
+    assert_eq!(loops.len(), 5, "{:?}", by_key.keys().collect::<Vec<_>>());
+    let by_report: HashMap<i64, &Value> = loops.iter().map(|a| (a["report_id"].as_i64().unwrap(), *a)).collect();
+    let softmax = by_report[&good["report_id"].as_i64().unwrap()];
+    assert_eq!(softmax["verdict"], "reproduced", "{}", softmax["grade"]);
+    assert_eq!(softmax["grade"]["refine"]["stop"], "reproduced");
+    assert_eq!(softmax["iterations"], 1);
+    assert_eq!(softmax["agent"], "snippet");
+    let quantize = by_report[&by_key["104-good"]["report_id"].as_i64().unwrap()];
+    assert_eq!(quantize["verdict"], "not_reproduced", "printing the result shows no failure: {}", quantize["grade"]);
+    assert_eq!(quantize["failure_cause"], "stuck_in_loop");
+    assert_eq!(quantize["grade"]["refine"]["stop"], "stuck_in_loop");
+    assert_eq!(quantize["iterations"], 2, "the second proposal repeated the first");
+    assert_eq!(quantize["grade"]["refine"]["iterations"][1]["repeated"], "candidate");
+
     // A manual rerun of one attempt, followed live.
     let target = by_key["101-small-logits"]["id"].as_i64().unwrap();
     let r = app.post("/api/v1/reruns", &json!({ "attempt_id": target })).await;
@@ -224,4 +240,49 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
     assert_eq!(detail.runs.len(), 2, "exactly one result: one buggy and one fixed run");
     assert_eq!(detail.attempt.verdict, failpass_shared::model::Verdict::Reproduced);
     pg.drop_now().await;
+}
+
+/// The refine loop with an agent command: it reads the report and the
+/// feedback on stdin; its first candidate misses, its second (told why)
+/// reproduces. Costs add up across iterations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refine_loop_feeds_verification_back_to_an_agent_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.py");
+    std::fs::write(&agent, r#"import json, sys
+req = json.load(sys.stdin)
+assert req["report"]["title"].startswith("softmax"), req
+history = req["history"]
+if not history:
+    code = "import fastnum\nprint(fastnum.softmax([1.0, 1.0]))\n"
+else:
+    assert history[-1]["verdict"] == "not_reproduced" and "does not fail" in history[-1]["reason"], history
+    code = "import math, fastnum\nassert not any(math.isnan(p) for p in fastnum.softmax([1000.0, 1000.0])), 'probabilities contain nan: [nan, nan]'\n"
+print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "tokens_out": 50, "model": "test-model"}))
+"#).unwrap();
+    let generator = failpass::runner::refine::Generator::Command {
+        name: "test-agent".into(),
+        command: format!("python3 {}", agent.display()),
+        timeout: Duration::from_secs(30),
+    };
+    let app = crate::helpers::spawn_with(true, 2, generator).await;
+    drain(&app, Duration::from_secs(180)).await;
+    let by_key = attempts_by_key(&app).await;
+    let softmax_report = by_key["101-good"]["report_id"].as_i64().unwrap();
+    let a = by_key.values().find(|a| a["agent"] == "test-agent" && a["report_id"] == softmax_report).expect("the agent's loop attempt");
+    assert_eq!(a["verdict"], "reproduced", "{}", a["grade"]);
+    assert_eq!(a["iterations"], 2);
+    assert_eq!(a["cost_usd"], 0.5);
+    assert_eq!(a["tokens_in"], 2000);
+    assert!(a["candidate"].as_str().unwrap().contains("1000.0"), "the successful candidate is kept");
+    let its = a["grade"]["refine"]["iterations"].as_array().unwrap();
+    assert_eq!((its[0]["verdict"].as_str(), its[1]["verdict"].as_str()), (Some("not_reproduced"), Some("reproduced")));
+    let runs = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["runs"].as_array().unwrap().len();
+    assert_eq!(runs, 4, "both iterations' runs are kept");
+    // Only agent_first reports with an oracle can be refined.
+    let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"].as_i64().unwrap();
+    assert_error(&app.post("/api/v1/refine", &json!({ "report_id": vague })).await, 400, "bad_request", "agent_first");
+    assert_error(&app.post("/api/v1/refine", &json!({ "report_id": 99999 })).await, 404, "not_found", "99999");
+    let r = app.post("/api/v1/refine", &json!({ "report_id": softmax_report })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
 }

@@ -202,3 +202,10 @@ impl CreateEnvironmentRequest {
         self.recipe.validate()
     }
 }
+
+/// `POST /api/v1/refine`: run the refine loop on an `agent_first` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefineRequest {
+    pub report_id: i64,
+}

@@ -1,0 +1,355 @@
+//! The refine loop (RepGen's shape, graded by execution): a generator
+//! proposes a candidate for an `agent_first` report, failpass verifies it,
+//! feeds the result back, and stops on success, at the try budget, or when a
+//! candidate or a failure repeats (`stuck_in_loop`). One attempt records the
+//! loop: every iteration's candidate hash, verdict, reason, cost and time in
+//! its grade, every iteration's runs, and the totals.
+//!
+//! Generators: the built-in offline `snippet` (the report's own code blocks,
+//! one per iteration, so the loop runs with no model at all), or a configured
+//! agent command that reads `{"report", "iteration", "history"}` as JSON on
+//! stdin and prints `{"candidate", "cost_usd", "tokens_in", "tokens_out",
+//! "model"}` (or just the candidate's text).
+
+use std::time::{Duration, Instant};
+
+use failpass_shared::api::attempts::CreateAttemptRequest;
+use failpass_shared::api::jobs::Job;
+use failpass_shared::api::reports::Report;
+use failpass_shared::grading;
+use failpass_shared::model::{FailureCause, Route, Verdict, VerdictSource};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::verify::{JobError, Verifier};
+use crate::db::jobs::{Refined, Verification};
+use crate::db::ProjectScope;
+
+/// Iterations a loop may take unless configured otherwise (RepGen's default).
+pub const DEFAULT_BUDGET: u32 = 5;
+
+/// Where candidates come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Generator {
+    /// The report's code blocks, offline.
+    Snippet,
+    /// An external agent: `sh -c COMMAND`, JSON on stdin, candidate on stdout.
+    Command { name: String, command: String, timeout: Duration },
+}
+
+impl Generator {
+    pub fn name(&self) -> &str {
+        match self {
+            Generator::Snippet => "snippet",
+            Generator::Command { name, .. } => name,
+        }
+    }
+}
+
+/// What one iteration saw, fed back to the generator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Feedback {
+    pub iteration: u32,
+    pub candidate: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub signals: failpass_shared::api::attempts::Signals,
+    /// The end of the buggy side's output (the failure, if any).
+    pub buggy_output: String,
+    pub fixed_output: String,
+}
+
+/// A generator's proposal.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Proposal {
+    pub candidate: String,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub tokens_in: i64,
+    #[serde(default)]
+    pub tokens_out: i64,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// Runs the loop for the report a refine job names.
+pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &Job) -> Result<Verification, JobError> {
+    let report_id = job.payload.report_id.ok_or_else(|| JobError::permanent("a refine job names no report_id"))?;
+    let storage = verifier.storage.clone();
+    let report = storage
+        .get_report(report_id, &ProjectScope::All)
+        .await?
+        .ok_or_else(|| JobError::permanent(format!("report {report_id} does not exist")))?;
+    if report.summary.route != Route::AgentFirst {
+        return Err(JobError::permanent(format!("report {report_id} is routed {}, and the refine loop is for agent_first reports", report.summary.route)));
+    }
+    let environments = storage.list_environments(&report.summary.project).await?;
+    // The loop's attempt; keyed by the job, so a retried job finds it again.
+    let (attempt, _) = storage
+        .create_attempt(&CreateAttemptRequest {
+            report_id: Some(report_id),
+            report: None,
+            goal: Default::default(),
+            agent: generator.name().to_owned(),
+            model: None,
+            model_cutoff: None,
+            started_at: Some(job.created_at),
+            ended_at: None,
+            wall_seconds: None,
+            cost_usd: 0.0,
+            tokens_in: 0,
+            tokens_out: 0,
+            api_calls: None,
+            iterations: 1,
+            candidate: None,
+            signals: Default::default(),
+            verdict: Verdict::Hypothesis,
+            verdict_source: VerdictSource::Llm,
+            failure_cause: None,
+            review: None,
+            reviewer: None,
+            review_comment: None,
+            attempt_key: Some(format!("refine:{}", job.id)),
+            verify: false,
+        })
+        .await
+        .map_err(|e| JobError::transient(format!("creating the loop's attempt: {e}")))?;
+    let started = Instant::now();
+    let mut history: Vec<Feedback> = Vec::new();
+    let mut iterations = Vec::new();
+    let mut runs = Vec::new();
+    let (mut cost, mut tokens_in, mut tokens_out) = (0.0, 0i64, 0i64);
+    let mut last: Option<Verification> = None;
+    let mut stop = "budget";
+    for i in 1..=budget.max(1) {
+        let t = Instant::now();
+        let proposal = match propose(generator, &report, i, &history).await {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                stop = "no_candidate";
+                break;
+            }
+            Err(e) => {
+                stop = "generator_failed";
+                iterations.push(json!({ "iteration": i, "error": e }));
+                break;
+            }
+        };
+        cost += proposal.cost_usd;
+        tokens_in += proposal.tokens_in;
+        tokens_out += proposal.tokens_out;
+        let hash = failpass_shared::hash::content_hash(&proposal.candidate);
+        if history.iter().any(|h| h.candidate == proposal.candidate) {
+            iterations.push(json!({ "iteration": i, "candidate_hash": hash, "repeated": "candidate", "cost_usd": proposal.cost_usd, "seconds": t.elapsed().as_secs_f64() }));
+            stop = "stuck_in_loop";
+            break;
+        }
+        let v = verifier.verify(attempt.id, &report, Some(&proposal.candidate), &environments, failpass_shared::model::RunTrigger::Initial).await;
+        let reason = v.grade["reason"].as_str().unwrap_or_default().to_owned();
+        let tail = |env: failpass_shared::model::RunEnvironment| {
+            v.runs.iter().filter(|r| r.environment == env).last().map(|r| tail_of(&r.output, 2000)).unwrap_or_default()
+        };
+        let feedback = Feedback {
+            iteration: i,
+            candidate: proposal.candidate.clone(),
+            verdict: v.verdict,
+            reason: reason.clone(),
+            signals: v.signals.clone(),
+            buggy_output: tail(failpass_shared::model::RunEnvironment::Buggy),
+            fixed_output: tail(failpass_shared::model::RunEnvironment::Fixed),
+        };
+        iterations.push(json!({
+            "iteration": i, "candidate_hash": hash, "verdict": v.verdict, "reason": reason, "flaky": v.flaky,
+            "cost_usd": proposal.cost_usd, "seconds": t.elapsed().as_secs_f64(), "model": proposal.model,
+        }));
+        runs.extend(v.runs.iter().cloned());
+        let failure_repeats = history.last().is_some_and(|prev| {
+            prev.verdict == v.verdict && prev.reason == feedback.reason && grading::failure_signature(&prev.buggy_output) == grading::failure_signature(&feedback.buggy_output)
+        });
+        let done = v.verdict == Verdict::Reproduced;
+        history.push(feedback);
+        last = Some(Verification { refined: None, ..v });
+        if done {
+            stop = "reproduced";
+            break;
+        }
+        if failure_repeats {
+            stop = "stuck_in_loop";
+            break;
+        }
+        if last.as_ref().is_some_and(|l| l.verdict == Verdict::Error) {
+            stop = "error";
+            break;
+        }
+    }
+    let n = iterations.len() as u32;
+    let mut v = last.unwrap_or_else(|| Verification {
+        attempt_id: attempt.id,
+        verdict: Verdict::Error,
+        failure_cause: Some(FailureCause::PoorDecision),
+        signals: Default::default(),
+        flaky: false,
+        grade: json!({ "reason": "the generator proposed no candidate" }),
+        runs: Vec::new(),
+        sets_verdict: true,
+        refined: None,
+    });
+    if stop == "stuck_in_loop" {
+        v.failure_cause = Some(FailureCause::StuckInLoop);
+    }
+    let reason = match stop {
+        "reproduced" => format!("reproduced on iteration {n}"),
+        "stuck_in_loop" => format!("stopped after {n} iteration(s): the candidate or its failure repeated"),
+        "no_candidate" => format!("stopped after {n} iteration(s): the generator had no further candidate"),
+        "generator_failed" => format!("stopped after {n} iteration(s): the generator failed"),
+        "error" => format!("stopped after {n} iteration(s): the candidate could not be graded"),
+        _ => format!("stopped at the budget of {budget} iterations"),
+    };
+    let last_reason = v.grade["reason"].clone();
+    v.grade["reason"] = json!(format!("{reason}; last: {}", last_reason.as_str().unwrap_or("-")));
+    v.grade["refine"] = json!({ "generator": generator.name(), "budget": budget, "stop": stop, "iterations": iterations });
+    v.runs = runs;
+    v.refined = Some(Refined {
+        candidate: history.last().map(|h| h.candidate.clone()).unwrap_or_default(),
+        iterations: n.max(1),
+        cost_usd: cost,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        tokens_in,
+        tokens_out,
+    });
+    Ok(v)
+}
+
+fn tail_of(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_owned()
+}
+
+async fn propose(generator: &Generator, report: &Report, iteration: u32, history: &[Feedback]) -> Result<Option<Proposal>, String> {
+    match generator {
+        Generator::Snippet => Ok(snippet(&report.body, iteration).map(|candidate| Proposal { candidate, ..Default::default() })),
+        Generator::Command { command, timeout, .. } => {
+            let input = json!({
+                "report": {
+                    "id": report.summary.id, "project": report.summary.project, "title": report.summary.title, "body": report.body,
+                    "labels": report.summary.labels, "environment": report.environment, "oracle": report.oracle,
+                },
+                "iteration": iteration,
+                "history": history,
+            });
+            agent_command(command, &input, *timeout).await.map(Some)
+        }
+    }
+}
+
+/// Runs an agent command with `input` on stdin; its stdout is a JSON
+/// proposal or the candidate's text.
+pub async fn agent_command(command: &str, input: &serde_json::Value, timeout: Duration) -> Result<Proposal, String> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("/bin/sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("could not start the agent command: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let body = input.to_string();
+    tokio::spawn(async move {
+        let _ = stdin.write_all(body.as_bytes()).await;
+    });
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .map_err(|_| format!("the agent command took longer than {} s", timeout.as_secs()))?
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("the agent command exited with {}: {}", out.status, err.lines().last().unwrap_or_default()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let proposal = match serde_json::from_str::<Proposal>(text.trim()) {
+        Ok(p) => p,
+        Err(_) if !text.trim_start().starts_with('{') => Proposal { candidate: text, ..Default::default() },
+        Err(e) => return Err(format!("the agent command printed JSON that is not a proposal: {e}")),
+    };
+    if proposal.candidate.trim().is_empty() {
+        return Err("the agent command proposed an empty candidate".into());
+    }
+    if !(proposal.cost_usd.is_finite() && proposal.cost_usd >= 0.0) {
+        return Err("the agent command's cost_usd must be a non-negative number".into());
+    }
+    Ok(proposal)
+}
+
+/// The `snippet` generator: the report's `iteration`-th runnable code block,
+/// and the last one again once they run out (so the loop sees the repeat and
+/// stops as stuck). Blocks of tracebacks or plain output are skipped;
+/// interactive `>>> ` sessions keep their input lines.
+pub fn snippet(body: &str, iteration: u32) -> Option<String> {
+    let blocks = code_blocks(body);
+    let i = (iteration.max(1) as usize).min(blocks.len());
+    blocks.into_iter().nth(i.checked_sub(1)?)
+}
+
+/// Fenced code blocks that look like code, in order.
+pub fn code_blocks(body: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<(String, Vec<&str>)> = None;
+    for line in body.lines() {
+        let trimmed = line.trim_start();
+        if let Some(info) = trimmed.strip_prefix("```") {
+            match current.take() {
+                None => current = Some((info.trim().to_lowercase(), Vec::new())),
+                Some((lang, lines)) => {
+                    if let Some(code) = as_code(&lang, &lines) {
+                        blocks.push(code);
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some((_, lines)) = current.as_mut() {
+            lines.push(line);
+        }
+    }
+    blocks
+}
+
+fn as_code(lang: &str, lines: &[&str]) -> Option<String> {
+    if !matches!(lang, "" | "python" | "py" | "python3" | "pycon") {
+        return None;
+    }
+    let text = lines.join("\n");
+    if text.contains("Traceback (most recent call last)") {
+        return None;
+    }
+    let prompts: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix(">>> ").or_else(|| l.strip_prefix("... "))).collect();
+    let code = if !prompts.is_empty() { prompts.join("\n") } else { text };
+    let looks_like_code = code.lines().any(|l| {
+        let l = l.trim();
+        l.starts_with("import ") || l.starts_with("from ") || l.contains('(') || l.contains(" = ")
+    });
+    looks_like_code.then(|| format!("{}\n", code.trim_end()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_takes_code_blocks_in_order_and_skips_tracebacks() {
+        let body = "text\n```python\nimport a\na.f()\n```\n```\nTraceback (most recent call last):\nValueError: x\n```\n```pycon\n>>> import b\n>>> b.g(1)\ninf\n```\n```\n[nan, nan]\n```\n";
+        assert_eq!(snippet(body, 1).as_deref(), Some("import a\na.f()\n"));
+        assert_eq!(snippet(body, 2).as_deref(), Some("import b\nb.g(1)\n"), "interactive sessions keep their input lines");
+        assert_eq!(snippet(body, 3).as_deref(), Some("import b\nb.g(1)\n"), "plain output is not code; the last block repeats");
+        assert_eq!(snippet("no code here", 1), None);
+    }
+}
