@@ -1137,6 +1137,8 @@ macro_rules! impl_storage {
                 // pending row (the later line wins), so only the last version is stored.
                 let mut to_insert: Vec<crate::db::sql::PreparedAttempt> = Vec::new();
                 let mut pending: HashMap<(String, i64, String), usize> = HashMap::new();
+                // Which input record each pending row answers for.
+                let mut slot_record: Vec<usize> = Vec::new();
                 let mut touched: Vec<i64> = Vec::new();
                 for (i, p) in prepared {
                     let key = (p.agent.clone(), p.report_id, p.attempt_key.clone().unwrap_or_default());
@@ -1144,6 +1146,7 @@ macro_rules! impl_storage {
                         let same = to_insert[slot].content_hash == p.content_hash;
                         results[i] = Ok(if same { Outcome::Unchanged } else { Outcome::Updated });
                         to_insert[slot] = p;
+                        slot_record[slot] = i;
                         continue;
                     }
                     match existing.get(&key) {
@@ -1158,10 +1161,44 @@ macro_rules! impl_storage {
                         None => {
                             pending.insert(key, to_insert.len());
                             to_insert.push(p);
+                            slot_record.push(i);
                         }
                     }
                 }
+                // `verify` needs a deterministic oracle and something to run; checked per record.
+                let mut verified: Vec<usize> = Vec::new();
+                for (slot, p) in to_insert.iter().enumerate() {
+                    if p.req.verify {
+                        verified.push(slot);
+                    }
+                }
+                if !verified.is_empty() {
+                    let mut keep = vec![true; to_insert.len()];
+                    for &slot in &verified {
+                        let p = &to_insert[slot];
+                        if let Err(e) = Self::check_verifiable(&mut tx, &p.req, p.report_id).await {
+                            keep[slot] = false;
+                            results[slot_record[slot]] = Err(e);
+                        }
+                    }
+                    let mut slot = 0;
+                    to_insert.retain(|_| {
+                        slot += 1;
+                        keep[slot - 1]
+                    });
+                }
                 Self::bulk_insert_attempts(&mut tx, &to_insert).await?;
+                // Queue their verification in this transaction.
+                for p in to_insert.iter().filter(|p| p.req.verify) {
+                    let id: i64 = sqlx::query_scalar("SELECT id FROM attempts WHERE report_id = $1 AND agent = $2 AND attempt_key = $3")
+                        .bind(p.report_id)
+                        .bind(&p.agent)
+                        .bind(&p.attempt_key)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    let job = crate::db::jobs::NewJob::verify(id, failpass_shared::api::jobs::PRIORITY_INITIAL, false);
+                    Self::enqueue_tx(&mut tx, &job, crate::db::sql::now()).await?;
+                }
                 touched.extend(to_insert.iter().map(|p| p.report_id));
                 touched.sort_unstable();
                 touched.dedup();

@@ -139,6 +139,19 @@ impl<'a> Importer<'a> {
                 let out = self.storage.import_agents(std::slice::from_ref(&a)).await?;
                 self.summary.count(out[0]);
             }
+            ImportRecord::Environment(e) => {
+                self.flush().await?;
+                let existing = self.storage.list_environments(&e.project).await?;
+                let before = existing.iter().find(|x| x.name == e.name.trim());
+                let outcome = match before {
+                    Some(x) if x.role == e.role && x.recipe == e.recipe => Ok(Outcome::Unchanged),
+                    _ => self.storage.create_environment(&e.project, &e).await.map(|_| if before.is_some() { Outcome::Updated } else { Outcome::Created }),
+                };
+                match outcome {
+                    Err(StorageError::NotFound(_)) => self.reject(n, Some("project".into()), format!("project `{}` does not exist", e.project)),
+                    out => self.record(n, out),
+                }
+            }
             ImportRecord::Run(r) => {
                 self.flush().await?;
                 match self.storage.import_run(&r).await {

@@ -286,3 +286,35 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
     let r = app.post("/api/v1/refine", &json!({ "report_id": softmax_report })).await;
     assert_eq!(r.status, 202, "{}", r.body);
 }
+
+/// NDJSON carries environments and `verify` attempts: an import queues the
+/// verification in the transaction that stores the attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_attempts_with_verify_are_graded() {
+    let app = spawn_app_with_workers(false, 1).await;
+    let lines = [
+        json!({"kind": "project", "slug": "a/lib"}),
+        json!({"kind": "environment", "project": "a/lib", "name": "v1", "role": "buggy", "recipe": {"env": {"MODE": "buggy"}}}),
+        json!({"kind": "environment", "project": "a/lib", "name": "v2", "role": "fixed", "recipe": {"env": {"MODE": "fixed"}}}),
+        json!({"kind": "report", "project": "a/lib", "external_id": "1", "title": "mode bug",
+               "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py"}}),
+        json!({"kind": "report", "project": "a/lib", "external_id": "2", "title": "no oracle here"}),
+        json!({"kind": "attempt", "report": {"project": "a/lib", "external_id": "1"}, "agent": "x", "attempt_key": "a",
+               "verdict": "hypothesis", "verdict_source": "llm", "verify": true,
+               "candidate": "import os\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n"}),
+        json!({"kind": "attempt", "report": {"project": "a/lib", "external_id": "2"}, "agent": "x", "attempt_key": "b",
+               "verdict": "hypothesis", "verdict_source": "llm", "verify": true, "candidate": "pass\n"}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let post = || async { app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(body.clone()).send().await.unwrap().json::<Value>().await.unwrap() };
+    let first = post().await;
+    assert_eq!((first["created"].as_i64(), first["rejected"].as_i64()), (Some(6), Some(1)), "{first}");
+    assert_eq!(first["rejections"][0]["record"], 7);
+    assert_eq!(first["rejections"][0]["field"], "verify");
+    drain(&app, Duration::from_secs(60)).await;
+    let a = &app.get("/api/v1/attempts?project=a/lib").await.body["items"][0];
+    assert_eq!((a["attempt_key"].as_str(), a["verdict"].as_str()), (Some("a"), Some("reproduced")), "{a}");
+    let again = post().await;
+    assert_eq!((again["created"].as_i64(), again["unchanged"].as_i64()), (Some(0), Some(6)), "{again}");
+    assert_eq!(app.get("/api/v1/jobs").await.body["queued"], 0, "an unchanged attempt queues nothing");
+}

@@ -17,6 +17,7 @@ pub enum ImportRecord {
     Attempt(CreateAttemptRequest),
     Agent(AgentRecord),
     Run(CreateRunRequest),
+    Environment(super::jobs::CreateEnvironmentRequest),
 }
 
 impl ImportRecord {
@@ -27,6 +28,7 @@ impl ImportRecord {
             ImportRecord::Attempt(_) => "attempt",
             ImportRecord::Agent(_) => "agent",
             ImportRecord::Run(_) => "run",
+            ImportRecord::Environment(_) => "environment",
         }
     }
 
@@ -37,6 +39,7 @@ impl ImportRecord {
             ImportRecord::Attempt(a) => a.validate(),
             ImportRecord::Agent(a) => a.validate(),
             ImportRecord::Run(r) => r.validate(),
+            ImportRecord::Environment(e) => e.validate(),
         }
     }
 }
