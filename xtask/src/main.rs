@@ -122,6 +122,20 @@ fn ensure_chromium() -> Result<()> {
     Ok(())
 }
 
+/// pyflakes for the runner's quality signal, installed for the Python that
+/// sandboxed runs use (`/usr/bin/python3`) from Debian's packages.
+fn ensure_pyflakes() -> Result<()> {
+    let ok = |py: &str| Command::new(py).args(["-c", "import pyflakes"]).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success());
+    if ok("/usr/bin/python3") {
+        return Ok(());
+    }
+    apt_install(&["python3-pyflakes"])?;
+    if !ok("/usr/bin/python3") {
+        bail!("pyflakes is still not importable by /usr/bin/python3 after installing python3-pyflakes");
+    }
+    Ok(())
+}
+
 /// wasm-opt from the npm registry's `binaryen` (Debian's is too old and
 /// breaks the module), installed once under `target/tools`.
 fn ensure_wasm_opt() -> Result<PathBuf> {
@@ -263,6 +277,10 @@ fn build_frontend() -> Result<Bundle> {
 // ---------------------------------------------------------------- commands
 
 fn run(extra: &[String]) -> Result<()> {
+    if let Err(e) = ensure_pyflakes() {
+        // The dashboard works without it; candidates just get no quality signal.
+        println!("note: {e:#}; the runner's quality signal stays off");
+    }
     build_frontend()?;
     step("building the server");
     status(cargo().args(["build", "-p", "failpass"]))?;
@@ -288,6 +306,7 @@ fn test(extra: &[String]) -> Result<()> {
     step("checking prerequisites");
     ensure_postgres(&database_url)?;
     ensure_chromium()?;
+    ensure_pyflakes()?;
     let bundle = build_frontend()?;
     step("running every test suite (unit, API, storage contract on SQLite and PostgreSQL, browser)");
     let mut cmd = cargo();

@@ -3,7 +3,7 @@
 //! fixed, grade the runs by the report's oracle, and compute the four signals.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use failpass_shared::api::attempts::{Signal, Signals};
@@ -368,17 +368,16 @@ fn exit_text(o: &Observation) -> String {
     if o.timed_out { "timeout".into() } else { o.exit_status.map_or("killed".into(), |s| s.to_string()) }
 }
 
-/// Whether pyflakes can be imported (probed once).
-fn pyflakes_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        std::process::Command::new("python3")
-            .args(["-c", "import pyflakes"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+/// Whether pyflakes can be imported by the Python that sandboxed runs use
+/// (probed once, in the sandbox).
+async fn pyflakes_available(scratch: &Path) -> bool {
+    static AVAILABLE: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
+    *AVAILABLE
+        .get_or_init(|| async {
+            let probe = Command::new("python3", ["-c", "import pyflakes"]);
+            sandbox::run(&probe, Some(scratch)).await.is_ok_and(|r| r.succeeded())
+        })
+        .await
 }
 
 /// Syntax from Python's own compiler; quality from pyflakes when installed
@@ -400,7 +399,7 @@ pub async fn static_signals(code: &str, scratch: &Path) -> (Signal, Option<Signa
         },
         Err(e) => Signal { passed: false, source: SignalSource::Static, detail: Some(format!("python3 could not run: {e}")) },
     };
-    let quality = if syntax.passed && pyflakes_available() {
+    let quality = if syntax.passed && pyflakes_available(scratch).await {
         match sandbox::run(&check(&["-m", "pyflakes", "candidate.py"]), Some(scratch)).await {
             Ok(r) => Some(Signal {
                 passed: r.succeeded(),

@@ -60,6 +60,9 @@ async fn the_demo_is_graded_by_running_it() {
     assert!(by_key["102-syntax"]["signals"]["syntax"]["detail"].as_str().unwrap().contains("SyntaxError"));
     assert_eq!(by_key["101-good"]["signals"]["syntax"]["source"], "static");
     assert_eq!(by_key["101-good"]["signals"]["relevance"]["source"], "deterministic");
+    // pyflakes (installed by `cargo xtask test`) lints the candidate: the quality signal.
+    assert_eq!(by_key["101-good"]["signals"]["quality"]["passed"], true, "{}", by_key["101-good"]["signals"]);
+    assert_eq!(by_key["101-good"]["signals"]["quality"]["source"], "static");
     // The intermittent bug: five repeats a side; flaky exactly when the buggy side split.
     let g = &by_key["105-good"]["grade"];
     let (failed, runs) = (g["buggy_failed"].as_i64().unwrap(), g["buggy_runs"].as_i64().unwrap());
