@@ -51,6 +51,11 @@ fn artifacts() -> PathBuf {
 }
 
 async fn start(width: u32, height: u32) -> Harness {
+    start_with(width, height, 0).await
+}
+
+/// With `workers` verification workers grading the demo for real.
+async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     assert!(std::path::Path::new(&chromium).exists(), "{chromium} is missing: run `cargo xtask test`, which installs it");
@@ -62,7 +67,7 @@ async fn start(width: u32, height: u32) -> Harness {
         demo: true,
         routing: Default::default(),
         data_dir: data.path().to_path_buf(),
-        workers: 0,
+        workers,
         generator: failpass::runner::refine::Generator::Snippet,
         refine_budget: 5,
     })
@@ -286,5 +291,56 @@ async fn regimes_page_shows_stated_against_computed_agent_figures() {
     let cell = h.text("agent-discrepancies").await;
     assert_eq!(cell, repgen.discrepancies.join("\n"), "the page names the same discrepancy as the API");
     h.screenshot("regimes-agents.png").await;
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn runners_page_and_a_live_rerun_from_the_report_page() {
+    let _one = BROWSER.lock().await;
+    let h = start_with(1280, 1400, 2).await;
+    // Let the workers grade the demo.
+    let started = Instant::now();
+    loop {
+        let q: serde_json::Value = h.api("/api/v1/jobs").await;
+        if q["queued"] == 0 && q["running"] == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(180), "the demo's jobs did not finish: {q}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    h.client.goto(&format!("{}/runners", h.base)).await.unwrap();
+    let q: serde_json::Value = h.api("/api/v1/jobs").await;
+    let done = thousands(q["done_last_day"].as_i64().unwrap());
+    h.until("the done count", || async { h.text("queue-done").await == done }).await;
+    assert_eq!(h.text("queue-waiting").await, "0");
+    let runners = h.client.find_all(Locator::Css("[data-testid=runners] tbody tr")).await.unwrap();
+    assert_eq!(runners.len(), q["runners"].as_array().unwrap().len());
+    assert!(h.text("runners").await.contains("live"), "a live runner is shown as live");
+    h.screenshot("runners.png").await;
+
+    // The softmax report: open an attempt's grading, then rerun it and follow it live.
+    let page: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum/fastnum&q=softmax").await;
+    let id = page.items[0].id;
+    h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
+    h.text("attempts").await;
+    let details = h.client.find(Locator::Css("[data-testid=attempt-row] button")).await.unwrap();
+    details.click().await.unwrap();
+    let matrix = h.text("run-matrix").await;
+    assert!(matrix.contains("buggy") && matrix.contains("fixed"), "{matrix}");
+    let detail = h.text("attempt-detail").await;
+    assert!(detail.contains("failure behaviour") && detail.contains("deterministic"), "{detail}");
+    h.client.execute("document.querySelector('[data-testid=attempt-detail]').scrollIntoView()", vec![]).await.unwrap();
+    h.screenshot("report-attempt-detail.png").await;
+    let rerun = h.client.find(Locator::Css("[data-testid=rerun]")).await.unwrap();
+    rerun.click().await.unwrap();
+    h.until("the rerun to finish live", || async {
+        h.client.find(Locator::Css("[data-testid=job-progress]")).await.is_ok_and(|_| true)
+            && h.text("job-progress").await.contains("done")
+    })
+    .await;
+    let progress = h.text("job-progress").await;
+    assert!(progress.contains("verdict"), "{progress}");
+    h.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
+    h.screenshot("report-rerun-live.png").await;
     h.finish().await;
 }

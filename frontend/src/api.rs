@@ -36,6 +36,39 @@ async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
     resp.json::<T>().await.map_err(|e| ClientError::Decode(e.to_string()))
 }
 
+async fn post_json<B: serde::Serialize, T: DeserializeOwned>(url: &str, body: &B) -> Result<T, ClientError> {
+    let resp = gloo_net::http::Request::post(url)
+        .json(body)
+        .map_err(|e| ClientError::Input(e.to_string()))?
+        .send()
+        .await
+        .map_err(|e| ClientError::Network(e.to_string()))?;
+    if !resp.ok() {
+        let status = resp.status();
+        return Err(match resp.json::<ApiErrorBody>().await {
+            Ok(body) => ClientError::Api { status, code: body.code, message: body.message },
+            Err(_) => ClientError::Api { status, code: "http".into(), message: format!("HTTP {status} from {url}") },
+        });
+    }
+    resp.json::<T>().await.map_err(|e| ClientError::Decode(e.to_string()))
+}
+
+pub async fn queue() -> Result<failpass_shared::api::jobs::QueueOverview, ClientError> {
+    get_json("/api/v1/jobs").await
+}
+
+pub async fn attempt(id: i64) -> Result<failpass_shared::api::attempts::AttemptDetail, ClientError> {
+    get_json(&format!("/api/v1/attempts/{id}")).await
+}
+
+pub async fn rerun(req: &failpass_shared::api::jobs::RerunRequest) -> Result<failpass_shared::api::jobs::RerunResponse, ClientError> {
+    post_json("/api/v1/reruns", req).await
+}
+
+pub async fn refine(report_id: i64) -> Result<failpass_shared::api::jobs::Job, ClientError> {
+    post_json("/api/v1/refine", &failpass_shared::api::jobs::RefineRequest { report_id }).await
+}
+
 pub async fn projects() -> Result<Vec<Project>, ClientError> {
     get_json("/api/v1/projects").await
 }

@@ -3,6 +3,7 @@ pub mod overview;
 pub mod planned;
 pub mod queue;
 pub mod report;
+pub mod runners;
 
 use leptos_router::hooks::use_query_map;
 use leptos::prelude::*;

@@ -41,10 +41,3 @@ pub fn OraclesPage() -> impl IntoView {
         what="Oracle coverage by kind and source, the in-patch-test share against the 47.11% reference, authoring minutes and LLM-verdict precision."
         links=vec![("/api/v1/figures?group_by=project", "oracle coverage by project")]/> }
 }
-
-#[component]
-pub fn RunnersPage() -> impl IntoView {
-    view! { <Planned title="Runners"
-        what="Jobs waiting and running, runners and their heartbeats, and recent failures."
-        links=vec![("/api/v1/attempts", "latest attempts")]/> }
-}

@@ -7,13 +7,24 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, ClientError};
+use crate::components::progress::JobProgress;
 use crate::components::{Badge, Empty, ErrorPanel, Loading};
+use failpass_shared::api::attempts::{Attempt, AttemptDetail, Run, Signal};
+use failpass_shared::api::jobs::RerunRequest;
+use failpass_shared::model::{Route, RunEnvironment};
 
 #[component]
 pub fn ReportPage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.with(|p| p.get("id").and_then(|v| v.parse::<i64>().ok())));
+    // Bumped when a job this page started finishes, to show its result.
+    let version = RwSignal::new(0u32);
+    // Jobs started from this page; their progress lines outlive refetches.
+    let started = RwSignal::new(Vec::<i64>::new());
+    provide_context(Started(started));
+    let done = Callback::new(move |_| version.update(|n| *n += 1));
     let data = LocalResource::new(move || {
+        version.track();
         let id = id.get();
         async move {
             let id = id.ok_or_else(|| ClientError::Input("the address has no valid report id".into()))?;
@@ -23,6 +34,11 @@ pub fn ReportPage() -> impl IntoView {
         }
     });
     view! {
+        <div class="jobs-live" data-testid="jobs-live">
+            <For each=move || started.get() key=|j| *j let:job>
+                <JobProgress job_id=job on_done=done/>
+            </For>
+        </div>
         <Transition fallback=|| view! { <Loading what="the report"/> }>
             {move || Suspend::new(async move {
                 match data.await {
@@ -34,9 +50,78 @@ pub fn ReportPage() -> impl IntoView {
     }
 }
 
+/// Jobs this page started, followed live above the report.
+#[derive(Clone, Copy)]
+struct Started(RwSignal<Vec<i64>>);
+
+impl Started {
+    fn add(self, jobs: Vec<i64>) {
+        self.0.update(|v| {
+            for j in jobs {
+                if !v.contains(&j) {
+                    v.push(j);
+                }
+            }
+        });
+    }
+}
+
+
+/// Buttons that queue work for the whole report, and the progress they started.
 #[component]
-fn ReportView(report: Report, attempts: Vec<failpass_shared::api::attempts::Attempt>) -> impl IntoView {
+fn ReportActions(report: Report) -> impl IntoView {
+    let id = report.summary.id;
+    let graded = report.oracle.as_ref().is_some_and(|o| o.is_deterministic());
+    let refinable = graded && report.summary.route == Route::AgentFirst;
+    let message = RwSignal::new(String::new());
+    let started = use_context::<Started>();
+    let push = move |jobs: Vec<i64>| {
+        if let Some(s) = started {
+            s.add(jobs);
+        }
+    };
+    let rerun_failed = move |_| {
+        leptos::task::spawn_local(async move {
+            match api::rerun(&RerunRequest { report_id: Some(id), ..Default::default() }).await {
+                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => message.set("No failed or errored attempt with a candidate to rerun.".into()),
+                Ok(r) => {
+                    message.set(format!("{} rerun(s) queued{}.", r.queued.len(), if r.already_queued > 0 { format!(", {} already waiting", r.already_queued) } else { String::new() }));
+                    push(r.queued);
+                }
+                Err(e) => message.set(format!("Could not queue the reruns: {e}")),
+            }
+        });
+    };
+    let refine = move |_| {
+        leptos::task::spawn_local(async move {
+            match api::refine(id).await {
+                Ok(job) => {
+                    message.set("Refine loop queued: the generator proposes, failpass grades, the feedback goes back.".into());
+                    push(vec![job.id]);
+                }
+                Err(e) => message.set(format!("Could not start the refine loop: {e}")),
+            }
+        });
+    };
+    view! {
+        <div class="actions" data-testid="report-actions">
+            <button type="button" on:click=rerun_failed disabled=!graded
+                title=if graded { "Rerun every failed or errored attempt on buggy and fixed" } else { "Needs a deterministic oracle" }>
+                "Rerun failed attempts"
+            </button>
+            <button type="button" on:click=refine disabled=!refinable
+                title=if refinable { "Generate, grade and feed back until it reproduces or gives up" } else { "For agent-first reports with a deterministic oracle" }>
+                "Run refine loop"
+            </button>
+            <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
+        </div>
+    }
+}
+
+#[component]
+fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
     let s = report.summary.clone();
+    let actions = report.clone();
     view! {
         <article class="report">
             <p class="crumbs"><a href="/queue">"Triage queue"</a>" / "{s.project.clone()}" #"{s.external_id.clone()}</p>
@@ -52,6 +137,7 @@ fn ReportView(report: Report, attempts: Vec<failpass_shared::api::attempts::Atte
                 {s.url.clone().filter(|u| u.starts_with("https://") || u.starts_with("http://"))
                     .map(|u| view! { " · " <a href=u rel="noopener noreferrer">"original"</a> })}
             </p>
+            <ReportActions report=actions/>
             <section class="panel">
                 <h2>"Why this route"</h2>
                 <table class="explanation" data-testid="explanation">
@@ -99,21 +185,10 @@ fn ReportView(report: Report, attempts: Vec<failpass_shared::api::attempts::Atte
                                 <th scope="col">"Agent"</th><th scope="col">"Model"</th><th scope="col">"Goal"</th>
                                 <th scope="col">"Verdict"</th><th scope="col">"Source"</th><th scope="col">"Review"</th>
                                 <th scope="col">"Counts"</th><th scope="col" class="num">"Cost"</th><th scope="col" class="num">"Wall time"</th>
+                                <th scope="col">"Grading"</th>
                             </tr></thead>
                             <tbody>
-                                {attempts.into_iter().map(|a| view! {
-                                    <tr>
-                                        <td>{a.agent}</td>
-                                        <td>{a.model.unwrap_or_default()}</td>
-                                        <td>{a.goal.as_str()}</td>
-                                        <td><Badge kind=a.verdict.as_str() text=a.verdict.as_str().replace('_', " ")/></td>
-                                        <td>{a.verdict_source.as_str()}</td>
-                                        <td>{a.review.map(|r| r.as_str()).unwrap_or("—")}</td>
-                                        <td>{if a.counts { "yes" } else { "no" }}</td>
-                                        <td class="num">{usd(Some(a.cost_usd))}</td>
-                                        <td class="num">{duration_secs(a.wall_seconds)}</td>
-                                    </tr>
-                                }).collect_view()}
+                                {attempts.into_iter().map(|a| view! { <AttemptRow a=a/> }).collect_view()}
                             </tbody>
                         </table>
                         </div>
@@ -121,5 +196,146 @@ fn ReportView(report: Report, attempts: Vec<failpass_shared::api::attempts::Atte
                 }}
             </section>
         </article>
+    }
+}
+
+/// One attempt: a summary row, and on demand its grading, signals, runs and candidate.
+#[component]
+fn AttemptRow(a: Attempt) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let id = a.id;
+    let can_rerun = a.candidate.is_some();
+    let started = use_context::<Started>();
+    let rerun = move |_| {
+        leptos::task::spawn_local(async move {
+            match api::rerun(&RerunRequest { attempt_id: Some(id), ..Default::default() }).await {
+                Ok(r) => {
+                    if let Some(s) = started {
+                        s.add(r.queued);
+                    }
+                }
+                Err(e) => error.set(Some(e.to_string())),
+            }
+        });
+    };
+    let reason = a.grade.as_ref().and_then(|g| g.get("reason")).and_then(|r| r.as_str()).map(str::to_owned);
+    view! {
+        <tr data-testid="attempt-row">
+            <td>{a.agent.clone()}</td>
+            <td>{a.model.clone().unwrap_or_default()}</td>
+            <td>{a.goal.as_str()}</td>
+            <td>
+                <Badge kind=a.verdict.as_str() text=a.verdict.as_str().replace('_', " ")/>
+                {a.flaky.then(|| view! { " " <Badge kind="flag" text="flaky"/> })}
+            </td>
+            <td>{a.verdict_source.as_str()}</td>
+            <td>{a.review.map(|r| r.as_str()).unwrap_or("—")}</td>
+            <td>{if a.counts { "yes" } else { "no" }}</td>
+            <td class="num">{usd(Some(a.cost_usd))}</td>
+            <td class="num">{duration_secs(a.wall_seconds)}</td>
+            <td class="grading">
+                <span class="reason">{reason.unwrap_or_else(|| "not graded by a run".into())}</span>
+                <span class="row-actions">
+                    <button type="button" aria-expanded=move || open.get().to_string() on:click=move |_| open.update(|o| *o = !*o)>
+                        {move || if open.get() { "Hide" } else { "Details" }}
+                    </button>
+                    {can_rerun.then(|| view! { <button type="button" on:click=rerun data-testid="rerun">"Rerun"</button> })}
+                </span>
+            </td>
+        </tr>
+        {move || error.get().map(|e| view! { <tr><td colspan="10" class="state-error">{e}</td></tr> })}
+        {move || open.get().then(|| view! { <tr class="details"><td colspan="10"><AttemptDetails id=id/></td></tr> })}
+    }
+}
+
+#[component]
+fn AttemptDetails(id: i64) -> impl IntoView {
+    let data = LocalResource::new(move || api::attempt(id));
+    view! {
+        <Transition fallback=|| view! { <Loading what="the attempt"/> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
+                    Ok(d) => view! { <DetailView d=d/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+fn signal_row(name: &'static str, s: Option<Signal>) -> impl IntoView {
+    let (state, source, detail) = match s {
+        None => ("not computed".to_owned(), "—".to_owned(), String::new()),
+        Some(s) => ((if s.passed { "passed" } else { "failed" }).to_owned(), s.source.as_str().to_owned(), s.detail.unwrap_or_default()),
+    };
+    view! { <tr><th scope="row">{name}</th><td>{state}</td><td>{source}</td><td>{detail}</td></tr> }
+}
+
+fn run_cell(r: &Run) -> String {
+    let status = if r.timed_out { "timeout".to_owned() } else { r.exit_status.map_or("killed".into(), |s| format!("exit {s}")) };
+    format!("{status} · {} ms", r.duration_ms)
+}
+
+#[component]
+fn DetailView(d: AttemptDetail) -> impl IntoView {
+    let a = d.attempt;
+    let g = a.grade.clone().unwrap_or(serde_json::Value::Null);
+    let recheck = g.get("recheck").cloned();
+    let refine = g.get("refine").cloned();
+    let sides = [RunEnvironment::Buggy, RunEnvironment::Fixed, RunEnvironment::Release];
+    let repeats = sides.iter().map(|e| d.runs.iter().filter(|r| r.environment == *e).count()).max().unwrap_or(0);
+    view! {
+        <div class="attempt-detail" data-testid="attempt-detail">
+            <h3>"Signals"</h3>
+            <table class="signals">
+                <thead><tr><th scope="col">"Signal"</th><th scope="col">"Result"</th><th scope="col">"Source"</th><th scope="col">"Detail"</th></tr></thead>
+                <tbody>
+                    {signal_row("syntax", a.signals.syntax.clone())}
+                    {signal_row("quality", a.signals.quality.clone())}
+                    {signal_row("relevance", a.signals.relevance.clone())}
+                    {signal_row("failure behaviour", a.signals.failure_behaviour.clone())}
+                </tbody>
+            </table>
+            {g.get("buggy_runs").map(|_| view! {
+                <p class="counts">{format!("Buggy: failed {} of {}. Fixed: passed {} of {}.{}",
+                    g["buggy_failed"], g["buggy_runs"], g["fixed_passed"], g["fixed_runs"], if a.flaky { " The repeats disagree: flaky." } else { "" })}</p>
+            })}
+            {recheck.map(|r| view! {
+                <p class="recheck" data-testid="recheck">{format!("Re-check on {}: {}", r["version"].as_str().or(r["environment"].as_str()).unwrap_or("?"),
+                    r["outcome"].as_str().unwrap_or("?").replace('_', " "))}</p>
+            })}
+            {refine.map(|r| view! {
+                <p class="refine">{format!("Refine loop ({}): {} iteration(s), stopped: {}", r["generator"].as_str().unwrap_or("?"),
+                    r["iterations"].as_array().map_or(0, |i| i.len()), r["stop"].as_str().unwrap_or("?").replace('_', " "))}</p>
+            })}
+            <h3>"Runs"</h3>
+            {if d.runs.is_empty() {
+                view! { <Empty message="No run: nothing has executed this candidate."/> }.into_any()
+            } else {
+                view! {
+                    <table class="matrix" data-testid="run-matrix">
+                        <thead><tr><th scope="col">"Environment"</th>
+                            {(1..=repeats).map(|i| view! { <th scope="col">{format!("run {i}")}</th> }).collect_view()}
+                        </tr></thead>
+                        <tbody>
+                            {sides.iter().filter(|e| d.runs.iter().any(|r| r.environment == **e)).map(|e| view! {
+                                <tr><th scope="row">{e.as_str()}</th>
+                                    {d.runs.iter().filter(|r| r.environment == *e).map(|r| view! { <td>{run_cell(r)}</td> }).collect_view()}
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                    {d.runs.iter().map(|r| view! {
+                        <details class="log">
+                            <summary>{format!("{} · {} · {} · {}", r.environment.as_str(), r.trigger.as_str(), run_cell(r), r.runner_id.clone().unwrap_or_default())}</summary>
+                            <pre>{if r.output.is_empty() { "(no output)".to_owned() } else { r.output.clone() }}</pre>
+                            {r.output_truncated.then(|| view! { <p class="truncated">{format!("Output cut: kept {} of {} bytes.", r.output.len(), r.output_bytes)}</p> })}
+                        </details>
+                    }).collect_view()}
+                }.into_any()
+            }}
+            {a.candidate.map(|c| view! { <h3>"Candidate"</h3><pre class="candidate"><code>{c}</code></pre> })}
+        </div>
     }
 }
