@@ -101,7 +101,7 @@ pub enum Finish {
 
 /// Backoff before try `tries + 1` after a transient failure: 5 s, 10 s, 20 s … capped at 10 minutes.
 pub fn backoff(tries: i64) -> Duration {
-    let secs = 5i64.saturating_mul(1i64 << tries.clamp(0, 20).saturating_sub(1)).min(600);
+    let secs = 5i64.saturating_mul(1i64 << (tries.clamp(1, 20) - 1)).min(600);
     Duration::seconds(secs)
 }
 
