@@ -139,6 +139,9 @@ pub trait JobStore: Send + Sync {
     /// A runner's heartbeat (and what it is doing).
     async fn heartbeat(&self, runner: &Runner) -> StorageResult<()>;
 
+    /// Failure signature groups over graded attempts (optionally one project's).
+    async fn signature_groups(&self, project: Option<&str>, scope: &super::ProjectScope) -> StorageResult<Vec<failpass_shared::api::jobs::SignatureGroup>>;
+
     async fn create_environment(&self, project: &str, req: &CreateEnvironmentRequest) -> StorageResult<Environment>;
     async fn list_environments(&self, project: &str) -> StorageResult<Vec<Environment>>;
 }
@@ -476,6 +479,39 @@ macro_rules! impl_jobs {
                 Ok(())
             }
 
+            async fn signature_groups(
+                &self,
+                project: Option<&str>,
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<Vec<failpass_shared::api::jobs::SignatureGroup>> {
+                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
+                let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+                    "SELECT a.failure_signature, COUNT(*), COUNT(DISTINCT a.report_id), \
+                     COALESCE(SUM(CASE WHEN a.verdict = 'reproduced' THEN 1 ELSE 0 END), 0) \
+                     FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                     WHERE a.failure_signature IS NOT NULL AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) \
+                     GROUP BY a.failure_signature ORDER BY COUNT(*) DESC, a.failure_signature LIMIT 200",
+                )
+                .bind(public_only)
+                .bind(project)
+                .fetch_all(&self.read)
+                .await?;
+                let mut out = Vec::with_capacity(rows.len());
+                for (signature, attempts, reports, reproduced) in rows {
+                    let report_ids: Vec<i64> = sqlx::query_scalar(
+                        "SELECT DISTINCT a.report_id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                         WHERE a.failure_signature = $1 AND ($2 = FALSE OR p.public = TRUE) AND ($3 IS NULL OR p.slug = $3) ORDER BY a.report_id LIMIT 10",
+                    )
+                    .bind(&signature)
+                    .bind(public_only)
+                    .bind(project)
+                    .fetch_all(&self.read)
+                    .await?;
+                    out.push(failpass_shared::api::jobs::SignatureGroup { signature, attempts, reports, reproduced, report_ids });
+                }
+                Ok(out)
+            }
+
             async fn create_environment(
                 &self,
                 project: &str,
@@ -586,7 +622,7 @@ macro_rules! impl_jobs {
                     let source = VerdictSource::Deterministic;
                     sqlx::query(
                         "UPDATE attempts SET verdict = $1, verdict_source = $2, failure_cause = $3, signals = $4, flaky = $5, grade = $6, \
-                         graded = $7, counts = $8, awaiting = $9 WHERE id = $10",
+                         graded = $7, counts = $8, awaiting = $9, failure_signature = $11 WHERE id = $10",
                     )
                     .bind(v.verdict.as_str())
                     .bind(source.as_str())
@@ -598,6 +634,7 @@ macro_rules! impl_jobs {
                     .bind(attempt_counts(goal, v.verdict, source, review, vague))
                     .bind(attempt_awaits_review(goal, v.verdict, source, review, vague))
                     .bind(v.attempt_id)
+                    .bind(v.grade.pointer("/buggy_signatures/0").and_then(|s| s.as_str()))
                     .execute(&mut **tx)
                     .await?;
                     if let Some(r) = &v.refined {

@@ -180,3 +180,19 @@ pub async fn create_environment(
     }
     Ok((StatusCode::CREATED, ApiJson(state.storage.create_environment(&req.project, &req).await?)))
 }
+
+/// `GET /api/v1/signatures?project=owner/name`: failures grouped by normalised signature.
+pub async fn signatures(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<Vec<failpass_shared::api::jobs::SignatureGroup>>> {
+    let mut project = None;
+    for (k, v) in query.iter() {
+        match k {
+            "project" => project = Some(v.to_owned()),
+            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project"))),
+        }
+    }
+    Ok(ApiJson(state.storage.signature_groups(project.as_deref(), &viewer.scope()).await?))
+}

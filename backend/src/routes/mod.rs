@@ -38,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agents", get(figures::list_agents))
         .route("/reruns", post(jobs::rerun))
         .route("/refine", post(jobs::refine))
+        .route("/signatures", get(jobs::signatures))
         .route("/jobs", get(jobs::queue))
         .route("/jobs/{id}", get(jobs::get_job))
         .route("/jobs/{id}/events", get(jobs::job_events))

@@ -73,6 +73,11 @@ pub struct Reply {
 }
 
 impl TestApp {
+    /// The app's data directory (environments, runs).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         let resp = self.client.get(format!("{}{}", self.base, path)).send().await.expect("request");
         reply(resp).await

@@ -79,6 +79,15 @@ async fn the_demo_is_graded_by_running_it() {
     assert_eq!(good["runs"][0]["environment"], "buggy");
     assert!(good["runs"][0]["output"].as_str().unwrap().contains("AssertionError: probabilities contain nan"));
     assert_eq!(good["runs"][1]["exit_status"], 0);
+    // Failures group by normalised signature: the three candidates that reproduce
+    // the softmax nan (the demo's good one and the refine loop's) form one group.
+    let groups = app.get("/api/v1/signatures?project=fastnum/fastnum").await.body;
+    let nan = groups.as_array().unwrap().iter().find(|g| g["signature"] == "AssertionError: probabilities contain nan: [nan, nan]").expect("the softmax group");
+    assert_eq!((nan["reports"].as_i64(), nan["reproduced"].as_i64()), (Some(1), Some(2)), "{nan}");
+    let column = groups.as_array().unwrap().iter().find(|g| g["signature"].as_str().unwrap().starts_with("AssertionError: expected <n> column means")).expect("numbers are masked");
+    assert_eq!(column["reproduced"], column["attempts"], "{column}");
+    assert_error(&app.get("/api/v1/signatures?projet=x").await, 400, "bad_request", "projet");
+
     // The reports follow: reproduced where a candidate reproduced.
     let report = app.get(&format!("/api/v1/reports/{}", good["report_id"])).await.body;
     assert_eq!(report["status"], "reproduced", "{report}");
@@ -320,4 +329,62 @@ async fn imported_attempts_with_verify_are_graded() {
     let again = post().await;
     assert_eq!((again["created"].as_i64(), again["unchanged"].as_i64()), (Some(0), Some(6)), "{again}");
     assert_eq!(app.get("/api/v1/jobs").await.body["queued"], 0, "an unchanged attempt queues nothing");
+}
+
+/// Environments from a recipe: a virtual environment with `somelib==2.1`
+/// for buggy and `==2.0` for fixed, built once and reused; re-checks against
+/// newer releases say `no longer reproduces`, then `regressed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
+    let app = spawn_app_with_workers(false, 1).await;
+    let pkgs = tempfile::tempdir().unwrap();
+    for (version, bug) in [("2.0", false), ("2.1", true), ("2.2", false), ("2.3", true)] {
+        let dir = pkgs.path().join(version);
+        std::fs::create_dir_all(dir.join("somelib")).unwrap();
+        std::fs::write(dir.join("somelib/__init__.py"), format!("VERSION = {version:?}\nBUG = {}\n", if bug { "True" } else { "False" })).unwrap();
+        std::fs::write(dir.join("setup.py"), format!("from setuptools import setup\nsetup(name='somelib', version={version:?}, packages=['somelib'])\n")).unwrap();
+    }
+    app.project("a/venv").await;
+    for (name, role, version) in [("somelib-2.1", "buggy", "2.1"), ("somelib-2.0", "fixed", "2.0"), ("somelib-2.2", "release", "2.2"), ("somelib-2.3", "release", "2.3")] {
+        let recipe = json!({
+            "dir": pkgs.path().join(version),
+            "setup": ["python3 -m venv venv", "venv/bin/pip install --quiet --no-index --no-build-isolation ."],
+            "env": { "PATH": "{env}/venv/bin:/usr/bin:/bin" },
+            "version": format!("somelib {version}"),
+        });
+        let r = app.post("/api/v1/environments", &json!({ "project": "a/venv", "name": name, "role": role, "recipe": recipe })).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let report = app.report(json!({ "project": "a/venv", "external_id": "9", "title": "BUG is set",
+        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python candidate.py" } })).await;
+    let candidate = "import somelib\nassert not somelib.BUG, f'somelib {somelib.VERSION} has the bug'\n";
+    let mut ids = Vec::new();
+    for key in ["one", "two"] {
+        let a = app.attempt(json!({ "report_id": report, "agent": "x", "attempt_key": key, "verdict": "hypothesis", "verdict_source": "llm",
+            "candidate": candidate, "verify": true })).await;
+        ids.push(a["id"].as_i64().unwrap());
+        drain(&app, Duration::from_secs(120)).await; // one after the other: the second finds the cache
+    }
+    let first = app.get(&format!("/api/v1/attempts/{}", ids[0])).await.body;
+    let second = app.get(&format!("/api/v1/attempts/{}", ids[1])).await.body;
+    for a in [&first, &second] {
+        assert_eq!(a["verdict"], "reproduced", "{}", a["grade"]);
+    }
+    assert!(first["runs"][0]["output"].as_str().unwrap().contains("somelib 2.1 has the bug"), "{}", first["runs"][0]);
+    assert_eq!(first["grade"]["environments"]["buggy"]["built_now"], true);
+    assert_eq!(second["grade"]["environments"]["buggy"]["built_now"], false, "built once, then reused");
+    assert_eq!(first["grade"]["environments"]["buggy"]["recipe_hash"], second["grade"]["environments"]["buggy"]["recipe_hash"]);
+
+    for (env, outcome) in [("somelib-2.2", "no_longer_reproduces"), ("somelib-2.3", "regressed")] {
+        let r = app.post("/api/v1/reruns", &json!({ "attempt_id": ids[0], "recheck_environment": env })).await;
+        assert_eq!(r.status, 202, "{}", r.body);
+        drain(&app, Duration::from_secs(120)).await;
+        let a = app.get(&format!("/api/v1/attempts/{}", ids[0])).await.body;
+        assert_eq!(a["grade"]["recheck"]["outcome"], outcome, "{}", a["grade"]);
+        assert_eq!(a["grade"]["recheck"]["version"], format!("somelib {}", &env[8..]));
+        assert_eq!(a["verdict"], "reproduced");
+    }
+    let data = app.data_dir().join("envs");
+    let entries: Vec<String> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(entries.len(), 4, "one built environment per recipe, no half-built leftovers: {entries:?}");
 }

@@ -209,3 +209,16 @@ impl CreateEnvironmentRequest {
 pub struct RefineRequest {
     pub report_id: i64,
 }
+
+/// `GET /api/v1/signatures`: graded attempts grouped by the normalised
+/// failure signature they showed on buggy (most common first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignatureGroup {
+    pub signature: String,
+    pub attempts: i64,
+    pub reports: i64,
+    /// Attempts in the group whose verdict is `reproduced`.
+    pub reproduced: i64,
+    /// Up to ten of the reports, lowest id first.
+    pub report_ids: Vec<i64>,
+}
