@@ -343,5 +343,31 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     assert!(progress.contains("verdict"), "{progress}");
     h.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
     h.screenshot("report-rerun-live.png").await;
+
+    // Re-check the reproduced attempts against the newer release, from the page.
+    let select = h.client.wait().for_element(Locator::Css("[data-testid=recheck-env]")).await.unwrap();
+    select.select_by_value("fastnum-0.4.0").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=recheck]")).await.unwrap().click().await.unwrap();
+    h.until("the re-checks to finish", || async {
+        let lines = h.client.find_all(Locator::Css("[data-testid=job-progress]")).await.unwrap_or_default();
+        let mut texts = Vec::new();
+        for l in &lines {
+            texts.push(l.text().await.unwrap_or_default());
+        }
+        texts.len() >= 2 && texts.iter().all(|t| t.contains("done"))
+    })
+    .await;
+    let attempts: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={id}")).await;
+    let rechecked = attempts["items"].as_array().unwrap().iter().filter(|a| a["grade"]["recheck"]["outcome"] == "no_longer_reproduces").count();
+    assert!(rechecked >= 1, "{attempts}");
+
+    // The triage queue's bulk rerun takes the view's filters.
+    h.client.goto(&format!("{}/queue?project=fastnum%2Ffastnum", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=queue-row]")).await.unwrap();
+    h.client.find(Locator::Css("[data-testid=bulk-rerun]")).await.unwrap().click().await.unwrap();
+    h.until("the bulk rerun message", || async { h.text("bulk-message").await.contains("queued") }).await;
+    let msg = h.text("bulk-message").await;
+    assert!(!msg.starts_with("0 rerun"), "fastnum has failed attempts to rerun: {msg}");
+    h.screenshot("queue-bulk-rerun.png").await;
     h.finish().await;
 }

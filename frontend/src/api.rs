@@ -69,6 +69,10 @@ pub async fn refine(report_id: i64) -> Result<failpass_shared::api::jobs::Job, C
     post_json("/api/v1/refine", &failpass_shared::api::jobs::RefineRequest { report_id }).await
 }
 
+pub async fn environments(project: &str) -> Result<Vec<failpass_shared::api::jobs::Environment>, ClientError> {
+    get_json(&format!("/api/v1/environments?{}", to_query_string(&[("project", project.to_owned())]))).await
+}
+
 pub async fn projects() -> Result<Vec<Project>, ClientError> {
     get_json("/api/v1/projects").await
 }

@@ -58,9 +58,29 @@ pub fn QueuePage() -> impl IntoView {
     let go_sort = go.clone();
     let go_order = go.clone();
 
+    // Bulk rerun: every failed or errored attempt of the reports these filters select.
+    let bulk_message = RwSignal::new(String::new());
+    let rerun_view = move |_| {
+        let filter = query.get_untracked().map(|q| q.filter).unwrap_or_default();
+        leptos::task::spawn_local(async move {
+            let req = failpass_shared::api::jobs::RerunRequest { filter: Some(filter), ..Default::default() };
+            bulk_message.set(match api::rerun(&req).await {
+                Ok(r) => format!("{} rerun(s) queued, {} already waiting; follow them on the Runners page.", r.queued.len(), r.already_queued),
+                Err(e) => format!("Could not queue the reruns: {e}"),
+            });
+        });
+    };
+
     view! {
         <section class="queue">
-            <div class="page-head"><h1>"Triage queue"</h1></div>
+            <div class="page-head">
+                <h1>"Triage queue"</h1>
+                <div class="actions">
+                    <button type="button" data-testid="bulk-rerun" on:click=rerun_view
+                        title="Rerun every failed or errored attempt of the reports these filters select">"Rerun failed in this view"</button>
+                    <span class="message" role="status" aria-live="polite" data-testid="bulk-message">{move || bulk_message.get()}</span>
+                </div>
+            </div>
             <form class="filters" role="search" on:submit=on_search>
                 <Suspense fallback=|| ()>
                     {move || {

@@ -103,6 +103,31 @@ fn ReportActions(report: Report) -> impl IntoView {
             }
         });
     };
+    // Re-check the reproduced attempts against a release environment of the project.
+    let project = report.summary.project.clone();
+    let releases = LocalResource::new(move || {
+        let project = project.clone();
+        async move { api::environments(&project).await.map(|envs| envs.into_iter().filter(|e| e.role == failpass_shared::model::EnvironmentRole::Release).collect::<Vec<_>>()) }
+    });
+    let chosen = RwSignal::new(String::new());
+    let recheck = move |_| {
+        let env = chosen.get_untracked();
+        if env.is_empty() {
+            message.set("Choose a release to re-check against.".into());
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            let req = RerunRequest { report_id: Some(id), recheck_environment: Some(env.clone()), ..Default::default() };
+            match api::rerun(&req).await {
+                Ok(r) if r.queued.is_empty() => message.set(format!("Nothing to re-check on {env}: no reproduced attempt with a candidate (or already waiting).")),
+                Ok(r) => {
+                    message.set(format!("Re-checking {} reproduced attempt(s) on {env}.", r.queued.len()));
+                    push(r.queued);
+                }
+                Err(e) => message.set(format!("Could not queue the re-check: {e}")),
+            }
+        });
+    };
     view! {
         <div class="actions" data-testid="report-actions">
             <button type="button" on:click=rerun_failed disabled=!graded
@@ -113,6 +138,26 @@ fn ReportActions(report: Report) -> impl IntoView {
                 title=if refinable { "Generate, grade and feed back until it reproduces or gives up" } else { "For agent-first reports with a deterministic oracle" }>
                 "Run refine loop"
             </button>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match releases.await {
+                        Ok(list) if !list.is_empty() && graded => view! {
+                            <label class="inline">
+                                <span class="visually-hidden">"Release to re-check against"</span>
+                                <select data-testid="recheck-env" on:change=move |ev| chosen.set(event_target_value(&ev))>
+                                    <option value="">"Re-check on release…"</option>
+                                    {list.into_iter().map(|e| {
+                                        let label = e.recipe.version.clone().unwrap_or_else(|| e.name.clone());
+                                        view! { <option value=e.name.clone()>{label}</option> }
+                                    }).collect_view()}
+                                </select>
+                            </label>
+                            <button type="button" data-testid="recheck" on:click=recheck>"Re-check"</button>
+                        }.into_any(),
+                        _ => ().into_any(),
+                    }
+                })}
+            </Suspense>
             <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
         </div>
     }
