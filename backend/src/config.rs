@@ -151,4 +151,8 @@ pub struct ServeArgs {
     pub workers: usize,
     #[command(flatten)]
     pub refine: RefineArgs,
+    /// Re-check reproduced attempts against each project's newest release
+    /// environment every this many hours (0: never).
+    #[arg(long, env = "FAILPASS_RECHECK_EVERY_HOURS", default_value_t = 0)]
+    pub recheck_every_hours: u64,
 }

@@ -32,6 +32,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 workers: args.workers,
                 generator: args.refine.generator(),
                 refine_budget: args.refine.refine_budget,
+                recheck_every: (args.recheck_every_hours > 0).then(|| std::time::Duration::from_secs(args.recheck_every_hours * 3600)),
             })
             .await?;
             let addr = app.local_addr().context("reading the bound address")?;

@@ -28,6 +28,7 @@ pub struct App {
     workers: usize,
     generator: crate::runner::refine::Generator,
     refine_budget: u32,
+    recheck_every: Option<Duration>,
 }
 
 /// What to build an [`App`] from.
@@ -43,6 +44,8 @@ pub struct AppConfig {
     /// The refine loop's generator and budget.
     pub generator: crate::runner::refine::Generator,
     pub refine_budget: u32,
+    /// How often reproduced attempts are re-checked against the newest release (`None`: never).
+    pub recheck_every: Option<Duration>,
 }
 
 impl App {
@@ -75,6 +78,7 @@ impl App {
             workers: cfg.workers,
             generator: cfg.generator,
             refine_budget: cfg.refine_budget,
+            recheck_every: cfg.recheck_every,
         })
     }
 
@@ -101,8 +105,12 @@ impl App {
         if self.workers > 0 {
             tracing::info!(workers = self.workers, "verification workers running");
         }
+        let schedule = self.recheck_every.map(|every| tokio::spawn(crate::runner::schedule::run(self.storage.clone(), every, stop.subscribe())));
         let served = axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await;
         let _ = stop.send(true);
+        if let Some(s) = schedule {
+            let _ = s.await;
+        }
         for w in pool {
             // A worker finishes the job it holds; a stuck one is abandoned (its lease expires).
             let _ = tokio::time::timeout(Duration::from_secs(30), w).await;

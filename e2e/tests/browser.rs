@@ -70,6 +70,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         workers,
         generator: failpass::runner::refine::Generator::Snippet,
         refine_budget: 5,
+        recheck_every: None,
     })
     .await
     .unwrap();

@@ -476,6 +476,11 @@ macro_rules! impl_jobs {
                 .bind(r.current_job)
                 .execute(&self.write)
                 .await?;
+                // Runners silent for a day are gone (restarted processes get new ids).
+                sqlx::query("DELETE FROM runners WHERE last_heartbeat < $1")
+                    .bind(crate::db::sql::secs(r.last_heartbeat) - chrono::Duration::days(1))
+                    .execute(&self.write)
+                    .await?;
                 Ok(())
             }
 

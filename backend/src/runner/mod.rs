@@ -4,5 +4,6 @@
 pub mod env;
 pub mod refine;
 pub mod sandbox;
+pub mod schedule;
 pub mod verify;
 pub mod worker;

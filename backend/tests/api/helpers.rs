@@ -58,6 +58,7 @@ pub async fn spawn_with(demo: bool, workers: usize, generator: failpass::runner:
         workers,
         generator,
         refine_budget: 5,
+        recheck_every: None,
     })
     .await
     .expect("app builds");

@@ -138,6 +138,15 @@ async fn the_demo_is_graded_by_running_it() {
     assert_eq!(recheck["version"], "fastnum 0.4.0");
     assert_eq!(after["101-good"]["verdict"], "reproduced", "a re-check keeps the verdict");
 
+    // The schedule re-checks every reproduced attempt against the newest release.
+    let queued = failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref()).await.unwrap();
+    let reproduced = after.values().filter(|a| a["verdict"] == "reproduced" && a["candidate"].is_string()).count();
+    assert_eq!(queued, reproduced, "one re-check per reproduced attempt");
+    let q = app.get("/api/v1/jobs").await.body;
+    assert!(q["jobs"].as_array().unwrap().iter().all(|j| j["kind"] == "recheck" && j["payload"]["environment"] == "fastnum-0.4.0"), "{q}");
+    assert_eq!(failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref()).await.unwrap(), 0, "already waiting: nothing new");
+    drain(&app, Duration::from_secs(120)).await;
+
     // Wrong input is named.
     assert_error(&app.post("/api/v1/reruns", &json!({})).await, 400, "bad_request", "exactly one");
     assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": 999999 })).await, 404, "not_found", "attempt 999999");
