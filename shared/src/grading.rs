@@ -55,7 +55,8 @@ pub fn failed(c: &Criteria, o: &Observation) -> bool {
         return c.expects_hang;
     }
     if !c.fail_to_pass.is_empty() {
-        return c.fail_to_pass.iter().any(|t| o.failing_tests.contains(t));
+        // Every listed test fails (as SWE-bench grades FAIL_TO_PASS).
+        return c.fail_to_pass.iter().all(|t| o.failing_tests.contains(t));
     }
     if let (OracleKind::CrashSignature, Some(sig)) = (c.kind, c.signature.as_deref()) {
         return signature_matches(sig, &o.output);
@@ -88,7 +89,12 @@ pub fn grade(c: &Criteria, buggy: &[Observation], fixed: &[Observation]) -> Grad
     let mut new_failures: Vec<String> =
         c.pass_to_pass.iter().filter(|t| fixed.iter().any(|o| o.failing_tests.contains(t))).cloned().collect();
     new_failures.dedup();
-    let flaky = (buggy_failed > 0 && buggy_failed < nb) || (fixed_passed > 0 && fixed_passed < nf);
+    // A pass_to_pass test that fails in some fixed repeats but not all is a split too.
+    let p2p_split = c.pass_to_pass.iter().any(|t| {
+        let failing = fixed.iter().filter(|o| o.failing_tests.contains(t)).count();
+        failing > 0 && failing < fixed.len()
+    });
+    let flaky = (buggy_failed > 0 && buggy_failed < nb) || (fixed_passed > 0 && fixed_passed < nf) || p2p_split;
     let reproduced = nb > 0 && nf > 0 && buggy_failed == nb && fixed_passed == nf && new_failures.is_empty();
     let reason = if nb == 0 || nf == 0 {
         "no runs on one side: nothing to grade".to_owned()
@@ -326,6 +332,13 @@ mod tests {
         assert_eq!(grade(&c, &[tests(&["t::a"], &[])], &[tests(&[], &["t::b"])]).verdict, Verdict::NotReproduced);
         // another test failing on buggy is not the bug
         assert_eq!(grade(&c, &[tests(&["t::z"], &["t::a"])], &[tests(&[], &["t::a"])]).verdict, Verdict::NotReproduced);
+        // a pass_to_pass test failing in one fixed repeat of two: not reproduced, and flaky
+        let split = grade(&c, &[tests(&["t::a"], &[]), tests(&["t::a"], &[])], &[tests(&["t::b"], &["t::a"]), tests(&[], &["t::a", "t::b"])]);
+        assert_eq!((split.verdict, split.flaky), (Verdict::NotReproduced, true));
+        // with two listed tests, both must fail on buggy
+        let two = Criteria { fail_to_pass: vec!["t::a".into(), "t::c".into()], ..c.clone() };
+        assert_eq!(grade(&two, &[tests(&["t::a"], &["t::c"])], &[tests(&[], &["t::a", "t::c"])]).verdict, Verdict::NotReproduced);
+        assert_eq!(grade(&two, &[tests(&["t::a", "t::c"], &[])], &[tests(&[], &["t::a", "t::c"])]).verdict, Verdict::Reproduced);
     }
 
     #[test]

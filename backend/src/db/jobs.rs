@@ -131,10 +131,12 @@ pub trait JobStore: Send + Sync {
     /// `None` when `owner` no longer holds the lease.
     async fn fail(&self, id: i64, owner: &str, now: DateTime<Utc>, error: &str, permanent: bool) -> StorageResult<Option<JobStatus>>;
 
-    async fn get_job(&self, id: i64) -> StorageResult<Option<Job>>;
+    /// A job, if the scope may see its project.
+    async fn get_job(&self, id: i64, scope: &super::ProjectScope) -> StorageResult<Option<Job>>;
 
-    /// Waiting and running jobs (manual first), recent failures, runners, timing.
-    async fn queue_overview(&self, now: DateTime<Utc>) -> StorageResult<QueueOverview>;
+    /// Waiting and running jobs (manual first), recent failures, runners, timing;
+    /// jobs of projects outside `scope` are left out.
+    async fn queue_overview(&self, now: DateTime<Utc>, scope: &super::ProjectScope) -> StorageResult<QueueOverview>;
 
     /// A runner's heartbeat (and what it is doing).
     async fn heartbeat(&self, runner: &Runner) -> StorageResult<()>;
@@ -166,6 +168,9 @@ pub struct JobRow {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
 }
+
+/// Jobs the scope may see (`$2`: public projects only).
+pub const JOB_SCOPE: &str = "($2 = FALSE OR project_id IN (SELECT id FROM projects WHERE public = TRUE))";
 
 pub const JOB_COLUMNS: &str = "id, kind, payload, status, priority, attempts, max_attempts, run_after, lease_owner, \
      lease_expires_at, last_error, created_at, started_at, finished_at";
@@ -379,33 +384,43 @@ macro_rules! impl_jobs {
                 Ok(Some(status))
             }
 
-            async fn get_job(&self, id: i64) -> crate::db::StorageResult<Option<failpass_shared::api::jobs::Job>> {
-                let row: Option<crate::db::jobs::JobRow> =
-                    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {} FROM jobs WHERE id = $1", crate::db::jobs::JOB_COLUMNS)))
-                        .bind(id)
-                        .fetch_optional(&self.read)
-                        .await?;
+            async fn get_job(&self, id: i64, scope: &crate::db::ProjectScope) -> crate::db::StorageResult<Option<failpass_shared::api::jobs::Job>> {
+                let row: Option<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} FROM jobs WHERE id = $1 AND {}",
+                    crate::db::jobs::JOB_COLUMNS,
+                    crate::db::jobs::JOB_SCOPE
+                )))
+                .bind(id)
+                .bind(*scope == crate::db::ProjectScope::PublicOnly)
+                .fetch_optional(&self.read)
+                .await?;
                 row.map(crate::db::jobs::JobRow::into_job).transpose()
             }
 
             async fn queue_overview(
                 &self,
                 now: chrono::DateTime<chrono::Utc>,
+                scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<failpass_shared::api::jobs::QueueOverview> {
                 let now = crate::db::sql::secs(now);
+                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let day_ago = now - chrono::Duration::days(1);
                 let (queued, running): (i64, i64) = sqlx::query_as(
                     "SELECT COALESCE(SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END), 0), \
-                     COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) FROM jobs WHERE status IN ('queued', 'running')",
+                     COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) FROM jobs WHERE status IN ('queued', 'running') \
+                     AND ($1 = FALSE OR project_id IN (SELECT id FROM projects WHERE public = TRUE))",
                 )
+                .bind(public_only)
                 .fetch_one(&self.read)
                 .await?;
                 let (failed_last_day, done_last_day): (i64, i64) = sqlx::query_as(
                     "SELECT COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0), \
                      COALESCE(SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END), 0) FROM jobs \
-                     WHERE status IN ('failed', 'done') AND finished_at >= $1",
+                     WHERE status IN ('failed', 'done') AND finished_at >= $1 \
+                     AND ($2 = FALSE OR project_id IN (SELECT id FROM projects WHERE public = TRUE))",
                 )
                 .bind(day_ago)
+                .bind(public_only)
                 .fetch_one(&self.read)
                 .await?;
                 let finished: Vec<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
@@ -418,16 +433,20 @@ macro_rules! impl_jobs {
                     finished.iter().map(|(s, f)| (*f - *s).num_milliseconds().max(0) as f64 / 1000.0).sum::<f64>() / finished.len() as f64
                 });
                 let jobs: Vec<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT {} FROM jobs WHERE status IN ('queued', 'running') \
+                    "SELECT {} FROM jobs WHERE status IN ('queued', 'running') AND {} \
                      ORDER BY CASE WHEN status = 'running' THEN 0 ELSE 1 END, priority DESC, id LIMIT 200",
-                    crate::db::jobs::JOB_COLUMNS
+                    crate::db::jobs::JOB_COLUMNS,
+                    crate::db::jobs::JOB_SCOPE.replace("$2", "$1")
                 )))
+                .bind(public_only)
                 .fetch_all(&self.read)
                 .await?;
                 let failures: Vec<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT {} FROM jobs WHERE status = 'failed' ORDER BY finished_at DESC, id DESC LIMIT 20",
-                    crate::db::jobs::JOB_COLUMNS
+                    "SELECT {} FROM jobs WHERE status = 'failed' AND {} ORDER BY finished_at DESC, id DESC LIMIT 20",
+                    crate::db::jobs::JOB_COLUMNS,
+                    crate::db::jobs::JOB_SCOPE.replace("$2", "$1")
                 )))
+                .bind(public_only)
                 .fetch_all(&self.read)
                 .await?;
                 let runners: Vec<(String, String, i64, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>, Option<i64>, i64)> =
@@ -567,25 +586,13 @@ macro_rules! impl_jobs {
             ) -> crate::db::StorageResult<(failpass_shared::api::jobs::Job, bool)> {
                 use sqlx::types::Json;
                 let now = crate::db::sql::secs(now);
-                if let Some(key) = &job.dedup_key {
-                    let existing: Option<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                        "SELECT {} FROM jobs WHERE dedup_key = $1 AND status IN ('queued', 'running')",
-                        crate::db::jobs::JOB_COLUMNS
-                    )))
-                    .bind(key)
-                    .fetch_optional(&mut **tx)
-                    .await?;
-                    if let Some(row) = existing {
-                        // A manual request lifts a waiting job's priority.
-                        if job.priority > row.priority && row.status == "queued" {
-                            sqlx::query("UPDATE jobs SET priority = $1 WHERE id = $2").bind(job.priority).bind(row.id).execute(&mut **tx).await?;
-                        }
-                        return Ok((row.into_job()?, false));
-                    }
-                }
-                let row: crate::db::jobs::JobRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "INSERT INTO jobs (kind, payload, status, priority, attempts, max_attempts, run_after, dedup_key, created_at, updated_at) \
-                     VALUES ($1, $2, 'queued', $3, 0, $4, $5, $6, $5, $5) RETURNING {}",
+                let project_id = Self::job_project(tx, &job.payload).await?;
+                // Insert unless a job with the key waits or runs; concurrent enqueues
+                // of one key (two clicks, two servers) meet at the unique index.
+                let inserted: Option<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO jobs (kind, payload, status, priority, attempts, max_attempts, run_after, dedup_key, project_id, created_at, updated_at) \
+                     VALUES ($1, $2, 'queued', $3, 0, $4, $5, $6, $7, $5, $5) \
+                     ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING RETURNING {}",
                     crate::db::jobs::JOB_COLUMNS
                 )))
                 .bind(job.kind.as_str())
@@ -594,9 +601,39 @@ macro_rules! impl_jobs {
                 .bind(job.max_tries)
                 .bind(now)
                 .bind(&job.dedup_key)
+                .bind(project_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+                if let Some(row) = inserted {
+                    return Ok((row.into_job()?, true));
+                }
+                let row: crate::db::jobs::JobRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} FROM jobs WHERE dedup_key = $1 AND status IN ('queued', 'running')",
+                    crate::db::jobs::JOB_COLUMNS
+                )))
+                .bind(&job.dedup_key)
                 .fetch_one(&mut **tx)
                 .await?;
-                Ok((row.into_job()?, true))
+                // A manual request lifts a waiting job's priority.
+                if job.priority > row.priority && row.status == "queued" {
+                    sqlx::query("UPDATE jobs SET priority = $1 WHERE id = $2").bind(job.priority).bind(row.id).execute(&mut **tx).await?;
+                }
+                Ok((row.into_job()?, false))
+            }
+
+            /// The project a job's attempt or report belongs to (for scoping job lists).
+            async fn job_project(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                payload: &failpass_shared::api::jobs::JobPayload,
+            ) -> crate::db::StorageResult<Option<i64>> {
+                Ok(match (payload.attempt_id, payload.report_id) {
+                    (Some(a), _) => sqlx::query_scalar("SELECT r.project_id FROM attempts a JOIN reports r ON r.id = a.report_id WHERE a.id = $1")
+                        .bind(a)
+                        .fetch_optional(&mut **tx)
+                        .await?,
+                    (None, Some(r)) => sqlx::query_scalar("SELECT project_id FROM reports WHERE id = $1").bind(r).fetch_optional(&mut **tx).await?,
+                    _ => None,
+                })
             }
 
             /// Stores a verification's runs and (unless a re-check) the attempt's new

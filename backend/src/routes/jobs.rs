@@ -94,15 +94,15 @@ pub async fn refine(
 }
 
 /// `GET /api/v1/jobs`: the queue page's data.
-pub async fn queue(State(state): State<AppState>, _viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<QueueOverview>> {
+pub async fn queue(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<QueueOverview>> {
     if let Some((k, _)) = query.iter().next() {
         return Err(ApiError::BadRequest(format!("{k}: unknown query parameter `{k}`; this list takes none")));
     }
-    Ok(ApiJson(state.storage.queue_overview(chrono::Utc::now()).await?))
+    Ok(ApiJson(state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?))
 }
 
-pub async fn get_job(State(state): State<AppState>, _viewer: Viewer, ApiPath(id): ApiPath<i64>) -> ApiResult<ApiJson<Job>> {
-    Ok(ApiJson(state.storage.get_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?))
+pub async fn get_job(State(state): State<AppState>, viewer: Viewer, ApiPath(id): ApiPath<i64>) -> ApiResult<ApiJson<Job>> {
+    Ok(ApiJson(state.storage.get_job(id, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?))
 }
 
 /// `GET /api/v1/jobs/{id}/events`: the job's state as server-sent events
@@ -113,7 +113,7 @@ pub async fn job_events(
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let first = state.storage.get_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
+    let first = state.storage.get_job(id, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     let scope = viewer.scope();
     let stream = futures_util::stream::unfold((Some(first), None::<String>, false), move |(job, last, finished)| {
         let state = state.clone();
@@ -126,14 +126,14 @@ pub async fn job_events(
                 Some(j) => j,
                 None => {
                     tokio::time::sleep(Duration::from_millis(300)).await;
-                    state.storage.get_job(id).await.ok().flatten()?
+                    state.storage.get_job(id, &scope).await.ok().flatten()?
                 }
             };
             // Wait for a change (or the end) before sending again.
             let mut text = serde_json::to_string(&job).unwrap_or_default();
             while last.as_deref() == Some(text.as_str()) {
                 tokio::time::sleep(Duration::from_millis(300)).await;
-                job = state.storage.get_job(id).await.ok().flatten()?;
+                job = state.storage.get_job(id, &scope).await.ok().flatten()?;
                 text = serde_json::to_string(&job).unwrap_or_default();
             }
             let ended = matches!(job.status, JobStatus::Done | JobStatus::Failed | JobStatus::Cancelled);

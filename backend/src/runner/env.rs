@@ -1,11 +1,17 @@
 //! Environments: a recipe (a directory or git checkout plus setup commands)
 //! built once into `<data>/envs/<recipe hash>` and reused by every run.
 //!
-//! A build happens in a scratch directory that is renamed into place only
-//! when every setup command succeeded, so a half-built environment is never
-//! used; two workers building the same recipe at once both succeed and one
-//! rename wins. A failed build leaves nothing behind and is tried again by
+//! A build happens at its final path (virtual environments write absolute
+//! paths into their scripts, so it cannot move afterwards) under an exclusive
+//! lock file, so two workers — in one process or many — never build the same
+//! recipe at once; the second finds it built. `.built` is written last, so a
+//! half-built environment (a killed worker) is never used: the next build
+//! starts it over. A failed build leaves nothing behind and is tried again by
 //! the next verification (its log goes into that attempt's `error` verdict).
+//!
+//! The cache key is the recipe: change its `dir`, `git.rev`, setup or
+//! `version` to rebuild. A directory whose contents change under the same
+//! recipe keeps the first build.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -69,12 +75,15 @@ impl EnvCache {
             map.entry(hash.clone()).or_default().clone()
         };
         let _guard = lock.lock().await;
-        let built_now = if done.join(".built").exists() {
-            false
-        } else {
-            self.build(recipe, base, &hash).await?;
-            true
-        };
+        let mut built_now = false;
+        if !done.join(".built").exists() {
+            let _file_lock = self.lock_file(&hash).await?;
+            // Another process may have built it while we waited for the lock.
+            if !done.join(".built").exists() {
+                self.build(recipe, base, &done).await?;
+                built_now = true;
+            }
+        }
         let tree = done.join("tree");
         let vars = recipe
             .env
@@ -84,17 +93,39 @@ impl EnvCache {
         Ok(BuiltEnv { dir: tree, vars, version: recipe.version.clone(), hash, built_now })
     }
 
-    async fn build(&self, recipe: &Recipe, base: &Path, hash: &str) -> Result<BuiltEnv, SetupFailed> {
+    /// An exclusive lock on `<root>/<hash>.lock`, shared by every process
+    /// using this cache; released when the returned file is dropped.
+    async fn lock_file(&self, hash: &str) -> Result<std::fs::File, SetupFailed> {
+        let fail = |e: std::io::Error| SetupFailed { reason: format!("locking the environment cache: {e}"), log: String::new() };
+        std::fs::create_dir_all(&self.root).map_err(fail)?;
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(self.root.join(format!("{hash}.lock"))).map_err(fail)?;
+        loop {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(file);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn build(&self, recipe: &Recipe, base: &Path, done: &Path) -> Result<(), SetupFailed> {
         let fail = |reason: String, log: String| SetupFailed { reason, log };
-        std::fs::create_dir_all(&self.root).map_err(|e| fail(format!("creating {}: {e}", self.root.display()), String::new()))?;
-        let scratch = self.root.join(format!("{hash}.building-{}", uuid::Uuid::new_v4().simple()));
-        let tree = scratch.join("tree");
+        // Leftovers of a build that was killed half-way start over.
+        if done.exists() {
+            std::fs::remove_dir_all(done).map_err(|e| fail(format!("clearing {}: {e}", done.display()), String::new()))?;
+        }
+        let tree = done.join("tree");
         let result = async {
             let mut log = String::new();
             match (&recipe.dir, &recipe.git) {
                 (Some(dir), None) => {
                     let src = if Path::new(dir).is_absolute() { PathBuf::from(dir) } else { base.join(dir) };
-                    copy_dir(&src, &tree).map_err(|e| fail(format!("copying {}: {e}", src.display()), String::new()))?;
+                    let (from, to) = (src.clone(), tree.clone());
+                    tokio::task::spawn_blocking(move || copy_dir(&from, &to))
+                        .await
+                        .map_err(|e| fail(e.to_string(), String::new()))?
+                        .map_err(|e| fail(format!("copying {}: {e}", src.display()), String::new()))?;
                     log.push_str(&format!("$ copy {} → tree\n", src.display()));
                 }
                 (None, Some(git)) => {
@@ -108,24 +139,15 @@ impl EnvCache {
             for script in &recipe.setup {
                 self.step(&tree, script, &mut log).await?;
             }
-            std::fs::write(scratch.join(".built"), &log).map_err(|e| fail(e.to_string(), log.clone()))?;
-            Ok::<_, SetupFailed>(log)
+            // Written last: its presence means the whole build succeeded.
+            std::fs::write(done.join(".built"), &log).map_err(|e| fail(e.to_string(), log.clone()))?;
+            Ok::<_, SetupFailed>(())
         }
         .await;
-        match result {
-            Ok(_) => {
-                let done = self.root.join(hash);
-                if std::fs::rename(&scratch, &done).is_err() && done.join(".built").exists() {
-                    // Another worker finished the same recipe first: use theirs.
-                    let _ = std::fs::remove_dir_all(&scratch);
-                }
-                Ok(BuiltEnv { dir: done.join("tree"), vars: Vec::new(), version: None, hash: hash.to_owned(), built_now: true })
-            }
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&scratch);
-                Err(e)
-            }
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(done);
         }
+        result
     }
 
     /// One setup command, logged; a failure ends the build.

@@ -145,7 +145,7 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
             stop = "stuck_in_loop";
             break;
         }
-        let v = verifier.verify(attempt.id, &report, Some(&proposal.candidate), &environments, failpass_shared::model::RunTrigger::Initial).await;
+        let v = verifier.verify(attempt.id, &report, Some(&proposal.candidate), &environments, failpass_shared::model::RunTrigger::Initial).await?;
         let reason = v.grade["reason"].as_str().unwrap_or_default().to_owned();
         let tail = |env: failpass_shared::model::RunEnvironment| {
             v.runs.iter().filter(|r| r.environment == env).last().map(|r| tail_of(&r.output, 2000)).unwrap_or_default()

@@ -290,7 +290,15 @@ unsafe fn keep_in_pid_namespace() -> std::io::Result<()> {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             return Ok(());
         }
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        // Close everything, or the caller's spawn waits on its exec-status
+        // pipe until the run ends. close_range needs Linux 5.9; else close one by one.
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 { lim.rlim_cur.min(1 << 20) as i32 } else { 4096 };
+            for fd in 0..max {
+                libc::close(fd);
+            }
+        }
         let mut status = 0;
         loop {
             let r = libc::waitpid(child, &mut status, 0);

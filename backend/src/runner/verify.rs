@@ -100,11 +100,14 @@ impl Verifier {
         let candidate = detail.attempt.candidate.clone();
         match job.kind {
             JobKind::Recheck => self.recheck(attempt_id, &report, candidate.as_deref(), &environments, &job.payload, &detail.attempt.grade).await,
-            _ => Ok(self.verify(attempt_id, &report, candidate.as_deref(), &environments, trigger(&job.payload)).await),
+            _ => self.verify(attempt_id, &report, candidate.as_deref(), &environments, trigger(&job.payload)).await,
         }
     }
 
-    /// Grades `candidate` for `report` on its project's buggy and fixed environments.
+    /// Grades `candidate` for `report` on its project's buggy and fixed
+    /// environments. What the candidate did is a result (any verdict, an
+    /// `error` for a failed setup); a run that could not start at all is the
+    /// runner's trouble, not the candidate's, and fails the job (transiently).
     pub async fn verify(
         &self,
         attempt_id: i64,
@@ -112,7 +115,7 @@ impl Verifier {
         candidate: Option<&str>,
         environments: &[Environment],
         trigger: RunTrigger,
-    ) -> Verification {
+    ) -> Result<Verification, JobError> {
         let error = |cause: FailureCause, reason: String, extra: serde_json::Value| Verification {
             attempt_id,
             verdict: Verdict::Error,
@@ -125,27 +128,27 @@ impl Verifier {
             refined: None,
         };
         let Some(oracle) = report.oracle.as_ref().filter(|o| o.is_deterministic()) else {
-            return error(FailureCause::Other, "the report has no deterministic oracle to grade by".into(), json!(null));
+            return Ok(error(FailureCause::Other, "the report has no deterministic oracle to grade by".into(), json!(null)));
         };
         let (Some(buggy), Some(fixed)) = (find(environments, EnvironmentRole::Buggy, None), find(environments, EnvironmentRole::Fixed, None)) else {
-            return error(
+            return Ok(error(
                 FailureCause::EnvSetup,
-                format!("project {} has no buggy and fixed environment to run in (POST /api/v1/projects/{}/environments)", report.summary.project, report.summary.project),
+                format!("project {} has no buggy and fixed environment to run in (POST /api/v1/environments)", report.summary.project),
                 json!(null),
-            );
+            ));
         };
         if candidate.is_none() && oracle.command.is_none() {
-            return error(FailureCause::Other, "nothing to run: the attempt has no candidate and the oracle no command".into(), json!(null));
+            return Ok(error(FailureCause::Other, "nothing to run: the attempt has no candidate and the oracle no command".into(), json!(null)));
         }
         let (buggy_env, fixed_env) = match (self.envs.get(&buggy.recipe, &self.base).await, self.envs.get(&fixed.recipe, &self.base).await) {
             (Ok(b), Ok(f)) => (b, f),
             (Err(e), _) | (_, Err(e)) => {
-                return error(FailureCause::EnvSetup, e.to_string(), json!({ "setup_log": e.log }));
+                return Ok(error(FailureCause::EnvSetup, e.to_string(), json!({ "setup_log": e.log })));
             }
         };
         let mut signals = Signals::default();
         if let Some(code) = candidate {
-            let (syntax, quality) = static_signals(code, &self.scratch).await;
+            let (syntax, quality) = static_signals(code, &self.scratch).await?;
             let (relevant, detail) = grading::relevance(&format!("{}\n{}", report.summary.title, report.body), code);
             signals.relevance = Some(Signal { passed: relevant, source: SignalSource::Deterministic, detail: Some(detail) });
             signals.quality = quality;
@@ -153,7 +156,7 @@ impl Verifier {
             let syntax_detail = syntax.detail.clone().unwrap_or_default();
             signals.syntax = Some(syntax);
             if !parses {
-                return Verification {
+                return Ok(Verification {
                     attempt_id,
                     verdict: Verdict::NotReproduced,
                     failure_cause: Some(FailureCause::Other),
@@ -163,7 +166,7 @@ impl Verifier {
                     runs: Vec::new(),
                     sets_verdict: true,
                     refined: None,
-                };
+                });
             }
         }
         let repeats = oracle.repeats.unwrap_or(1).clamp(1, MAX_REPEATS);
@@ -171,13 +174,9 @@ impl Verifier {
         let mut observed = [Vec::new(), Vec::new()];
         for (side, (env_role, env)) in [(RunEnvironment::Buggy, &buggy_env), (RunEnvironment::Fixed, &fixed_env)].into_iter().enumerate() {
             for _ in 0..repeats {
-                match self.execute(oracle, candidate, env).await {
-                    Ok((obs, run)) => {
-                        observed[side].push(obs);
-                        runs.push(self.new_run(attempt_id, trigger, env_role, run));
-                    }
-                    Err(e) => return error(FailureCause::Other, format!("the run could not start: {e}"), json!(null)),
-                }
+                let (obs, run) = self.execute(oracle, candidate, env).await.map_err(|e| JobError::transient(format!("a run could not start: {e}")))?;
+                runs.push(self.new_run(attempt_id, trigger, env_role, run, &obs));
+                observed[side].push(obs);
             }
         }
         let criteria = criteria(oracle, report);
@@ -210,7 +209,7 @@ impl Verifier {
                 FailureCause::WrongFailure // fails on fixed too, or breaks other tests
             }
         });
-        Verification {
+        Ok(Verification {
             attempt_id,
             verdict: g.verdict,
             failure_cause,
@@ -231,7 +230,7 @@ impl Verifier {
             runs,
             sets_verdict: true,
             refined: None,
-        }
+        })
     }
 
     /// Runs a reproduced attempt's candidate against another environment
@@ -268,7 +267,7 @@ impl Verifier {
         for _ in 0..repeats {
             let (obs, run) = self.execute(&oracle, candidate, &env).await.map_err(|e| JobError::transient(e.to_string()))?;
             failed += u32::from(grading::failed(&criteria, &obs));
-            runs.push(self.new_run(attempt_id, RunTrigger::Scheduled, RunEnvironment::Release, run));
+            runs.push(self.new_run(attempt_id, RunTrigger::Scheduled, RunEnvironment::Release, run, &obs));
         }
         let was_fixed = grade.pointer("/recheck/outcome").and_then(|v| v.as_str()) == Some("no_longer_reproduces");
         let outcome = match (failed == repeats, failed == 0) {
@@ -313,7 +312,7 @@ impl Verifier {
         Ok((obs, finished))
     }
 
-    fn new_run(&self, attempt_id: i64, trigger: RunTrigger, environment: RunEnvironment, r: sandbox::Finished) -> NewRun {
+    fn new_run(&self, attempt_id: i64, trigger: RunTrigger, environment: RunEnvironment, r: sandbox::Finished, obs: &Observation) -> NewRun {
         NewRun {
             attempt_id,
             trigger,
@@ -324,8 +323,8 @@ impl Verifier {
             output_truncated: r.output_truncated,
             output_bytes: r.output_bytes as i64,
             output: r.output,
-            failing_tests: Vec::new(),
-            passing_tests: Vec::new(),
+            failing_tests: obs.failing_tests.clone(),
+            passing_tests: obs.passing_tests.clone(),
             runner_id: Some(self.runner_id.clone()),
             started_at: None,
         }
@@ -382,7 +381,7 @@ async fn pyflakes_available(scratch: &Path) -> bool {
 
 /// Syntax from Python's own compiler; quality from pyflakes when installed
 /// (`None`, not computed, otherwise).
-pub async fn static_signals(code: &str, scratch: &Path) -> (Signal, Option<Signal>) {
+pub async fn static_signals(code: &str, scratch: &Path) -> Result<(Signal, Option<Signal>), JobError> {
     let check = |args: &[&str]| {
         let mut c = Command::new("python3", args.iter().copied());
         c.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
@@ -397,7 +396,8 @@ pub async fn static_signals(code: &str, scratch: &Path) -> (Signal, Option<Signa
             source: SignalSource::Static,
             detail: Some(r.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("does not compile").trim().to_owned()),
         },
-        Err(e) => Signal { passed: false, source: SignalSource::Static, detail: Some(format!("python3 could not run: {e}")) },
+        // No Python to compile with is the runner's trouble, not the candidate's.
+        Err(e) => return Err(JobError::transient(format!("python3 could not run for the syntax check: {e}"))),
     };
     let quality = if syntax.passed && pyflakes_available(scratch).await {
         match sandbox::run(&check(&["-m", "pyflakes", "candidate.py"]), Some(scratch)).await {
@@ -411,5 +411,5 @@ pub async fn static_signals(code: &str, scratch: &Path) -> (Signal, Option<Signa
     } else {
         None
     };
-    (syntax, quality)
+    Ok((syntax, quality))
 }

@@ -87,9 +87,9 @@ async fn expired_leases_are_reclaimed_and_stale_owners_fenced() {
         assert!(!s.renew(job.id, "dead", t0() + Duration::seconds(42), lease()).await.unwrap());
         assert_eq!(s.complete(job.id, "dead", t0() + Duration::seconds(42), None).await.unwrap(), Finish::Fenced);
         assert_eq!(s.fail(job.id, "dead", t0() + Duration::seconds(42), "late", false).await.unwrap(), None);
-        assert_eq!(s.get_job(job.id).await.unwrap().unwrap().lease_owner.as_deref(), Some("b"));
+        assert_eq!(s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap().lease_owner.as_deref(), Some("b"));
         assert_eq!(s.complete(job.id, "b", t0() + Duration::seconds(50), None).await.unwrap(), Finish::Done);
-        let done = s.get_job(job.id).await.unwrap().unwrap();
+        let done = s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
         assert_eq!((done.status, done.finished_at), (JobStatus::Done, Some(t0() + Duration::seconds(50))));
         assert_eq!(s.complete(job.id, "b", t0() + Duration::seconds(51), None).await.unwrap(), Finish::Fenced, "done is final");
     })
@@ -114,7 +114,7 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
                 assert_eq!(status, JobStatus::Failed, "tries exhausted");
             }
         }
-        let failed = s.get_job(job.id).await.unwrap().unwrap();
+        let failed = s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
         assert_eq!((failed.status, failed.last_error.as_deref()), (JobStatus::Failed, Some("flake 3")));
         assert!(s.claim("w", now + Duration::days(1), lease()).await.unwrap().is_none());
 
@@ -128,10 +128,10 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
         let (d, _) = s.enqueue(&NewJob { max_tries: 1, ..NewJob::verify(11, PRIORITY_BULK, false) }, now).await.unwrap();
         s.claim("gone", now, lease()).await.unwrap().unwrap();
         assert!(s.claim("w", now + Duration::seconds(60), lease()).await.unwrap().is_none());
-        let dead = s.get_job(d.id).await.unwrap().unwrap();
+        let dead = s.get_job(d.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(dead.status, JobStatus::Failed);
         assert!(dead.last_error.unwrap().contains("lease expired"));
-        let overview = s.queue_overview(now + Duration::seconds(60)).await.unwrap();
+        let overview = s.queue_overview(now + Duration::seconds(60), &failpass::db::ProjectScope::All).await.unwrap();
         assert_eq!((overview.queued, overview.running), (0, 0));
         assert_eq!(overview.recent_failures.len(), 3);
     })

@@ -218,7 +218,7 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
             "verdict_source": "llm", "candidate": candidate, "verify": true })).unwrap())
         .await
         .unwrap();
-    let job_id = s.queue_overview(chrono::Utc::now()).await.unwrap().jobs[0].id;
+    let job_id = s.queue_overview(chrono::Utc::now(), &failpass::db::ProjectScope::All).await.unwrap().jobs[0].id;
     let worker = || {
         std::process::Command::new(env!("CARGO_BIN_EXE_failpass"))
             .args(["worker", "--database-url", &pg.url, "--lease-seconds", "2", "--data-dir"])
@@ -235,7 +235,7 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
         assert!(start.elapsed() < Duration::from_secs(60), "the first worker never started the run");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let held = s.get_job(job_id).await.unwrap().unwrap();
+    let held = s.get_job(job_id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
     assert_eq!(held.status, JobStatus::Running);
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
@@ -246,7 +246,7 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
     let mut second = worker();
     let start = Instant::now();
     let job = loop {
-        let job = s.get_job(job_id).await.unwrap().unwrap();
+        let job = s.get_job(job_id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
         if job.status == JobStatus::Done || job.status == JobStatus::Failed {
             break job;
         }
@@ -365,7 +365,9 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
         assert_eq!(r.status, 201, "{}", r.body);
     }
     let report = app.report(json!({ "project": "a/venv", "external_id": "9", "title": "BUG is set",
-        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python candidate.py" } })).await;
+        "oracle": { "kind": "fail_to_pass", "source": "authored",
+            // The venv's own scripts must work where it was built (absolute shebangs).
+            "command": "pip --version > /dev/null && python candidate.py" } })).await;
     let candidate = "import somelib\nassert not somelib.BUG, f'somelib {somelib.VERSION} has the bug'\n";
     let mut ids = Vec::new();
     for key in ["one", "two"] {
@@ -394,6 +396,11 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
         assert_eq!(a["verdict"], "reproduced");
     }
     let data = app.data_dir().join("envs");
-    let entries: Vec<String> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let entries: Vec<String> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(entries.len(), 4, "one built environment per recipe, no half-built leftovers: {entries:?}");
 }
