@@ -645,14 +645,31 @@ macro_rules! impl_jobs {
             ) -> crate::db::StorageResult<()> {
                 use failpass_shared::model::{attempt_awaits_review, attempt_counts, Goal, Review, VerdictSource};
                 use sqlx::types::Json;
-                let row: Option<(i64, String, Option<String>, bool)> = sqlx::query_as(
-                    "SELECT a.report_id, a.goal, a.review, r.vague FROM attempts a JOIN reports r ON r.id = a.report_id WHERE a.id = $1",
+                let row: Option<(i64, String, Option<String>, bool, Option<Json<serde_json::Value>>)> = sqlx::query_as(
+                    "SELECT a.report_id, a.goal, a.review, r.vague, a.grade FROM attempts a JOIN reports r ON r.id = a.report_id WHERE a.id = $1",
                 )
                 .bind(v.attempt_id)
                 .fetch_optional(&mut **tx)
                 .await?;
-                let Some((report_id, goal, review, vague)) = row else {
+                let Some((report_id, goal, review, vague, stored)) = row else {
                     return Err(crate::db::StorageError::NotFound(format!("attempt {}", v.attempt_id)));
+                };
+                // Merge with what is stored now (a verification and a re-check may
+                // have run side by side): a verification keeps the last re-check,
+                // a re-check replaces only its own part.
+                let stored = stored.map(|g| g.0).filter(|g| g.is_object());
+                let grade = if v.sets_verdict {
+                    let mut g = v.grade.clone();
+                    if let (Some(obj), Some(r)) = (g.as_object_mut(), stored.as_ref().and_then(|s| s.get("recheck"))) {
+                        obj.entry("recheck").or_insert_with(|| r.clone());
+                    }
+                    g
+                } else {
+                    let mut g = stored.unwrap_or_else(|| serde_json::json!({}));
+                    if let Some(r) = v.grade.get("recheck") {
+                        g["recheck"] = r.clone();
+                    }
+                    g
                 };
                 for run in &v.runs {
                     Self::insert_run_tx(tx, run, now).await?;
@@ -671,12 +688,12 @@ macro_rules! impl_jobs {
                     .bind(v.failure_cause.map(|c| c.as_str()))
                     .bind(Json(&v.signals))
                     .bind(v.flaky)
-                    .bind(Json(&v.grade))
+                    .bind(Json(&grade))
                     .bind(v.verdict.is_graded())
                     .bind(attempt_counts(goal, v.verdict, source, review, vague))
                     .bind(attempt_awaits_review(goal, v.verdict, source, review, vague))
                     .bind(v.attempt_id)
-                    .bind(v.grade.pointer("/buggy_signatures/0").and_then(|s| s.as_str()))
+                    .bind(grade.pointer("/buggy_signatures/0").and_then(|s| s.as_str()))
                     .execute(&mut **tx)
                     .await?;
                     if let Some(r) = &v.refined {
@@ -697,7 +714,7 @@ macro_rules! impl_jobs {
                     }
                 } else {
                     // A re-check keeps the verdict and records its outcome beside the grade.
-                    sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2").bind(Json(&v.grade)).bind(v.attempt_id).execute(&mut **tx).await?;
+                    sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2").bind(Json(&grade)).bind(v.attempt_id).execute(&mut **tx).await?;
                 }
                 Self::refresh_reports(tx, &[report_id]).await
             }

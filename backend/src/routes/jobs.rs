@@ -48,12 +48,29 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
         }
     };
     if let Some(env) = recheck {
-        let detail = state.storage.get_attempt(targets.first().copied().unwrap_or_default(), &scope).await?;
-        if let Some(d) = detail {
-            let envs = state.storage.list_environments(&d.attempt.project).await?;
-            if !envs.iter().any(|e| e.name == env) {
-                return Err(ApiError::BadRequest(format!("recheck_environment: project {} has no environment `{env}`", d.attempt.project)));
+        // Environment names belong to a project: a re-check names one project.
+        let project = match (req.attempt_id, req.report_id, req.filter.as_ref().and_then(|f| f.project.clone())) {
+            (Some(id), _, _) => {
+                let d = state.storage.get_attempt(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
+                if d.attempt.verdict != Verdict::Reproduced {
+                    return Err(ApiError::BadRequest(format!(
+                        "attempt_id: attempt {id} is {}, and only reproduced attempts are re-checked",
+                        d.attempt.verdict
+                    )));
+                }
+                d.attempt.project
             }
+            (None, Some(id), _) => state.storage.get_report(id, &scope).await?.map(|r| r.summary.project).unwrap_or_default(),
+            (None, None, Some(p)) => p,
+            _ => {
+                return Err(ApiError::BadRequest(
+                    "recheck_environment: environments belong to one project; give attempt_id, report_id or filter.project".into(),
+                ))
+            }
+        };
+        let envs = state.storage.list_environments(&project).await?;
+        if !envs.iter().any(|e| e.name == env) {
+            return Err(ApiError::BadRequest(format!("recheck_environment: project {project} has no environment `{env}`")));
         }
     }
     let manual = priority == PRIORITY_MANUAL;

@@ -229,11 +229,16 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
             let _ = stdin.write_all(&input).await; // a child that does not read its input is fine
         });
     }
-    let reader = tokio::spawn(read_capped(read_end, cmd.limits.output_bytes));
+    // If this future is dropped mid-run (a worker that lost its lease), the
+    // guard still kills the session; `kill_on_drop` alone reaches only the first process.
+    let guard = SessionGuard(pid);
+    let captured = std::sync::Arc::new(std::sync::Mutex::new(Captured::default()));
+    let reader = tokio::spawn(read_capped(read_end, cmd.limits.output_bytes, captured.clone()));
     let (status, timed_out) = match tokio::time::timeout(cmd.limits.wall, process.wait()).await {
         Ok(status) => (Some(status?), false),
         Err(_) => (None, true),
     };
+    std::mem::forget(guard);
     let stragglers = kill_session(pid);
     let status = match status {
         Some(s) => s,
@@ -241,10 +246,15 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     };
     let duration = started.elapsed();
     // Everything in the session is dead, so the pipe closes; a process that
-    // left the session may still hold it, so stop reading shortly after.
-    let (output, output_bytes) = match tokio::time::timeout(Duration::from_millis(500), reader).await {
-        Ok(Ok(r)) => r,
-        _ => (Vec::new(), 0),
+    // left the session may still hold it, so stop reading shortly after and
+    // keep what was read by then.
+    let abort = reader.abort_handle();
+    if tokio::time::timeout(Duration::from_millis(500), reader).await.is_err() {
+        abort.abort();
+    }
+    let (output, output_bytes) = {
+        let c = captured.lock().unwrap_or_else(|p| p.into_inner());
+        (c.kept.clone(), c.total)
     };
     let signal = status.signal();
     let cpu_limited = signal == Some(libc::SIGXCPU)
@@ -334,23 +344,37 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Reads everything, keeping the first `cap` bytes; returns them and the total.
-async fn read_capped(fd: OwnedFd, cap: usize) -> (Vec<u8>, u64) {
-    let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else { return (Vec::new(), 0) };
-    let mut kept = Vec::with_capacity(cap.min(64 << 10));
-    let mut total = 0u64;
+/// What a run wrote so far: the kept part and the total.
+#[derive(Default)]
+struct Captured {
+    kept: Vec<u8>,
+    total: u64,
+}
+
+/// Kills a run's session when dropped (unless forgotten after a normal end).
+struct SessionGuard(i32);
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        kill_session(self.0);
+    }
+}
+
+/// Reads everything into `into`, keeping the first `cap` bytes and counting the rest.
+async fn read_capped(fd: OwnedFd, cap: usize, into: std::sync::Arc<std::sync::Mutex<Captured>>) {
+    let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else { return };
     let mut buf = vec![0u8; 64 << 10];
     loop {
         match rx.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                total += n as u64;
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
+                let mut c = into.lock().unwrap_or_else(|p| p.into_inner());
+                c.total += n as u64;
+                let room = cap.saturating_sub(c.kept.len());
+                c.kept.extend_from_slice(&buf[..n.min(room)]);
             }
         }
     }
-    (kept, total)
 }
 
 /// Kills the run's process group and every process left in its session;

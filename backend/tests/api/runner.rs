@@ -150,7 +150,9 @@ async fn the_demo_is_graded_by_running_it() {
     // Wrong input is named.
     assert_error(&app.post("/api/v1/reruns", &json!({})).await, 400, "bad_request", "exactly one");
     assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": 999999 })).await, 404, "not_found", "attempt 999999");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": target, "recheck_environment": "fastnum-9" })).await, 400, "bad_request", "fastnum-9");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-9" })).await, 400, "bad_request", "fastnum-9");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": target, "recheck_environment": "fastnum-0.4.0" })).await, 400, "bad_request", "only reproduced");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "filter": {}, "recheck_environment": "fastnum-0.4.0" })).await, 400, "bad_request", "one project");
     let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"].as_i64().unwrap();
     let r = app.post("/api/v1/attempts", &json!({ "report_id": vague, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "print(1)", "verify": true })).await;
     assert_error(&r, 400, "bad_request", "no deterministic oracle");
@@ -183,6 +185,8 @@ async fn a_failed_setup_is_an_error_verdict_with_its_log() {
     assert_error(&bad, 400, "bad_request", "role");
     let bad = app.post("/api/v1/environments", &json!({ "project": "no/such", "name": "z", "role": "buggy", "recipe": {} })).await;
     assert_error(&bad, 400, "bad_request", "no/such");
+    let bad = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": "z", "role": "buggy", "recipe": { "env": { "A": "x\u{0}y" } } })).await;
+    assert_error(&bad, 400, "bad_request", "NUL");
 }
 
 /// `failpass worker` processes on PostgreSQL: one is killed with SIGKILL in

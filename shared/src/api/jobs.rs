@@ -158,8 +158,17 @@ impl Recipe {
         if self.setup.iter().any(|c| c.trim().is_empty()) {
             return Err(FieldError::new("setup", "holds an empty command"));
         }
+        if self.setup.iter().any(|c| c.contains('\0')) {
+            return Err(FieldError::new("setup", "a command holds a NUL byte"));
+        }
         if self.env.keys().any(|k| k.is_empty() || k.contains('=') || k.contains('\0')) {
-            return Err(FieldError::new("env", "variable names must be non-empty and hold no `=`"));
+            return Err(FieldError::new("env", "variable names must be non-empty and hold no `=` or NUL"));
+        }
+        if self.env.values().any(|v| v.contains('\0')) {
+            return Err(FieldError::new("env", "a value holds a NUL byte"));
+        }
+        if self.dir.as_ref().is_some_and(|d| d.trim().is_empty() || d.contains('\0')) {
+            return Err(FieldError::new("dir", "must be a path"));
         }
         Ok(())
     }
