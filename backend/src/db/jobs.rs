@@ -78,6 +78,10 @@ pub struct Verification {
     /// Set by the refine loop: the final candidate, the iterations it took,
     /// and their summed cost and time.
     pub refined: Option<Refined>,
+    /// An attempt to create with the result (the refine loop's), in the same
+    /// transaction as the job's completion; `attempt_id` and the runs'
+    /// attempt ids are then placeholders.
+    pub new_attempt: Option<failpass_shared::api::attempts::CreateAttemptRequest>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -645,14 +649,34 @@ macro_rules! impl_jobs {
             ) -> crate::db::StorageResult<()> {
                 use failpass_shared::model::{attempt_awaits_review, attempt_counts, Goal, Review, VerdictSource};
                 use sqlx::types::Json;
+                let attempt_id = match &v.new_attempt {
+                    None => v.attempt_id,
+                    Some(req) => {
+                        // Found again by its key if an earlier try of the job stored it.
+                        let (report_id, vague, _) = Self::resolve_report(tx, req).await?;
+                        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM attempts WHERE report_id = $1 AND agent = $2 AND attempt_key = $3")
+                            .bind(report_id)
+                            .bind(req.agent.trim())
+                            .bind(&req.attempt_key)
+                            .fetch_optional(&mut **tx)
+                            .await?;
+                        match existing {
+                            Some(id) => id,
+                            None => {
+                                let row = crate::db::sql::PreparedAttempt::new(req, report_id, vague, req.attempt_key.clone());
+                                Self::insert_attempts(tx, std::slice::from_ref(&row), true).await?[0]
+                            }
+                        }
+                    }
+                };
                 let row: Option<(i64, String, Option<String>, bool, Option<Json<serde_json::Value>>)> = sqlx::query_as(
                     "SELECT a.report_id, a.goal, a.review, r.vague, a.grade FROM attempts a JOIN reports r ON r.id = a.report_id WHERE a.id = $1",
                 )
-                .bind(v.attempt_id)
+                .bind(attempt_id)
                 .fetch_optional(&mut **tx)
                 .await?;
                 let Some((report_id, goal, review, vague, stored)) = row else {
-                    return Err(crate::db::StorageError::NotFound(format!("attempt {}", v.attempt_id)));
+                    return Err(crate::db::StorageError::NotFound(format!("attempt {attempt_id}")));
                 };
                 // Merge with what is stored now (a verification and a re-check may
                 // have run side by side): a verification keeps the last re-check,
@@ -672,7 +696,7 @@ macro_rules! impl_jobs {
                     g
                 };
                 for run in &v.runs {
-                    Self::insert_run_tx(tx, run, now).await?;
+                    Self::insert_run_tx(tx, &crate::db::NewRun { attempt_id, ..run.clone() }, now).await?;
                 }
                 if v.sets_verdict {
                     let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
@@ -692,7 +716,7 @@ macro_rules! impl_jobs {
                     .bind(v.verdict.is_graded())
                     .bind(attempt_counts(goal, v.verdict, source, review, vague))
                     .bind(attempt_awaits_review(goal, v.verdict, source, review, vague))
-                    .bind(v.attempt_id)
+                    .bind(attempt_id)
                     .bind(grade.pointer("/buggy_signatures/0").and_then(|s| s.as_str()))
                     .execute(&mut **tx)
                     .await?;
@@ -708,13 +732,13 @@ macro_rules! impl_jobs {
                         .bind(r.tokens_in)
                         .bind(r.tokens_out)
                         .bind(now)
-                        .bind(v.attempt_id)
+                        .bind(attempt_id)
                         .execute(&mut **tx)
                         .await?;
                     }
                 } else {
                     // A re-check keeps the verdict and records its outcome beside the grade.
-                    sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2").bind(Json(&grade)).bind(v.attempt_id).execute(&mut **tx).await?;
+                    sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2").bind(Json(&grade)).bind(attempt_id).execute(&mut **tx).await?;
                 }
                 Self::refresh_reports(tx, &[report_id]).await
             }

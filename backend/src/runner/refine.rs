@@ -25,6 +25,11 @@ use super::verify::{JobError, Verifier};
 use crate::db::jobs::{Refined, Verification};
 use crate::db::ProjectScope;
 
+/// The loop's attempt id before the attempt is stored.
+struct Placeholder {
+    id: i64,
+}
+
 /// Iterations a loop may take unless configured otherwise (RepGen's default).
 pub const DEFAULT_BUDGET: u32 = 5;
 
@@ -85,36 +90,38 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
         return Err(JobError::permanent(format!("report {report_id} is routed {}, and the refine loop is for agent_first reports", report.summary.route)));
     }
     let environments = storage.list_environments(&report.summary.project).await?;
-    // The loop's attempt; keyed by the job, so a retried job finds it again.
-    let (attempt, _) = storage
-        .create_attempt(&CreateAttemptRequest {
-            report_id: Some(report_id),
-            report: None,
-            goal: Default::default(),
-            agent: generator.name().to_owned(),
-            model: None,
-            model_cutoff: None,
-            started_at: Some(job.created_at),
-            ended_at: None,
-            wall_seconds: None,
-            cost_usd: 0.0,
-            tokens_in: 0,
-            tokens_out: 0,
-            api_calls: None,
-            iterations: 1,
-            candidate: None,
-            signals: Default::default(),
-            verdict: Verdict::Hypothesis,
-            verdict_source: VerdictSource::Llm,
-            failure_cause: None,
-            review: None,
-            reviewer: None,
-            review_comment: None,
-            attempt_key: Some(format!("refine:{}", job.id)),
-            verify: false,
-        })
-        .await
-        .map_err(|e| JobError::transient(format!("creating the loop's attempt: {e}")))?;
+    // The loop's attempt, created with its result when the job completes
+    // (so a worker that loses its lease leaves nothing behind); keyed by the
+    // job, so a retried job finds the same one.
+    let new_attempt = CreateAttemptRequest {
+        report_id: Some(report_id),
+        report: None,
+        goal: Default::default(),
+        agent: generator.name().to_owned(),
+        model: None,
+        model_cutoff: None,
+        started_at: Some(job.created_at),
+        ended_at: None,
+        wall_seconds: None,
+        cost_usd: 0.0,
+        tokens_in: 0,
+        tokens_out: 0,
+        api_calls: None,
+        iterations: 1,
+        candidate: None,
+        signals: Default::default(),
+        verdict: Verdict::Hypothesis,
+        verdict_source: VerdictSource::Llm,
+        failure_cause: None,
+        review: None,
+        reviewer: None,
+        review_comment: None,
+        attempt_key: Some(format!("refine:{}", job.id)),
+        verify: false,
+    };
+    /// Runs and verifications carry this until the attempt exists.
+    const PENDING_ATTEMPT: i64 = 0;
+    let attempt = Placeholder { id: PENDING_ATTEMPT };
     let started = Instant::now();
     let mut history: Vec<Feedback> = Vec::new();
     let mut iterations = Vec::new();
@@ -194,6 +201,7 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
         runs: Vec::new(),
         sets_verdict: true,
         refined: None,
+        new_attempt: None,
     });
     if stop == "stuck_in_loop" {
         v.failure_cause = Some(FailureCause::StuckInLoop);
@@ -210,6 +218,7 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
     v.grade["reason"] = json!(format!("{reason}; last: {}", last_reason.as_str().unwrap_or("-")));
     v.grade["refine"] = json!({ "generator": generator.name(), "budget": budget, "stop": stop, "iterations": iterations });
     v.runs = runs;
+    v.new_attempt = Some(new_attempt);
     v.refined = Some(Refined {
         candidate: history.last().map(|h| h.candidate.clone()).unwrap_or_default(),
         iterations: n.max(1),

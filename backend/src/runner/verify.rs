@@ -126,6 +126,7 @@ impl Verifier {
             runs: Vec::new(),
             sets_verdict: true,
             refined: None,
+            new_attempt: None,
         };
         let Some(oracle) = report.oracle.as_ref().filter(|o| o.is_deterministic()) else {
             return Ok(error(FailureCause::Other, "the report has no deterministic oracle to grade by".into(), json!(null)));
@@ -166,6 +167,7 @@ impl Verifier {
                     runs: Vec::new(),
                     sets_verdict: true,
                     refined: None,
+            new_attempt: None,
                 });
             }
         }
@@ -230,6 +232,7 @@ impl Verifier {
             runs,
             sets_verdict: true,
             refined: None,
+            new_attempt: None,
         })
     }
 
@@ -257,7 +260,7 @@ impl Verifier {
             Ok(env) => env,
             Err(e) => {
                 grade["recheck"] = json!({ "environment": name, "outcome": "error", "reason": e.to_string(), "setup_log": e.log, "at": chrono::Utc::now().trunc_subsecs(0) });
-                return Ok(Verification { attempt_id, verdict: Verdict::Error, failure_cause: None, signals: Signals::default(), flaky: false, grade, runs: Vec::new(), sets_verdict: false, refined: None });
+                return Ok(Verification { attempt_id, verdict: Verdict::Error, failure_cause: None, signals: Signals::default(), flaky: false, grade, runs: Vec::new(), sets_verdict: false, refined: None, new_attempt: None });
             }
         };
         let repeats = oracle.repeats.unwrap_or(1).clamp(1, MAX_REPEATS);
@@ -280,7 +283,7 @@ impl Verifier {
         grade["recheck"] = json!({
             "environment": name, "version": version, "outcome": outcome, "failed": failed, "runs": repeats, "at": chrono::Utc::now().trunc_subsecs(0),
         });
-        Ok(Verification { attempt_id, verdict: Verdict::Reproduced, failure_cause: None, signals: Signals::default(), flaky: outcome == "flaky", grade, runs, sets_verdict: false, refined: None })
+        Ok(Verification { attempt_id, verdict: Verdict::Reproduced, failure_cause: None, signals: Signals::default(), flaky: outcome == "flaky", grade, runs, sets_verdict: false, refined: None, new_attempt: None })
     }
 
     /// One run of the candidate (or the oracle's command) in `env`.
