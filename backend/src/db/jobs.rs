@@ -111,6 +111,10 @@ pub fn backoff(tries: i64) -> Duration {
 
 #[async_trait]
 pub trait JobStore: Send + Sync {
+    /// The database's clock. Workers on many machines take lease times from
+    /// it, so a worker whose own clock runs fast cannot expire others' leases.
+    async fn clock(&self) -> StorageResult<DateTime<Utc>>;
+
     /// Queues a job; when its dedup key is already waiting or running, returns that job and `false`.
     async fn enqueue(&self, job: &NewJob, now: DateTime<Utc>) -> StorageResult<(Job, bool)>;
 
@@ -230,6 +234,10 @@ macro_rules! impl_jobs {
     ($ty:ty, $db:ty) => {
         #[async_trait::async_trait]
         impl crate::db::jobs::JobStore for $ty {
+            async fn clock(&self) -> crate::db::StorageResult<chrono::DateTime<chrono::Utc>> {
+                Ok(sqlx::query_scalar(Self::NOW).fetch_one(&self.read).await?)
+            }
+
             async fn enqueue(
                 &self,
                 job: &crate::db::jobs::NewJob,

@@ -31,6 +31,9 @@ impl PgStorage {
         Ok(())
     }
 
+    /// The database's clock (see `JobStore::clock`).
+    const NOW: &'static str = "SELECT now()";
+
     /// The claim's row lock (SQLite has one writer, so none is needed).
     const SKIP_LOCKED: &'static str = "FOR UPDATE SKIP LOCKED";
 

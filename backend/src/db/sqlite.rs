@@ -42,6 +42,9 @@ impl SqliteStorage {
         Ok(())
     }
 
+    /// The database's clock (see `JobStore::clock`).
+    const NOW: &'static str = "SELECT strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')";
+
     /// The claim's row lock (SQLite has one writer, so none is needed).
     const SKIP_LOCKED: &'static str = "";
 

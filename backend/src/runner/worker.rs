@@ -61,14 +61,14 @@ pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown
     tracing::info!(runner = %id, "worker started");
     while !*shutdown.borrow() {
         if last_beat.elapsed() >= options.heartbeat {
-            me.last_heartbeat = Utc::now();
+            me.last_heartbeat = clock(&storage).await;
             me.current_job = None;
             if let Err(e) = storage.heartbeat(&me).await {
                 tracing::warn!(runner = %id, error = %e, "heartbeat failed");
             }
             last_beat = std::time::Instant::now();
         }
-        let job = match storage.claim(&id, Utc::now(), options.lease).await {
+        let job = match storage.claim(&id, clock(&storage).await, options.lease).await {
             Ok(Some(job)) => job,
             Ok(None) => {
                 let _ = tokio::time::timeout(options.poll, shutdown.changed()).await;
@@ -81,7 +81,7 @@ pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown
             }
         };
         me.current_job = Some(job.id);
-        me.last_heartbeat = Utc::now();
+        me.last_heartbeat = clock(&storage).await;
         let _ = storage.heartbeat(&me).await;
         last_beat = std::time::Instant::now();
         run_one(&verifier, &storage, &id, &job, &options).await;
@@ -96,7 +96,7 @@ async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job:
         let every = (options.lease / 3).to_std().unwrap_or(Duration::from_secs(10)).max(Duration::from_millis(200));
         loop {
             tokio::time::sleep(every).await;
-            match storage.renew(job.id, id, Utc::now(), options.lease).await {
+            match storage.renew(job.id, id, clock(storage).await, options.lease).await {
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(e) => tracing::warn!(job = job.id, error = %e, "lease renewal failed"),
@@ -107,7 +107,7 @@ async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job:
         r = verifier.run_job(job) => Some(r),
         _ = renew => None,
     };
-    let now = Utc::now();
+    let now = clock(storage).await;
     match outcome {
         None => tracing::warn!(job = job.id, runner = %id, "lease lost to another worker; result dropped"),
         Some(Ok(v)) => match storage.complete(job.id, id, now, Some(&v)).await {
@@ -119,8 +119,13 @@ async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job:
     }
 }
 
+/// The database's time (the worker's own if the database cannot say).
+async fn clock(storage: &Arc<dyn Storage>) -> chrono::DateTime<Utc> {
+    storage.clock().await.unwrap_or_else(|_| Utc::now())
+}
+
 async fn fail(storage: &Arc<dyn Storage>, job: &Job, id: &str, e: JobError) {
-    match storage.fail(job.id, id, Utc::now(), &e.message, e.permanent).await {
+    match storage.fail(job.id, id, clock(storage).await, &e.message, e.permanent).await {
         Ok(Some(status)) => tracing::warn!(job = job.id, error = %e.message, permanent = e.permanent, %status, "job failed"),
         Ok(None) => tracing::warn!(job = job.id, "lease lost before recording the failure"),
         Err(err) => tracing::error!(job = job.id, error = %err, "could not record the failure"),
