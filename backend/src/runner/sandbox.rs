@@ -61,6 +61,9 @@ pub struct Command {
     pub limits: Limits,
     /// Allow network access (setup commands that download); runs are isolated.
     pub network: bool,
+    /// Run as this (uid, gid) instead of the worker's user: candidates run
+    /// as `nobody` when the worker is root (see [`unprivileged_user`]).
+    pub run_as: Option<(u32, u32)>,
 }
 
 impl Command {
@@ -73,8 +76,32 @@ impl Command {
             files: Vec::new(),
             limits: Limits::default(),
             network: false,
+            run_as: None,
         }
     }
+}
+
+/// The user candidates run as when the worker is root: `nobody`, or the user
+/// `FAILPASS_SANDBOX_USER` names (`root` keeps root). `None` when the worker
+/// is not root (it cannot switch users, and needs not).
+pub fn unprivileged_user() -> Option<(u32, u32)> {
+    static USER: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+    *USER.get_or_init(|| {
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let name = std::env::var("FAILPASS_SANDBOX_USER").unwrap_or_else(|_| "nobody".into());
+        if name == "root" {
+            return None;
+        }
+        let c = std::ffi::CString::new(name).ok()?;
+        // SAFETY: getpwnam returns a pointer into static storage or null; read at once.
+        let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+        if pw.is_null() {
+            return Some((65534, 65534));
+        }
+        Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+    })
 }
 
 /// How a run ended.
@@ -169,6 +196,13 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     for (name, contents) in &cmd.files {
         std::fs::write(dir.join(name), contents)?;
     }
+    if let Some((uid, gid)) = cmd.run_as {
+        // The run's own directory becomes the run user's.
+        for entry in [dir.to_path_buf(), tmp.clone()].into_iter().chain(cmd.files.iter().map(|(n, _)| dir.join(n))) {
+            std::os::unix::fs::chown(&entry, Some(uid), Some(gid))?;
+        }
+    }
+    let run_as = cmd.run_as;
     let isolate = !cmd.network && network_isolation_available();
     let own_pids = pid_isolation_available();
     let (read_end, write_end) = pipe()?;
@@ -189,7 +223,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         .stderr(Stdio::from(write_end))
         .kill_on_drop(true);
     let limits = cmd.limits;
-    // SAFETY: only async-signal-safe calls (setsid, prctl, setrlimit, unshare) run
+    // SAFETY: only async-signal-safe calls (setsid, prctl, setrlimit, unshare, setuid) run
     // between fork and exec, on values computed before the fork.
     unsafe {
         child.pre_exec(move || {
@@ -214,6 +248,15 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
             }
             if own_pids {
                 keep_in_pid_namespace()?;
+            }
+            if let Some((uid, gid)) = run_as {
+                // Give up root: no capabilities, no way back (no setuid binaries either).
+                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                // A change of user clears the parent-death signal: set it again.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             }
             Ok(())
         });

@@ -293,6 +293,7 @@ impl Verifier {
         let script = oracle.command.clone().unwrap_or_else(|| DEFAULT_COMMAND.to_owned());
         let mut cmd = Command::new("/bin/sh", ["-c", script.as_str()]);
         cmd.limits = self.limits;
+        cmd.run_as = sandbox::unprivileged_user();
         cmd.env = env.vars.clone();
         cmd.env.push(("FAILPASS_ENV".into(), env.dir.to_string_lossy().into_owned()));
         let junit = dir.path().join("junit.xml");
@@ -387,6 +388,7 @@ async fn pyflakes_available(scratch: &Path) -> bool {
 pub async fn static_signals(code: &str, scratch: &Path) -> Result<(Signal, Option<Signal>), JobError> {
     let check = |args: &[&str]| {
         let mut c = Command::new("python3", args.iter().copied());
+        c.run_as = sandbox::unprivileged_user();
         c.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
         c.limits = Limits { wall: Duration::from_secs(30), cpu_seconds: 30, ..Limits::default() };
         c

@@ -212,7 +212,11 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
         "oracle": { "kind": "fail_to_pass", "source": "authored", "command": format!("python3 candidate.py {marker}") } })).unwrap();
     let decision = failpass_shared::routing::decide(&Default::default(), &failpass_shared::routing::RoutingInput::from_request(&request));
     let report = s.create_report(&failpass::db::NewReport { request, decision }).await.unwrap();
-    let pids = data.path().join("pids.txt");
+    // Runs are unprivileged (nobody) when tests run as root: give them a place to write.
+    let shared = data.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let pids = shared.join("pids.txt");
     let candidate = format!(
         "import os, time\nopen({:?}, 'a').write(str(os.getpid()) + '\\n')\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n",
         pids.to_str().unwrap()

@@ -141,3 +141,20 @@ async fn no_network_where_the_os_allows_it() {
         assert!(!closed.network_isolated);
     }
 }
+
+#[tokio::test]
+async fn candidates_run_as_an_unprivileged_user_when_the_worker_is_root() {
+    let Some(user) = sandbox::unprivileged_user() else {
+        eprintln!("not root: runs keep the worker's user");
+        return;
+    };
+    let locked = tempfile::tempdir().unwrap(); // root's, 0755: others may read, not write
+    let mut c = sh(&format!("id -u; echo ok > mine.txt && cat mine.txt; touch {}/x 2>&1 || echo denied", locked.path().display()));
+    c.run_as = Some(user);
+    let r = sandbox::run(&c, None).await.unwrap();
+    let lines: Vec<&str> = r.output.lines().collect();
+    assert_eq!(lines[0], user.0.to_string(), "{}", r.output);
+    assert_eq!(lines[1], "ok", "the run's own directory is writable: {}", r.output);
+    assert!(r.output.contains("denied") || r.output.contains("Permission denied"), "root's files are not: {}", r.output);
+    assert!(!locked.path().join("x").exists());
+}
