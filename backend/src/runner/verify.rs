@@ -61,6 +61,9 @@ pub struct Verifier {
     /// Where the refine loop's candidates come from, and its try budget.
     pub generator: super::refine::Generator,
     pub refine_budget: u32,
+    /// Set once the run user was seen to read the environment cache
+    /// (a failed check is repeated, so fixing the permissions needs no restart).
+    access: Arc<std::sync::OnceLock<()>>,
 }
 
 /// The command a run executes: the oracle's, or the candidate script.
@@ -74,14 +77,50 @@ impl Verifier {
             base: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             runner_id: runner_id.into(),
             limits: Limits { wall: Duration::from_secs(60), cpu_seconds: 60, memory_bytes: 2 << 30, ..Limits::default() },
-            scratch: data_dir.join("runs"),
+            // Run directories live in the system's temporary directory: a
+            // candidate runs as `nobody` (when the worker is root), and the
+            // data directory's parents may not be open to it.
+            scratch: std::env::temp_dir().join("failpass-runs"),
             generator: super::refine::Generator::Snippet,
             refine_budget: super::refine::DEFAULT_BUDGET,
+            access: Arc::default(),
+        }
+    }
+
+    /// Fails (transiently, with what to do) when candidates would run as a
+    /// user that cannot read the environment cache: every run would fail
+    /// for a reason that is not the candidate's.
+    async fn check_access(&self) -> Result<(), JobError> {
+        let Some(user) = sandbox::unprivileged_user() else { return Ok(()) };
+        let root = self.envs.root().to_path_buf();
+        let scratch = self.scratch.clone();
+        if self.access.get().is_some() {
+            return Ok(());
+        }
+        let fail = JobError::transient;
+        prepare_scratch(&scratch).map_err(|e| fail(format!("creating {}: {e}", scratch.display())))?;
+        std::fs::create_dir_all(&root).map_err(|e| fail(format!("creating {}: {e}", root.display())))?;
+        let dir = root.to_string_lossy().into_owned();
+        let mut probe = Command::new("/bin/sh", ["-c", "test -r \"$1\" && test -x \"$1\"", "probe", dir.as_str()]);
+        probe.run_as = Some(user);
+        match sandbox::run(&probe, Some(&scratch)).await {
+            Ok(r) if r.succeeded() => {
+                let _ = self.access.set(());
+                Ok(())
+            }
+            Ok(_) => Err(fail(format!(
+                "candidates run as uid {} (the worker is root), which cannot read the environment cache {}; \
+                 make the data directory and its parents readable (chmod o+rx) or set FAILPASS_SANDBOX_USER",
+                user.0,
+                root.display()
+            ))),
+            Err(e) => Err(fail(format!("checking access to {}: {e}", root.display()))),
         }
     }
 
     /// Verifies (or re-checks) the attempt a job names.
     pub async fn run_job(&self, job: &Job) -> Result<Verification, JobError> {
+        self.check_access().await?;
         if job.kind == JobKind::Refine {
             return super::refine::run(self, &self.generator, self.refine_budget, job).await;
         }
@@ -288,7 +327,7 @@ impl Verifier {
 
     /// One run of the candidate (or the oracle's command) in `env`.
     async fn execute(&self, oracle: &Oracle, candidate: Option<&str>, env: &BuiltEnv) -> Result<(Observation, sandbox::Finished), sandbox::SandboxError> {
-        std::fs::create_dir_all(&self.scratch)?;
+        prepare_scratch(&self.scratch)?;
         let dir = tempfile::Builder::new().prefix("run-").tempdir_in(&self.scratch)?;
         let script = oracle.command.clone().unwrap_or_else(|| DEFAULT_COMMAND.to_owned());
         let mut cmd = Command::new("/bin/sh", ["-c", script.as_str()]);
@@ -333,6 +372,13 @@ impl Verifier {
             started_at: None,
         }
     }
+}
+
+/// The directory run directories go in, open for the run user to pass through.
+fn prepare_scratch(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
 }
 
 fn trigger(payload: &JobPayload) -> RunTrigger {
@@ -393,7 +439,7 @@ pub async fn static_signals(code: &str, scratch: &Path) -> Result<(Signal, Optio
         c.limits = Limits { wall: Duration::from_secs(30), cpu_seconds: 30, ..Limits::default() };
         c
     };
-    let _ = std::fs::create_dir_all(scratch);
+    let _ = prepare_scratch(scratch);
     let syntax = match sandbox::run(&check(&["-m", "py_compile", "candidate.py"]), Some(scratch)).await {
         Ok(r) if r.succeeded() => Signal { passed: true, source: SignalSource::Static, detail: Some("python3 -m py_compile: ok".into()) },
         Ok(r) => Signal {

@@ -412,3 +412,39 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
         .collect();
     assert_eq!(entries.len(), 4, "one built environment per recipe, no half-built leftovers: {entries:?}");
 }
+
+/// As root, candidates run as `nobody`: a data directory it cannot read is
+/// named in the job's error (never a wrong verdict), and fixing it needs no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_environment_cache_is_named_not_graded() {
+    use std::os::unix::fs::PermissionsExt;
+    if failpass::runner::sandbox::unprivileged_user().is_none() {
+        eprintln!("not root: candidates run as the worker's user");
+        return;
+    }
+    let app = spawn_app_with_workers(false, 1).await;
+    let data = app.data_dir().to_path_buf();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    app.project("a/lib").await;
+    for (name, role) in [("b", "buggy"), ("f", "fixed")] {
+        app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": name, "role": role, "recipe": {} })).await;
+    }
+    let report = app.report(json!({ "project": "a/lib", "external_id": "1", "title": "t",
+        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } })).await;
+    let a = app.attempt(json!({ "report_id": report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "pass\n", "verify": true })).await;
+    let start = Instant::now();
+    let err = loop {
+        let q = app.get("/api/v1/jobs").await.body;
+        if let Some(e) = q["jobs"][0]["last_error"].as_str() {
+            break e.to_owned();
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no error recorded: {q}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(err.contains("cannot read the environment cache") && err.contains("chmod"), "{err}");
+    assert_eq!(app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["verdict"], "hypothesis", "not graded against the candidate");
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    drain(&app, Duration::from_secs(60)).await;
+    let graded = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body;
+    assert_eq!(graded["verdict"], "not_reproduced", "after the fix the retry grades it: {}", graded["grade"]);
+}
