@@ -15,6 +15,7 @@ admin=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 cargo build --release -q -p failpass
 bin=$PWD/target/release/failpass
 work=$(mktemp -d)
+chmod 755 "$work"  # candidates run as nobody when this runs as root
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
