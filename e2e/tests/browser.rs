@@ -249,6 +249,19 @@ async fn queue_filters_search_and_pages() {
     })
     .await;
     assert!(h.client.find(Locator::Css("[data-testid=first-page]")).await.is_ok());
+
+    // keyboard: j, j moves to the second row, k back to the first, j again, Enter opens it
+    let ids: Vec<String> = h.rows().await.into_iter().map(|(id, _)| id).collect();
+    let body = h.client.find(Locator::Css("body")).await.unwrap();
+    for key in ["j", "j", "k", "j"] {
+        body.send_keys(key).await.unwrap();
+    }
+    let selected = h.client.find(Locator::Css("[data-testid=queue-row].selected")).await.unwrap();
+    assert_eq!(selected.attr("data-id").await.unwrap().as_deref(), Some(ids[1].as_str()));
+    assert_eq!(selected.attr("aria-selected").await.unwrap().as_deref(), Some("true"));
+    body.send_keys("\u{E007}").await.unwrap(); // Enter
+    let want = format!("/reports/{}", ids[1]);
+    h.until("the selected report", || async { h.client.current_url().await.unwrap().path() == want }).await;
     h.finish().await;
 }
 

@@ -189,7 +189,41 @@ fn EnumSelect(
 fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
     // std's clock is unsupported on wasm32-unknown-unknown; ask the browser.
     let now_ms = js_sys::Date::now() as i64;
+    // Keyboard: j and k move the selection, Enter opens the selected report.
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let count = ids.len();
+    let selected = RwSignal::new(None::<usize>);
+    let navigate = use_navigate();
+    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        let typing = ev.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok()).is_some_and(|el| {
+            matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON")
+        });
+        if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || count == 0 {
+            return;
+        }
+        match ev.key().as_str() {
+            "j" => selected.update(|s| *s = Some(s.map_or(0, |i| (i + 1).min(count - 1)))),
+            "k" => selected.update(|s| *s = Some(s.map_or(0, |i| i.saturating_sub(1)))),
+            "Enter" => {
+                if let Some(i) = selected.get_untracked() {
+                    ev.prevent_default();
+                    navigate(&format!("/reports/{}", ids[i]), NavigateOptions::default());
+                }
+            }
+            _ => return,
+        }
+        // Keep the selected row in view and say which one it is.
+        if let Some(row) = selected.get_untracked().and_then(|i| {
+            web_sys::window()?.document()?.query_selector_all("[data-testid=queue-row]").ok()?.item(i as u32)
+        }) {
+            if let Ok(el) = wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(row) {
+                el.scroll_into_view_with_bool(false);
+            }
+        }
+    });
+    on_cleanup(move || keys.remove());
     view! {
+        <p class="hint keys">"Keys: j / k move, Enter opens."</p>
         <div class="table-wrap">
             <table class="reports" data-testid="queue-table">
                 <thead>
@@ -206,13 +240,14 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
                     </tr>
                 </thead>
                 <tbody>
-                    {rows.into_iter().map(|r| {
+                    {rows.into_iter().enumerate().map(|(i, r)| {
                         let age_days = (now_ms - r.filed_at.timestamp_millis()) / 86_400_000;
                         let mut flags = Vec::new();
                         if r.vague { flags.push("vague") }
                         if r.llm_only { flags.push("llm only") }
                         view! {
-                            <tr data-testid="queue-row" data-route=r.route.as_str() data-id=r.id.to_string()>
+                            <tr data-testid="queue-row" data-route=r.route.as_str() data-id=r.id.to_string()
+                                class:selected=move || selected.get() == Some(i) aria-selected=move || (selected.get() == Some(i)).to_string()>
                                 <td class="title"><a href=format!("/reports/{}", r.id)>{r.title.clone()}</a>
                                     <span class="ext">"#"{r.external_id.clone()}</span></td>
                                 <td>{r.project.clone()}</td>
