@@ -595,8 +595,24 @@ macro_rules! impl_storage {
                         format!("report {report_id} has no deterministic oracle to grade by; add one to the report first"),
                     ));
                 }
-                if req.candidate.is_none() && oracle.is_some_and(|(_, c)| c.is_none()) {
-                    return Err(crate::db::StorageError::invalid("candidate", "nothing to run: give a candidate (the oracle has no command)"));
+                match (&req.candidate, oracle.and_then(|(_, c)| c)) {
+                    (None, None) => return Err(crate::db::StorageError::invalid("candidate", "nothing to run: give a candidate (the oracle has no command)")),
+                    (None, Some(c)) if c.contains("candidate") => {
+                        return Err(crate::db::StorageError::invalid("candidate", format!("the oracle's command `{c}` runs the candidate: give one")))
+                    }
+                    _ => {}
+                }
+                let roles: Vec<String> = sqlx::query_scalar(
+                    "SELECT e.role FROM environments e JOIN reports r ON r.project_id = e.project_id WHERE r.id = $1",
+                )
+                .bind(report_id)
+                .fetch_all(&mut **tx)
+                .await?;
+                if !(roles.iter().any(|r| r == "buggy") && roles.iter().any(|r| r == "fixed")) {
+                    return Err(crate::db::StorageError::invalid(
+                        "verify",
+                        format!("report {report_id}'s project has no buggy and fixed environment to run in; add them (POST /api/v1/environments) first"),
+                    ));
                 }
                 Ok(())
             }
@@ -1348,7 +1364,9 @@ macro_rules! impl_storage {
                 let mut qb = sqlx::QueryBuilder::<$db>::new(
                     "SELECT a.id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
                      JOIN oracles o ON o.report_id = r.id \
-                     WHERE o.kind IN ('fail_to_pass', 'crash_signature') AND (a.candidate IS NOT NULL OR o.command IS NOT NULL)",
+                     WHERE o.kind IN ('fail_to_pass', 'crash_signature') AND (a.candidate IS NOT NULL OR o.command IS NOT NULL) \
+                     AND EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'buggy') \
+                     AND EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'fixed')",
                 );
                 Self::push_report_filter(&mut qb, filter.unwrap_or(&Default::default()), scope);
                 if let Some(id) = report_id {

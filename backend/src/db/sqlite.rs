@@ -33,6 +33,18 @@ impl SqliteStorage {
             // 64 MiB of page cache per connection: bulk imports touch many index pages.
             .pragma("cache_size", "-65536");
         let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        // The database is the worker's alone: sandboxed runs (as another
+        // user) must not read it. SQLite gives the -wal and -shm files the
+        // database file's mode.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let file = std::path::PathBuf::from(file);
+            if file.exists() {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+            }
+        }
         let read = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
         Ok(Self { read, write })
     }

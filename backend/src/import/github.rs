@@ -105,8 +105,9 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>,
             Some(item) => Some(item),
             None if first == Some(b'[') => None,
             None => match super::next_line(&mut input, &mut line, &mut n).await? {
-                false => None,
-                true => Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}")))),
+                None => None,
+                Some(Err(e)) => Some((n, Err(e))),
+                Some(Ok(())) => Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}")))),
             },
         };
         let Some((n, value)) = next else { break };

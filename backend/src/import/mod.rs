@@ -143,6 +143,13 @@ impl<'a> Importer<'a> {
                 self.flush().await?;
                 let existing = self.storage.list_environments(&e.project).await?;
                 let before = existing.iter().find(|x| x.name == e.name.trim());
+                let clash = existing.iter().find(|x| {
+                    x.role == e.role && x.name != e.name.trim() && !matches!(e.role, failpass_shared::model::EnvironmentRole::Release)
+                });
+                if let Some(other) = clash {
+                    self.reject(n, Some("role".into()), format!("project {} already has a {} environment, `{}`", e.project, e.role, other.name));
+                    return Ok(());
+                }
                 let outcome = match before {
                     Some(x) if x.role == e.role && x.recipe == e.recipe => Ok(Outcome::Unchanged),
                     _ => self.storage.create_environment(&e.project, &e).await.map(|_| if before.is_some() { Outcome::Updated } else { Outcome::Created }),
@@ -266,12 +273,12 @@ where
             // Lines are read and parsed on another task while batches are
             // stored, so parsing and writing use both cores. The channel is
             // bounded, so memory stays constant however long the input.
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Result<ImportRecord, serde_json::Error>)>>(4);
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Result<ImportRecord, LineError>)>>(4);
             let reader = tokio::spawn(async move {
                 let (mut line, mut n) = (String::new(), 0u64);
                 let mut chunk = Vec::with_capacity(PARSE_CHUNK);
-                while next_line(&mut input, &mut line, &mut n).await? {
-                    chunk.push((n, parse_record(line.trim())));
+                while let Some(read) = next_line(&mut input, &mut line, &mut n).await? {
+                    chunk.push((n, read.map_err(LineError::Encoding).and_then(|()| parse_record(line.trim()).map_err(LineError::Json))));
                     if chunk.len() == PARSE_CHUNK && tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(PARSE_CHUNK))).await.is_err() {
                         return Ok(()); // the importer stopped; its error is reported
                     }
@@ -283,7 +290,8 @@ where
                 for (n, parsed) in chunk {
                     match parsed {
                         Ok(record) => importer.push(n, record).await?,
-                        Err(e) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
+                        Err(LineError::Json(e)) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
+                        Err(LineError::Encoding(message)) => importer.reject(n, None, message),
                     }
                 }
             }
@@ -311,18 +319,36 @@ where
 }
 
 /// Reads the next non-blank line into `line`; `n` counts every line read, so
-/// it is the line number for messages. `false` at the end of the input.
-pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(input: &mut R, line: &mut String, n: &mut u64) -> std::io::Result<bool> {
+/// it is the line number for messages. `Ok(None)` at the end of the input;
+/// `Ok(Some(Err(_)))` for a line that is not UTF-8 (the caller rejects it
+/// and goes on, as with any bad record).
+pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut String,
+    n: &mut u64,
+) -> std::io::Result<Option<Result<(), String>>> {
+    let mut bytes = Vec::new();
     loop {
+        bytes.clear();
         line.clear();
-        if input.read_line(line).await? == 0 {
-            return Ok(false);
+        if input.read_until(b'\n', &mut bytes).await? == 0 {
+            return Ok(None);
         }
         *n += 1;
+        match String::from_utf8(std::mem::take(&mut bytes)) {
+            Err(e) => return Ok(Some(Err(format!("line {n}: not UTF-8 ({})", e.utf8_error())))),
+            Ok(text) => *line = text,
+        }
         if !line.trim().is_empty() {
-            return Ok(true);
+            return Ok(Some(Ok(())));
         }
     }
+}
+
+/// Why a line is not a record.
+enum LineError {
+    Encoding(String),
+    Json(serde_json::Error),
 }
 
 /// Parses one NDJSON record. Lines that start `{"kind":"attempt",` (the bulk

@@ -151,7 +151,11 @@ pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'
         }
     } else {
         let (mut line, mut n) = (String::new(), 0u64);
-        while super::next_line(&mut input, &mut line, &mut n).await? {
+        while let Some(read) = super::next_line(&mut input, &mut line, &mut n).await? {
+            if let Err(e) = read {
+                importer.reject(n, None, e);
+                continue;
+            }
             if let Some(r) = handle(n, serde_json::from_str(line.trim()), importer) {
                 batch.push(r);
             }

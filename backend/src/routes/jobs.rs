@@ -10,7 +10,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use failpass_shared::api::jobs::{
     CreateEnvironmentRequest, Environment, Job, QueueOverview, RerunRequest, RerunResponse, PRIORITY_BULK, PRIORITY_MANUAL,
 };
-use failpass_shared::model::{JobStatus, Verdict};
+use failpass_shared::model::{EnvironmentRole, JobStatus, Verdict};
 use futures_util::Stream;
 
 use super::AppState;
@@ -38,11 +38,22 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
                     "attempt_id: attempt {id} cannot be rerun: its report needs a deterministic oracle and the attempt a candidate (or the oracle a command)"
                 )));
             }
+            let envs = state.storage.list_environments(&detail.attempt.project).await?;
+            let has = |role: EnvironmentRole| envs.iter().any(|e| e.role == role);
+            if !(has(EnvironmentRole::Buggy) && has(EnvironmentRole::Fixed)) {
+                return Err(ApiError::BadRequest(format!(
+                    "attempt_id: project {} has no buggy and fixed environment to run in, so its recorded verdict stays; add them first (POST /api/v1/environments)",
+                    detail.attempt.project
+                )));
+            }
             (vec![id], PRIORITY_MANUAL)
         }
         None => {
             if let Some(id) = req.report_id {
                 state.storage.get_report(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+            }
+            if let Some(p) = req.filter.as_ref().and_then(|f| f.project.as_deref()) {
+                state.storage.get_project(p, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
             }
             (state.storage.rerun_targets(req.report_id, req.filter.as_ref(), verdicts, &scope).await?, PRIORITY_BULK)
         }
@@ -69,8 +80,15 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
             }
         };
         let envs = state.storage.list_environments(&project).await?;
-        if !envs.iter().any(|e| e.name == env) {
-            return Err(ApiError::BadRequest(format!("recheck_environment: project {project} has no environment `{env}`")));
+        match envs.iter().find(|e| e.name == env) {
+            None => return Err(ApiError::BadRequest(format!("recheck_environment: project {project} has no environment `{env}`"))),
+            Some(e) if e.role != EnvironmentRole::Release => {
+                return Err(ApiError::BadRequest(format!(
+                    "recheck_environment: `{env}` is the project's {} environment; re-checks run against a release",
+                    e.role
+                )))
+            }
+            Some(_) => {}
         }
     }
     let manual = priority == PRIORITY_MANUAL;
@@ -195,7 +213,21 @@ pub async fn create_environment(
     if state.storage.get_project(&req.project, &viewer.scope()).await?.is_none() {
         return Err(ApiError::BadRequest(format!("project: `{}` does not exist", req.project)));
     }
-    Ok((StatusCode::CREATED, ApiJson(state.storage.create_environment(&req.project, &req).await?)))
+    // One buggy and one fixed environment per project (grading uses exactly
+    // those); releases may be many. Posting an existing name replaces it.
+    let existing = state.storage.list_environments(&req.project).await?;
+    let name = req.name.trim();
+    if matches!(req.role, EnvironmentRole::Buggy | EnvironmentRole::Fixed) {
+        if let Some(other) = existing.iter().find(|e| e.role == req.role && e.name != name) {
+            return Err(ApiError::Conflict(format!(
+                "project {} already has a {} environment, `{}`; post with that name to replace it, or use role `release`",
+                req.project, req.role, other.name
+            )));
+        }
+    }
+    let replaced = existing.iter().any(|e| e.name == name);
+    let env = state.storage.create_environment(&req.project, &req).await?;
+    Ok((if replaced { StatusCode::OK } else { StatusCode::CREATED }, ApiJson(env)))
 }
 
 /// `GET /api/v1/signatures?project=owner/name`: failures grouped by normalised signature.

@@ -31,7 +31,8 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Largest file the run may write (RLIMIT_FSIZE).
     pub file_bytes: u64,
-    /// Output (stdout and stderr, interleaved) kept; the rest is counted, not kept.
+    /// Output (stdout and stderr, interleaved) kept: the first and the last
+    /// half of this many bytes, the middle counted and marked as cut.
     pub output_bytes: usize,
 }
 
@@ -295,9 +296,9 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     if tokio::time::timeout(Duration::from_millis(500), reader).await.is_err() {
         abort.abort();
     }
-    let (output, output_bytes) = {
+    let (output, output_bytes, truncated) = {
         let c = captured.lock().unwrap_or_else(|p| p.into_inner());
-        (c.kept.clone(), c.total)
+        (c.text(), c.total, c.total > (c.head.len() + c.tail.len()) as u64)
     };
     let signal = status.signal();
     let cpu_limited = signal == Some(libc::SIGXCPU)
@@ -308,7 +309,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         timed_out,
         cpu_limited,
         duration,
-        output_truncated: output_bytes > output.len() as u64,
+        output_truncated: truncated,
         output: String::from_utf8_lossy(&output).into_owned(),
         output_bytes,
         network_isolated: isolate,
@@ -341,6 +342,18 @@ unsafe fn keep_in_pid_namespace() -> std::io::Result<()> {
         if child == 0 {
             // PID 1 of the new namespace: dies when the keeper does.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // Its own /proc, so the run sees its own processes, not the host's.
+            if libc::unshare(libc::CLONE_NEWNS) == 0
+                && libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) == 0
+            {
+                libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                );
+            }
             return Ok(());
         }
         // Close everything, or the caller's spawn waits on its exec-status
@@ -387,11 +400,26 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// What a run wrote so far: the kept part and the total.
+/// What a run wrote so far: its first and last bytes (up to the cap
+/// together) and the total. The end is where a traceback usually is.
 #[derive(Default)]
 struct Captured {
-    kept: Vec<u8>,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
     total: u64,
+}
+
+impl Captured {
+    /// The kept output; a cut in the middle is marked in the text.
+    fn text(&self) -> Vec<u8> {
+        let kept = self.head.len() + self.tail.len();
+        let mut out = self.head.clone();
+        if self.total > kept as u64 {
+            out.extend_from_slice(format!("\n[… {} bytes cut …]\n", self.total - kept as u64).as_bytes());
+        }
+        out.extend(self.tail.iter());
+        out
+    }
 }
 
 /// Kills a run's session when dropped (unless forgotten after a normal end).
@@ -403,9 +431,11 @@ impl Drop for SessionGuard {
     }
 }
 
-/// Reads everything into `into`, keeping the first `cap` bytes and counting the rest.
+/// Reads everything into `into`, keeping the first and last `cap / 2` bytes
+/// and counting the rest.
 async fn read_capped(fd: OwnedFd, cap: usize, into: std::sync::Arc<std::sync::Mutex<Captured>>) {
     let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else { return };
+    let (head_cap, tail_cap) = (cap / 2, cap - cap / 2);
     let mut buf = vec![0u8; 64 << 10];
     loop {
         match rx.read(&mut buf).await {
@@ -413,8 +443,11 @@ async fn read_capped(fd: OwnedFd, cap: usize, into: std::sync::Arc<std::sync::Mu
             Ok(n) => {
                 let mut c = into.lock().unwrap_or_else(|p| p.into_inner());
                 c.total += n as u64;
-                let room = cap.saturating_sub(c.kept.len());
-                c.kept.extend_from_slice(&buf[..n.min(room)]);
+                let to_head = n.min(head_cap.saturating_sub(c.head.len()));
+                c.head.extend_from_slice(&buf[..to_head]);
+                c.tail.extend(&buf[to_head..n]);
+                let excess = c.tail.len().saturating_sub(tail_cap);
+                c.tail.drain(..excess);
             }
         }
     }

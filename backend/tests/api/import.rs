@@ -397,6 +397,20 @@ async fn ndjson_carries_runs_by_attempt_key() {
 }
 
 #[tokio::test]
+async fn a_line_that_is_not_utf8_is_rejected_and_the_rest_stored() {
+    let app = spawn_app().await;
+    let mut body = b"{\"kind\": \"project\", \"slug\": \"a/one\"}\n".to_vec();
+    body.extend_from_slice(b"{\"kind\": \"project\", \"slug\": \"a/\xff\"}\n");
+    body.extend_from_slice(b"{\"kind\": \"project\", \"slug\": \"a/two\"}\n");
+    let r = app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let s: ImportSummary = r.json().await.unwrap();
+    assert_eq!((s.created, s.rejected), (2, 1), "{s:?}");
+    assert_eq!(s.rejections[0].record, 2);
+    assert!(s.rejections[0].message.contains("line 2: not UTF-8"), "{}", s.rejections[0].message);
+}
+
+#[tokio::test]
 async fn json_records_take_the_same_mappings_as_csv() {
     let (s, _dir) = sqlite_storage().await;
     let m: failpass::import::mapping::Mapping = toml::from_str(

@@ -153,6 +153,28 @@ async fn the_demo_is_graded_by_running_it() {
     assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-9" })).await, 400, "bad_request", "fastnum-9");
     assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": target, "recheck_environment": "fastnum-0.4.0" })).await, 400, "bad_request", "only reproduced");
     assert_error(&app.post("/api/v1/reruns", &json!({ "filter": {}, "recheck_environment": "fastnum-0.4.0" })).await, 400, "bad_request", "one project");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-0.3.0" })).await, 400, "bad_request", "buggy environment");
+    // Recorded history in projects with nowhere to run is never rerun into `error`.
+    let recorded = app.get("/api/v1/attempts?project=pytorch/pytorch&limit=1").await.body["items"][0].clone();
+    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": recorded["id"] })).await, 400, "bad_request", "no buggy and fixed environment");
+    let r = app.post("/api/v1/reruns", &json!({ "filter": { "project": "pytorch/pytorch" } })).await;
+    assert_eq!((r.status, r.body["queued"].as_array().map(|q| q.len())), (202, Some(0)), "{}", r.body);
+    assert_error(&app.post("/api/v1/reruns", &json!({ "filter": { "bogus": 1 } })).await, 400, "bad_request", "bogus");
+    assert_error(&app.post("/api/v1/reruns", &json!({ "filter": { "project": "nope/nope" } })).await, 404, "not_found", "nope/nope");
+    let pytorch_report = recorded["report_id"].as_i64().unwrap();
+    let r = app.post("/api/v1/attempts", &json!({ "report_id": pytorch_report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "pass", "verify": true })).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    // A verify without the candidate its oracle's command runs.
+    let r = app.post("/api/v1/attempts", &json!({ "report_id": by_key["102-good"]["report_id"], "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "verify": true })).await;
+    assert_error(&r, 400, "bad_request", "runs the candidate");
+    // One buggy environment per project; an existing name is replaced (200).
+    let second = json!({ "project": "fastnum/fastnum", "name": "shadow", "role": "buggy", "recipe": {} });
+    assert_error(&app.post("/api/v1/environments", &second).await, 409, "conflict", "fastnum-0.3.0");
+    let envs = app.get("/api/v1/environments?project=fastnum/fastnum").await.body;
+    let buggy = envs.as_array().unwrap().iter().find(|e| e["role"] == "buggy").unwrap().clone();
+    let same = json!({ "project": "fastnum/fastnum", "name": buggy["name"], "role": "buggy", "recipe": buggy["recipe"] });
+    let r = app.post("/api/v1/environments", &same).await;
+    assert_eq!((r.status, &r.body["recipe_hash"]), (200, &buggy["recipe_hash"]), "{}", r.body);
     let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"].as_i64().unwrap();
     let r = app.post("/api/v1/attempts", &json!({ "report_id": vague, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "print(1)", "verify": true })).await;
     assert_error(&r, 400, "bad_request", "no deterministic oracle");

@@ -57,14 +57,17 @@ async fn memory_limit_fails_a_large_allocation() {
 }
 
 #[tokio::test]
-async fn output_cap_keeps_the_start_and_counts_the_rest() {
-    let mut c = py("import sys\nsys.stdout.write('x' * 1_000_000)\nprint('tail')");
+async fn output_cap_keeps_the_start_and_the_end_and_counts_the_rest() {
+    let mut c = py("import sys\nsys.stdout.write('x' * 1_000_000)\nprint('tail')\nraise SystemExit('Error: at the very end')");
     c.limits.output_bytes = 10_000;
     let r = sandbox::run(&c, None).await.unwrap();
-    assert_eq!(r.exit_status, Some(0), "a capped run still finishes");
+    assert_eq!(r.exit_status, Some(1), "a capped run still finishes");
     assert!(r.output_truncated);
-    assert_eq!(r.output.len(), 10_000);
-    assert_eq!(r.output_bytes, 1_000_005);
+    assert_eq!(r.output_bytes, 1_000_005 + "Error: at the very end\n".len() as u64);
+    assert!(r.output.starts_with(&"x".repeat(5_000)), "the start is kept");
+    assert!(r.output.ends_with("tail\nError: at the very end\n"), "the end, where the failure is, is kept: {}", &r.output[r.output.len() - 80..]);
+    assert!(r.output.contains("bytes cut"), "the cut is marked");
+    assert!(r.output.len() < 10_100);
 }
 
 /// Processes (outside any namespace view) whose command line holds `token`.
@@ -157,4 +160,27 @@ async fn candidates_run_as_an_unprivileged_user_when_the_worker_is_root() {
     assert_eq!(lines[1], "ok", "the run's own directory is writable: {}", r.output);
     assert!(r.output.contains("denied") || r.output.contains("Permission denied"), "root's files are not: {}", r.output);
     assert!(!locked.path().join("x").exists());
+}
+
+#[tokio::test]
+async fn a_run_sees_only_its_own_processes() {
+    let r = sandbox::run(&sh("ls /proc | grep -c '^[0-9]'"), None).await.unwrap();
+    if !r.pid_isolated {
+        eprintln!("no PID namespace here (not root)");
+        return;
+    }
+    let visible: u32 = r.output.trim().parse().unwrap();
+    assert!(visible < 10, "the run sees {visible} processes: its own /proc shows only its namespace");
+}
+
+#[tokio::test]
+async fn the_database_file_is_the_workers_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_s, dir) = crate::helpers::sqlite_storage().await;
+    for f in ["t.db", "t.db-wal", "t.db-shm"] {
+        let p = dir.path().join(f);
+        if p.exists() {
+            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{f}: runs as another user must not read it");
+        }
+    }
 }

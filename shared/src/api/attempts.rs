@@ -268,6 +268,9 @@ impl CreateAttemptRequest {
                 return Err(FieldError::new("ended_at", "is before started_at"));
             }
         }
+        if self.verify && self.goal != Goal::Reproduce {
+            return Err(FieldError::new("verify", "grading by execution is for `reproduce` attempts"));
+        }
         if self.verify && self.verdict != Verdict::Hypothesis {
             return Err(FieldError::new("verdict", "with `verify`, grading sets the verdict: send `hypothesis` until it is graded"));
         }

@@ -226,6 +226,7 @@ pub struct Report {
 
 /// Filters shared by the reports list and the figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReportFilter {
     /// Project slug.
     pub project: Option<String>,
