@@ -215,7 +215,7 @@ pub fn code_identifiers(text: &str) -> Vec<String> {
             continue;
         }
         let codeish = word.contains('_')
-            || word.contains('.') && word.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            || word.contains('.') && word.split('.').all(|p| p.len() >= 2 && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
             || word.chars().skip(1).any(|c| c.is_ascii_uppercase()) && word.chars().any(|c| c.is_ascii_lowercase());
         if codeish {
             for part in std::iter::once(word).chain(word.rsplit('.').next()) {
@@ -374,6 +374,7 @@ mod tests {
         assert!(ids.contains(&"fastnum.logsumexp".to_string()) && ids.contains(&"logsumexp".to_string()), "{ids:?}");
         let (ok, detail) = relevance(report, "import fastnum\nprint(fastnum.logsumexp([1e3, 1e3]))");
         assert!(ok, "{detail}");
+        assert!(!code_identifiers("that is, i.e. the e.g. case").iter().any(|w| w.contains('.')), "abbreviations are not code");
         let (ok, detail) = relevance(report, "print(1 + 1)");
         assert!(!ok);
         assert!(detail.contains("none"), "{detail}");

@@ -129,8 +129,8 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
     attempt_id: Option<i64>,
     environment: Option<RunEnvironment>,
 ) -> anyhow::Result<()> {
-    let attempt_id = attempt_id.ok_or_else(|| anyhow::anyhow!("--format junit needs --attempt ID (the attempt the run belongs to)"))?;
-    let environment = environment.ok_or_else(|| anyhow::anyhow!("--format junit needs --environment buggy|fixed"))?;
+    let attempt_id = attempt_id.ok_or_else(|| anyhow::anyhow!("JUnit results need the attempt they belong to (`--attempt ID`, or `?attempt=ID` on the API)"))?;
+    let environment = environment.ok_or_else(|| anyhow::anyhow!("JUnit results need where they ran (`--environment buggy|fixed`, or `?environment=` on the API)"))?;
     let mut text = String::new();
     input.read_to_string(&mut text).await?;
     let r = match parse(&text) {

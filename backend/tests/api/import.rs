@@ -353,7 +353,7 @@ async fn junit_results_become_a_run_of_an_attempt() {
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (0, 1));
     assert_eq!(s.rejections[0].field.as_deref(), Some("attempt"));
-    assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", None, "<x/>").await, 400, "bad_request", "--attempt");
+    assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", None, "<x/>").await, 400, "bad_request", "?attempt=");
     assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", None, "").await, 400, "bad_request", "environment");
 }
 
