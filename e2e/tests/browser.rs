@@ -385,3 +385,31 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     h.screenshot("queue-bulk-rerun.png").await;
     h.finish().await;
 }
+
+#[tokio::test]
+async fn oracles_page_shows_the_apis_coverage() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1300).await;
+    h.client.goto(&format!("{}/oracles", h.base)).await.unwrap();
+    let api: serde_json::Value = h.api("/api/v1/oracles").await;
+    let rate = |v: &serde_json::Value| percent(v["rate"].as_f64());
+    assert_eq!(h.text("oracle-coverage").await, rate(&api["coverage"]));
+    assert_eq!(h.text("oracle-in-patch").await, rate(&api["in_patch"]));
+    let rows = h.client.find_all(Locator::Css("[data-testid=oracle-kinds] tbody tr")).await.unwrap();
+    assert_eq!(rows.len(), api["by_kind"].as_array().unwrap().len());
+    for (el, k) in rows.iter().zip(api["by_kind"].as_array().unwrap()) {
+        assert_eq!(el.attr("data-kind").await.unwrap().as_deref(), k["kind"].as_str());
+        assert!(el.text().await.unwrap().contains(&thousands(k["reports"].as_i64().unwrap())));
+    }
+    let svg = h.client.find(Locator::Css("[data-testid=chart-oracle-kinds] svg")).await.unwrap().html(false).await.unwrap();
+    assert!(svg.contains("Reports by oracle kind") && svg.contains("Oracle kind"), "a titled chart with labelled axes");
+    h.screenshot("oracles.png").await;
+    // the project filter goes into the URL and the figures follow it
+    let select = h.client.find(Locator::Css("[data-testid=filter-project]")).await.unwrap();
+    select.select_by_value("fastnum/fastnum").await.unwrap();
+    let fastnum: serde_json::Value = h.api("/api/v1/oracles?project=fastnum/fastnum").await;
+    let want = rate(&fastnum["coverage"]);
+    h.until("the fastnum figures", || async { h.text("oracle-coverage").await == want }).await;
+    assert!(h.client.current_url().await.unwrap().as_str().contains("project=fastnum%2Ffastnum"));
+    h.finish().await;
+}

@@ -5,7 +5,8 @@ use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
 use crate::pages::overview::OverviewPage;
-use crate::pages::planned::{CostPage, OraclesPage, RegimesPage};
+use crate::pages::oracles::OraclesPage;
+use crate::pages::planned::{CostPage, RegimesPage};
 use crate::pages::runners::RunnersPage;
 use crate::pages::queue::QueuePage;
 use crate::pages::report::ReportPage;

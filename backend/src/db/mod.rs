@@ -223,6 +223,9 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
         scope: &ProjectScope,
     ) -> StorageResult<Vec<i64>>;
 
+    /// Oracle coverage, sources, authoring time and failure causes (optionally one project's).
+    async fn oracle_summary(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<failpass_shared::api::oracles::OracleSummary>;
+
     /// A run from an import record: its attempt by id or natural key.
     async fn import_run(&self, req: &failpass_shared::api::attempts::CreateRunRequest) -> StorageResult<Outcome>;
 

@@ -1381,6 +1381,83 @@ macro_rules! impl_storage {
                 Ok(qb.build_query_scalar().fetch_all(&self.read).await?)
             }
 
+            async fn oracle_summary(
+                &self,
+                project: Option<&str>,
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<failpass_shared::api::oracles::OracleSummary> {
+                use failpass_shared::api::oracles::*;
+                use failpass_shared::model::{OracleKind, OracleSource};
+                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
+                let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
+                let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(
+                    "SELECT o.kind, o.source, COUNT(*) FROM reports r JOIN projects p ON p.id = r.project_id \
+                     LEFT JOIN oracles o ON o.report_id = r.id \
+                     WHERE ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) GROUP BY o.kind, o.source",
+                )
+                .bind(public_only)
+                .bind(project)
+                .fetch_all(&self.read)
+                .await?;
+                let mut reports = 0;
+                let mut by_kind: Vec<KindCount> = Vec::new();
+                let mut by_source: Vec<SourceCount> = Vec::new();
+                let (mut deterministic, mut in_patch) = (0, 0);
+                for (kind, source, n) in rows {
+                    reports += n;
+                    let kind: OracleKind = kind.as_deref().map(str::parse).transpose().map_err(corrupt)?.unwrap_or(OracleKind::None);
+                    let source: Option<OracleSource> = source.as_deref().map(str::parse).transpose().map_err(corrupt)?;
+                    match by_kind.iter_mut().find(|k| k.kind == kind) {
+                        Some(k) => k.reports += n,
+                        None => by_kind.push(KindCount { kind, reports: n }),
+                    }
+                    if kind.is_deterministic() {
+                        deterministic += n;
+                        if source == Some(OracleSource::InPatchTest) {
+                            in_patch += n;
+                        }
+                        match by_source.iter_mut().find(|s| s.source == source) {
+                            Some(s) => s.reports += n,
+                            None => by_source.push(SourceCount { source, reports: n }),
+                        }
+                    }
+                }
+                by_kind.sort_by(|a, b| b.reports.cmp(&a.reports).then(a.kind.cmp(&b.kind)));
+                by_source.sort_by(|a, b| b.reports.cmp(&a.reports).then(a.source.cmp(&b.source)));
+                let mut minutes: Vec<f64> = sqlx::query_scalar(
+                    "SELECT o.authoring_minutes FROM oracles o JOIN reports r ON r.id = o.report_id JOIN projects p ON p.id = r.project_id \
+                     WHERE o.authoring_minutes IS NOT NULL AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2)",
+                )
+                .bind(public_only)
+                .bind(project)
+                .fetch_all(&self.read)
+                .await?;
+                let causes: Vec<(String, i64)> = sqlx::query_as(
+                    "SELECT a.failure_cause, COUNT(*) FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                     WHERE a.failure_cause IS NOT NULL AND a.goal = 'reproduce' AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) \
+                     GROUP BY a.failure_cause ORDER BY COUNT(*) DESC, a.failure_cause",
+                )
+                .bind(public_only)
+                .bind(project)
+                .fetch_all(&self.read)
+                .await?;
+                Ok(OracleSummary {
+                    reports,
+                    by_kind,
+                    by_source,
+                    coverage: Share::new(deterministic, reports),
+                    in_patch: Share::new(in_patch, reports),
+                    in_patch_reference: IN_PATCH_REFERENCE,
+                    authored_oracles: minutes.len() as i64,
+                    authoring_minutes_total: minutes.iter().sum(),
+                    authoring_minutes_median: median(&mut minutes),
+                    failure_causes: causes
+                        .into_iter()
+                        .map(|(c, n)| Ok(CauseCount { cause: c.parse().map_err(corrupt)?, attempts: n }))
+                        .collect::<Result<_, crate::db::StorageError>>()?,
+                })
+            }
+
             async fn import_run(
                 &self,
                 req: &failpass_shared::api::attempts::CreateRunRequest,

@@ -245,3 +245,23 @@ pub async fn signatures(
     }
     Ok(ApiJson(state.storage.signature_groups(project.as_deref(), &viewer.scope()).await?))
 }
+
+/// `GET /api/v1/oracles?project=owner/name`: oracle coverage, sources, authoring time, failure causes.
+pub async fn oracles(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<failpass_shared::api::oracles::OracleSummary>> {
+    let mut project = None;
+    for (k, v) in query.iter() {
+        match k {
+            "project" if !v.is_empty() => project = Some(v.to_owned()),
+            "project" => {}
+            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project"))),
+        }
+    }
+    if let Some(p) = &project {
+        state.storage.get_project(p, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
+    }
+    Ok(ApiJson(state.storage.oracle_summary(project.as_deref(), &viewer.scope()).await?))
+}

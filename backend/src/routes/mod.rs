@@ -39,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         .route("/reruns", post(jobs::rerun))
         .route("/refine", post(jobs::refine))
         .route("/signatures", get(jobs::signatures))
+        .route("/oracles", get(jobs::oracles))
         .route("/jobs", get(jobs::queue))
         .route("/jobs/{id}", get(jobs::get_job))
         .route("/jobs/{id}/events", get(jobs::job_events))

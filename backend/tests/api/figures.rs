@@ -96,3 +96,30 @@ pub fn assert_rows_close(a: &[failpass_shared::api::figures::FigureRow], b: &[fa
         }
     }
 }
+
+#[tokio::test]
+async fn oracle_coverage_by_kind_and_source() {
+    let app = crate::helpers::spawn_app().await;
+    app.project("o/one").await;
+    app.report(serde_json::json!({"project": "o/one", "external_id": "1", "title": "a",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest t.py", "authoring_minutes": 6}})).await;
+    app.report(serde_json::json!({"project": "o/one", "external_id": "2", "title": "b",
+        "oracle": {"kind": "fail_to_pass", "source": "in_patch_test", "fail_to_pass": ["t::a"], "authoring_minutes": 10}})).await;
+    app.report(serde_json::json!({"project": "o/one", "external_id": "3", "title": "c", "body": "```python\nf()\n```\nTraceback (most recent call last):\nValueError: bad\n"})).await;
+    app.report(serde_json::json!({"project": "o/one", "external_id": "4", "title": "d", "body": "It is slow."})).await;
+    let s = app.get("/api/v1/oracles?project=o/one").await.body;
+    assert_eq!(s["reports"], 4);
+    assert_eq!((s["coverage"]["count"].as_i64(), s["coverage"]["of"].as_i64()), (Some(3), Some(4)), "{s}");
+    assert_eq!(s["in_patch"]["count"], 1);
+    assert_eq!(s["in_patch_reference"], 0.4711);
+    assert_eq!(s["authored_oracles"], 2);
+    assert_eq!(s["authoring_minutes_total"], 16.0);
+    assert_eq!(s["authoring_minutes_median"], 8.0);
+    let kinds: Vec<(String, i64)> = s["by_kind"].as_array().unwrap().iter().map(|k| (k["kind"].as_str().unwrap().to_owned(), k["reports"].as_i64().unwrap())).collect();
+    assert_eq!(kinds, [("fail_to_pass".to_owned(), 2), ("crash_signature".to_owned(), 1), ("none".to_owned(), 1)]);
+    let sources: Vec<Option<&str>> = s["by_source"].as_array().unwrap().iter().map(|k| k["source"].as_str()).collect();
+    assert_eq!(sources.len(), 3, "authored, in_patch_test, derived: {sources:?}");
+    assert!(s["coverage"]["low"].as_f64().unwrap() < 0.75 && s["coverage"]["high"].as_f64().unwrap() > 0.75);
+    crate::helpers::assert_error(&app.get("/api/v1/oracles?project=no/such").await, 404, "not_found", "no/such");
+    crate::helpers::assert_error(&app.get("/api/v1/oracles?x=1").await, 400, "bad_request", "x");
+}

@@ -90,3 +90,60 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .draw()?;
     Ok(())
 }
+
+/// Counts per category as labelled bars (each bar carries its number).
+pub fn count_bars(title: &str, x_desc: &str, y_desc: &str, rows: &[(String, i64)], width: u32, height: u32) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        if draw_count_bars(&root, title, x_desc, y_desc, rows).is_err() {
+            drop(root);
+            return String::new();
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
+fn draw_count_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    rows: &[(String, i64)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let last = (rows.len() as i32 - 1).max(0);
+    let top = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64 * 1.18;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 16).into_font().color(&INK))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(52)
+        .build_cartesian_2d((0..last).into_segmented(), 0f64..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .y_desc(y_desc)
+        .x_desc(x_desc)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.0.replace('_', " ")).unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 12).into_font().color(&INK))
+        .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+        .draw()?;
+    chart.draw_series(
+        Histogram::vertical(&chart).style(BAR.mix(0.85).filled()).margin(18).data(rows.iter().enumerate().map(|(i, r)| (i as i32, r.1 as f64))),
+    )?;
+    chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+        Text::new(
+            r.1.to_string(),
+            (SegmentValue::CenterOf(i as i32), r.1 as f64 + top * 0.02),
+            ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom)),
+        )
+    }))?;
+    Ok(())
+}

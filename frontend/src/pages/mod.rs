@@ -1,4 +1,5 @@
 pub mod agents;
+pub mod oracles;
 pub mod overview;
 pub mod planned;
 pub mod queue;

@@ -35,9 +35,3 @@ pub fn CostPage() -> impl IntoView {
         links=vec![("/api/v1/figures?group_by=agent", "cost per reproduction by agent"), ("/api/v1/figures?group_by=week", "spend by week")]/> }
 }
 
-#[component]
-pub fn OraclesPage() -> impl IntoView {
-    view! { <Planned title="Oracles"
-        what="Oracle coverage by kind and source, the in-patch-test share against the 47.11% reference, authoring minutes and LLM-verdict precision."
-        links=vec![("/api/v1/figures?group_by=project", "oracle coverage by project")]/> }
-}

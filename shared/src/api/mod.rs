@@ -4,6 +4,7 @@ pub mod attempts;
 pub mod figures;
 pub mod import;
 pub mod jobs;
+pub mod oracles;
 pub mod projects;
 pub mod query;
 pub mod reports;

@@ -1,0 +1,140 @@
+//! Oracles: coverage by kind and source, the in-patch share against the
+//! published reference, authoring time, failure causes and failure
+//! signature groups. The project filter lives in the URL.
+
+use failpass_shared::api::oracles::{OracleSummary, Share};
+use failpass_shared::format::{interval, percent, thousands};
+use leptos::prelude::*;
+use leptos_router::hooks::use_navigate;
+
+use super::query_pairs;
+use crate::api::{self, ClientError};
+use crate::components::charts::count_bars;
+use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect, Stat};
+
+#[component]
+pub fn OraclesPage() -> impl IntoView {
+    let pairs = query_pairs();
+    let project = Memo::new(move |_| pairs.with(|p| p.iter().find(|(k, _)| k == "project").map(|(_, v)| v.clone())));
+    let data = LocalResource::new(move || {
+        let project = project.get();
+        async move {
+            let summary = api::oracles(project.as_deref()).await?;
+            let groups = api::signatures(project.as_deref()).await?;
+            Ok::<_, ClientError>((summary, groups))
+        }
+    });
+    let projects = LocalResource::new(api::projects);
+    let navigate = use_navigate();
+    let on_project = move |slug: String| {
+        let q = failpass_shared::api::query::to_query_string(&[("project", slug.clone())]);
+        navigate(&if slug.is_empty() { "/oracles".to_owned() } else { format!("/oracles?{q}") }, Default::default());
+    };
+    view! {
+        <section class="oracles">
+            <div class="page-head">
+                <h1>"Oracles"</h1>
+                <Suspense fallback=|| ()>
+                    {move || {
+                        let on_project = on_project.clone();
+                        Suspend::new(async move {
+                            match projects.await {
+                                Ok(list) => view! { <ProjectSelect projects=list selected=project.get_untracked() on_change=on_project/> }.into_any(),
+                                Err(_) => ().into_any(),
+                            }
+                        })
+                    }}
+                </Suspense>
+            </div>
+            <Transition fallback=|| view! { <Loading what="oracle figures"/> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
+                        Ok((s, _)) if s.reports == 0 => view! { <Empty message="No report yet in this view."/> }.into_any(),
+                        Ok((s, groups)) => view! { <OracleView s=s groups=groups/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn share_detail(s: &Share, what: &str) -> String {
+    format!("{} of {} {what}; 95% {}", thousands(s.count), thousands(s.of), interval(s.low, s.high))
+}
+
+#[component]
+fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::SignatureGroup>) -> impl IntoView {
+    let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
+    let chart = count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, 640, 300);
+    let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
+    view! {
+        <section class="stats" aria-label="Oracle figures">
+            <Stat label="Oracle coverage" value=percent(s.coverage.rate) detail=share_detail(&s.coverage, "reports have a deterministic oracle") testid="oracle-coverage"/>
+            <Stat label="In-patch test share" value=percent(s.in_patch.rate) detail=format!("{}; {reference}", share_detail(&s.in_patch, "reports")) testid="oracle-in-patch"/>
+            <Stat label="Authoring minutes" value=format!("{:.0}", s.authoring_minutes_total)
+                detail=format!("total over {} authored oracles; median {}", s.authored_oracles,
+                    s.authoring_minutes_median.map(|m| format!("{m:.1} min")).unwrap_or_else(|| "—".into())) testid="oracle-minutes"/>
+        </section>
+        <section class="panel">
+            <h2>"Oracle kinds"</h2>
+            <div class="chart-svg" data-testid="chart-oracle-kinds" inner_html=chart></div>
+            <table class="chart-table" data-testid="oracle-kinds">
+                <thead><tr><th scope="col">"Kind"</th><th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Share"</th></tr></thead>
+                <tbody>
+                    {s.by_kind.iter().map(|k| view! {
+                        <tr data-kind=k.kind.as_str()><th scope="row">{k.kind.as_str().replace('_', " ")}</th><td class="num">{thousands(k.reports)}</td>
+                            <td class="num">{percent(Some(k.reports as f64 / s.reports.max(1) as f64))}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+        <section class="panel">
+            <h2>"Deterministic oracles by source"</h2>
+            <table class="chart-table" data-testid="oracle-sources">
+                <thead><tr><th scope="col">"Source"</th><th scope="col" class="num">"Reports"</th></tr></thead>
+                <tbody>
+                    {s.by_source.iter().map(|k| view! {
+                        <tr><th scope="row">{k.source.map(|s| s.as_str().replace('_', " ")).unwrap_or_else(|| "not stated".into())}</th><td class="num">{thousands(k.reports)}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+        <section class="panel">
+            <h2>"Failure causes"</h2>
+            {if s.failure_causes.is_empty() {
+                view! { <Empty message="No failed reproduction attempt has a cause recorded."/> }.into_any()
+            } else {
+                view! {
+                    <table class="chart-table" data-testid="failure-causes">
+                        <thead><tr><th scope="col">"Cause"</th><th scope="col" class="num">"Attempts"</th></tr></thead>
+                        <tbody>
+                            {s.failure_causes.iter().map(|c| view! {
+                                <tr><th scope="row">{c.cause.as_str().replace('_', " ")}</th><td class="num">{thousands(c.attempts)}</td></tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+        <section class="panel">
+            <h2>"Failure signature groups"</h2>
+            {if groups.is_empty() {
+                view! { <Empty message="No graded run showed a failure signature yet."/> }.into_any()
+            } else {
+                view! {
+                    <table class="chart-table" data-testid="signature-groups">
+                        <thead><tr><th scope="col">"Signature (normalised)"</th><th scope="col" class="num">"Attempts"</th>
+                            <th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Reproduced"</th><th scope="col">"Reports"</th></tr></thead>
+                        <tbody>
+                            {groups.into_iter().map(|g| view! {
+                                <tr><td><code>{g.signature}</code></td><td class="num">{g.attempts}</td><td class="num">{g.reports}</td><td class="num">{g.reproduced}</td>
+                                    <td>{g.report_ids.into_iter().map(|id| view! { <a href=format!("/reports/{id}")>{format!("#{id}")}</a>" " }).collect_view()}</td></tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}

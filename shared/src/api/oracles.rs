@@ -1,0 +1,91 @@
+//! `GET /api/v1/oracles`: oracle coverage (DOMAIN.md "Figures").
+
+use serde::{Deserialize, Serialize};
+
+use crate::figures::wilson_interval;
+use crate::model::{FailureCause, OracleKind, OracleSource};
+
+/// The published share of issues that carry an in-patch test (AgentBug-Smith).
+pub const IN_PATCH_REFERENCE: f64 = 0.4711;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KindCount {
+    pub kind: OracleKind,
+    pub reports: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceCount {
+    /// `None`: a deterministic oracle whose source is not stated.
+    pub source: Option<OracleSource>,
+    pub reports: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CauseCount {
+    pub cause: FailureCause,
+    pub attempts: i64,
+}
+
+/// A share with its sample size and Wilson 95% interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Share {
+    pub count: i64,
+    pub of: i64,
+    pub rate: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+impl Share {
+    pub fn new(count: i64, of: i64) -> Self {
+        let interval = wilson_interval(count.max(0) as u64, of.max(0) as u64);
+        Share { count, of, rate: (of > 0).then(|| count as f64 / of as f64), low: interval.map(|i| i.0), high: interval.map(|i| i.1) }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OracleSummary {
+    pub reports: i64,
+    /// Reports by oracle kind (`none` included).
+    pub by_kind: Vec<KindCount>,
+    /// Reports with a deterministic oracle, by source.
+    pub by_source: Vec<SourceCount>,
+    /// Oracle coverage: reports with a deterministic oracle over all reports.
+    pub coverage: Share,
+    /// Reports whose oracle is an in-patch test, over all reports.
+    pub in_patch: Share,
+    pub in_patch_reference: f64,
+    /// Oracles with authoring minutes recorded, their total and median.
+    pub authored_oracles: i64,
+    pub authoring_minutes_total: f64,
+    pub authoring_minutes_median: Option<f64>,
+    /// Failure causes of reproduction attempts.
+    pub failure_causes: Vec<CauseCount>,
+}
+
+/// The median of `xs` (sorted in place); `None` when empty.
+pub fn median(xs: &mut [f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = xs.len();
+    Some(if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_medians() {
+        let s = Share::new(3, 10);
+        assert_eq!(s.rate, Some(0.3));
+        assert!(s.low.unwrap() < 0.3 && s.high.unwrap() > 0.3);
+        assert_eq!(Share::new(0, 0).rate, None);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+}
