@@ -89,16 +89,19 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         .unwrap_or_else(|e| panic!("starting {chromedriver}: {e}"));
     let profile = tempfile::tempdir().unwrap();
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--disable-dev-shm-usage", format!("--user-data-dir={}", profile.path().display()),
-                     format!("--window-size={width},{height}")]
-        }),
-    );
+    let mut options = json!({
+        "binary": chromium,
+        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", format!("--user-data-dir={}", profile.path().display()),
+                 format!("--window-size={width},{height}")]
+    });
+    // A window cannot be narrower than 500 px; a phone-sized viewport needs
+    // device-metrics emulation.
+    if width < 500 {
+        options["mobileEmulation"] = json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 } });
+    }
+    caps.insert("goog:chromeOptions".into(), options);
     let started = Instant::now();
     let client = loop {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -288,10 +291,21 @@ async fn report_page_and_narrow_screen() {
     h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
     let explanation = h.text("explanation").await;
     assert!(explanation.contains("deterministic oracle"), "{explanation}");
+    let viewport = h.client.execute("return window.innerWidth", vec![]).await.unwrap();
+    assert_eq!(viewport.as_i64(), Some(390), "a true 390 px viewport");
+    let overflow = h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+    assert!(overflow.as_i64().unwrap_or(0) <= 0, "the page does not scroll sideways at 390 px (tables scroll inside their frame): {overflow}");
     h.screenshot("report-390.png").await;
     h.client.goto(&format!("{}/", h.base)).await.unwrap();
     h.text("headline-rate").await;
     h.screenshot("overview-390.png").await;
+    for (path, testid, shot) in [("/oracles", "oracle-coverage", "oracles-390.png"), ("/runners", "queue-waiting", "runners-390.png"), ("/queue", "queue-table", "queue-390.png")] {
+        h.client.goto(&format!("{}{path}", h.base)).await.unwrap();
+        h.text(testid).await;
+        let overflow = h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+        assert!(overflow.as_i64().unwrap_or(0) <= 0, "{path} scrolls sideways at 390 px by {overflow}");
+        h.screenshot(shot).await;
+    }
     h.finish().await;
 }
 
