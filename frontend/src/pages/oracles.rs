@@ -66,7 +66,7 @@ fn share_detail(s: &Share, what: &str) -> String {
 #[component]
 fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::SignatureGroup>) -> impl IntoView {
     let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
-    let chart = count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, 640, 300);
+    let chart = count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, crate::components::charts::chart_width(640), 300);
     let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
     view! {
         <section class="stats" aria-label="Oracle figures">

@@ -93,7 +93,7 @@ fn Headline(total: FigureRow) -> impl IntoView {
 
 #[component]
 fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
-    let svg = rate_bars("Reproduction rate by route", &rows, 720, 340);
+    let svg = rate_bars("Reproduction rate by route", &rows, crate::components::charts::chart_width(720), 340);
     view! {
         <figure class="chart" data-testid="chart-route">
             <div class="chart-svg" inner_html=svg></div>
