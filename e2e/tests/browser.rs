@@ -427,3 +427,25 @@ async fn oracles_page_shows_the_apis_coverage() {
     assert!(h.client.current_url().await.unwrap().as_str().contains("project=fastnum%2Ffastnum"));
     h.finish().await;
 }
+
+#[tokio::test]
+async fn a_maintainer_accepts_a_lead_from_the_report_page() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1100).await;
+    let leads: serde_json::Value = h.api("/api/v1/attempts?verdict=lead&limit=1").await;
+    let report = leads["items"][0]["report_id"].as_i64().expect("the demo has an LLM lead");
+    let count = |v: &serde_json::Value, verdict: &str| v["items"].as_array().unwrap().iter().filter(|a| a["verdict"] == verdict).count();
+    let before: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={report}&limit=200")).await;
+    h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=review]")).await.unwrap().click().await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=reviewer]")).await.unwrap().send_keys("tester").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=review-comment]")).await.unwrap().send_keys("reran it by hand").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=accept]")).await.unwrap().click().await.unwrap();
+    h.until("the review to show", || async { h.text("attempts").await.contains("reviewed by tester: reran it by hand") }).await;
+    let after: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={report}&limit=200")).await;
+    assert_eq!(count(&after, "confirmed"), count(&before, "confirmed") + 1, "one more confirmation");
+    assert!(count(&after, "lead") + 1 == count(&before, "lead") || count(&before, "lead") == 0);
+    h.client.execute("document.querySelector('[data-testid=attempts]').scrollIntoView()", vec![]).await.unwrap();
+    h.screenshot("report-review.png").await;
+    h.finish().await;
+}

@@ -65,6 +65,10 @@ pub async fn rerun(req: &failpass_shared::api::jobs::RerunRequest) -> Result<fai
     post_json("/api/v1/reruns", req).await
 }
 
+pub async fn review(id: i64, req: &failpass_shared::api::attempts::ReviewRequest) -> Result<failpass_shared::api::attempts::Attempt, ClientError> {
+    post_json(&format!("/api/v1/attempts/{id}/review"), req).await
+}
+
 pub async fn refine(report_id: i64) -> Result<failpass_shared::api::jobs::Job, ClientError> {
     post_json("/api/v1/refine", &failpass_shared::api::jobs::RefineRequest { report_id }).await
 }

@@ -226,6 +226,16 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// Oracle coverage, sources, authoring time and failure causes (optionally one project's).
     async fn oracle_summary(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<failpass_shared::api::oracles::OracleSummary>;
 
+    /// A maintainer's review of an attempt: an accepted lead becomes
+    /// `confirmed`; counting and the report's status follow. `NotFound` when
+    /// the attempt does not exist (or is outside `scope`).
+    async fn review_attempt(
+        &self,
+        id: i64,
+        req: &failpass_shared::api::attempts::ReviewRequest,
+        scope: &ProjectScope,
+    ) -> StorageResult<failpass_shared::api::attempts::Attempt>;
+
     /// A run from an import record: its attempt by id or natural key.
     async fn import_run(&self, req: &failpass_shared::api::attempts::CreateRunRequest) -> StorageResult<Outcome>;
 

@@ -1458,6 +1458,63 @@ macro_rules! impl_storage {
                 })
             }
 
+            async fn review_attempt(
+                &self,
+                id: i64,
+                req: &failpass_shared::api::attempts::ReviewRequest,
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<failpass_shared::api::attempts::Attempt> {
+                use failpass_shared::model::{attempt_awaits_review, attempt_counts, Goal, Review, Verdict, VerdictSource};
+                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
+                let mut tx = self.write.begin().await?;
+                let row: Option<(i64, String, String, String, bool)> = sqlx::query_as(
+                    "SELECT a.report_id, a.goal, a.verdict, a.verdict_source, r.vague FROM attempts a JOIN reports r ON r.id = a.report_id \
+                     JOIN projects p ON p.id = r.project_id WHERE a.id = $1 AND ($2 = FALSE OR p.public = TRUE)",
+                )
+                .bind(id)
+                .bind(public_only)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((report_id, goal, verdict, source, vague)) = row else {
+                    return Err(crate::db::StorageError::NotFound(format!("attempt {id}")));
+                };
+                let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
+                let goal: Goal = goal.parse().map_err(corrupt)?;
+                let mut verdict: Verdict = verdict.parse().map_err(corrupt)?;
+                let source: VerdictSource = source.parse().map_err(corrupt)?;
+                // The verdict rules: an accepted lead is confirmed; a rejected confirmation is a lead again.
+                match (verdict, req.review) {
+                    (Verdict::Lead, Review::Accepted) => verdict = Verdict::Confirmed,
+                    (Verdict::Confirmed, Review::Rejected) => verdict = Verdict::Lead,
+                    (Verdict::Hypothesis | Verdict::Error, _) => {
+                        return Err(crate::db::StorageError::invalid(
+                            "review",
+                            format!("attempt {id} is `{verdict}`: nothing was judged to accept or reject; grade it first (verify or rerun)"),
+                        ))
+                    }
+                    _ => {}
+                }
+                sqlx::query(
+                    "UPDATE attempts SET verdict = $1, review = $2, reviewer = $3, review_comment = $4, graded = $5, counts = $6, awaiting = $7 WHERE id = $8",
+                )
+                .bind(verdict.as_str())
+                .bind(req.review.as_str())
+                .bind(req.reviewer.trim())
+                .bind(&req.comment)
+                .bind(verdict.is_graded())
+                .bind(attempt_counts(goal, verdict, source, Some(req.review), vague))
+                .bind(attempt_awaits_review(goal, verdict, source, Some(req.review), vague))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                Self::refresh_reports(&mut tx, &[report_id]).await?;
+                tx.commit().await?;
+                self.get_attempt(id, scope)
+                    .await?
+                    .map(|d| d.attempt)
+                    .ok_or_else(|| crate::db::StorageError::NotFound(format!("attempt {id}")))
+            }
+
             async fn import_run(
                 &self,
                 req: &failpass_shared::api::attempts::CreateRunRequest,

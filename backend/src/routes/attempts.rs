@@ -61,3 +61,20 @@ pub async fn get_attempt(
         .map(ApiJson)
         .ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))
 }
+
+/// `POST /api/v1/attempts/{id}/review`: accept or reject an attempt.
+#[tracing::instrument(skip_all, fields(attempt_id = id))]
+pub async fn review_attempt(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<failpass_shared::api::attempts::ReviewRequest>,
+) -> ApiResult<ApiJson<Attempt>> {
+    viewer.require_write()?;
+    req.validate()?;
+    match state.storage.review_attempt(id, &req, &viewer.scope()).await {
+        Ok(a) => Ok(ApiJson(a)),
+        Err(StorageError::NotFound(what)) => Err(ApiError::NotFound(format!("{what} not found"))),
+        Err(e) => Err(e.into()),
+    }
+}

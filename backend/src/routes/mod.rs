@@ -34,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .route("/reports/{id}", get(reports::get_report))
         .route("/attempts", get(attempts::list_attempts).post(attempts::create_attempt))
         .route("/attempts/{id}", get(attempts::get_attempt))
+        .route("/attempts/{id}/review", post(attempts::review_attempt))
         .route("/figures", get(figures::get_figures))
         .route("/agents", get(figures::list_agents))
         .route("/reruns", post(jobs::rerun))

@@ -96,3 +96,29 @@ async fn attempts_list_pages_newest_first() {
     assert_error(&app.get("/api/v1/attempts?report_id=abc").await, 400, "bad_request", "report_id");
     assert_error(&app.get("/api/v1/attempts?cursor=abc").await, 400, "bad_request", "cursor");
 }
+
+#[tokio::test]
+async fn a_human_review_turns_a_lead_into_a_confirmation_and_back() {
+    let app = crate::helpers::spawn_app().await;
+    app.project("r/one").await;
+    let report = app.report(serde_json::json!({"project": "r/one", "external_id": "1", "title": "loss is nan",
+        "oracle": {"kind": "llm_judge"}})).await;
+    let lead = app.attempt(serde_json::json!({"report_id": report, "agent": "x", "verdict": "lead", "verdict_source": "llm"})).await;
+    let id = lead["id"].as_i64().unwrap();
+    assert_eq!(lead["counts"], false, "a lead does not count");
+    assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "needs_review");
+    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "reviewer": "maintainer", "comment": "ran it myself"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!((r.body["verdict"].as_str(), r.body["counts"].as_bool()), (Some("confirmed"), Some(true)));
+    assert_eq!(r.body["review_comment"], "ran it myself");
+    assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "reproduced");
+    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "rejected", "reviewer": "lead"})).await;
+    assert_eq!((r.body["verdict"].as_str(), r.body["counts"].as_bool()), (Some("lead"), Some(false)), "{}", r.body);
+    assert_ne!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "reproduced");
+    // Wrong input is named.
+    let h = app.attempt(serde_json::json!({"report_id": report, "agent": "y", "verdict": "hypothesis", "verdict_source": "llm"})).await;
+    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{}/review", h["id"]), &serde_json::json!({"review": "accepted", "reviewer": "m"})).await, 400, "bad_request", "hypothesis");
+    crate::helpers::assert_error(&app.post("/api/v1/attempts/99999/review", &serde_json::json!({"review": "accepted", "reviewer": "m"})).await, 404, "not_found", "99999");
+    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "maybe", "reviewer": "m"})).await, 400, "bad_request", "review");
+    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "reviewer": " "})).await, 400, "bad_request", "reviewer");
+}

@@ -11,7 +11,7 @@ use crate::components::progress::JobProgress;
 use crate::components::{Badge, Empty, ErrorPanel, Loading};
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, Run, Signal};
 use failpass_shared::api::jobs::RerunRequest;
-use failpass_shared::model::{Route, RunEnvironment};
+use failpass_shared::model::{Review, Route, RunEnvironment, Verdict};
 
 #[component]
 pub fn ReportPage() -> impl IntoView {
@@ -23,6 +23,7 @@ pub fn ReportPage() -> impl IntoView {
     let started = RwSignal::new(Vec::<i64>::new());
     provide_context(Started(started));
     let done = Callback::new(move |_| version.update(|n| *n += 1));
+    provide_context(Refetch(done));
     let data = LocalResource::new(move || {
         version.track();
         let id = id.get();
@@ -49,6 +50,10 @@ pub fn ReportPage() -> impl IntoView {
         </Transition>
     }
 }
+
+/// Refetches the report page (after a review).
+#[derive(Clone, Copy)]
+struct Refetch(Callback<()>);
 
 /// Jobs this page started, followed live above the report.
 #[derive(Clone, Copy)]
@@ -265,6 +270,11 @@ fn AttemptRow(a: Attempt) -> impl IntoView {
         });
     };
     let reason = a.grade.as_ref().and_then(|g| g.get("reason")).and_then(|r| r.as_str()).map(str::to_owned);
+    // A lead (or a confirmation) is a maintainer's call; so is an unreviewed
+    // success that does not count (a vague report's).
+    let reviewable = matches!(a.verdict, Verdict::Lead | Verdict::Confirmed)
+        || (a.verdict.is_success_for(a.goal) && a.review.is_none() && !a.counts);
+    let reviewing = RwSignal::new(false);
     view! {
         <tr data-testid="attempt-row">
             <td>{a.agent.clone()}</td>
@@ -286,10 +296,15 @@ fn AttemptRow(a: Attempt) -> impl IntoView {
                         {move || if open.get() { "Hide" } else { "Details" }}
                     </button>
                     {can_rerun.then(|| view! { <button type="button" on:click=rerun data-testid="rerun">"Rerun"</button> })}
+                    {reviewable.then(|| view! {
+                        <button type="button" data-testid="review" on:click=move |_| reviewing.update(|r| *r = !*r)>"Review"</button>
+                    })}
                 </span>
+                {a.reviewer.clone().map(|r| view! { <span class="reason">{format!("reviewed by {r}{}", a.review_comment.clone().map(|c| format!(": {c}")).unwrap_or_default())}</span> })}
             </td>
         </tr>
         {move || error.get().map(|e| view! { <tr><td colspan="10" class="state-error">{e}</td></tr> })}
+        {move || reviewing.get().then(|| view! { <tr class="details"><td colspan="10"><ReviewForm id=id/></td></tr> })}
         {move || open.get().then(|| view! { <tr class="details"><td colspan="10"><AttemptDetails id=id/></td></tr> })}
     }
 }
@@ -382,5 +397,38 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
             }}
             {a.candidate.map(|c| view! { <h3>"Candidate"</h3><pre class="candidate"><code>{c}</code></pre> })}
         </div>
+    }
+}
+
+/// Accept or reject an attempt, with who and why.
+#[component]
+fn ReviewForm(id: i64) -> impl IntoView {
+    let reviewer: NodeRef<leptos::html::Input> = NodeRef::new();
+    let comment: NodeRef<leptos::html::Textarea> = NodeRef::new();
+    let message = RwSignal::new(String::new());
+    let refetch = use_context::<Refetch>();
+    let send = move |review: Review| {
+        let who = reviewer.get().map(|i| i.value()).unwrap_or_default();
+        let why = comment.get().map(|t| t.value()).filter(|c| !c.trim().is_empty());
+        leptos::task::spawn_local(async move {
+            let req = failpass_shared::api::attempts::ReviewRequest { review, reviewer: who, comment: why };
+            match api::review(id, &req).await {
+                Ok(_) => {
+                    if let Some(Refetch(r)) = refetch {
+                        r.run(());
+                    }
+                }
+                Err(e) => message.set(e.to_string()),
+            }
+        });
+    };
+    view! {
+        <form class="review" data-testid="review-form" on:submit=|ev| ev.prevent_default()>
+            <label class="field"><span>"Reviewer"</span><input type="text" node_ref=reviewer data-testid="reviewer" required=true placeholder="your name"/></label>
+            <label class="field field-grow"><span>"Comment"</span><textarea node_ref=comment data-testid="review-comment" rows="2" placeholder="why (optional)"></textarea></label>
+            <button type="button" data-testid="accept" on:click=move |_| send(Review::Accepted)>"Accept"</button>
+            <button type="button" data-testid="reject" on:click=move |_| send(Review::Rejected)>"Reject"</button>
+            <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
+        </form>
     }
 }

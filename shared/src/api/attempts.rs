@@ -471,3 +471,26 @@ mod tests {
         assert_eq!(r.iterations, 1);
     }
 }
+
+/// `POST /api/v1/attempts/{id}/review`: a maintainer accepts or rejects an
+/// attempt (an LLM's lead becomes `confirmed` when accepted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewRequest {
+    pub review: Review,
+    pub reviewer: String,
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
+impl ReviewRequest {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.reviewer.trim().is_empty() || self.reviewer.len() > 200 {
+            return Err(FieldError::new("reviewer", "must be 1 to 200 characters"));
+        }
+        if self.comment.as_ref().is_some_and(|c| c.len() > 20_000) {
+            return Err(FieldError::new("comment", "is longer than 20000 bytes"));
+        }
+        Ok(())
+    }
+}
