@@ -14,6 +14,9 @@ use std::time::Duration;
 use failpass::startup::{App, AppConfig};
 use fantoccini::ClientBuilder;
 
+#[path = "../chrome.rs"]
+mod chrome;
+
 #[tokio::main]
 async fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
@@ -41,12 +44,8 @@ async fn main() {
         .spawn()
         .expect("chromedriver (cargo xtask test installs it)");
     let profile = tempfile::tempdir().unwrap();
-    let caps = serde_json::json!({ "goog:chromeOptions": {
-        "binary": std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
-        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1280,900", format!("--user-data-dir={}", profile.path().display())]
-    }});
-    let caps: serde_json::Map<String, serde_json::Value> = serde_json::from_value(caps).unwrap();
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let caps = chrome::capabilities(&chromium, profile.path(), 1280, 900);
     let mut client = None;
     for _ in 0..100 {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();

@@ -15,8 +15,10 @@ use failpass_shared::api::reports::ReportSummary;
 use failpass_shared::api::Page;
 use failpass_shared::format::{percent, thousands, usd};
 use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::json;
 use tempfile::TempDir;
+
+#[path = "../chrome.rs"]
+mod chrome;
 
 /// One browser at a time: two cores do not carry more.
 static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -88,20 +90,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         .spawn()
         .unwrap_or_else(|e| panic!("starting {chromedriver}: {e}"));
     let profile = tempfile::tempdir().unwrap();
-    let mut caps = serde_json::Map::new();
-    let mut options = json!({
-        "binary": chromium,
-        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", format!("--user-data-dir={}", profile.path().display()),
-                 format!("--window-size={width},{height}")]
-    });
-    // A window cannot be narrower than 500 px; a phone-sized viewport needs
-    // device-metrics emulation.
-    if width < 500 {
-        options["mobileEmulation"] = json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 } });
-    }
-    caps.insert("goog:chromeOptions".into(), options);
+    let caps = chrome::capabilities(&chromium, profile.path(), width, height);
     let started = Instant::now();
     let client = loop {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();

@@ -26,6 +26,11 @@ async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
         .send()
         .await
         .map_err(|e| ClientError::Network(e.to_string()))?;
+    read_json(resp, url).await
+}
+
+/// The body of a 2xx answer, or the API's `{code, message}` error.
+async fn read_json<T: DeserializeOwned>(resp: gloo_net::http::Response, url: &str) -> Result<T, ClientError> {
     if !resp.ok() {
         let status = resp.status();
         return Err(match resp.json::<ApiErrorBody>().await {
@@ -43,14 +48,7 @@ async fn post_json<B: serde::Serialize, T: DeserializeOwned>(url: &str, body: &B
         .send()
         .await
         .map_err(|e| ClientError::Network(e.to_string()))?;
-    if !resp.ok() {
-        let status = resp.status();
-        return Err(match resp.json::<ApiErrorBody>().await {
-            Ok(body) => ClientError::Api { status, code: body.code, message: body.message },
-            Err(_) => ClientError::Api { status, code: "http".into(), message: format!("HTTP {status} from {url}") },
-        });
-    }
-    resp.json::<T>().await.map_err(|e| ClientError::Decode(e.to_string()))
+    read_json(resp, url).await
 }
 
 pub async fn queue() -> Result<failpass_shared::api::jobs::QueueOverview, ClientError> {

@@ -704,7 +704,8 @@ macro_rules! impl_jobs {
                     g
                 };
                 for run in &v.runs {
-                    Self::insert_run_tx(tx, &crate::db::NewRun { attempt_id, ..run.clone() }, now).await?;
+                    // Repeats of one run may be alike, so no content hash: each is kept.
+                    Self::insert_run_tx(tx, &crate::db::NewRun { attempt_id, ..run.clone() }, now, None).await?;
                 }
                 if v.sets_verdict {
                     let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
@@ -749,35 +750,6 @@ macro_rules! impl_jobs {
                     sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2").bind(Json(&grade)).bind(attempt_id).execute(&mut **tx).await?;
                 }
                 Self::refresh_reports(tx, &[report_id]).await
-            }
-
-            async fn insert_run_tx(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                new: &crate::db::NewRun,
-                now: chrono::DateTime<chrono::Utc>,
-            ) -> crate::db::StorageResult<()> {
-                use sqlx::types::Json;
-                sqlx::query(
-                    "INSERT INTO runs (attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-                     output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                )
-                .bind(new.attempt_id)
-                .bind(new.trigger.as_str())
-                .bind(new.environment.as_str())
-                .bind(new.exit_status)
-                .bind(new.timed_out)
-                .bind(new.duration_ms)
-                .bind(&new.output)
-                .bind(new.output_truncated)
-                .bind(new.output_bytes)
-                .bind(Json(&new.failing_tests))
-                .bind(Json(&new.passing_tests))
-                .bind(&new.runner_id)
-                .bind(new.started_at.map(crate::db::sql::secs).unwrap_or(now))
-                .execute(&mut **tx)
-                .await?;
-                Ok(())
             }
         }
     };

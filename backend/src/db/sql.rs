@@ -617,6 +617,39 @@ macro_rules! impl_storage {
                 Ok(())
             }
 
+            /// Writes one run; `None` when a run with the same content hash is
+            /// already stored for the attempt (a run without a hash is always written).
+            async fn insert_run_tx(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                new: &crate::db::NewRun,
+                now: chrono::DateTime<chrono::Utc>,
+                content_hash: Option<&str>,
+            ) -> crate::db::StorageResult<Option<i64>> {
+                use sqlx::types::Json;
+                Ok(sqlx::query_scalar(
+                    "INSERT INTO runs (attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
+                     output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, content_hash) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                     ON CONFLICT (attempt_id, content_hash) DO NOTHING RETURNING id",
+                )
+                .bind(new.attempt_id)
+                .bind(new.trigger.as_str())
+                .bind(new.environment.as_str())
+                .bind(new.exit_status)
+                .bind(new.timed_out)
+                .bind(new.duration_ms)
+                .bind(&new.output)
+                .bind(new.output_truncated)
+                .bind(new.output_bytes)
+                .bind(Json(&new.failing_tests))
+                .bind(Json(&new.passing_tests))
+                .bind(&new.runner_id)
+                .bind(new.started_at.map(crate::db::sql::secs).unwrap_or(now))
+                .bind(content_hash)
+                .fetch_optional(&mut **tx)
+                .await?)
+            }
+
             /// Recomputes reports' counters, best verdict, status and spend from their attempts.
             async fn refresh_reports(tx: &mut sqlx::Transaction<'static, $db>, ids: &[i64]) -> crate::db::StorageResult<()> {
                 use failpass_shared::model::{report_status, Verdict};
@@ -1307,7 +1340,6 @@ macro_rules! impl_storage {
 
             async fn create_run(&self, new: &crate::db::NewRun) -> crate::db::StorageResult<(i64, failpass_shared::api::import::Outcome)> {
                 use failpass_shared::api::import::Outcome;
-                use sqlx::types::Json;
                 let mut tx = self.write.begin().await?;
                 let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM attempts WHERE id = $1").bind(new.attempt_id).fetch_optional(&mut *tx).await?;
                 if exists.is_none() {
@@ -1317,28 +1349,7 @@ macro_rules! impl_storage {
                     new.trigger.as_str(), new.environment.as_str(), new.exit_status, new.timed_out, new.duration_ms, &new.output,
                     new.output_truncated, new.output_bytes, &new.failing_tests, &new.passing_tests, &new.runner_id, new.started_at,
                 ));
-                let inserted: Option<i64> = sqlx::query_scalar(
-                    "INSERT INTO runs (attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-                     output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, content_hash) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-                     ON CONFLICT (attempt_id, content_hash) DO NOTHING RETURNING id",
-                )
-                .bind(new.attempt_id)
-                .bind(new.trigger.as_str())
-                .bind(new.environment.as_str())
-                .bind(new.exit_status)
-                .bind(new.timed_out)
-                .bind(new.duration_ms)
-                .bind(&new.output)
-                .bind(new.output_truncated)
-                .bind(new.output_bytes)
-                .bind(Json(&new.failing_tests))
-                .bind(Json(&new.passing_tests))
-                .bind(&new.runner_id)
-                .bind(new.started_at.map(crate::db::sql::secs).unwrap_or_else(crate::db::sql::now))
-                .bind(&hash)
-                .fetch_optional(&mut *tx)
-                .await?;
+                let inserted = Self::insert_run_tx(&mut tx, new, crate::db::sql::now(), Some(&hash)).await?;
                 let out = match inserted {
                     Some(id) => (id, Outcome::Created),
                     None => {

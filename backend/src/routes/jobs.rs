@@ -28,22 +28,27 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
     let scope = viewer.scope();
     let recheck = req.recheck_environment.as_deref().map(str::trim);
     let verdicts: &[Verdict] = if recheck.is_some() { &[Verdict::Reproduced] } else { &[Verdict::NotReproduced, Verdict::Error] };
-    let (targets, priority) = match req.attempt_id {
-        Some(id) => {
-            let detail = state.storage.get_attempt(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
-            let report = state.storage.get_report(detail.attempt.report_id, &scope).await?;
-            let runnable = report.as_ref().and_then(|r| r.oracle.as_ref()).is_some_and(|o| o.is_deterministic() && (detail.attempt.candidate.is_some() || o.command.is_some()));
+    // The one attempt a single rerun names, read once for every check below.
+    let single = match req.attempt_id {
+        Some(id) => Some(state.storage.get_attempt(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?.attempt),
+        None => None,
+    };
+    let (targets, priority) = match &single {
+        Some(attempt) => {
+            let id = attempt.id;
+            let report = state.storage.get_report(attempt.report_id, &scope).await?;
+            let runnable = report.as_ref().and_then(|r| r.oracle.as_ref()).is_some_and(|o| o.is_deterministic() && (attempt.candidate.is_some() || o.command.is_some()));
             if !runnable {
                 return Err(ApiError::BadRequest(format!(
                     "attempt_id: attempt {id} cannot be rerun: its report needs a deterministic oracle and the attempt a candidate (or the oracle a command)"
                 )));
             }
-            let envs = state.storage.list_environments(&detail.attempt.project).await?;
+            let envs = state.storage.list_environments(&attempt.project).await?;
             let has = |role: EnvironmentRole| envs.iter().any(|e| e.role == role);
             if !(has(EnvironmentRole::Buggy) && has(EnvironmentRole::Fixed)) {
                 return Err(ApiError::BadRequest(format!(
                     "attempt_id: project {} has no buggy and fixed environment to run in, so its recorded verdict stays; add them first (POST /api/v1/environments)",
-                    detail.attempt.project
+                    attempt.project
                 )));
             }
             (vec![id], PRIORITY_MANUAL)
@@ -60,16 +65,15 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
     };
     if let Some(env) = recheck {
         // Environment names belong to a project: a re-check names one project.
-        let project = match (req.attempt_id, req.report_id, req.filter.as_ref().and_then(|f| f.project.clone())) {
-            (Some(id), _, _) => {
-                let d = state.storage.get_attempt(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
-                if d.attempt.verdict != Verdict::Reproduced {
+        let project = match (&single, req.report_id, req.filter.as_ref().and_then(|f| f.project.clone())) {
+            (Some(a), _, _) => {
+                if a.verdict != Verdict::Reproduced {
                     return Err(ApiError::BadRequest(format!(
-                        "attempt_id: attempt {id} is {}, and only reproduced attempts are re-checked",
-                        d.attempt.verdict
+                        "attempt_id: attempt {} is {}, and only reproduced attempts are re-checked",
+                        a.id, a.verdict
                     )));
                 }
-                d.attempt.project
+                a.project.clone()
             }
             (None, Some(id), _) => state.storage.get_report(id, &scope).await?.map(|r| r.summary.project).unwrap_or_default(),
             (None, None, Some(p)) => p,
