@@ -118,6 +118,7 @@ fn row(key: String, a: Acc) -> FigureRow {
     let mean_success = cost_mean_success(a.cost_counting_usd, a.attempts_counting);
     FigureRow {
         key,
+        keys: Vec::new(),
         reports: a.reports,
         reports_graded: a.reports_graded,
         reports_reproduced: a.reports_reproduced,
@@ -144,6 +145,174 @@ fn row(key: String, a: Acc) -> FigureRow {
         oracle_coverage: ratio(a.reports_with_oracle as f64, a.reports as f64),
         reports_in_patch_test: a.reports_in_patch_test,
         in_patch_test_share: ratio(a.reports_in_patch_test as f64, a.reports as f64),
+    }
+}
+
+/// The `q`-quantile of sorted values by nearest rank; `None` when empty.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// The median of sorted values (the mean of the middle two for an even count).
+pub fn median_sorted(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// `bins` equal bins from 0 (or the least value, if negative) to the greatest
+/// value over every group; a single bin `[0, 1]` when there is no spread.
+pub fn bin_edges(groups: &[&[f64]], bins: usize) -> Vec<f64> {
+    let all = groups.iter().flat_map(|g| g.iter().copied()).filter(|v| v.is_finite());
+    let (lo, hi) = all.fold((0.0_f64, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let bins = bins.max(1);
+    if hi <= lo {
+        return vec![lo, lo + 1.0];
+    }
+    let width = (hi - lo) / bins as f64;
+    (0..=bins).map(|i| if i == bins { hi } else { lo + width * i as f64 }).collect()
+}
+
+/// Counts of sorted values per bin of `edges`; the last bin is closed.
+pub fn histogram(sorted: &[f64], edges: &[f64]) -> Vec<crate::api::figures::Bin> {
+    let mut out: Vec<crate::api::figures::Bin> =
+        edges.windows(2).map(|w| crate::api::figures::Bin { low: w[0], high: w[1], count: 0 }).collect();
+    let last = out.len().saturating_sub(1);
+    for v in sorted.iter().copied().filter(|v| v.is_finite()) {
+        let i = out.iter().position(|b| v < b.high).unwrap_or(last);
+        if let Some(b) = out.get_mut(i) {
+            b.count += 1;
+        }
+    }
+    out
+}
+
+/// The empirical CDF of sorted values at up to 101 points: `(value, share <= value)`.
+pub fn cdf(sorted: &[f64]) -> Vec<(f64, f64)> {
+    let n = sorted.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let step = n.div_ceil(100).max(1);
+    let mut idx: Vec<usize> = (step - 1..n).step_by(step).collect();
+    if idx.last() != Some(&(n - 1)) {
+        idx.push(n - 1);
+    }
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(idx.len());
+    for i in idx {
+        // Ties: the share at a value counts every copy of it.
+        let v = sorted[i];
+        let upto = sorted.partition_point(|x| *x <= v);
+        let point = (v, upto as f64 / n as f64);
+        match out.last_mut() {
+            Some(last) if last.0 == v => *last = point,
+            _ => out.push(point),
+        }
+    }
+    out
+}
+
+/// One group's distribution over shared bin edges. `values` are sorted here.
+pub fn distribution(key: String, mut values: Vec<f64>, edges: &[f64]) -> crate::api::figures::Distribution {
+    values.retain(|v| v.is_finite());
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    crate::api::figures::Distribution {
+        key,
+        n: n as u64,
+        mean: ratio(values.iter().sum(), n as f64),
+        median: median_sorted(&values),
+        p90: quantile(&values, 0.9),
+        max: values.last().copied(),
+        histogram: histogram(&values, edges),
+        cdf: cdf(&values),
+    }
+}
+
+/// A report as the throughput figures see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportFlow {
+    pub filed_at: chrono::DateTime<chrono::Utc>,
+    pub status: crate::model::ReportStatus,
+    /// The end of its first counting attempt.
+    pub first_counting_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The end of its last graded attempt.
+    pub last_graded_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The Monday starting the week of `t` (UTC), as `YYYY-MM-DD`.
+pub fn week_of(t: chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::Datelike;
+    let d = t.date_naive();
+    let monday = d - chrono::Duration::days(i64::from(d.weekday().num_days_from_monday()));
+    monday.format("%Y-%m-%d").to_string()
+}
+
+/// DOMAIN.md's throughput: reports reaching a final state per week (a
+/// reproduction when its first counting verdict lands; a report graded and
+/// not reproduced when its last graded attempt ends), the backlog and its
+/// age at `now`, and the time from filing to the first counting verdict.
+pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) -> crate::api::figures::Throughput {
+    use crate::model::ReportStatus;
+    let mut weeks: BTreeMap<String, crate::api::figures::WeekFlow> = BTreeMap::new();
+    let mut week = |key: String| {
+        weeks.entry(key.clone()).or_insert(crate::api::figures::WeekFlow { week: key, filed: 0, finished: 0, reproduced: 0 });
+    };
+    let mut flows: Vec<(String, u8)> = Vec::new();
+    let mut backlog_days = Vec::new();
+    let mut to_repro_hours = Vec::new();
+    for r in reports {
+        flows.push((week_of(r.filed_at), 0));
+        match r.status {
+            ReportStatus::Reproduced => {
+                if let Some(t) = r.first_counting_at {
+                    flows.push((week_of(t), 2));
+                    to_repro_hours.push(((t - r.filed_at).num_seconds() as f64 / 3600.0).max(0.0));
+                }
+            }
+            ReportStatus::NotReproduced => {
+                if let Some(t) = r.last_graded_at {
+                    flows.push((week_of(t), 1));
+                }
+            }
+            ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview => {
+                backlog_days.push(((now - r.filed_at).num_seconds() as f64 / 86_400.0).max(0.0));
+            }
+        }
+    }
+    for (key, _) in &flows {
+        week(key.clone());
+    }
+    for (key, kind) in flows {
+        if let Some(w) = weeks.get_mut(&key) {
+            match kind {
+                0 => w.filed += 1,
+                1 => w.finished += 1,
+                _ => {
+                    w.finished += 1;
+                    w.reproduced += 1;
+                }
+            }
+        }
+    }
+    backlog_days.sort_by(f64::total_cmp);
+    to_repro_hours.sort_by(f64::total_cmp);
+    crate::api::figures::Throughput {
+        reports: reports.len() as u64,
+        weeks: weeks.into_values().collect(),
+        backlog: backlog_days.len() as u64,
+        backlog_oldest_days: backlog_days.last().copied(),
+        backlog_median_days: median_sorted(&backlog_days),
+        time_to_reproduction_n: to_repro_hours.len() as u64,
+        time_to_reproduction_median_hours: median_sorted(&to_repro_hours),
+        time_to_reproduction_p90_hours: quantile(&to_repro_hours, 0.9),
     }
 }
 
@@ -247,6 +416,60 @@ mod tests {
         assert_eq!(keys, ["a", "b"]);
         assert_eq!(rows[1].reports, 2);
         assert_eq!(rows[1].rate, Some(0.5));
+    }
+
+    #[test]
+    fn quantiles_histogram_and_cdf() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        assert_eq!(quantile(&v, 0.9), Some(9.0));
+        assert_eq!(quantile(&v, 1.0), Some(10.0));
+        assert_eq!(quantile(&v, 0.0), Some(1.0));
+        assert_eq!(median_sorted(&v), Some(5.5));
+        assert_eq!(quantile(&[], 0.5), None);
+        let edges = bin_edges(&[&v, &[20.0]], 4);
+        assert_eq!(edges, [0.0, 5.0, 10.0, 15.0, 20.0]);
+        let d = distribution("a".into(), vec![10.0, 1.0, f64::NAN, 5.0], &edges);
+        assert_eq!(d.n, 3);
+        let counts: Vec<u64> = d.histogram.iter().map(|b| b.count).collect();
+        // 1 in [0,5); 5 in [5,10); 10 in [10,15); the top edge is closed
+        assert_eq!(counts, [1, 1, 1, 0]);
+        assert_eq!(d.cdf, [(1.0, 1.0 / 3.0), (5.0, 2.0 / 3.0), (10.0, 1.0)]);
+        assert_eq!(d.median, Some(5.0));
+        let top = histogram(&[20.0], &edges);
+        assert_eq!(top[3].count, 1);
+        // ties collapse to one point at the full share
+        assert_eq!(cdf(&[2.0, 2.0, 2.0]), [(2.0, 1.0)]);
+        assert!(cdf(&(0..1000).map(f64::from).collect::<Vec<_>>()).len() <= 101);
+        assert_eq!(bin_edges(&[&[]], 3), [0.0, 1.0]);
+    }
+
+    #[test]
+    fn throughput_counts_final_states_per_week() {
+        use crate::model::ReportStatus::*;
+        let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+        let flow = |filed: &str, status, first: Option<&str>, last: Option<&str>| ReportFlow {
+            filed_at: t(filed),
+            status,
+            first_counting_at: first.map(t),
+            last_graded_at: last.map(t),
+        };
+        let reports = [
+            // filed Monday 2026-11-02, reproduced Wednesday 2026-11-11 (next week), 218 h later
+            flow("2026-11-02T00:00:00Z", Reproduced, Some("2026-11-11T02:00:00Z"), Some("2026-11-11T02:00:00Z")),
+            flow("2026-11-03T00:00:00Z", NotReproduced, None, Some("2026-11-04T00:00:00Z")),
+            flow("2026-11-20T00:00:00Z", NeedsReview, None, None),
+            flow("2026-11-25T00:00:00Z", New, None, None),
+        ];
+        let out = throughput(&reports, t("2026-11-30T00:00:00Z"));
+        assert_eq!(out.reports, 4);
+        let weeks: Vec<(&str, u64, u64, u64)> = out.weeks.iter().map(|w| (w.week.as_str(), w.filed, w.finished, w.reproduced)).collect();
+        assert_eq!(weeks, [("2026-11-02", 2, 1, 0), ("2026-11-09", 0, 1, 1), ("2026-11-16", 1, 0, 0), ("2026-11-23", 1, 0, 0)]);
+        assert_eq!(out.backlog, 2);
+        assert_eq!(out.backlog_oldest_days, Some(10.0));
+        assert_eq!(out.backlog_median_days, Some(7.5));
+        assert_eq!(out.time_to_reproduction_n, 1);
+        assert_eq!(out.time_to_reproduction_median_hours, Some(218.0));
+        assert_eq!(week_of(t("2026-11-29T23:59:59Z")), "2026-11-23");
     }
 
     fn contribution(key: &str, attempts: u64, graded: u64, counting: u64, cost: f64, cost_ok: f64) -> ReportContribution {

@@ -244,6 +244,7 @@ string_enum!(
         Category => "category",
         Cutoff => "cutoff",
         Week => "week",
+        Vagueness => "vagueness",
     }
 );
 

@@ -244,6 +244,25 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// up. Report-level groupings include reports with no attempt; per-attempt
     /// groupings only reports with an attempt in the group.
     async fn figure_contributions(&self, query: &FiguresQuery, scope: &ProjectScope) -> StorageResult<Vec<ReportContribution>>;
+
+    /// `(group key, value)` of the metric for every attempt in the query's
+    /// scope that recorded it.
+    async fn metric_values(
+        &self,
+        query: &failpass_shared::api::figures::DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<(String, f64)>>;
+
+    /// Distinct agents and models with attempts visible in `scope`.
+    async fn facets(&self, scope: &ProjectScope) -> StorageResult<failpass_shared::api::figures::Facets>;
+
+    /// Every report the filter selects, with the times its reproduction
+    /// attempts reached a verdict (for throughput and time to reproduction).
+    async fn report_flows(
+        &self,
+        filter: &failpass_shared::api::reports::ReportFilter,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<failpass_shared::figures::ReportFlow>>;
 }
 
 /// Opens the storage a URL names: `postgres://…` (or `postgresql://…`) for

@@ -284,6 +284,25 @@ pub struct ContributionRow {
 }
 
 #[derive(sqlx::FromRow)]
+pub struct FlowRow {
+    pub filed_at: DateTime<Utc>,
+    pub status: String,
+    pub first_counting_at: Option<DateTime<Utc>>,
+    pub last_graded_at: Option<DateTime<Utc>>,
+}
+
+impl FlowRow {
+    pub fn into_flow(self) -> StorageResult<failpass_shared::figures::ReportFlow> {
+        Ok(failpass_shared::figures::ReportFlow {
+            filed_at: self.filed_at,
+            status: parse(&self.status, "reports.status")?,
+            first_counting_at: self.first_counting_at,
+            last_graded_at: self.last_graded_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
 pub struct AgentRow {
     pub name: String,
     pub source: Option<String>,

@@ -219,6 +219,44 @@ macro_rules! impl_storage {
     ($ty:ty, $db:ty, $backend:expr) => {
         impl $ty {
             /// Appends `AND …` for the scope and the report filter.
+            /// The SQL giving a row's group key: one expression per dimension,
+            /// joined by the key separator.
+            fn group_key(query: &failpass_shared::api::figures::FiguresQuery) -> String {
+                use failpass_shared::model::GroupBy;
+                let dimension = |d: GroupBy| match d {
+                    GroupBy::None => "'all'",
+                    GroupBy::Project => "p.slug",
+                    GroupBy::Route => "r.route",
+                    GroupBy::Category => "r.category",
+                    GroupBy::Agent => "a.agent",
+                    GroupBy::Model => "COALESCE(a.model, 'unknown')",
+                    GroupBy::Cutoff => {
+                        "CASE WHEN a.model_cutoff IS NULL THEN 'unknown' \
+                         WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END"
+                    }
+                    GroupBy::Week => Self::WEEK_KEY,
+                    GroupBy::Vagueness => "CASE WHEN r.vague THEN 'vague' ELSE 'clear' END",
+                };
+                let sep = format!(" || '{}' || ", failpass_shared::api::figures::KEY_SEPARATOR);
+                query.dimensions().into_iter().map(dimension).collect::<Vec<_>>().join(&sep)
+            }
+
+            /// `JOIN attempts a` for the query's goal, agent and model.
+            fn push_attempt_join(
+                qb: &mut sqlx::QueryBuilder<$db>,
+                query: &failpass_shared::api::figures::FiguresQuery,
+                join: &str,
+            ) {
+                qb.push(format!(" {join} attempts a ON a.report_id = r.id AND a.goal = "));
+                qb.push_bind(query.goal.as_str());
+                if let Some(v) = &query.agent {
+                    qb.push(" AND a.agent = ").push_bind(v.clone());
+                }
+                if let Some(v) = &query.model {
+                    qb.push(" AND a.model = ").push_bind(v.clone());
+                }
+            }
+
             fn push_report_filter(
                 qb: &mut sqlx::QueryBuilder<$db>,
                 filter: &failpass_shared::api::reports::ReportFilter,
@@ -243,6 +281,13 @@ macro_rules! impl_storage {
                     qb.push(" AND EXISTS (SELECT 1 FROM report_labels l WHERE l.report_id = r.id AND l.label = ")
                         .push_bind(v.clone())
                         .push(")");
+                }
+                let (since, until) = filter.window();
+                if let Some(t) = since {
+                    qb.push(" AND r.filed_at >= ").push_bind(t);
+                }
+                if let Some(t) = until {
+                    qb.push(" AND r.filed_at < ").push_bind(t);
                 }
                 if let Some(q) = &filter.q {
                     let pattern = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
@@ -1560,20 +1605,8 @@ macro_rules! impl_storage {
                 query: &failpass_shared::api::figures::FiguresQuery,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Vec<failpass_shared::figures::ReportContribution>> {
-                use failpass_shared::model::GroupBy;
-                let key = match query.group_by {
-                    GroupBy::None => "'all'".to_owned(),
-                    GroupBy::Project => "p.slug".to_owned(),
-                    GroupBy::Route => "r.route".to_owned(),
-                    GroupBy::Category => "r.category".to_owned(),
-                    GroupBy::Agent => "a.agent".to_owned(),
-                    GroupBy::Model => "COALESCE(a.model, 'unknown')".to_owned(),
-                    GroupBy::Cutoff => "CASE WHEN a.model_cutoff IS NULL THEN 'unknown' \
-                        WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END"
-                        .to_owned(),
-                    GroupBy::Week => Self::WEEK_KEY.to_owned(),
-                };
-                let join = if query.group_by.is_per_attempt() || query.agent.is_some() || query.model.is_some() {
+                let key = Self::group_key(query);
+                let join = if query.is_per_attempt() || query.agent.is_some() || query.model.is_some() {
                     "JOIN"
                 } else {
                     "LEFT JOIN"
@@ -1590,16 +1623,9 @@ macro_rules! impl_storage {
                      COALESCE(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost_counting, \
                      CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, \
                      COUNT(a.api_calls) AS with_api_calls \
-                     FROM reports r JOIN projects p ON p.id = r.project_id \
-                     {join} attempts a ON a.report_id = r.id AND a.goal = "
+                     FROM reports r JOIN projects p ON p.id = r.project_id"
                 ));
-                qb.push_bind(query.goal.as_str());
-                if let Some(v) = &query.agent {
-                    qb.push(" AND a.agent = ").push_bind(v.clone());
-                }
-                if let Some(v) = &query.model {
-                    qb.push(" AND a.model = ").push_bind(v.clone());
-                }
+                Self::push_attempt_join(&mut qb, query, join);
                 qb.push(" WHERE 1 = 1");
                 Self::push_report_filter(&mut qb, &query.filter, scope);
                 qb.push(" GROUP BY 1, r.id, r.has_det_oracle, r.oracle_source");
@@ -1621,6 +1647,64 @@ macro_rules! impl_storage {
                         attempts_with_api_calls: r.with_api_calls.max(0) as u64,
                     })
                     .collect())
+            }
+
+            async fn metric_values(
+                &self,
+                query: &failpass_shared::api::figures::DistributionQuery,
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<Vec<(String, f64)>> {
+                use failpass_shared::api::figures::Metric;
+                let column = match query.metric {
+                    Metric::CostUsd => "a.cost_usd",
+                    Metric::WallSeconds => "a.wall_seconds",
+                };
+                let q = &query.figures;
+                let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+                    "SELECT {} AS key, CAST({column} AS DOUBLE PRECISION) AS value \
+                     FROM reports r JOIN projects p ON p.id = r.project_id",
+                    Self::group_key(q)
+                ));
+                Self::push_attempt_join(&mut qb, q, "JOIN");
+                qb.push(format!(" WHERE {column} IS NOT NULL"));
+                Self::push_report_filter(&mut qb, &q.filter, scope);
+                let rows: Vec<(String, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
+                Ok(rows)
+            }
+
+            async fn facets(
+                &self,
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<failpass_shared::api::figures::Facets> {
+                let public = *scope == crate::db::ProjectScope::PublicOnly;
+                let distinct = |column: &str| {
+                    format!(
+                        "SELECT DISTINCT {column} FROM attempts a JOIN reports r ON r.id = a.report_id \
+                         JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL{} ORDER BY 1",
+                        if public { " AND p.public = TRUE" } else { "" }
+                    )
+                };
+                let agents: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.agent"))).fetch_all(&self.read).await?;
+                let models: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.model"))).fetch_all(&self.read).await?;
+                Ok(failpass_shared::api::figures::Facets { agents, models })
+            }
+
+            async fn report_flows(
+                &self,
+                filter: &failpass_shared::api::reports::ReportFilter,
+                scope: &crate::db::ProjectScope,
+            ) -> crate::db::StorageResult<Vec<failpass_shared::figures::ReportFlow>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "SELECT r.filed_at AS filed_at, r.status AS status, \
+                     MIN(CASE WHEN a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
+                     MAX(CASE WHEN a.graded THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
+                     FROM reports r JOIN projects p ON p.id = r.project_id \
+                     LEFT JOIN attempts a ON a.report_id = r.id AND a.goal = 'reproduce' WHERE 1 = 1",
+                );
+                Self::push_report_filter(&mut qb, filter, scope);
+                qb.push(" GROUP BY r.id, r.filed_at, r.status");
+                let rows: Vec<crate::db::rows::FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
+                rows.into_iter().map(crate::db::rows::FlowRow::into_flow).collect()
             }
         }
     };

@@ -1,6 +1,9 @@
 use axum::extract::State;
-use failpass_shared::api::figures::{FiguresQuery, FiguresResponse};
-use failpass_shared::figures::figure_rows;
+use failpass_shared::api::figures::{
+    DistributionQuery, DistributionResponse, Facets, FiguresQuery, FiguresResponse, Throughput, KEY_SEPARATOR,
+};
+use failpass_shared::api::reports::{unknown_parameter, ReportFilter};
+use failpass_shared::figures::{bin_edges, distribution, figure_rows, throughput};
 
 use super::AppState;
 use crate::auth::Viewer;
@@ -15,7 +18,13 @@ pub async fn get_figures(
 ) -> ApiResult<ApiJson<FiguresResponse>> {
     let query = FiguresQuery::from_pairs(query.iter())?;
     let contributions = state.storage.figure_contributions(&query, &viewer.scope()).await?;
-    Ok(ApiJson(FiguresResponse { group_by: query.group_by, goal: query.goal, rows: figure_rows(contributions) }))
+    let mut rows = figure_rows(contributions);
+    if !query.then_by.is_empty() {
+        for row in &mut rows {
+            row.keys = row.key.splitn(query.then_by.len() + 1, KEY_SEPARATOR).map(str::to_owned).collect();
+        }
+    }
+    Ok(ApiJson(FiguresResponse { group_by: query.group_by, then_by: query.then_by, goal: query.goal, rows }))
 }
 
 /// `GET /api/v1/agents`: each agent's stated figures beside its computed ones.
@@ -50,4 +59,55 @@ pub async fn list_agents(
             })
             .collect(),
     ))
+}
+
+/// Bars in a distribution's histogram.
+const HISTOGRAM_BINS: usize = 20;
+
+/// `GET /api/v1/distributions`: per group, the spread of cost or wall time
+/// per attempt (histogram over shared bins, CDF, mean, median, p90).
+#[tracing::instrument(skip_all)]
+pub async fn get_distributions(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<DistributionResponse>> {
+    let query = DistributionQuery::from_pairs(query.iter())?;
+    let values = state.storage.metric_values(&query, &viewer.scope()).await?;
+    let mut groups: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
+    for (key, v) in values {
+        groups.entry(key).or_default().push(v);
+    }
+    let all: Vec<&[f64]> = groups.values().map(Vec::as_slice).collect();
+    let edges = bin_edges(&all, HISTOGRAM_BINS);
+    Ok(ApiJson(DistributionResponse {
+        metric: query.metric,
+        unit: query.metric.unit().to_owned(),
+        group_by: query.figures.group_by,
+        groups: groups.into_iter().map(|(key, values)| distribution(key, values, &edges)).collect(),
+    }))
+}
+
+/// `GET /api/v1/throughput`: reports reaching a final state per week, the
+/// backlog and its age, and time to reproduction (report filters only).
+#[tracing::instrument(skip_all)]
+pub async fn get_throughput(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<Throughput>> {
+    let mut filter = ReportFilter::default();
+    for (k, v) in query.iter() {
+        if !filter.take(k, v)? {
+            return Err(unknown_parameter(k, "project, route, status, label, verdict, q, since, until").into());
+        }
+    }
+    let flows = state.storage.report_flows(&filter, &viewer.scope()).await?;
+    Ok(ApiJson(throughput(&flows, chrono::Utc::now())))
+}
+
+/// `GET /api/v1/facets`: the agents and models the filters can pick.
+#[tracing::instrument(skip_all)]
+pub async fn get_facets(State(state): State<AppState>, viewer: Viewer) -> ApiResult<ApiJson<Facets>> {
+    Ok(ApiJson(state.storage.facets(&viewer.scope()).await?))
 }

@@ -123,3 +123,87 @@ async fn oracle_coverage_by_kind_and_source() {
     crate::helpers::assert_error(&app.get("/api/v1/oracles?project=no/such").await, 404, "not_found", "no/such");
     crate::helpers::assert_error(&app.get("/api/v1/oracles?x=1").await, 400, "bad_request", "x");
 }
+
+#[tokio::test]
+async fn crossed_groupings_carry_their_parts() {
+    let app = spawn_app_with_demo().await;
+    let r = app.get("/api/v1/figures?group_by=route,agent,model").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["group_by"], "route");
+    assert_eq!(r.body["then_by"], serde_json::json!(["agent", "model"]));
+    let rows = r.body["rows"].as_array().unwrap();
+    assert!(rows.len() > 3, "{}", r.body);
+    let by_route = app.get("/api/v1/figures?group_by=route").await.body;
+    for row in rows {
+        let keys: Vec<&str> = row["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+        assert_eq!(keys.len(), 3, "{row}");
+        assert_eq!(row["key"].as_str().unwrap(), keys.join(" · "));
+        assert!(by_route["rows"].as_array().unwrap().iter().any(|r| r["key"] == keys[0]), "{row}");
+    }
+    // the attempts of one route add up over its agent × model cells
+    let sum: u64 = rows.iter().filter(|r| r["keys"][0] == "agent_first").map(|r| r["attempts"].as_u64().unwrap()).sum();
+    let route = app.get("/api/v1/figures?group_by=route&route=agent_first").await.body;
+    assert_eq!(sum, route["rows"][0]["attempts"].as_u64().unwrap());
+    let single = app.get("/api/v1/figures?group_by=agent").await.body;
+    assert!(single.get("then_by").is_none() && single["rows"][0].get("keys").is_none(), "one dimension stays as it was");
+    assert_error(&app.get("/api/v1/figures?group_by=route,route").await, 400, "bad_request", "twice");
+    assert_error(&app.get("/api/v1/figures?group_by=a,b,c,d").await, 400, "bad_request", "group_by");
+    assert_error(&app.get("/api/v1/figures?since=yesterday").await, 400, "bad_request", "since: `yesterday` is not a day");
+}
+
+#[tokio::test]
+async fn distributions_count_every_attempt_once() {
+    let app = spawn_app_with_demo().await;
+    let all = app.get("/api/v1/figures").await.body["rows"][0].clone();
+    let r = app.get("/api/v1/distributions?metric=cost_usd").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["unit"], "USD");
+    let g = &r.body["groups"][0];
+    assert_eq!(g["key"], "all");
+    assert_eq!(g["n"], all["attempts"], "every attempt has a cost");
+    let bars: u64 = g["histogram"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(bars, g["n"].as_u64().unwrap());
+    let mean = g["mean"].as_f64().unwrap();
+    let expected = all["cost_mean_attempt_usd"].as_f64().unwrap();
+    assert!((mean - expected).abs() < 1e-9, "{mean} {expected}");
+    let cdf = g["cdf"].as_array().unwrap();
+    assert_eq!(cdf.last().unwrap()[1], 1.0);
+    assert!(cdf.windows(2).all(|w| w[0][0].as_f64() < w[1][0].as_f64() && w[0][1].as_f64() < w[1][1].as_f64()));
+    let by_agent = app.get("/api/v1/distributions?metric=wall_seconds&group_by=agent").await.body;
+    assert_eq!(by_agent["unit"], "seconds");
+    let groups = by_agent["groups"].as_array().unwrap();
+    assert!(groups.len() > 1);
+    let edges = |g: &serde_json::Value| g["histogram"].as_array().unwrap().iter().map(|b| b["low"].clone()).collect::<Vec<_>>();
+    assert!(groups.iter().all(|g| edges(g) == edges(&groups[0])), "groups share their bins");
+    assert_error(&app.get("/api/v1/distributions?metric=tokens").await, 400, "bad_request", "metric: unknown metric `tokens`");
+    assert_error(&app.get("/api/v1/distributions?group_by=agent,model").await, 400, "bad_request", "one dimension");
+    assert_error(&app.get("/api/v1/distributions?x=1").await, 400, "bad_request", "metric");
+}
+
+#[tokio::test]
+async fn throughput_matches_the_report_statuses() {
+    let app = spawn_app_with_demo().await;
+    let t = app.get("/api/v1/throughput").await;
+    assert_eq!(t.status, 200, "{}", t.body);
+    let t = t.body;
+    let count = |status: &str| {
+        let app = &app;
+        let status = status.to_owned();
+        async move { app.get(&format!("/api/v1/reports?status={status}&limit=500")).await.body["items"].as_array().unwrap().len() as u64 }
+    };
+    let backlog = count("new").await + count("in_progress").await + count("needs_review").await;
+    assert_eq!(t["backlog"].as_u64().unwrap(), backlog);
+    let reproduced = count("reproduced").await;
+    let weeks = t["weeks"].as_array().unwrap();
+    let filed: u64 = weeks.iter().map(|w| w["filed"].as_u64().unwrap()).sum();
+    assert_eq!(filed, t["reports"].as_u64().unwrap());
+    let repro: u64 = weeks.iter().map(|w| w["reproduced"].as_u64().unwrap()).sum();
+    assert_eq!(repro, reproduced);
+    assert_eq!(t["time_to_reproduction_n"].as_u64().unwrap(), reproduced);
+    assert!(t["time_to_reproduction_median_hours"].as_f64().unwrap() >= 0.0);
+    let one = app.get("/api/v1/throughput?project=pytorch/pytorch").await.body;
+    assert!(one["reports"].as_u64().unwrap() < t["reports"].as_u64().unwrap());
+    assert_error(&app.get("/api/v1/throughput?group_by=week").await, 400, "bad_request", "unknown query parameter `group_by`");
+    let facets = app.get("/api/v1/facets").await.body;
+    assert!(facets["agents"].as_array().unwrap().len() > 1 && !facets["models"].as_array().unwrap().is_empty(), "{facets}");
+}

@@ -472,3 +472,61 @@ async fn s_list(s: &dyn Storage) -> Vec<(String, String, i64)> {
     q.filter.route = Some(Route::AgentFirst);
     s.list_reports(&q, &ProjectScope::All).await.unwrap().items.into_iter().map(|r| (r.project, r.external_id, r.attempts)).collect()
 }
+
+#[tokio::test]
+async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() {
+    use failpass_shared::api::figures::{DistributionQuery, Metric};
+    use failpass_shared::api::reports::ReportFilter;
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        let [r1, ..] = dataset(s.as_ref()).await;
+        // crossed: agent × model, each part a dimension's value
+        let crossed = rows(s.as_ref(), FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() }).await;
+        let keys: Vec<&str> = crossed.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["judge · judge-model", "repgen · repgen-model", "swe-agent · swe-agent-model"]);
+        let by_agent = rows(s.as_ref(), by(GroupBy::Agent)).await;
+        for (c, a) in crossed.iter().zip(&by_agent) {
+            assert_eq!((c.reports, c.attempts, c.reports_reproduced), (a.reports, a.attempts, a.reports_reproduced), "{}", c.key);
+        }
+        // vague against clear: the split follows the reports' flag
+        let page = s.list_reports(&ReportListQuery { limit: 100, ..Default::default() }, &ProjectScope::All).await.unwrap();
+        let vague = page.items.iter().filter(|r| r.vague).count() as u64;
+        let split = rows(s.as_ref(), by(GroupBy::Vagueness)).await;
+        let get = |k: &str| split.iter().find(|r| r.key == k).map_or(0, |r| r.reports);
+        assert_eq!((get("vague"), get("clear")), (vague, 4 - vague), "{split:?}");
+        // the time window is on filing day, both ends inclusive
+        let window = |since: Option<&str>, until: Option<&str>| FiguresQuery {
+            filter: ReportFilter {
+                since: since.map(|d| d.parse().unwrap()),
+                until: until.map(|d| d.parse().unwrap()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let count = |q: FiguresQuery| {
+            let s = s.clone();
+            async move { rows(s.as_ref(), q).await.first().map_or(0, |r| r.reports) }
+        };
+        assert_eq!(count(window(Some("2026-02-01"), Some("2026-02-01"))).await, 4);
+        assert_eq!(count(window(Some("2026-02-02"), None)).await, 0);
+        assert_eq!(count(window(None, Some("2026-01-31"))).await, 0);
+        // per-attempt values: six reproduction attempts, $7 in all
+        let dq = DistributionQuery { metric: Metric::CostUsd, figures: by(GroupBy::Agent) };
+        let values = s.metric_values(&dq, &ProjectScope::All).await.unwrap();
+        assert_eq!(values.len(), 6);
+        approx(Some(values.iter().map(|v| v.1).sum()), 7.0);
+        let repgen: f64 = values.iter().filter(|v| v.0 == "repgen").map(|v| v.1).sum();
+        approx(Some(repgen), 3.25);
+        let walls = s.metric_values(&DistributionQuery { metric: Metric::WallSeconds, ..Default::default() }, &ProjectScope::All).await.unwrap();
+        assert!(walls.iter().all(|v| v.0 == "all" && v.1 == 60.0) && walls.len() == 6, "{walls:?}");
+        // flows: R1's first counting verdict is its second attempt's (no end recorded: its start)
+        let flows = s.report_flows(&ReportFilter::default(), &ProjectScope::All).await.unwrap();
+        assert_eq!(flows.len(), 4);
+        let reproduced: Vec<_> = flows.iter().filter_map(|f| f.first_counting_at).collect();
+        assert!(reproduced.contains(&t("2026-03-08T23:00:00Z")), "{flows:?}");
+        let _ = r1;
+        let facets = s.facets(&ProjectScope::All).await.unwrap();
+        assert_eq!(facets.agents, ["judge", "repgen", "swe-agent"]);
+        assert_eq!(facets.models, ["judge-model", "repgen-model", "swe-agent-model"]);
+    })
+    .await;
+}

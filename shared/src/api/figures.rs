@@ -6,11 +6,22 @@ use super::query::{non_empty, parse_field, FieldError};
 use super::reports::{unknown_parameter, ReportFilter};
 use crate::model::{Goal, GroupBy};
 
+/// The most dimensions one `group_by` may cross.
+pub const MAX_GROUP_DIMENSIONS: usize = 3;
+
+/// What joins the parts of a crossed group's key (`route · agent · model`).
+pub const KEY_SEPARATOR: &str = " · ";
+
 /// `GET /api/v1/figures` parameters: a grouping, a goal, the report filters
 /// and the attempt filters `agent` and `model`.
+///
+/// `group_by` may cross up to three dimensions, comma-separated
+/// (`group_by=route,agent,model`): the first is `group_by`, the rest `then_by`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FiguresQuery {
     pub group_by: GroupBy,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub then_by: Vec<GroupBy>,
     pub goal: Goal,
     pub filter: ReportFilter,
     pub agent: Option<String>,
@@ -29,14 +40,18 @@ impl FiguresQuery {
             }
             let val = non_empty(v);
             match k {
-                "group_by" => q.group_by = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
+                "group_by" => {
+                    let dims = parse_grouping(val.unwrap_or("none"))?;
+                    q.group_by = dims[0];
+                    q.then_by = dims[1..].to_vec();
+                }
                 "goal" => q.goal = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
                 "agent" => q.agent = val.map(str::to_owned),
                 "model" => q.model = val.map(str::to_owned),
                 _ => {
                     return Err(unknown_parameter(
                         k,
-                        "group_by, goal, agent, model, project, route, status, label, verdict, q",
+                        "group_by, goal, agent, model, project, route, status, label, verdict, q, since, until",
                     ))
                 }
             }
@@ -44,8 +59,19 @@ impl FiguresQuery {
         Ok(q)
     }
 
+    /// Every dimension, `group_by` first.
+    pub fn dimensions(&self) -> Vec<GroupBy> {
+        std::iter::once(self.group_by).chain(self.then_by.iter().copied()).collect()
+    }
+
+    /// Whether a report belongs to groups through its attempts.
+    pub fn is_per_attempt(&self) -> bool {
+        self.dimensions().iter().any(|d| d.is_per_attempt())
+    }
+
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
-        let mut out = vec![("group_by", self.group_by.to_string())];
+        let dims: Vec<&str> = self.dimensions().iter().map(|d| d.as_str()).collect();
+        let mut out = vec![("group_by", dims.join(","))];
         if self.goal != Goal::default() {
             out.push(("goal", self.goal.to_string()));
         }
@@ -60,13 +86,36 @@ impl FiguresQuery {
     }
 }
 
+/// `route,agent,model` as dimensions: no repeats, `none` alone, at most three.
+pub fn parse_grouping(value: &str) -> Result<Vec<GroupBy>, FieldError> {
+    let mut dims: Vec<GroupBy> = Vec::new();
+    for part in value.split(',') {
+        let d: GroupBy = parse_field("group_by", part.trim())?;
+        if dims.contains(&d) {
+            return Err(FieldError::new("group_by", format!("`{d}` is given twice")));
+        }
+        dims.push(d);
+    }
+    if dims.len() > 1 && dims.contains(&GroupBy::None) {
+        return Err(FieldError::new("group_by", "`none` cannot be crossed with another dimension"));
+    }
+    if dims.len() > MAX_GROUP_DIMENSIONS {
+        return Err(FieldError::new("group_by", format!("at most {MAX_GROUP_DIMENSIONS} dimensions can be crossed")));
+    }
+    Ok(dims)
+}
+
 /// One group's figures. Every definition is DOMAIN.md's; a ratio whose
 /// denominator is zero is `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FigureRow {
     /// The group: `all`, a project slug, a route, an agent, a model, a
-    /// category, `before_cutoff`/`after_cutoff`/`unknown`, or a week's Monday.
+    /// category, `before_cutoff`/`after_cutoff`/`unknown`, `vague`/`clear`,
+    /// or a week's Monday; for crossed dimensions the parts joined by ` · `.
     pub key: String,
+    /// A crossed group's key, one part per dimension (absent for one dimension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
     /// Reports in the group (for per-attempt groupings: reports with an attempt in it).
     pub reports: u64,
     /// Reports with at least one graded attempt (the rate's denominator).
@@ -110,8 +159,155 @@ pub struct FigureRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FiguresResponse {
     pub group_by: GroupBy,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub then_by: Vec<GroupBy>,
     pub goal: Goal,
     pub rows: Vec<FigureRow>,
+}
+
+/// What a distribution is taken of: one value per attempt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    #[default]
+    CostUsd,
+    WallSeconds,
+}
+
+impl Metric {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Metric::CostUsd => "cost_usd",
+            Metric::WallSeconds => "wall_seconds",
+        }
+    }
+
+    /// The unit its values are in, for axis labels.
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Metric::CostUsd => "USD",
+            Metric::WallSeconds => "seconds",
+        }
+    }
+}
+
+impl std::str::FromStr for Metric {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cost_usd" => Ok(Metric::CostUsd),
+            "wall_seconds" => Ok(Metric::WallSeconds),
+            _ => Err(format!("unknown metric `{s}`, expected one of: cost_usd, wall_seconds")),
+        }
+    }
+}
+
+/// `GET /api/v1/distributions`: the figures' parameters (one dimension at
+/// most) and the `metric`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DistributionQuery {
+    pub metric: Metric,
+    pub figures: FiguresQuery,
+}
+
+impl DistributionQuery {
+    pub fn from_pairs<'a, I>(pairs: I) -> Result<Self, FieldError>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut metric = Metric::default();
+        let mut rest = Vec::new();
+        for (k, v) in pairs {
+            if k == "metric" {
+                metric = non_empty(v).map(|v| parse_field(k, v)).transpose()?.unwrap_or_default();
+            } else {
+                rest.push((k, v));
+            }
+        }
+        let figures = FiguresQuery::from_pairs(rest).map_err(|e| match e.message.starts_with("unknown query parameter") {
+            true => FieldError::new(e.field, format!("{}, metric", e.message)),
+            false => e,
+        })?;
+        if !figures.then_by.is_empty() {
+            return Err(FieldError::new("group_by", "a distribution takes one dimension"));
+        }
+        Ok(Self { metric, figures })
+    }
+
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut out = vec![("metric", self.metric.as_str().to_owned())];
+        out.extend(self.figures.pairs());
+        out
+    }
+}
+
+/// One histogram bar: values in `[low, high)` (the last bar includes `high`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    pub low: f64,
+    pub high: f64,
+    pub count: u64,
+}
+
+/// One group's distribution of a metric over its attempts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    pub key: String,
+    /// Attempts with a value recorded.
+    pub n: u64,
+    pub mean: Option<f64>,
+    pub median: Option<f64>,
+    pub p90: Option<f64>,
+    pub max: Option<f64>,
+    /// Over the bins every group shares, so groups compare bar by bar.
+    pub histogram: Vec<Bin>,
+    /// `(value, share of attempts at or below it)`, at most 101 points, rising.
+    pub cdf: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DistributionResponse {
+    pub metric: Metric,
+    pub unit: String,
+    pub group_by: GroupBy,
+    pub groups: Vec<Distribution>,
+}
+
+/// One week's flow: reports filed in it, and reports reaching a final state in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeekFlow {
+    /// The week's Monday, `YYYY-MM-DD`.
+    pub week: String,
+    pub filed: u64,
+    /// Reports whose final state (reproduced, or not reproduced) was reached this week.
+    pub finished: u64,
+    /// Of those, reproduced.
+    pub reproduced: u64,
+}
+
+/// `GET /api/v1/throughput`: DOMAIN.md's throughput, backlog and time to reproduction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    pub reports: u64,
+    pub weeks: Vec<WeekFlow>,
+    /// Reports not yet in a final state (new, in progress, needs review).
+    pub backlog: u64,
+    /// Age (since filing) of the backlog's oldest and median report.
+    pub backlog_oldest_days: Option<f64>,
+    pub backlog_median_days: Option<f64>,
+    /// Reproduced reports with a known time of their first counting verdict.
+    pub time_to_reproduction_n: u64,
+    pub time_to_reproduction_median_hours: Option<f64>,
+    pub time_to_reproduction_p90_hours: Option<f64>,
+}
+
+/// `GET /api/v1/facets`: the values the dashboard's filters offer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Facets {
+    /// Agents with at least one attempt, sorted.
+    pub agents: Vec<String>,
+    /// Models with at least one attempt, sorted.
+    pub models: Vec<String>,
 }
 
 #[cfg(test)]
@@ -127,5 +323,24 @@ mod tests {
         let e = FiguresQuery::from_pairs([("group_by", "colour")]).unwrap_err();
         assert_eq!(e.field, "group_by");
         assert!(e.message.contains("cutoff"));
+        assert!(e.message.contains("vagueness"));
+    }
+
+    #[test]
+    fn crosses_dimensions_and_round_trips() {
+        let q = FiguresQuery::from_pairs([("group_by", "route, agent,model"), ("since", "2026-01-05")]).unwrap();
+        assert_eq!(q.dimensions(), [GroupBy::Route, GroupBy::Agent, GroupBy::Model]);
+        assert!(q.is_per_attempt());
+        let pairs = q.pairs();
+        assert_eq!(pairs[0], ("group_by", "route,agent,model".to_owned()));
+        let back = FiguresQuery::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(back, q);
+        for (bad, says) in [("route,route", "twice"), ("none,route", "none"), ("route,agent,model,week", "at most 3"), ("route,", "unknown")] {
+            let e = FiguresQuery::from_pairs([("group_by", bad)]).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {e}");
+        }
+        let e = FiguresQuery::from_pairs([("until", "30/11/2026")]).unwrap_err();
+        assert_eq!(e.field, "until");
+        assert!(e.message.contains("YYYY-MM-DD"), "{e}");
     }
 }

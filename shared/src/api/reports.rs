@@ -1,6 +1,6 @@
 //! `/api/v1/reports`
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::query::{non_empty, parse_field, FieldError};
@@ -238,6 +238,10 @@ pub struct ReportFilter {
     pub verdict: Option<Verdict>,
     /// Free text over title, body and external id (case-insensitive).
     pub q: Option<String>,
+    /// Reports filed on or after this day (UTC).
+    pub since: Option<NaiveDate>,
+    /// Reports filed on or before this day (UTC).
+    pub until: Option<NaiveDate>,
 }
 
 impl ReportFilter {
@@ -257,6 +261,8 @@ impl ReportFilter {
                 }
                 self.q = v.map(str::to_owned)
             }
+            "since" => self.since = v.map(|v| parse_day(key, v)).transpose()?,
+            "until" => self.until = v.map(|v| parse_day(key, v)).transpose()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -282,8 +288,28 @@ impl ReportFilter {
         if let Some(v) = &self.q {
             out.push(("q", v.clone()));
         }
+        if let Some(v) = self.since {
+            out.push(("since", v.to_string()));
+        }
+        if let Some(v) = self.until {
+            out.push(("until", v.to_string()));
+        }
         out
     }
+
+    /// The time window as instants: `[since 00:00, until+1 00:00)` UTC.
+    pub fn window(&self) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+        let start = |d: NaiveDate| d.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
+        (self.since.and_then(start), self.until.and_then(|d| d.succ_opt()).and_then(start))
+    }
+}
+
+/// A day as `YYYY-MM-DD`, naming the parameter when it is anything else.
+pub fn parse_day(field: &str, value: &str) -> Result<NaiveDate, FieldError> {
+    NaiveDate::parse_from_str(value, "%Y-%m-%d")
+        .ok()
+        .filter(|d| (1970..=9999).contains(&d.year()))
+        .ok_or_else(|| FieldError::new(field, format!("`{value}` is not a day: expected YYYY-MM-DD, e.g. 2026-11-30")))
 }
 
 /// What the reports list can be ordered by; ties break on id.
@@ -385,7 +411,7 @@ impl ReportListQuery {
                 "order" => q.order = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
                 "limit" => q.limit = val.map(|v| parse_limit(v)).transpose()?.unwrap_or(DEFAULT_LIMIT),
                 "cursor" => q.cursor = val.map(str::to_owned),
-                _ => return Err(unknown_parameter(k, "project, route, status, label, verdict, q, sort, order, limit, cursor")),
+                _ => return Err(unknown_parameter(k, "project, route, status, label, verdict, q, since, until, sort, order, limit, cursor")),
             }
         }
         Ok(q)
