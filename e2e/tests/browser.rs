@@ -10,10 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use failpass::startup::{App, AppConfig};
-use failpass_shared::api::figures::FiguresResponse;
+use failpass_shared::api::figures::{DistributionResponse, FiguresResponse, Throughput};
 use failpass_shared::api::reports::ReportSummary;
 use failpass_shared::api::Page;
-use failpass_shared::format::{percent, thousands, usd};
+use failpass_shared::format::{duration_secs, hours, interval, percent, thousands, usd};
 use fantoccini::{Client, ClientBuilder, Locator};
 use tempfile::TempDir;
 
@@ -190,6 +190,110 @@ async fn overview_shows_the_same_figures_as_the_api() {
     h.until("the jax figures", || async { h.text("headline-reports").await == want }).await;
     assert!(h.client.current_url().await.unwrap().as_str().contains("project=jax-ml%2Fjax"));
     assert_eq!(h.text("headline-rate").await, percent(jax.rows[0].rate));
+
+    // backlog and time to reproduction are the throughput API's, for the same filter
+    let flow: Throughput = h.api("/api/v1/throughput?project=jax-ml/jax").await;
+    assert_eq!(h.text("headline-backlog").await, thousands(flow.backlog as i64));
+    assert_eq!(h.text("headline-time-to-reproduction").await, hours(flow.time_to_reproduction_median_hours));
+    let weeks = h.client.find_all(Locator::Css("[data-testid=week-row]")).await.unwrap();
+    assert_eq!(weeks.len(), flow.weeks.len());
+    let svg = h.client.find(Locator::Css("[data-testid=chart-throughput] svg")).await.unwrap().html(false).await.unwrap();
+    assert!(svg.contains("Weekly throughput") && svg.contains("Week starting"), "titled, with a labelled axis");
+
+    // the navigation carries the shared filters: Cost & time opens on jax too
+    h.client.find(Locator::Css("nav a[href^='/cost']")).await.unwrap().click().await.unwrap();
+    h.until("the cost page", || async { h.client.current_url().await.unwrap().path() == "/cost" }).await;
+    assert!(h.client.current_url().await.unwrap().as_str().contains("project=jax-ml%2Fjax"));
+    assert_eq!(h.text("cost-per-reproduction").await, usd(jax.rows[0].cost_per_reproduction_usd));
+    // and Back returns to the overview with its filter
+    h.client.back().await.unwrap();
+    h.until("the overview again", || async { h.client.current_url().await.unwrap().path() == "/" }).await;
+    h.until("the jax overview", || async { h.text("headline-reports").await == want }).await;
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn regimes_show_the_apis_landscape_and_splits() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1000).await;
+    h.client.goto(&format!("{}/regimes", h.base)).await.unwrap();
+    h.text("regime-table").await;
+    let cells: FiguresResponse = h.api("/api/v1/figures?group_by=route,agent,model").await;
+    let rows = h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap();
+    assert_eq!(rows.len(), cells.rows.len());
+    for (el, row) in rows.iter().zip(&cells.rows) {
+        assert_eq!(el.attr("data-key").await.unwrap().as_deref(), Some(row.key.as_str()));
+        let rate = el.find(Locator::Css("[data-testid=regime-rate]")).await.unwrap().text().await.unwrap();
+        assert_eq!(rate, percent(row.rate), "{}", row.key);
+        let text = el.text().await.unwrap();
+        assert!(text.contains(&interval(row.rate_low, row.rate_high)), "{}: {text}", row.key);
+    }
+    for (testid, group_by, title) in [
+        ("chart-contamination", "model,cutoff", "training cutoff"),
+        ("chart-category", "category", "Rate by category"),
+        ("chart-vagueness", "vagueness", "Rate by vagueness"),
+        ("chart-agents", "agent", "Reproduction rate by agent"),
+    ] {
+        let api: FiguresResponse = h.api(&format!("/api/v1/figures?group_by={group_by}")).await;
+        let figure = h.client.find(Locator::Css(&format!("[data-testid={testid}]"))).await.unwrap();
+        assert!(figure.find(Locator::Css("svg")).await.unwrap().html(false).await.unwrap().contains(title), "{testid} titled");
+        let rows = figure.find_all(Locator::Css("[data-testid=rate-row]")).await.unwrap();
+        assert_eq!(rows.len(), api.rows.len(), "{testid}");
+        for (el, row) in rows.iter().zip(&api.rows) {
+            assert_eq!(el.attr("data-key").await.unwrap().as_deref(), Some(row.key.as_str()), "{testid}");
+            assert!(el.text().await.unwrap().contains(&percent(row.rate)), "{testid} {}", row.key);
+        }
+    }
+    h.screenshot("regimes.png").await;
+
+    // an agent picked in the filter bar narrows every view, through the URL
+    h.client.find(Locator::Css("[data-testid=filter-agent]")).await.unwrap().select_by_value("repgen").await.unwrap();
+    let repgen: FiguresResponse = h.api("/api/v1/figures?group_by=route,agent,model&agent=repgen").await;
+    let n = repgen.rows.len();
+    h.until("the repgen rows", || async {
+        h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == n
+            && h.client.current_url().await.unwrap().as_str().contains("agent=repgen")
+    })
+    .await;
+    assert!(repgen.rows.iter().all(|r| r.keys[1] == "repgen"));
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn cost_and_time_follow_the_api_and_the_window() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1000).await;
+    // the demo's history ends now; a window over its last three weeks
+    let since = (chrono::Utc::now() - chrono::Duration::days(21)).format("%Y-%m-%d").to_string();
+    let since = since.as_str();
+    h.client.goto(&format!("{}/cost?since={since}", h.base)).await.unwrap();
+    let total: FiguresResponse = h.api(&format!("/api/v1/figures?since={since}")).await;
+    let t = &total.rows[0];
+    assert_eq!(h.text("cost-per-reproduction").await, usd(t.cost_per_reproduction_usd));
+    assert_eq!(h.text("cost-mean-success").await, usd(t.cost_mean_success_usd));
+    let cost: DistributionResponse = h.api(&format!("/api/v1/distributions?metric=cost_usd&since={since}")).await;
+    assert_eq!(h.text("cost-median").await, usd(cost.groups[0].median));
+    let wall: DistributionResponse = h.api(&format!("/api/v1/distributions?metric=wall_seconds&since={since}")).await;
+    assert_eq!(h.text("wall-median").await, duration_secs(wall.groups[0].median));
+    let agents: FiguresResponse = h.api(&format!("/api/v1/figures?group_by=agent&since={since}")).await;
+    let rows = h.client.find_all(Locator::Css("[data-testid=cost-row]")).await.unwrap();
+    assert_eq!(rows.len(), agents.rows.len());
+    for (el, row) in rows.iter().zip(&agents.rows) {
+        assert_eq!(el.attr("data-agent").await.unwrap().as_deref(), Some(row.key.as_str()));
+        let cell = el.find(Locator::Css("[data-testid=cost-per-reproduction-cell]")).await.unwrap().text().await.unwrap();
+        assert_eq!(cell, usd(row.cost_per_reproduction_usd), "{}", row.key);
+    }
+    for (testid, title) in [("chart-cost-histogram", "Cost per attempt"), ("chart-cost-cdf", "(CDF)"), ("chart-wall-histogram", "Wall time"),
+        ("chart-cost-both-ways", "two ways"), ("chart-spend", "Cumulative spend")] {
+        let svg = h.client.find(Locator::Css(&format!("[data-testid={testid}] svg"))).await.unwrap().html(false).await.unwrap();
+        assert!(svg.contains(title), "{testid} is titled {title}");
+    }
+    // the date field shows the window, and the all-time figures differ from it
+    let field = h.client.find(Locator::Css("[data-testid=filter-since]")).await.unwrap();
+    assert_eq!(field.prop("value").await.unwrap().as_deref(), Some(since));
+    let all: FiguresResponse = h.api("/api/v1/figures").await;
+    assert_ne!(all.rows[0].attempts, t.attempts, "the window narrows the attempts");
+    h.screenshot("cost.png").await;
     h.finish().await;
 }
 
@@ -288,7 +392,7 @@ async fn report_page_and_narrow_screen() {
     h.client.goto(&format!("{}/", h.base)).await.unwrap();
     h.text("headline-rate").await;
     h.screenshot("overview-390.png").await;
-    for (path, testid, shot) in [("/oracles", "oracle-coverage", "oracles-390.png"), ("/runners", "queue-waiting", "runners-390.png"), ("/queue", "queue-table", "queue-390.png")] {
+    for (path, testid, shot) in [("/regimes", "regime-table", "regimes-390.png"), ("/cost", "cost-per-reproduction", "cost-390.png"), ("/oracles", "oracle-coverage", "oracles-390.png"), ("/runners", "queue-waiting", "runners-390.png"), ("/queue", "queue-table", "queue-390.png")] {
         h.client.goto(&format!("{}{path}", h.base)).await.unwrap();
         h.text(testid).await;
         let overflow = h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();

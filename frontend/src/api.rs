@@ -98,6 +98,20 @@ pub async fn agents() -> Result<Vec<failpass_shared::api::import::AgentFigures>,
     get_json("/api/v1/agents").await
 }
 
+pub async fn facets() -> Result<failpass_shared::api::figures::Facets, ClientError> {
+    get_json("/api/v1/facets").await
+}
+
+pub async fn throughput(filter: &failpass_shared::api::reports::ReportFilter) -> Result<failpass_shared::api::figures::Throughput, ClientError> {
+    get_json(&format!("/api/v1/throughput?{}", to_query_string(&filter.pairs()))).await
+}
+
+pub async fn distributions(
+    query: &failpass_shared::api::figures::DistributionQuery,
+) -> Result<failpass_shared::api::figures::DistributionResponse, ClientError> {
+    get_json(&format!("/api/v1/distributions?{}", to_query_string(&query.pairs()))).await
+}
+
 pub async fn figures(query: &FiguresQuery) -> Result<FiguresResponse, ClientError> {
     get_json(&format!("/api/v1/figures?{}", to_query_string(&query.pairs()))).await
 }

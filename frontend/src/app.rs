@@ -1,44 +1,77 @@
 //! Routes and the page frame.
 
 use leptos::prelude::*;
-use leptos_router::components::{Route, Router, Routes, A};
-use leptos_router::path;
 
-use crate::pages::overview::OverviewPage;
+use crate::pages::cost::CostPage;
 use crate::pages::oracles::OraclesPage;
-use crate::pages::planned::{CostPage, RegimesPage};
-use crate::pages::runners::RunnersPage;
+use crate::pages::overview::OverviewPage;
 use crate::pages::queue::QueuePage;
+use crate::pages::regimes::RegimesPage;
 use crate::pages::report::ReportPage;
+use crate::pages::runners::RunnersPage;
+use crate::pages::SHARED_FILTERS;
+use crate::router::{provide_router, use_path, use_query};
+
+/// Each page, and which of the shared filters it understands (and so keeps).
+const NAV: &[(&str, &str, &[&str])] = &[
+    ("/", "Overview", SHARED_FILTERS),
+    ("/queue", "Triage queue", &["project", "route", "since", "until"]),
+    ("/regimes", "Regimes", SHARED_FILTERS),
+    ("/cost", "Cost & time", SHARED_FILTERS),
+    ("/oracles", "Oracles", &["project"]),
+    ("/runners", "Runners", &[]),
+];
 
 #[component]
 pub fn App() -> impl IntoView {
+    provide_router();
+    let path = use_path();
+    let query = use_query();
+    // The filters pages share travel with the navigation links, so a team
+    // lead who picked a project and a window keeps them page to page.
+    let carried = move |keys: &[&str]| {
+        query.with(|q| {
+            let kept: Vec<(&str, String)> =
+                q.iter().filter(|(k, _)| keys.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.clone())).collect();
+            failpass_shared::api::query::to_query_string(&kept)
+        })
+    };
+    let page = move || {
+        let p = path.get();
+        match p.as_str() {
+            "/" => OverviewPage().into_any(),
+            "/queue" => QueuePage().into_any(),
+            "/regimes" => RegimesPage().into_any(),
+            "/cost" => CostPage().into_any(),
+            "/oracles" => OraclesPage().into_any(),
+            "/runners" => RunnersPage().into_any(),
+            p if p.starts_with("/reports/") => ReportPage().into_any(),
+            _ => NotFound().into_any(),
+        }
+    };
     view! {
-        <Router>
-            <a class="skip-link" href="#main">"Skip to content"</a>
-            <header class="topbar">
-                <a class="brand" href="/">"failpass"</a>
-                <nav class="nav" aria-label="Main">
-                    <A href="/" exact=true>"Overview"</A>
-                    <A href="/queue">"Triage queue"</A>
-                    <A href="/regimes">"Regimes"</A>
-                    <A href="/cost">"Cost & time"</A>
-                    <A href="/oracles">"Oracles"</A>
-                    <A href="/runners">"Runners"</A>
-                </nav>
-            </header>
-            <main class="page" id="main" tabindex="-1">
-                <Routes fallback=|| view! { <NotFound/> }>
-                    <Route path=path!("/") view=OverviewPage/>
-                    <Route path=path!("/queue") view=QueuePage/>
-                    <Route path=path!("/reports/:id") view=ReportPage/>
-                    <Route path=path!("/regimes") view=RegimesPage/>
-                    <Route path=path!("/cost") view=CostPage/>
-                    <Route path=path!("/oracles") view=OraclesPage/>
-                    <Route path=path!("/runners") view=RunnersPage/>
-                </Routes>
-            </main>
-        </Router>
+        <a class="skip-link" href="#main">"Skip to content"</a>
+        <header class="topbar">
+            <a class="brand" href="/">"failpass"</a>
+            <nav class="nav" aria-label="Main">
+                {NAV
+                    .iter()
+                    .map(|&(href, label, keys)| {
+                        let current = move || {
+                            path.with(|p| p == href || (href == "/queue" && p.starts_with("/reports/")))
+                        };
+                        let link = move || {
+                            let q = carried(keys);
+                            if q.is_empty() { href.to_owned() } else { format!("{href}?{q}") }
+                        };
+                        view! {
+                            <a href=link aria-current=move || current().then_some("page")>{label}</a>
+                        }
+                    })
+                    .collect_view()}
+            </nav>
+        </header>
+        <main class="page" id="main" tabindex="-1">{page}</main>
     }
 }
 

@@ -4,6 +4,7 @@ mod api;
 mod app;
 mod components;
 mod pages;
+mod router;
 
 use wasm_bindgen::prelude::wasm_bindgen;
 

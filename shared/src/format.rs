@@ -53,6 +53,15 @@ pub fn duration_secs(secs: Option<f64>) -> String {
     }
 }
 
+/// Hours as `5.5 h` below two days, else days: `3.2 d`.
+pub fn hours(h: Option<f64>) -> String {
+    match h {
+        None => "—".to_owned(),
+        Some(h) if h < 48.0 => format!("{h:.1} h"),
+        Some(h) => format!("{:.1} d", h / 24.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +78,8 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(duration_secs(Some(90.0)), "90 s");
         assert_eq!(duration_secs(Some(750.0)), "12.5 min");
+        assert_eq!(hours(Some(5.54)), "5.5 h");
+        assert_eq!(hours(Some(72.0)), "3.0 d");
+        assert_eq!(hours(None), "—");
     }
 }

@@ -17,11 +17,11 @@ const INK: RGBColor = RGBColor(0x22, 0x26, 0x2b);
 
 /// Reproduction rate per group as bars with Wilson 95% whiskers; each bar is
 /// labelled with its rate and sample size, so colour carries nothing alone.
-pub fn rate_bars(title: &str, rows: &[FigureRow], width: u32, height: u32) -> String {
+pub fn rate_bars(title: &str, x_desc: &str, rows: &[FigureRow], width: u32, height: u32) -> String {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        if draw_rate_bars(&root, title, rows).is_err() {
+        if draw_rate_bars(&root, title, x_desc, rows).is_err() {
             drop(root);
             return String::new();
         }
@@ -33,6 +33,7 @@ pub fn rate_bars(title: &str, rows: &[FigureRow], width: u32, height: u32) -> St
 fn draw_rate_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
+    x_desc: &str,
     rows: &[FigureRow],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
@@ -49,12 +50,12 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .disable_x_mesh()
         .light_line_style(TRANSPARENT)
         .y_desc("Reproduction rate (%)")
-        .x_desc("Route")
+        .x_desc(x_desc)
         // Headroom above 100% holds the bar labels (up to ~110) and, above them,
         // the legend; no tick is drawn there.
         .y_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
         .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.key.replace('_', " ")).unwrap_or_default(),
+            SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| short_key(&r.key)).unwrap_or_default(),
             _ => String::new(),
         })
         .label_style(("sans-serif", 12).into_font().color(&INK))
@@ -154,4 +155,244 @@ fn draw_count_bars<DB: DrawingBackend>(
         )
     }))?;
     Ok(())
+}
+
+/// A group key as an axis label: underscores as spaces, long keys cut.
+fn short_key(key: &str) -> String {
+    let k = key.replace('_', " ");
+    if k.chars().count() > 22 {
+        format!("{}…", k.chars().take(21).collect::<String>())
+    } else {
+        k
+    }
+}
+
+/// Draws into an SVG string; an error leaves an empty string (the page's
+/// table still carries the numbers).
+fn svg<F>(width: u32, height: u32, draw: F) -> String
+where
+    F: FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<std::io::Error>>,
+{
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
+        if draw(&root).is_err() {
+            drop(root);
+            return String::new();
+        }
+        let _ = root.present();
+    }
+    out
+}
+
+/// Series styles that differ in fill as well as colour, so print and
+/// colour-blind readers can tell them apart (the legend names each).
+const SERIES: [RGBColor; 4] = [BAR, RGBColor(0xc0, 0x5a, 0x1a), RGBColor(0x4a, 0x8a, 0x3c), RGBColor(0x7b, 0x4f, 0x9d)];
+
+fn series_style(i: usize) -> ShapeStyle {
+    let c = SERIES[i % SERIES.len()];
+    if i % 2 == 0 { c.mix(0.85).filled() } else { c.stroke_width(2) }
+}
+
+/// Bars per label for each series side by side (a hollow bar for every
+/// second series), with a legend. `fmt` writes the y axis's ticks.
+pub fn grouped_bars(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    labels: &[String],
+    series: &[(&str, Vec<f64>)],
+    fmt: &dyn Fn(f64) -> String,
+    width: u32,
+    height: u32,
+) -> String {
+    svg(width, height, |root| {
+        root.fill(&WHITE)?;
+        let n = labels.len().max(1);
+        let k = series.len().max(1);
+        let top = series.iter().flat_map(|s| s.1.iter().copied()).fold(0.0_f64, f64::max).max(1e-9) * 1.45;
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16).into_font().color(&INK))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
+        // Label at most ~12 ticks so narrow screens stay legible.
+        let every = n.div_ceil(12).max(1);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_labels(n * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = (x - 0.5).round();
+                let centred = ((x - 0.5) - i).abs() < 1e-6 && i >= 0.0;
+                match labels.get(i as usize) {
+                    Some(l) if centred && (i as usize) % every == 0 => short_key(l),
+                    _ => String::new(),
+                }
+            })
+            .y_label_formatter(&|v| fmt(*v))
+            .y_desc(y_desc)
+            .x_desc(x_desc)
+            .label_style(("sans-serif", 12).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        let slot = 0.8 / k as f64;
+        for (si, (name, values)) in series.iter().enumerate() {
+            let style = series_style(si);
+            chart
+                .draw_series(values.iter().enumerate().map(|(i, v)| {
+                    let x0 = i as f64 + 0.1 + slot * si as f64;
+                    Rectangle::new([(x0, 0.0), (x0 + slot * 0.9, *v)], style)
+                }))?
+                .label(*name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(INK.mix(0.3))
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// A histogram of `(low, high, count)` bars over a value axis in `unit`.
+pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], width: u32, height: u32) -> String {
+    svg(width, height, |root| {
+        root.fill(&WHITE)?;
+        let lo = bins.first().map_or(0.0, |b| b.0);
+        let hi = bins.last().map_or(1.0, |b| b.1).max(lo + 1e-9);
+        let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.2;
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16).into_font().color(&INK))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(52)
+            .build_cartesian_2d(lo..hi, 0f64..top)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_labels(6)
+            .x_label_formatter(&|v| compact(*v))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_desc("Attempts")
+            .x_desc(x_desc)
+            .label_style(("sans-serif", 12).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        chart.draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], BAR.mix(0.85).filled())))?;
+        chart.draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], WHITE.stroke_width(1))))?;
+        Ok(())
+    })
+}
+
+/// Empirical CDFs, one step line per series, each marked with its own shape
+/// and named at its end as well as in the legend.
+pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)], width: u32, height: u32) -> String {
+    svg(width, height, |root| {
+        root.fill(&WHITE)?;
+        let hi = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
+        let lo = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16).into_font().color(&INK))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(52)
+            .build_cartesian_2d(lo..hi * 1.05, 0f64..1.05f64)?;
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .x_labels(6)
+            .x_label_formatter(&|v| compact(*v))
+            .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
+            .y_desc("Attempts at or below (%)")
+            .x_desc(x_desc)
+            .label_style(("sans-serif", 12).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        for (si, (name, points)) in series.iter().enumerate() {
+            let colour = SERIES[si % SERIES.len()];
+            let mut steps = Vec::with_capacity(points.len() * 2 + 1);
+            let mut prev = 0.0;
+            for &(x, y) in points {
+                steps.push((x, prev));
+                steps.push((x, y));
+                prev = y;
+            }
+            chart
+                .draw_series(LineSeries::new(steps, colour.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], colour.stroke_width(2)));
+            let every = (points.len() / 6).max(1);
+            let marks = points.iter().step_by(every).copied();
+            match si % 3 {
+                0 => { chart.draw_series(marks.map(|p| Circle::new(p, 4, colour.filled())))?; }
+                1 => { chart.draw_series(marks.map(|p| TriangleMarker::new(p, 5, colour.filled())))?; }
+                _ => { chart.draw_series(marks.map(|p| Cross::new(p, 4, colour.stroke_width(2))))?; }
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(INK.mix(0.3))
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// One line over labelled points (e.g. cumulative spend by week).
+pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, labels: &[String], values: &[f64], fmt: &dyn Fn(f64) -> String, width: u32, height: u32) -> String {
+    svg(width, height, |root| {
+        root.fill(&WHITE)?;
+        let n = values.len().max(1);
+        let top = values.iter().copied().fold(0.0_f64, f64::max).max(1e-9) * 1.15;
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16).into_font().color(&INK))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..(n as f64 - 0.5).max(0.5), 0f64..top)?;
+        let every = n.div_ceil(6).max(1);
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .x_labels(n.min(60))
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                match labels.get(i as usize) {
+                    Some(l) if (x - i).abs() < 1e-6 && (i as usize) % every == 0 => l.clone(),
+                    _ => String::new(),
+                }
+            })
+            .y_label_formatter(&|v| fmt(*v))
+            .y_desc(y_desc)
+            .x_desc(x_desc)
+            .label_style(("sans-serif", 12).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        chart.draw_series(LineSeries::new(values.iter().enumerate().map(|(i, v)| (i as f64, *v)), BAR.stroke_width(2)))?;
+        chart.draw_series(values.iter().enumerate().map(|(i, v)| Circle::new((i as f64, *v), 3, BAR.filled())))?;
+        Ok(())
+    })
+}
+
+/// 1234.5 as `1.2k`, 0.0123 as `0.012`: short tick labels.
+fn compact(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{:.1}k", v / 1000.0)
+    } else if a >= 10.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }

@@ -2,6 +2,7 @@
 //! badges and the project filter.
 
 pub mod charts;
+pub mod filters;
 pub mod progress;
 
 use failpass_shared::api::projects::Project;

@@ -5,7 +5,6 @@
 use failpass_shared::api::oracles::{OracleSummary, Share};
 use failpass_shared::format::{interval, percent, thousands};
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 
 use super::query_pairs;
 use crate::api::{self, ClientError};
@@ -25,10 +24,9 @@ pub fn OraclesPage() -> impl IntoView {
         }
     });
     let projects = LocalResource::new(api::projects);
-    let navigate = use_navigate();
     let on_project = move |slug: String| {
         let q = failpass_shared::api::query::to_query_string(&[("project", slug.clone())]);
-        navigate(&if slug.is_empty() { "/oracles".to_owned() } else { format!("/oracles?{q}") }, Default::default());
+        crate::router::navigate(&if slug.is_empty() { "/oracles".to_owned() } else { format!("/oracles?{q}") });
     };
     view! {
         <section class="oracles">

@@ -1,25 +1,24 @@
-//! Overview: the team lead's headline figures and the rate by route.
+//! Overview: the team lead's headline figures, weekly throughput and the
+//! route mix, under the shared filters.
 
-use failpass_shared::api::figures::{FigureRow, FiguresQuery};
-use failpass_shared::format::{interval, percent, thousands, usd};
+use failpass_shared::api::figures::{FigureRow, Throughput};
+use failpass_shared::format::{hours, interval, percent, thousands, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 
-use super::{query_pairs, with_param};
+use super::{figures_query, query_pairs, Figure};
 use crate::api::{self, ClientError};
-use crate::components::charts::rate_bars;
-use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect, Stat};
+use crate::components::charts::{chart_width, count_bars, grouped_bars, rate_bars};
+use crate::components::filters::FilterBar;
+use crate::components::{Empty, ErrorPanel, Loading, Stat};
 
-fn parse(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientError> {
-    FiguresQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(|e| ClientError::Input(e.to_string()))
-}
+/// Weeks drawn in the throughput chart (the table below lists them all).
+const CHART_WEEKS: usize = 26;
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
     let pairs = query_pairs();
-    let query = Memo::new(move |_| pairs.with(|p| parse(p)));
+    let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
     let figures = LocalResource::new(move || {
         let q = query.get();
         async move {
@@ -28,39 +27,27 @@ pub fn OverviewPage() -> impl IntoView {
             let total = api::figures(&q).await?;
             q.group_by = GroupBy::Route;
             let by_route = api::figures(&q).await?;
-            Ok::<_, ClientError>((total.rows.into_iter().next(), by_route.rows))
+            let flow = api::throughput(&q.filter).await?;
+            Ok::<_, ClientError>((total.rows.into_iter().next(), by_route.rows, flow))
         }
     });
-    let projects = LocalResource::new(api::projects);
-    let navigate = use_navigate();
-    let on_project = move |slug: String| {
-        let current = query.get_untracked().map(|q| q.filter.pairs()).unwrap_or_default();
-        navigate(&format!("/?{}", with_param(&current, "project", &slug)), Default::default());
-    };
 
     view! {
         <section class="overview">
             <div class="page-head">
                 <h1>"Overview"</h1>
-                <Suspense fallback=|| ()>
-                    {move || {
-                        let on_project = on_project.clone();
-                        Suspend::new(async move {
-                            let selected = query.get_untracked().ok().and_then(|q| q.filter.project);
-                            match projects.await {
-                                Ok(list) => view! { <ProjectSelect projects=list selected=selected on_change=on_project/> }.into_any(),
-                                Err(_) => ().into_any(),
-                            }
-                        })
-                    }}
-                </Suspense>
             </div>
+            <FilterBar path="/" pairs=pairs/>
             <Transition fallback=|| view! { <Loading what="figures"/> }>
                 {move || Suspend::new(async move {
                     match figures.await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
-                        Ok((None, _)) => view! { <Empty message="No reports yet. Submit one through the API (POST /api/v1/reports)."/> }.into_any(),
-                        Ok((Some(total), by_route)) => view! { <Headline total=total/> <RouteChart rows=by_route/> }.into_any(),
+                        Ok((None, _, _)) => view! { <Empty message="No reports in this view. Widen the filters, or submit one through the API (POST /api/v1/reports)."/> }.into_any(),
+                        Ok((Some(total), by_route, flow)) => view! {
+                            <Headline total=total flow=flow.clone()/>
+                            <ThroughputChart flow=flow/>
+                            <RouteChart rows=by_route/>
+                        }.into_any(),
                     }
                 })}
             </Transition>
@@ -69,20 +56,25 @@ pub fn OverviewPage() -> impl IntoView {
 }
 
 #[component]
-fn Headline(total: FigureRow) -> impl IntoView {
+fn Headline(total: FigureRow, flow: Throughput) -> impl IntoView {
     let t = &total;
+    let finished: u64 = flow.weeks.iter().map(|w| w.finished).sum();
     view! {
         <div class="stats" data-testid="headline">
-            <Stat label="Reports" value=thousands(t.reports as i64) testid="headline-reports"
-                detail=format!("{} graded, {} with a deterministic oracle", t.reports_graded, t.reports_with_oracle)/>
+            <Stat label="Reports in" value=thousands(t.reports as i64) testid="headline-reports"
+                detail=format!("{} triaged to a route · {} graded · {} with a deterministic oracle", t.reports, t.reports_graded, t.reports_with_oracle)/>
             <Stat label="Reproduction rate" value=percent(t.rate) testid="headline-rate"
                 detail=format!("{} of {} graded reports · 95% {}", t.reports_reproduced, t.reports_graded, interval(t.rate_low, t.rate_high))/>
             <Stat label="Reproduced" value=thousands(t.reports_reproduced as i64) testid="headline-reproduced"
                 detail=format!("{} counting attempts of {} graded · {} LLM {} (not counted)", t.attempts_counting, t.attempts_graded, t.attempts_lead, if t.attempts_lead == 1 { "lead" } else { "leads" })/>
+            <Stat label="Backlog" value=thousands(flow.backlog as i64) testid="headline-backlog"
+                detail=format!("not yet final · oldest {} · median age {} · {} reached a final state", hours(flow.backlog_oldest_days.map(|d| d * 24.0)), hours(flow.backlog_median_days.map(|d| d * 24.0)), finished)/>
+            <Stat label="Median time to reproduction" value=hours(flow.time_to_reproduction_median_hours) testid="headline-time-to-reproduction"
+                detail=format!("filing to first counting verdict · n={} · p90 {}", flow.time_to_reproduction_n, hours(flow.time_to_reproduction_p90_hours))/>
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="headline-cost-per-reproduction"
                 detail=format!("all spend {} over {} reproductions", usd(Some(t.cost_total_usd)), t.reports_reproduced)/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="headline-cost-mean-success"
-                detail=match t.cost_ratio { Some(r) => format!("successful attempts only; all-in is {r:.1}× this"), None => "no successful attempt yet".to_owned() }/>
+                detail=match t.cost_ratio { Some(r) => format!("successful attempts only (n={}); all-in is {r:.1}× this", t.attempts_counting), None => "no successful attempt yet".to_owned() }/>
             <Stat label="Oracle coverage" value=percent(t.oracle_coverage) testid="headline-oracle-coverage"
                 detail=format!("{} of {} reports · in-patch tests {} (reference 47.11%)", t.reports_with_oracle, t.reports, percent(t.in_patch_test_share))/>
             <Stat label="Attempts" value=thousands(t.attempts as i64) testid="headline-attempts"
@@ -92,32 +84,63 @@ fn Headline(total: FigureRow) -> impl IntoView {
 }
 
 #[component]
-fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
-    let svg = rate_bars("Reproduction rate by route", &rows, crate::components::charts::chart_width(720), 340);
+fn ThroughputChart(flow: Throughput) -> impl IntoView {
+    let recent = &flow.weeks[flow.weeks.len().saturating_sub(CHART_WEEKS)..];
+    let labels: Vec<String> = recent.iter().map(|w| w.week[5..].to_owned()).collect();
+    let series = [
+        ("Filed", recent.iter().map(|w| w.filed as f64).collect()),
+        ("Reached a final state", recent.iter().map(|w| w.finished as f64).collect()),
+        ("Of which reproduced", recent.iter().map(|w| w.reproduced as f64).collect()),
+    ];
+    let svg = grouped_bars("Weekly throughput", "Week starting (MM-DD, UTC)", "Reports", &labels, &series, &|v| format!("{v:.0}"), chart_width(900), 340);
     view! {
-        <figure class="chart" data-testid="chart-route">
-            <div class="chart-svg" inner_html=svg></div>
-            <figcaption>
-                "Reports with at least one reproduced or confirmed attempt, over reports with a graded attempt, per route. Whiskers: Wilson 95% interval."
-            </figcaption>
-            <div class="table-wrap">
-            <table class="chart-table">
-                <caption class="visually-hidden">"The chart's numbers"</caption>
-                <thead><tr><th scope="col">"Route"</th><th scope="col">"Reports"</th><th scope="col">"Graded"</th><th scope="col">"Reproduced"</th><th scope="col">"Rate"</th><th scope="col">"95% interval"</th></tr></thead>
-                <tbody>
-                    {rows.iter().map(|r| view! {
-                        <tr data-testid="route-row" data-route=r.key.clone()>
-                            <th scope="row">{r.key.replace('_', " ")}</th>
-                            <td>{r.reports}</td>
-                            <td>{r.reports_graded}</td>
-                            <td>{r.reports_reproduced}</td>
-                            <td>{percent(r.rate)}</td>
-                            <td>{interval(r.rate_low, r.rate_high)}</td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
+        <Figure testid="chart-throughput" svg=svg
+            caption=format!("Reports filed, and reports reaching a final state (reproduced, or graded and not reproduced), per week; the last {CHART_WEEKS} weeks with activity are drawn, every week is in the table.")>
+            <details>
+                <summary>"Every week's numbers"</summary>
+                <table class="chart-table">
+                    <thead><tr><th scope="col">"Week of"</th><th scope="col" class="num">"Filed"</th><th scope="col" class="num">"Final"</th><th scope="col" class="num">"Reproduced"</th></tr></thead>
+                    <tbody>
+                        {flow.weeks.iter().rev().map(|w| view! {
+                            <tr data-testid="week-row"><th scope="row">{w.week.clone()}</th><td class="num">{w.filed}</td><td class="num">{w.finished}</td><td class="num">{w.reproduced}</td></tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </details>
+        </Figure>
+    }
+}
+
+#[component]
+fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
+    let width = chart_width(560);
+    let svg = rate_bars("Reproduction rate by route", "Route", &rows, width, 340);
+    let mix: Vec<(String, i64)> = rows.iter().map(|r| (r.key.clone(), r.reports as i64)).collect();
+    let mix_svg = count_bars("Route mix", "Route", "Reports", &mix, width, 340);
+    view! {
+        <div class="chart-pair">
+            <div class="chart" data-testid="chart-route-mix">
+                <div class="chart-svg" inner_html=mix_svg></div>
             </div>
-        </figure>
+            <Figure testid="chart-route" svg=svg
+                caption="Left: reports per route. Right: reports with at least one reproduced or confirmed attempt, over reports with a graded attempt, per route. Whiskers: Wilson 95% interval.">
+                <table class="chart-table">
+                    <caption class="visually-hidden">"The charts' numbers"</caption>
+                    <thead><tr><th scope="col">"Route"</th><th scope="col">"Reports"</th><th scope="col">"Graded"</th><th scope="col">"Reproduced"</th><th scope="col">"Rate"</th><th scope="col">"95% interval"</th></tr></thead>
+                    <tbody>
+                        {rows.iter().map(|r| view! {
+                            <tr data-testid="route-row" data-route=r.key.clone()>
+                                <th scope="row">{r.key.replace('_', " ")}</th>
+                                <td>{r.reports}</td>
+                                <td>{r.reports_graded}</td>
+                                <td>{r.reports_reproduced}</td>
+                                <td>{percent(r.rate)}</td>
+                                <td>{interval(r.rate_low, r.rate_high)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </Figure>
+        </div>
     }
 }

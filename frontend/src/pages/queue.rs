@@ -5,8 +5,6 @@ use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort, ReportSu
 use failpass_shared::format::usd;
 use failpass_shared::model::{ReportStatus, Route, Verdict};
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
-use leptos_router::NavigateOptions;
 
 use super::{query_pairs, with_param};
 use crate::api::{self, ClientError};
@@ -26,14 +24,12 @@ pub fn QueuePage() -> impl IntoView {
         async move { api::reports(&q?).await }
     });
     let projects = LocalResource::new(api::projects);
-    let navigate = use_navigate();
-    let nav = navigate.clone();
     let navigate_to = move |pairs: &[(&'static str, String)]| {
-        nav(&format!("/queue?{}", failpass_shared::api::query::to_query_string(pairs)), NavigateOptions::default());
+        crate::router::navigate(&format!("/queue?{}", failpass_shared::api::query::to_query_string(pairs)));
     };
     let go = move |key: &'static str, value: String| {
         let current = query.get_untracked().map(|q| q.pairs()).unwrap_or_default();
-        navigate(&format!("/queue?{}", with_param(&current, key, &value)), NavigateOptions::default());
+        crate::router::navigate(&format!("/queue?{}", with_param(&current, key, &value)));
     };
     let current = move || query.get().unwrap_or_default();
     let search: NodeRef<leptos::html::Input> = NodeRef::new();
@@ -193,7 +189,6 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     let count = ids.len();
     let selected = RwSignal::new(None::<usize>);
-    let navigate = use_navigate();
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
         let typing = ev.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok()).is_some_and(|el| {
             matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON")
@@ -207,7 +202,7 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
             "Enter" => {
                 if let Some(i) = selected.get_untracked() {
                     ev.prevent_default();
-                    navigate(&format!("/reports/{}", ids[i]), NavigateOptions::default());
+                    crate::router::navigate(&format!("/reports/{}", ids[i]));
                 }
             }
             _ => return,

@@ -4,7 +4,6 @@ use failpass_shared::api::attempts::AttemptListQuery;
 use failpass_shared::api::reports::Report;
 use failpass_shared::format::{duration_secs, usd};
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, ClientError};
 use crate::components::progress::JobProgress;
@@ -15,8 +14,8 @@ use failpass_shared::model::{Review, Route, RunEnvironment, Verdict};
 
 #[component]
 pub fn ReportPage() -> impl IntoView {
-    let params = use_params_map();
-    let id = Memo::new(move |_| params.with(|p| p.get("id").and_then(|v| v.parse::<i64>().ok())));
+    let path = crate::router::use_path();
+    let id = Memo::new(move |_| path.with(|p| p.strip_prefix("/reports/").and_then(|v| v.parse::<i64>().ok())));
     // Bumped when a job this page started finishes, to show its result.
     let version = RwSignal::new(0u32);
     // Jobs started from this page; their progress lines outlive refetches.

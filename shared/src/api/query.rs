@@ -61,9 +61,63 @@ pub fn to_query_string(pairs: &[(&str, String)]) -> String {
         .join("&")
 }
 
+/// Decodes a query component: `+` is a space, `%XX` a byte; invalid UTF-8
+/// and stray `%` are kept rather than dropped.
+pub fn decode_component(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `a=1&b=two%20words` as decoded pairs, in order; empty parts are skipped.
+pub fn parse_query_string(query: &str) -> Vec<(String, String)> {
+    query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode_component(k), decode_component(v))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decodes_what_it_encodes() {
+        for s in ["a b/c&d=é", "route,agent,model", "100%", "%zz", "x%4", ""] {
+            assert_eq!(decode_component(&encode_component(s)), s);
+        }
+        assert_eq!(decode_component("a+b%2Cc"), "a b,c");
+        assert_eq!(decode_component("50%"), "50%");
+        assert_eq!(decode_component("%4"), "%4");
+        assert_eq!(decode_component("%E9"), "\u{fffd}");
+        assert_eq!(
+            parse_query_string("?project=a%2Fb&&q=nan+loss&flag"),
+            [("project".to_owned(), "a/b".to_owned()), ("q".into(), "nan loss".into()), ("flag".into(), String::new())]
+        );
+    }
 
     #[test]
     fn encodes_reserved_characters() {

@@ -1,0 +1,116 @@
+//! The filter bar the figure pages share: project, time window, route, agent
+//! and model, all kept in the address so every view is a link.
+
+use failpass_shared::api::query::to_query_string;
+use failpass_shared::model::Route;
+use leptos::prelude::*;
+
+use crate::api;
+
+/// The address `path` with `key` set to `value` (removed when empty); any
+/// paging cursor is dropped, since it belongs to the old filters.
+pub fn href_with(path: &str, pairs: &[(String, String)], key: &str, value: &str) -> String {
+    let mut out: Vec<(&str, String)> =
+        pairs.iter().filter(|(k, _)| k != key && k != "cursor").map(|(k, v)| (k.as_str(), v.clone())).collect();
+    if !value.trim().is_empty() {
+        out.push((key, value.trim().to_owned()));
+    }
+    let q = to_query_string(&out);
+    if q.is_empty() { path.to_owned() } else { format!("{path}?{q}") }
+}
+
+fn value_of(pairs: &[(String, String)], key: &str) -> String {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
+}
+
+/// A labelled `<select>` whose first option means "any".
+fn choice(
+    label: &'static str,
+    key: &'static str,
+    any: &'static str,
+    options: Vec<(String, String)>,
+    selected: String,
+    go: impl Fn(&'static str, String) + Clone + 'static,
+) -> AnyView {
+    view! {
+        <label class="field">
+            <span>{label}</span>
+            <select data-testid=format!("filter-{key}") on:change=move |ev| go(key, event_target_value(&ev))>
+                <option value="" selected=selected.is_empty()>{any}</option>
+                {options
+                    .into_iter()
+                    .map(|(value, text)| {
+                        let is = value == selected;
+                        view! { <option value=value selected=is>{text}</option> }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
+    }
+    .into_any()
+}
+
+/// Project, filed since/until, route, agent and model for the page at `path`.
+#[component]
+pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl IntoView {
+    let options = LocalResource::new(|| async {
+        let projects = api::projects().await.unwrap_or_default();
+        let facets = api::facets().await.unwrap_or_default();
+        (projects, facets)
+    });
+    let go = move |key: &'static str, value: String| {
+        let href = pairs.with_untracked(|p| href_with(path, p, key, &value));
+        crate::router::navigate(&href);
+    };
+    let date = move |label: &'static str, key: &'static str| {
+        let current = pairs.with_untracked(|p| value_of(p, key));
+        view! {
+            <label class="field">
+                <span>{label}</span>
+                <input type="date" data-testid=format!("filter-{key}") value=current
+                    on:change=move |ev| go(key, event_target_value(&ev))/>
+            </label>
+        }
+    };
+    view! {
+        <form class="filters" aria-label="Filters" on:submit=|ev| ev.prevent_default()>
+            <Suspense fallback=|| view! { <span class="hint">"Loading filters…"</span> }>
+                {move || Suspend::new(async move {
+                    let (projects, facets) = options.await;
+                    let p = pairs.get_untracked();
+                    let projects = projects
+                        .into_iter()
+                        .map(|p| {
+                            let text = if p.public { p.slug.clone() } else { format!("{} (private)", p.slug) };
+                            (p.slug, text)
+                        })
+                        .collect();
+                    let routes = Route::ALL.iter().map(|r| (r.to_string(), r.to_string().replace('_', " "))).collect();
+                    let pairs_of = |v: Vec<String>| v.into_iter().map(|a| (a.clone(), a)).collect::<Vec<_>>();
+                    view! {
+                        {choice("Project", "project", "All projects", projects, value_of(&p, "project"), go)}
+                        {date("Filed since", "since")}
+                        {date("Filed until", "until")}
+                        {choice("Route", "route", "All routes", routes, value_of(&p, "route"), go)}
+                        {choice("Agent", "agent", "All agents", pairs_of(facets.agents), value_of(&p, "agent"), go)}
+                        {choice("Model", "model", "All models", pairs_of(facets.models), value_of(&p, "model"), go)}
+                        <a class="clear-filters" href=path data-testid="filter-clear">"Clear filters"</a>
+                    }
+                })}
+            </Suspense>
+        </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_replaces_and_drops_parameters() {
+        let pairs = vec![("project".to_owned(), "a/b".to_owned()), ("cursor".into(), "x".into())];
+        assert_eq!(href_with("/cost", &pairs, "agent", "repgen"), "/cost?project=a%2Fb&agent=repgen");
+        assert_eq!(href_with("/cost", &pairs, "project", ""), "/cost");
+        assert_eq!(href_with("/", &pairs, "project", "c/d"), "/?project=c%2Fd");
+    }
+}

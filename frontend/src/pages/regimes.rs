@@ -1,0 +1,134 @@
+//! Regimes: the rate landscape over route × agent × model, harness against
+//! patch logic, vague against clear, and the contamination split.
+
+use failpass_shared::api::figures::{FigureRow, FiguresQuery};
+use failpass_shared::format::{interval, percent};
+use failpass_shared::model::GroupBy;
+use leptos::prelude::*;
+
+use super::agents::AgentsTable;
+use super::{figures_query, query_pairs, Figure};
+use crate::api::{self, ClientError};
+use crate::components::charts::{chart_width, rate_bars};
+use crate::components::filters::FilterBar;
+use crate::components::{Empty, ErrorPanel, Loading};
+
+/// The figures of every view on this page, fetched together.
+#[derive(Clone)]
+struct Views {
+    cells: Vec<FigureRow>,
+    agents: Vec<FigureRow>,
+    models: Vec<FigureRow>,
+    categories: Vec<FigureRow>,
+    vagueness: Vec<FigureRow>,
+    contamination: Vec<FigureRow>,
+}
+
+async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
+    let by = |g: GroupBy, then: &[GroupBy]| FiguresQuery { group_by: g, then_by: then.to_vec(), ..q.clone() };
+    Ok(Views {
+        cells: api::figures(&by(GroupBy::Route, &[GroupBy::Agent, GroupBy::Model])).await?.rows,
+        agents: api::figures(&by(GroupBy::Agent, &[])).await?.rows,
+        models: api::figures(&by(GroupBy::Model, &[])).await?.rows,
+        categories: api::figures(&by(GroupBy::Category, &[])).await?.rows,
+        vagueness: api::figures(&by(GroupBy::Vagueness, &[])).await?.rows,
+        contamination: api::figures(&by(GroupBy::Model, &[GroupBy::Cutoff])).await?.rows,
+    })
+}
+
+#[component]
+pub fn RegimesPage() -> impl IntoView {
+    let pairs = query_pairs();
+    let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
+    let views = LocalResource::new(move || {
+        let q = query.get();
+        async move { fetch(q?).await }
+    });
+    view! {
+        <section class="regimes">
+            <div class="page-head"><h1>"Regimes"</h1></div>
+            <FilterBar path="/regimes" pairs=pairs/>
+            <Transition fallback=|| view! { <Loading what="regimes"/> }>
+                {move || Suspend::new(async move {
+                    match views.await {
+                        Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
+                        Ok(v) if v.cells.is_empty() => view! { <Empty message="No attempts in this view: the regimes need attempts. Widen the filters."/> }.into_any(),
+                        Ok(v) => body(v),
+                    }
+                })}
+            </Transition>
+            <AgentsTable/>
+        </section>
+    }
+}
+
+fn body(v: Views) -> AnyView {
+    let width = chart_width(560);
+    view! {
+        <h2>"Rate landscape: route × agent × model"</h2>
+        <p class="hint">"A report counts in every cell one of its attempts falls in. Rate: reports with a reproduced or confirmed attempt over reports with a graded one; per-attempt success beside it; LLM leads never count."</p>
+        <div class="table-wrap">
+            <table class="data" data-testid="regime-table">
+                <thead><tr>
+                    <th scope="col">"Route"</th><th scope="col">"Agent"</th><th scope="col">"Model"</th>
+                    <th scope="col" class="num">"Attempts"</th><th scope="col" class="num">"Graded reports"</th>
+                    <th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col">"95% interval"</th>
+                    <th scope="col" class="num">"Per attempt"</th><th scope="col" class="num">"Leads"</th>
+                </tr></thead>
+                <tbody>
+                    {v.cells.iter().map(|r| {
+                        let part = |i: usize| r.keys.get(i).cloned().unwrap_or_default();
+                        view! {
+                            <tr data-testid="regime-row" data-key=r.key.clone()>
+                                <td>{part(0).replace('_', " ")}</td><td>{part(1)}</td><td>{part(2)}</td>
+                                <td class="num">{r.attempts}</td><td class="num">{r.reports_graded}</td>
+                                <td class="num">{r.reports_reproduced}</td><td class="num" data-testid="regime-rate">{percent(r.rate)}</td>
+                                <td>{interval(r.rate_low, r.rate_high)}</td>
+                                <td class="num">{percent(r.attempt_rate)}</td><td class="num">{r.attempts_lead}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        <div class="chart-pair">
+            {rate_figure("chart-agents", rate_bars("Reproduction rate by agent", "Agent", &v.agents, width, 340),
+                "Per agent, over the reports it attempted.", &v.agents, "Agent")}
+            {rate_figure("chart-models", rate_bars("Reproduction rate by model", "Model", &v.models, width, 340),
+                "Per model, over the reports attempted with it.", &v.models, "Model")}
+        </div>
+        <h2>"Harness against patch logic, vague against clear"</h2>
+        <div class="chart-pair">
+            {rate_figure("chart-category", rate_bars("Rate by category", "Category", &v.categories, width, 340),
+                "Harness and plumbing bugs against patch logic. Published prior: agents resolve at most about 9% of harness bugs against about 41% elsewhere.", &v.categories, "Category")}
+            {rate_figure("chart-vagueness", rate_bars("Rate by vagueness", "Report", &v.vagueness, width, 340),
+                "Reports flagged vague (short, no code, no versions, no traceback) need a human to accept any verdict before it counts.", &v.vagueness, "Report")}
+        </div>
+        <h2>"Contamination split"</h2>
+        {rate_figure("chart-contamination", rate_bars("Rate before and after each model's training cutoff", "Model · filed", &v.contamination, chart_width(900), 360),
+            "Reports filed before against after the attempting model's training cutoff, per model; `unknown` where the cutoff is not recorded. Reference: LIBRO reproduced 32% of 31 post-cutoff reports against 33% overall.",
+            &v.contamination, "Model · filed")}
+    }
+    .into_any()
+}
+
+/// A rate chart with its numbers underneath.
+fn rate_figure(testid: &'static str, svg: String, caption: &'static str, rows: &[FigureRow], what: &'static str) -> AnyView {
+    let rows = rows.to_vec();
+    view! {
+        <Figure testid=testid svg=svg caption=caption>
+            <table class="chart-table">
+                <thead><tr><th scope="col">{what}</th><th scope="col" class="num">"Graded"</th><th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col">"95% interval"</th></tr></thead>
+                <tbody>
+                    {rows.iter().map(|r| view! {
+                        <tr data-testid="rate-row" data-key=r.key.clone()>
+                            <th scope="row">{r.key.replace('_', " ")}</th><td class="num">{r.reports_graded}</td><td class="num">{r.reports_reproduced}</td>
+                            <td class="num">{percent(r.rate)}</td><td>{interval(r.rate_low, r.rate_high)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </Figure>
+    }
+    .into_any()
+}
