@@ -9,6 +9,7 @@ pub mod demo_fastnum;
 pub mod error;
 pub mod import;
 pub mod import_cli;
+pub mod markdown;
 pub mod reroute;
 pub mod runner;
 pub mod routes;

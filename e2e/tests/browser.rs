@@ -451,6 +451,15 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     assert!(matrix.contains("buggy") && matrix.contains("fixed"), "{matrix}");
     let detail = h.text("attempt-detail").await;
     assert!(detail.contains("failure behaviour") && detail.contains("deterministic"), "{detail}");
+    // the candidate is highlighted, and its text is the script exactly
+    let attempts: Page<failpass_shared::api::attempts::Attempt> = h.api(&format!("/api/v1/attempts?report_id={id}&limit=50")).await;
+    let candidate = h.client.find(Locator::Css("[data-testid=candidate]")).await.unwrap();
+    let shown = candidate.text().await.unwrap();
+    assert!(attempts.items.iter().filter_map(|a| a.candidate.as_deref()).any(|c| c.trim() == shown.trim()), "the page shows a stored candidate verbatim");
+    assert!(!candidate.find_all(Locator::Css(".tok-kw")).await.unwrap().is_empty(), "keywords are marked up");
+    // the body is rendered markdown: its code block is a <pre>, never raw text
+    let body = h.client.find(Locator::Css("[data-testid=report-body]")).await.unwrap();
+    assert!(!body.find_all(Locator::Css("pre code")).await.unwrap().is_empty(), "the body's code block is rendered");
     h.client.execute("document.querySelector('[data-testid=attempt-detail]').scrollIntoView()", vec![]).await.unwrap();
     h.screenshot("report-attempt-detail.png").await;
     let rerun = h.client.find(Locator::Css("[data-testid=rerun]")).await.unwrap();

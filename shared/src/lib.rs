@@ -10,5 +10,6 @@ pub mod figures;
 pub mod format;
 pub mod grading;
 pub mod hash;
+pub mod highlight;
 pub mod model;
 pub mod routing;

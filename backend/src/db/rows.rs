@@ -117,6 +117,7 @@ impl ReportDetailRow {
             features: self.features.0,
             oracle,
             explanation: self.explanation.0,
+            body_html: String::new(),
         })
     }
 }

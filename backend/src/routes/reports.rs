@@ -31,7 +31,7 @@ pub async fn create_report(
     req.validate()?;
     let decision = decide(&state.routing, &RoutingInput::from_request(&req));
     let report = state.storage.create_report(&NewReport { request: req, decision }).await?;
-    Ok((StatusCode::CREATED, ApiJson(report)))
+    Ok((StatusCode::CREATED, ApiJson(with_html(report))))
 }
 
 #[tracing::instrument(skip_all, fields(report_id = id))]
@@ -44,6 +44,12 @@ pub async fn get_report(
         .storage
         .get_report(id, &viewer.scope())
         .await?
-        .map(ApiJson)
+        .map(|report| ApiJson(with_html(report)))
         .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))
+}
+
+/// The report as the API serves it: its body also as sanitised HTML.
+fn with_html(mut report: Report) -> Report {
+    report.body_html = crate::markdown::render(&report.body);
+    report
 }

@@ -166,3 +166,19 @@ async fn bad_list_parameters_are_400s_naming_the_parameter() {
     let c = page["next_cursor"].as_str().unwrap();
     assert_error(&app.get(&format!("/api/v1/reports?sort=cost&cursor={c}")).await, 400, "bad_request", "another ordering");
 }
+
+#[tokio::test]
+async fn report_bodies_come_back_as_sanitised_html() {
+    let app = crate::helpers::spawn_app().await;
+    app.project("m/d").await;
+    let body = "Crash in `f`:\n\n```python\nf(1 < 2)\n```\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) ![i](https://t.example/p.png)";
+    let created = app.post("/api/v1/reports", &serde_json::json!({"project": "m/d", "external_id": "7", "title": "t", "body": body})).await.body;
+    let got = app.get(&format!("/api/v1/reports/{}", created["id"])).await.body;
+    assert_eq!(got["body"], body, "the markdown is kept as filed");
+    let html = got["body_html"].as_str().unwrap();
+    assert!(html.contains("<pre><code class=\"language-python\">f(1 &lt; 2)"), "{html}");
+    assert!(html.contains("&lt;script&gt;") && !html.contains("<script"), "{html}");
+    assert!(!html.contains("href=\"javascript"), "{html}");
+    assert!(!html.contains("<img"), "{html}");
+    assert_eq!(created["body_html"], got["body_html"], "creation answers with the same rendering");
+}

@@ -20,8 +20,13 @@ const INK: RGBColor = RGBColor(0x22, 0x26, 0x2b);
 pub fn rate_bars(title: &str, x_desc: &str, rows: &[FigureRow], width: u32, height: u32) -> String {
     let mut svg = String::new();
     {
+        // Side by side while each bar has room for its label, else one bar per line.
+        let longest = rows.iter().map(|r| short_key(&r.key).chars().count()).max().unwrap_or(0);
+        let across = rows.len() <= 1 || width as usize / rows.len() >= (longest * 7 + 16).max(110);
+        let height = if across { height } else { (rows.len() as u32 * 34 + 110).max(height.min(260)) };
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        if draw_rate_bars(&root, title, x_desc, rows).is_err() {
+        let drawn = if across { draw_rate_bars(&root, title, x_desc, rows) } else { draw_rate_rows(&root, title, x_desc, rows, width) };
+        if drawn.is_err() {
             drop(root);
             return String::new();
         }
@@ -97,6 +102,63 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .position(SeriesLabelPosition::UpperRight)
         .label_font(("sans-serif", 12).into_font().color(&INK))
         .draw()?;
+    Ok(())
+}
+
+/// The rate chart turned on its side: one labelled bar per line, for many
+/// groups or a narrow screen.
+fn draw_rate_rows<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    y_desc: &str,
+    rows: &[FigureRow],
+    width: u32,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let last = (rows.len() as i32 - 1).max(0);
+    let label_area = (width as f64 * 0.36).clamp(90.0, 190.0) as u32;
+    let chars = (label_area / 7).max(8) as usize;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 15).into_font().color(&INK))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(label_area)
+        .build_cartesian_2d(0f64..150f64, (0..last).into_segmented())?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("Reproduction rate (%)")
+        .y_desc(y_desc)
+        .x_labels(6)
+        .x_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| {
+                let k = r.key.replace('_', " ");
+                if k.chars().count() > chars { format!("{}…", k.chars().take(chars - 1).collect::<String>()) } else { k }
+            }).unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 12).into_font().color(&INK))
+        .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+        .draw()?;
+    chart.draw_series(
+        Histogram::horizontal(&chart)
+            .style(BAR.mix(0.85).filled())
+            .margin(6)
+            .data(rows.iter().enumerate().map(|(i, r)| (i as i32, r.rate.unwrap_or(0.0) * 100.0))),
+    )?;
+    chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
+        let (lo, hi, rate) = (r.rate_low?, r.rate_high?, r.rate?);
+        Some(ErrorBar::new_horizontal(SegmentValue::CenterOf(i as i32), lo * 100.0, rate * 100.0, hi * 100.0, INK.stroke_width(2), 8))
+    }))?;
+    chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+        Text::new(
+            format!("{} n={}", failpass_shared::format::percent(r.rate), r.reports_graded),
+            (r.rate_high.unwrap_or(0.0) * 100.0 + 2.0, SegmentValue::CenterOf(i as i32)),
+            ("sans-serif", 11).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center)),
+        )
+    }))?;
     Ok(())
 }
 
@@ -217,8 +279,8 @@ pub fn grouped_bars(
             .x_label_area_size(40)
             .y_label_area_size(60)
             .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
-        // Label at most ~12 ticks so narrow screens stay legible.
-        let every = n.div_ceil(12).max(1);
+        // One label per ~60 px, so narrow screens stay legible.
+        let every = n.div_ceil((width as usize / 60).max(2)).max(1);
         chart
             .configure_mesh()
             .disable_x_mesh()

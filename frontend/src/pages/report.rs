@@ -219,7 +219,7 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
             </section>
             <section class="panel">
                 <h2>"Report"</h2>
-                <pre class="body">{report.body.clone()}</pre>
+                <div class="markdown" data-testid="report-body" inner_html=report.body_html.clone()></div>
                 {report.environment.clone().map(|e| view! { <p class="env">"Environment: "{e}</p> })}
             </section>
             <section class="panel">
@@ -394,7 +394,7 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
                     }).collect_view()}
                 }.into_any()
             }}
-            {a.candidate.map(|c| view! { <h3>"Candidate"</h3><pre class="candidate"><code>{c}</code></pre> })}
+            {a.candidate.map(|c| view! { <h3>"Candidate"</h3><Candidate source=c/> })}
         </div>
     }
 }
@@ -430,4 +430,14 @@ fn ReviewForm(id: i64) -> impl IntoView {
             <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
         </form>
     }
+}
+
+/// The candidate script, syntax-highlighted (the text is the script exactly).
+#[component]
+fn Candidate(source: String) -> impl IntoView {
+    let spans = failpass_shared::highlight::tokenize(&source)
+        .into_iter()
+        .map(|(kind, text)| view! { <span class=kind.class()>{text.to_owned()}</span> })
+        .collect_view();
+    view! { <pre class="candidate" data-testid="candidate"><code>{spans}</code></pre> }
 }

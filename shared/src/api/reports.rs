@@ -215,7 +215,12 @@ pub struct ReportSummary {
 pub struct Report {
     #[serde(flatten)]
     pub summary: ReportSummary,
+    /// Markdown, as filed.
     pub body: String,
+    /// `body` rendered to sanitised HTML: raw HTML shown as text, only
+    /// http(s), mailto and in-site links, images as links.
+    #[serde(default)]
+    pub body_html: String,
     pub reporter: Option<String>,
     pub environment: Option<String>,
     pub paths: Vec<String>,
