@@ -293,6 +293,9 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     0..=4 => (Verdict::Reproduced, VerdictSource::Deterministic, None, None),
                     5..=7 => (Verdict::NotReproduced, VerdictSource::Deterministic, Some([FailureCause::WrongFailure, FailureCause::NoFailure, FailureCause::PoorDecision][rng.below(3)]), None),
                     8 => (Verdict::Error, VerdictSource::Deterministic, Some(FailureCause::EnvSetup), None),
+                    // An agent's own LLM judgement first, the oracle's check after it:
+                    // the pairs LLM-verdict precision is measured on.
+                    _ if t == 0 && tries > 1 => (Verdict::Lead, VerdictSource::Llm, None, None),
                     _ => (Verdict::NotReproduced, VerdictSource::Deterministic, Some(FailureCause::StuckInLoop), None),
                 },
                 (Route::HumanFirst, _) => match rng.below(4) {

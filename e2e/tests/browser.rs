@@ -519,6 +519,9 @@ async fn oracles_page_shows_the_apis_coverage() {
     }
     let svg = h.client.find(Locator::Css("[data-testid=chart-oracle-kinds] svg")).await.unwrap().html(false).await.unwrap();
     assert!(svg.contains("Reports by oracle kind") && svg.contains("Oracle kind"), "a titled chart with labelled axes");
+    assert_eq!(h.text("oracle-llm-precision").await, rate(&api["llm_precision"]));
+    let sources = h.client.find(Locator::Css("[data-testid=chart-oracle-sources] svg")).await.unwrap().html(false).await.unwrap();
+    assert!(sources.contains("in-patch reference 47.11%"), "the reference line is named in the legend");
     h.screenshot("oracles.png").await;
     // the project filter goes into the URL and the figures follow it
     let select = h.client.find(Locator::Css("[data-testid=filter-project]")).await.unwrap();

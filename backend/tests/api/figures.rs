@@ -207,3 +207,28 @@ async fn throughput_matches_the_report_statuses() {
     let facets = app.get("/api/v1/facets").await.body;
     assert!(facets["agents"].as_array().unwrap().len() > 1 && !facets["models"].as_array().unwrap().is_empty(), "{facets}");
 }
+
+#[tokio::test]
+async fn llm_precision_pairs_leads_with_later_deterministic_grades() {
+    let app = crate::helpers::spawn_app().await;
+    app.project("l/p").await;
+    let oracle = serde_json::json!({"kind": "fail_to_pass", "source": "authored", "command": "pytest t.py"});
+    let mut ids = Vec::new();
+    for ext in ["a", "b", "c", "d"] {
+        ids.push(app.report(serde_json::json!({"project": "l/p", "external_id": ext, "title": ext, "oracle": oracle})).await);
+    }
+    let attempt = |report: i64, verdict: &str, source: &str, day: u32| {
+        serde_json::json!({"report_id": report, "agent": format!("{source}-{day}"), "verdict": verdict, "verdict_source": source,
+            "started_at": format!("2026-01-{day:02}T00:00:00Z")})
+    };
+    // a: the lead was right; b: wrong; c: never checked; d: checked before the lead, so not a check of it
+    for (r, v, s, d) in [(0, "lead", "llm", 1), (0, "reproduced", "deterministic", 2), (1, "lead", "llm", 1), (1, "not_reproduced", "deterministic", 2),
+        (2, "lead", "llm", 1), (3, "reproduced", "deterministic", 1), (3, "lead", "llm", 2)] {
+        app.attempt(attempt(ids[r], v, s, d)).await;
+    }
+    let s = app.get("/api/v1/oracles?project=l/p").await.body;
+    assert_eq!((s["llm_precision"]["count"].as_i64(), s["llm_precision"]["of"].as_i64()), (Some(1), Some(2)), "{s}");
+    assert_eq!(s["llm_precision"]["rate"], 0.5);
+    let empty = app.get("/api/v1/oracles?project=no/such").await;
+    assert_eq!(empty.status, 404);
+}

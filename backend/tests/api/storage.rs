@@ -464,6 +464,22 @@ async fn both_engines_agree_on_the_demo_figures() {
     let qa = s_list(sqlite.as_ref()).await;
     let qb = s_list(pg.storage.as_ref()).await;
     assert_eq!(qa, qb, "the queue lists the same reports in the same order");
+    // the crossed landscape, the distributions, the flows and the oracle summary
+    let crossed = FiguresQuery { group_by: GroupBy::Route, then_by: vec![GroupBy::Agent, GroupBy::Model], ..Default::default() };
+    crate::figures::assert_rows_close(&rows(sqlite.as_ref(), crossed.clone()).await, &rows(pg.storage.as_ref(), crossed).await, "crossed");
+    let dq = failpass_shared::api::figures::DistributionQuery { figures: by(GroupBy::Agent), ..Default::default() };
+    let mut va = sqlite.metric_values(&dq, &ProjectScope::All).await.unwrap();
+    let mut vb = pg.storage.metric_values(&dq, &ProjectScope::All).await.unwrap();
+    va.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
+    vb.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
+    assert_eq!(va, vb);
+    let fa = failpass_shared::figures::throughput(&sqlite.report_flows(&Default::default(), &ProjectScope::All).await.unwrap(), now);
+    let fb = failpass_shared::figures::throughput(&pg.storage.report_flows(&Default::default(), &ProjectScope::All).await.unwrap(), now);
+    assert_eq!(fa, fb);
+    assert!(fa.time_to_reproduction_n > 0 && fa.backlog > 0, "{fa:?}");
+    let oa = sqlite.oracle_summary(None, &ProjectScope::All).await.unwrap();
+    let ob = pg.storage.oracle_summary(None, &ProjectScope::All).await.unwrap();
+    assert_eq!(oa, ob);
     pg.drop_now().await;
 }
 

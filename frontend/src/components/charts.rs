@@ -458,3 +458,59 @@ fn compact(v: f64) -> String {
         format!("{v:.2}")
     }
 }
+
+/// Shares as labelled bars (`share`, and the count it is of) against a
+/// dashed reference line named in the legend.
+pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], reference: (f64, &str), width: u32, height: u32) -> String {
+    svg(width, height, |root| {
+        root.fill(&WHITE)?;
+        let n = rows.len().max(1);
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16).into_font().color(&INK))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(52)
+            .build_cartesian_2d(0f64..n as f64, 0f64..1.3f64)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_labels(n * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = (x - 0.5).round();
+                match rows.get(i as usize) {
+                    Some(r) if ((x - 0.5) - i).abs() < 1e-6 && i >= 0.0 => short_key(&r.0),
+                    _ => String::new(),
+                }
+            })
+            .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
+            .y_desc("Share of all reports (%)")
+            .x_desc(x_desc)
+            .label_style(("sans-serif", 12).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+            Rectangle::new([(i as f64 + 0.2, 0.0), (i as f64 + 0.8, r.1)], BAR.mix(0.85).filled())
+        }))?;
+        chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+            Text::new(
+                format!("{} (n={})", failpass_shared::format::percent(Some(r.1)), r.2),
+                (i as f64 + 0.5, r.1 + 0.03),
+                ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            )
+        }))?;
+        let (y, label) = reference;
+        chart
+            .draw_series(DashedLineSeries::new(vec![(0.0, y), (n as f64, y)], 8, 5, INK.stroke_width(2)))?
+            .label(label)
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], INK.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(INK.mix(0.3))
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font(("sans-serif", 12).into_font().color(&INK))
+            .draw()?;
+        Ok(())
+    })
+}

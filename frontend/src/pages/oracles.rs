@@ -66,6 +66,19 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
     let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
     let chart = count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, crate::components::charts::chart_width(640), 300);
     let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
+    let shares: Vec<(String, f64, i64)> = s
+        .by_source
+        .iter()
+        .map(|k| (k.source.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "not stated".into()), k.reports as f64 / s.reports.max(1) as f64, k.reports))
+        .collect();
+    let sources_chart = crate::components::charts::share_bars(
+        "Share of all reports, by oracle source",
+        "Oracle source",
+        &shares,
+        (s.in_patch_reference, "in-patch reference 47.11%"),
+        crate::components::charts::chart_width(640),
+        300,
+    );
     view! {
         <section class="stats" aria-label="Oracle figures">
             <Stat label="Oracle coverage" value=percent(s.coverage.rate) detail=share_detail(&s.coverage, "reports have a deterministic oracle") testid="oracle-coverage"/>
@@ -73,6 +86,12 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
             <Stat label="Authoring minutes" value=format!("{:.0}", s.authoring_minutes_total)
                 detail=format!("total over {} authored oracles; median {}", s.authored_oracles,
                     s.authoring_minutes_median.map(|m| format!("{m:.1} min")).unwrap_or_else(|| "—".into())) testid="oracle-minutes"/>
+            <Stat label="LLM-verdict precision" value=percent(s.llm_precision.rate) testid="oracle-llm-precision"
+                detail=match s.llm_precision.rate {
+                    Some(p) => format!("{} of {} LLM leads later graded deterministically were reproduced; 95% {}; false-positive rate {}",
+                        s.llm_precision.count, s.llm_precision.of, interval(s.llm_precision.low, s.llm_precision.high), percent(Some(1.0 - p))),
+                    None => "no LLM lead has been graded deterministically yet".to_owned(),
+                }/>
         </section>
         <section class="panel">
             <h2>"Oracle kinds"</h2>
@@ -89,6 +108,7 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
         </section>
         <section class="panel">
             <h2>"Deterministic oracles by source"</h2>
+            <div class="chart-svg" data-testid="chart-oracle-sources" inner_html=sources_chart></div>
             <table class="chart-table" data-testid="oracle-sources">
                 <thead><tr><th scope="col">"Source"</th><th scope="col" class="num">"Reports"</th></tr></thead>
                 <tbody>

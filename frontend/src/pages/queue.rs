@@ -53,6 +53,8 @@ pub fn QueuePage() -> impl IntoView {
     let go_verdict = go.clone();
     let go_sort = go.clone();
     let go_order = go.clone();
+    let go_since = go.clone();
+    let go_until = go.clone();
 
     // Bulk rerun: every failed or errored attempt of the reports these filters select.
     let bulk_message = RwSignal::new(String::new());
@@ -99,6 +101,16 @@ pub fn QueuePage() -> impl IntoView {
                 <EnumSelect label="Best verdict" testid="filter-verdict" options=Verdict::ALL.iter().map(|r| r.as_str()).collect()
                     selected=Signal::derive(move || current().filter.verdict.map(|r| r.as_str()).unwrap_or_default())
                     on_change=move |v| go_verdict("verdict", v)/>
+                <label class="field">
+                    <span>"Filed since"</span>
+                    <input type="date" data-testid="filter-since" prop:value=move || current().filter.since.map(|d| d.to_string()).unwrap_or_default()
+                        on:change=move |ev| go_since("since", event_target_value(&ev))/>
+                </label>
+                <label class="field">
+                    <span>"Filed until"</span>
+                    <input type="date" data-testid="filter-until" prop:value=move || current().filter.until.map(|d| d.to_string()).unwrap_or_default()
+                        on:change=move |ev| go_until("until", event_target_value(&ev))/>
+                </label>
                 <label class="field">
                     <span>"Sort by"</span>
                     <select data-testid="sort" on:change=move |ev| go_sort("sort", event_target_value(&ev))>

@@ -181,7 +181,7 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 {s.llm_only.then(|| view! { <Badge kind="flag" text="llm only"/> })}
                 " status: "{s.status.as_str().replace('_', " ")}
                 " · category: "{s.category.as_str().replace('_', " ")}
-                " · filed "{s.filed_at.format("%Y-%m-%d").to_string()}
+                " · filed "{s.filed_at.date_naive().to_string()}
                 // Only web addresses become links; anything else could run script.
                 {s.url.clone().filter(|u| u.starts_with("https://") || u.starts_with("http://"))
                     .map(|u| view! { " · " <a href=u rel="noopener noreferrer">"original"</a> })}

@@ -311,9 +311,14 @@ impl ReportFilter {
 
 /// A day as `YYYY-MM-DD`, naming the parameter when it is anything else.
 pub fn parse_day(field: &str, value: &str) -> Result<NaiveDate, FieldError> {
-    NaiveDate::parse_from_str(value, "%Y-%m-%d")
-        .ok()
-        .filter(|d| (1970..=9999).contains(&d.year()))
+    // By hand: chrono's general format parser would weigh on the dashboard's bundle.
+    let mut parts = value.split('-');
+    let mut num = |len: usize| parts.next().filter(|p| p.len() == len && p.bytes().all(|b| b.is_ascii_digit())).and_then(|p| p.parse::<u32>().ok());
+    let day = match (num(4), num(2), num(2), parts.next()) {
+        (Some(y), Some(m), Some(d), None) => NaiveDate::from_ymd_opt(y as i32, m, d),
+        _ => None,
+    };
+    day.filter(|d| (1970..=9999).contains(&d.year()))
         .ok_or_else(|| FieldError::new(field, format!("`{value}` is not a day: expected YYYY-MM-DD, e.g. 2026-11-30")))
 }
 
@@ -455,6 +460,15 @@ pub fn unknown_parameter(key: &str, known: &str) -> FieldError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_parse_strictly() {
+        assert_eq!(parse_day("since", "2026-02-28").unwrap().to_string(), "2026-02-28");
+        for bad in ["2026-02-30", "2026-2-28", "26-02-28", "2026-02-28x", "2026-02-28-01", "", "1969-12-31", "+202-01-01", "2026-0a-01"] {
+            let e = parse_day("since", bad).unwrap_err();
+            assert_eq!(e.field, "since", "{bad}");
+        }
+    }
 
     #[test]
     fn list_query_round_trips() {
