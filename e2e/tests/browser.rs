@@ -372,6 +372,20 @@ async fn failures_show_an_error_never_a_blank_page() {
     let msg = h.text("error").await;
     assert!(msg.contains("report 987654 not found"), "{msg}");
     h.screenshot("error-report-missing.png").await;
+    // every figure page names a bad filter, and says so when a window holds nothing
+    for path in ["/", "/regimes", "/cost"] {
+        h.client.goto(&format!("{}{path}?since=last-week", h.base)).await.unwrap();
+        let msg = h.text("error").await;
+        assert!(msg.contains("since") && msg.contains("YYYY-MM-DD"), "{path}: {msg}");
+        h.client.goto(&format!("{}{path}?since=2099-01-01", h.base)).await.unwrap();
+        let msg = h.text("empty").await;
+        assert!(msg.contains("Widen the filters"), "{path}: {msg}");
+    }
+    h.client.goto(&format!("{}/no/such/page", h.base)).await.unwrap();
+    h.until("the not-found page", || async {
+        h.client.source().await.unwrap_or_default().contains("Page not found")
+    })
+    .await;
     h.finish().await;
 }
 
