@@ -11,6 +11,11 @@ use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 /// A link target that is safe to follow, or `None`.
 fn safe_url(url: &str) -> Option<&str> {
     let u = url.trim();
+    // Browsers read `/\host` and `/<tab>/host` as `//host`: no backslashes,
+    // whitespace or control characters at all.
+    if u.chars().any(|c| c == '\\' || c.is_whitespace() || c.is_control()) {
+        return None;
+    }
     let lower = u.to_ascii_lowercase();
     let ok = lower.starts_with("https://")
         || lower.starts_with("http://")
@@ -108,6 +113,10 @@ mod tests {
         assert!(html.contains("<a href=\"/reports/2\""));
         assert!(!html.contains("<img"), "{html}");
         assert!(html.contains("[image: plot]"), "{html}");
+        for sneaky in ["[s](/\\evil.example)", "[t](</\t/evil.example>)", "[u](<https://a.example/\u{0}x>)"] {
+            let html = render(sneaky);
+            assert!(!html.contains("href"), "{sneaky} -> {html}");
+        }
         let quoted = render("[x](https://a.example/\"onmouseover=\"alert(1))");
         assert!(!quoted.contains("\"onmouseover"), "{quoted}");
     }

@@ -55,7 +55,8 @@ pub fn provide_router() {
         }
         let href = link.get_attribute("href").unwrap_or_default();
         // The app's own pages only: the API and static files load for real.
-        if !href.starts_with('/') || href.starts_with("//") || href.starts_with("/api/") || href.starts_with("/pkg/") {
+        let own = href.starts_with('/') && !href.starts_with("//") && !href.contains('\\');
+        if !own || href.starts_with("/api/") || href.starts_with("/pkg/") {
             return;
         }
         ev.prevent_default();

@@ -46,6 +46,15 @@ pub fn cost_mean_success(cost_successful_usd: f64, attempts_successful: u64) -> 
     ratio(cost_successful_usd, attempts_successful as f64)
 }
 
+/// Joins the parts of a crossed group's key between groups: a control
+/// character no name contains, so two groups never blur into one.
+pub const KEY_PARTS: char = '\u{1f}';
+
+/// A contribution's key from its dimensions' values (one to three).
+pub fn join_key_parts(first: String, second: Option<String>, third: Option<String>) -> String {
+    [Some(first), second, third].into_iter().flatten().collect::<Vec<_>>().join(&KEY_PARTS.to_string())
+}
+
 /// One report's attempts within one group, as storage sums them up.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReportContribution {

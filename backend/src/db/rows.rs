@@ -271,6 +271,8 @@ impl RunRow {
 #[derive(sqlx::FromRow)]
 pub struct ContributionRow {
     pub key: String,
+    pub key1: Option<String>,
+    pub key2: Option<String>,
     pub det: bool,
     pub in_patch: bool,
     pub attempts: i64,

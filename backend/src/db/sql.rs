@@ -219,9 +219,8 @@ macro_rules! impl_storage {
     ($ty:ty, $db:ty, $backend:expr) => {
         impl $ty {
             /// Appends `AND …` for the scope and the report filter.
-            /// The SQL giving a row's group key: one expression per dimension,
-            /// joined by the key separator.
-            fn group_key(query: &failpass_shared::api::figures::FiguresQuery) -> String {
+            /// The SQL giving a row's group key, one expression per dimension.
+            fn group_key(query: &failpass_shared::api::figures::FiguresQuery) -> Vec<&'static str> {
                 use failpass_shared::model::GroupBy;
                 let dimension = |d: GroupBy| match d {
                     GroupBy::None => "'all'",
@@ -237,8 +236,7 @@ macro_rules! impl_storage {
                     GroupBy::Week => Self::WEEK_KEY,
                     GroupBy::Vagueness => "CASE WHEN r.vague THEN 'vague' ELSE 'clear' END",
                 };
-                let sep = format!(" || '{}' || ", failpass_shared::api::figures::KEY_SEPARATOR);
-                query.dimensions().into_iter().map(dimension).collect::<Vec<_>>().join(&sep)
+                query.dimensions().into_iter().map(dimension).collect()
             }
 
             /// `JOIN attempts a` for the query's goal, agent and model.
@@ -1624,14 +1622,17 @@ macro_rules! impl_storage {
                 query: &failpass_shared::api::figures::FiguresQuery,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Vec<failpass_shared::figures::ReportContribution>> {
-                let key = Self::group_key(query);
+                // Each dimension its own column, so no name can blur two groups.
+                let dims = Self::group_key(query);
+                let part = |i: usize| dims.get(i).map_or_else(|| "CAST(NULL AS TEXT)".to_owned(), |d| d.to_string());
+                let key = format!("{} AS key, {} AS key1, {}", part(0), part(1), part(2));
                 let join = if query.is_per_attempt() || query.agent.is_some() || query.model.is_some() {
                     "JOIN"
                 } else {
                     "LEFT JOIN"
                 };
                 let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
-                    "SELECT {key} AS key, r.has_det_oracle AS det, \
+                    "SELECT {key} AS key2, r.has_det_oracle AS det, \
                      CASE WHEN r.oracle_source = 'in_patch_test' THEN TRUE ELSE FALSE END AS in_patch, \
                      COUNT(a.id) AS attempts, \
                      COALESCE(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END), 0) AS graded, \
@@ -1647,12 +1648,12 @@ macro_rules! impl_storage {
                 Self::push_attempt_join(&mut qb, query, join);
                 qb.push(" WHERE 1 = 1");
                 Self::push_report_filter(&mut qb, &query.filter, scope);
-                qb.push(" GROUP BY 1, r.id, r.has_det_oracle, r.oracle_source");
+                qb.push(" GROUP BY 1, 2, 3, r.id, r.has_det_oracle, r.oracle_source");
                 let rows: Vec<crate::db::rows::ContributionRow> = qb.build_query_as().fetch_all(&self.read).await?;
                 Ok(rows
                     .into_iter()
                     .map(|r| failpass_shared::figures::ReportContribution {
-                        key: r.key,
+                        key: failpass_shared::figures::join_key_parts(r.key, r.key1, r.key2),
                         has_deterministic_oracle: r.det,
                         has_in_patch_test: r.in_patch,
                         attempts: r.attempts.max(0) as u64,
@@ -1682,7 +1683,7 @@ macro_rules! impl_storage {
                 let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
                     "SELECT {} AS key, CAST({column} AS DOUBLE PRECISION) AS value \
                      FROM reports r JOIN projects p ON p.id = r.project_id",
-                    Self::group_key(q)
+                    Self::group_key(q).join(&format!(" || '{}' || ", failpass_shared::api::figures::KEY_SEPARATOR))
                 ));
                 Self::push_attempt_join(&mut qb, q, "JOIN");
                 qb.push(format!(" WHERE {column} IS NOT NULL"));
@@ -1699,12 +1700,15 @@ macro_rules! impl_storage {
                 let distinct = |column: &str| {
                     format!(
                         "SELECT DISTINCT {column} FROM attempts a JOIN reports r ON r.id = a.report_id \
-                         JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL{} ORDER BY 1",
+                         JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL{}",
                         if public { " AND p.public = TRUE" } else { "" }
                     )
                 };
-                let agents: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.agent"))).fetch_all(&self.read).await?;
-                let models: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.model"))).fetch_all(&self.read).await?;
+                let mut agents: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.agent"))).fetch_all(&self.read).await?;
+                let mut models: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.model"))).fetch_all(&self.read).await?;
+                // Sorted here: PostgreSQL's collation and SQLite's byte order differ.
+                agents.sort();
+                models.sort();
                 Ok(failpass_shared::api::figures::Facets { agents, models })
             }
 

@@ -21,7 +21,8 @@ pub async fn get_figures(
     let mut rows = figure_rows(contributions);
     if !query.then_by.is_empty() {
         for row in &mut rows {
-            row.keys = row.key.splitn(query.then_by.len() + 1, KEY_SEPARATOR).map(str::to_owned).collect();
+            row.keys = row.key.split(failpass_shared::figures::KEY_PARTS).map(str::to_owned).collect();
+            row.key = row.keys.join(KEY_SEPARATOR);
         }
     }
     Ok(ApiJson(FiguresResponse { group_by: query.group_by, then_by: query.then_by, goal: query.goal, rows }))

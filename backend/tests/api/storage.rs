@@ -498,7 +498,7 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
         // crossed: agent × model, each part a dimension's value
         let crossed = rows(s.as_ref(), FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() }).await;
         let keys: Vec<&str> = crossed.iter().map(|r| r.key.as_str()).collect();
-        assert_eq!(keys, ["judge · judge-model", "repgen · repgen-model", "swe-agent · swe-agent-model"]);
+        assert_eq!(keys, ["judge\u{1f}judge-model", "repgen\u{1f}repgen-model", "swe-agent\u{1f}swe-agent-model"], "one part per dimension");
         let by_agent = rows(s.as_ref(), by(GroupBy::Agent)).await;
         for (c, a) in crossed.iter().zip(&by_agent) {
             assert_eq!((c.reports, c.attempts, c.reports_reproduced), (a.reports, a.attempts, a.reports_reproduced), "{}", c.key);
@@ -539,10 +539,25 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
         assert_eq!(flows.len(), 4);
         let reproduced: Vec<_> = flows.iter().filter_map(|f| f.first_counting_at).collect();
         assert!(reproduced.contains(&t("2026-03-08T23:00:00Z")), "{flows:?}");
+        // R1 after 35 d 23 h (863 h), R2 after 36 d 0.5 h (864.5 h)
+        let out = failpass_shared::figures::throughput(&flows, t("2026-04-01T00:00:00Z"));
+        assert_eq!(out.time_to_reproduction_n, 2);
+        approx(out.time_to_reproduction_median_hours, 863.75);
         let _ = r1;
         let facets = s.facets(&ProjectScope::All).await.unwrap();
         assert_eq!(facets.agents, ["judge", "repgen", "swe-agent"]);
         assert_eq!(facets.models, ["judge-model", "repgen-model", "swe-agent-model"]);
+        // the window's ends: the last second of `until` is in, the next midnight out
+        project(s.as_ref(), "c/three", true).await;
+        let late = report(s.as_ref(), "c/three", "5", "late", CRASH, "2026-02-01T23:59:59Z", None).await;
+        report(s.as_ref(), "c/three", "6", "next", CRASH, "2026-02-02T00:00:00Z", None).await;
+        assert_eq!(count(window(None, Some("2026-02-01"))).await, 5);
+        assert_eq!(count(window(Some("2026-02-02"), Some("2026-02-02"))).await, 1);
+        // a name holding the display separator still makes one part per dimension
+        attempt(s.as_ref(), late, a("a · b", Verdict::NotReproduced, 1.0, "2026-03-01T00:00:00Z")).await;
+        let crossed = rows(s.as_ref(), FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() }).await;
+        let odd = crossed.iter().find(|r| r.key.starts_with("a · b")).expect("the odd agent's group");
+        assert_eq!(odd.key.split('\u{1f}').collect::<Vec<_>>(), ["a · b", "a · b-model"]);
     })
     .await;
 }
