@@ -256,6 +256,17 @@ async fn regimes_show_the_apis_landscape_and_splits() {
     })
     .await;
     assert!(repgen.rows.iter().all(|r| r.keys[1] == "repgen"));
+    // "Clear filters" on the same page resets the controls with the figures
+    h.client.find(Locator::Css("[data-testid=filter-clear]")).await.unwrap().click().await.unwrap();
+    let all = cells.rows.len();
+    h.until("every row again", || async { h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == all }).await;
+    let agent = h.client.find(Locator::Css("[data-testid=filter-agent]")).await.unwrap();
+    assert_eq!(agent.prop("value").await.unwrap().as_deref(), Some(""), "the agent select follows the address");
+    // and Back brings the agent back, control and rows alike
+    h.client.back().await.unwrap();
+    h.until("the repgen rows again", || async { h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == n }).await;
+    let agent = h.client.find(Locator::Css("[data-testid=filter-agent]")).await.unwrap();
+    assert_eq!(agent.prop("value").await.unwrap().as_deref(), Some("repgen"));
     h.finish().await;
 }
 

@@ -677,13 +677,14 @@ macro_rules! impl_jobs {
                         }
                     }
                 };
-                let row: Option<(i64, String, Option<String>, bool, Option<Json<serde_json::Value>>)> = sqlx::query_as(
-                    "SELECT a.report_id, a.goal, a.review, r.vague, a.grade FROM attempts a JOIN reports r ON r.id = a.report_id WHERE a.id = $1",
+                let row: Option<(i64, String, Option<String>, bool, Option<Json<serde_json::Value>>, String, String)> = sqlx::query_as(
+                    "SELECT a.report_id, a.goal, a.review, r.vague, a.grade, a.verdict, a.verdict_source \
+                     FROM attempts a JOIN reports r ON r.id = a.report_id WHERE a.id = $1",
                 )
                 .bind(attempt_id)
                 .fetch_optional(&mut **tx)
                 .await?;
-                let Some((report_id, goal, review, vague, stored)) = row else {
+                let Some((report_id, goal, review, vague, stored, old_verdict, old_source)) = row else {
                     return Err(crate::db::StorageError::NotFound(format!("attempt {attempt_id}")));
                 };
                 // Merge with what is stored now (a verification and a re-check may
@@ -712,6 +713,14 @@ macro_rules! impl_jobs {
                     let goal: Goal = goal.parse().map_err(corrupt)?;
                     let review: Option<Review> = review.map(|r| r.parse()).transpose().map_err(corrupt)?;
                     let source = VerdictSource::Deterministic;
+                    // An LLM's lead regraded by execution: keep what the LLM said,
+                    // so LLM-verdict precision can score it.
+                    let llm_verdict = (old_source == "llm" && matches!(old_verdict.as_str(), "lead" | "confirmed")).then_some(old_verdict);
+                    sqlx::query("UPDATE attempts SET llm_verdict = COALESCE(llm_verdict, $1) WHERE id = $2")
+                        .bind(llm_verdict)
+                        .bind(attempt_id)
+                        .execute(&mut **tx)
+                        .await?;
                     sqlx::query(
                         "UPDATE attempts SET verdict = $1, verdict_source = $2, failure_cause = $3, signals = $4, flaky = $5, grade = $6, \
                          graded = $7, counts = $8, awaiting = $9, failure_signature = $11 WHERE id = $10",

@@ -1496,18 +1496,23 @@ macro_rules! impl_storage {
                 .fetch_all(&self.read)
                 .await?;
                 // LLM-verdict precision: each LLM-judged lead (accepted or not)
-                // whose report a deterministic check graded afterwards; right
-                // when such a later check reproduced it.
+                // that a deterministic check graded afterwards: in place (the
+                // attempt itself regraded; `llm_verdict` keeps the lead), else by
+                // a later attempt on its report. Right when that check reproduced it.
                 let (judged, right): (i64, i64) = sqlx::query_as(
-                    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id \
+                    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN l.llm_verdict IS NOT NULL THEN \
+                       CASE WHEN l.verdict = 'reproduced' THEN 1 ELSE 0 END \
+                       WHEN EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id \
                        AND d.goal = 'reproduce' AND d.verdict_source = 'deterministic' AND d.verdict = 'reproduced' \
                        AND d.started_at >= l.started_at AND d.id <> l.id) THEN 1 ELSE 0 END), 0) \
                      FROM attempts l JOIN reports r ON r.id = l.report_id JOIN projects p ON p.id = r.project_id \
-                     WHERE l.goal = 'reproduce' AND l.verdict_source = 'llm' AND l.verdict IN ('lead', 'confirmed') \
+                     WHERE l.goal = 'reproduce' \
                        AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) \
-                       AND EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id AND d.goal = 'reproduce' \
+                       AND ((l.llm_verdict IS NOT NULL AND l.verdict_source = 'deterministic' AND l.verdict IN ('reproduced', 'not_reproduced')) \
+                         OR (l.llm_verdict IS NULL AND l.verdict_source = 'llm' AND l.verdict IN ('lead', 'confirmed') \
+                         AND EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id AND d.goal = 'reproduce' \
                          AND d.verdict_source = 'deterministic' AND d.verdict IN ('reproduced', 'not_reproduced') \
-                         AND d.started_at >= l.started_at AND d.id <> l.id)",
+                         AND d.started_at >= l.started_at AND d.id <> l.id)))",
                 )
                 .bind(public_only)
                 .bind(project)

@@ -470,3 +470,34 @@ async fn an_unreadable_environment_cache_is_named_not_graded() {
     let graded = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body;
     assert_eq!(graded["verdict"], "not_reproduced", "after the fix the retry grades it: {}", graded["grade"]);
 }
+
+/// An LLM's lead rerun by the oracle is regraded in place; the LLM's verdict
+/// is kept, so LLM-verdict precision scores it (right once, wrong once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leads_regraded_in_place_score_llm_precision() {
+    let app = spawn_app_with_workers(false, 1).await;
+    app.project("l/lib").await;
+    for (name, role) in [("v1", "buggy"), ("v2", "fixed")] {
+        let r = app.post("/api/v1/environments", &json!({"project": "l/lib", "name": name, "role": role, "recipe": {"env": {"MODE": role}}})).await;
+        assert!(r.status < 300, "{}", r.body);
+    }
+    let report = app.report(json!({"project": "l/lib", "external_id": "1", "title": "mode bug",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py"}})).await;
+    let fails_on_buggy = "import os\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n";
+    let mut ids = Vec::new();
+    for (agent, candidate) in [("right", fails_on_buggy), ("wrong", "pass\n")] {
+        let a = app.attempt(json!({"report_id": report, "agent": agent, "verdict": "lead", "verdict_source": "llm", "candidate": candidate})).await;
+        ids.push(a["id"].as_i64().unwrap());
+    }
+    let before = app.get("/api/v1/oracles?project=l/lib").await.body;
+    assert_eq!(before["llm_precision"]["of"], 0, "nothing checked yet: {before}");
+    for id in &ids {
+        let r = app.post("/api/v1/reruns", &json!({"attempt_id": id})).await;
+        assert!(r.status < 300, "{}", r.body);
+    }
+    drain(&app, Duration::from_secs(60)).await;
+    let right = app.get(&format!("/api/v1/attempts/{}", ids[0])).await.body;
+    assert_eq!((right["verdict"].as_str(), right["verdict_source"].as_str()), (Some("reproduced"), Some("deterministic")), "{right}");
+    let after = app.get("/api/v1/oracles?project=l/lib").await.body;
+    assert_eq!((after["llm_precision"]["count"].as_i64(), after["llm_precision"]["of"].as_i64()), (Some(1), Some(2)), "{after}");
+}

@@ -23,25 +23,27 @@ fn value_of(pairs: &[(String, String)], key: &str) -> String {
     pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
 }
 
-/// A labelled `<select>` whose first option means "any".
+/// A labelled `<select>` whose first option means "any". Its selection
+/// follows the address (Back, or "Clear filters" on the same page).
 fn choice(
     label: &'static str,
     key: &'static str,
     any: &'static str,
     options: Vec<(String, String)>,
-    selected: String,
+    pairs: Memo<Vec<(String, String)>>,
     go: impl Fn(&'static str, String) + Clone + 'static,
 ) -> AnyView {
+    let current = move || pairs.with(|p| value_of(p, key));
     view! {
         <label class="field">
             <span>{label}</span>
             <select data-testid=format!("filter-{key}") on:change=move |ev| go(key, event_target_value(&ev))>
-                <option value="" selected=selected.is_empty()>{any}</option>
+                <option value="" prop:selected=move || current().is_empty()>{any}</option>
                 {options
                     .into_iter()
                     .map(|(value, text)| {
-                        let is = value == selected;
-                        view! { <option value=value selected=is>{text}</option> }
+                        let v = value.clone();
+                        view! { <option value=value prop:selected=move || current() == v>{text}</option> }
                     })
                     .collect_view()}
             </select>
@@ -63,11 +65,10 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
         crate::router::navigate(&href);
     };
     let date = move |label: &'static str, key: &'static str| {
-        let current = pairs.with_untracked(|p| value_of(p, key));
         view! {
             <label class="field">
                 <span>{label}</span>
-                <input type="date" data-testid=format!("filter-{key}") value=current
+                <input type="date" data-testid=format!("filter-{key}") prop:value=move || pairs.with(|p| value_of(p, key))
                     on:change=move |ev| go(key, event_target_value(&ev))/>
             </label>
         }
@@ -77,7 +78,6 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
             <Suspense fallback=|| view! { <span class="hint">"Loading filters…"</span> }>
                 {move || Suspend::new(async move {
                     let (projects, facets) = options.await;
-                    let p = pairs.get_untracked();
                     let projects = projects
                         .into_iter()
                         .map(|p| {
@@ -88,12 +88,12 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
                     let routes = Route::ALL.iter().map(|r| (r.to_string(), r.to_string().replace('_', " "))).collect();
                     let pairs_of = |v: Vec<String>| v.into_iter().map(|a| (a.clone(), a)).collect::<Vec<_>>();
                     view! {
-                        {choice("Project", "project", "All projects", projects, value_of(&p, "project"), go)}
+                        {choice("Project", "project", "All projects", projects, pairs, go)}
                         {date("Filed since", "since")}
                         {date("Filed until", "until")}
-                        {choice("Route", "route", "All routes", routes, value_of(&p, "route"), go)}
-                        {choice("Agent", "agent", "All agents", pairs_of(facets.agents), value_of(&p, "agent"), go)}
-                        {choice("Model", "model", "All models", pairs_of(facets.models), value_of(&p, "model"), go)}
+                        {choice("Route", "route", "All routes", routes, pairs, go)}
+                        {choice("Agent", "agent", "All agents", pairs_of(facets.agents), pairs, go)}
+                        {choice("Model", "model", "All models", pairs_of(facets.models), pairs, go)}
                         <a class="clear-filters" href=path data-testid="filter-clear">"Clear filters"</a>
                     }
                 })}

@@ -44,6 +44,11 @@ pub fn OverviewPage() -> impl IntoView {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok((None, _, _)) => view! { <Empty message="No reports in this view. Widen the filters, or submit one through the API (POST /api/v1/reports)."/> }.into_any(),
                         Ok((Some(total), by_route, flow)) => view! {
+                            {query.get_untracked().is_ok_and(|q| q.agent.is_some() || q.model.is_some()).then(|| view! {
+                                <p class="hint" data-testid="report-level-hint">
+                                    "Backlog, weekly throughput and time to reproduction are report-level: the agent and model filters do not narrow them."
+                                </p>
+                            })}
                             <Headline total=total flow=flow.clone()/>
                             <ThroughputChart flow=flow/>
                             <RouteChart rows=by_route/>

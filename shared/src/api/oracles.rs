@@ -62,9 +62,10 @@ pub struct OracleSummary {
     pub authoring_minutes_median: Option<f64>,
     /// Failure causes of reproduction attempts.
     pub failure_causes: Vec<CauseCount>,
-    /// LLM-verdict precision: of LLM-judged leads (accepted or not) whose
-    /// report a deterministic check graded later, the share where such a
-    /// check reproduced it. `1 - rate` is LLM judging's false-positive rate.
+    /// LLM-verdict precision: of LLM-judged leads (accepted or not) that a
+    /// deterministic check graded later (the attempt rerun in place, else a
+    /// later attempt on its report), the share that check reproduced.
+    /// `1 - rate` is LLM judging's false-positive rate.
     pub llm_precision: Share,
 }
 
