@@ -21,16 +21,36 @@ pub enum ClientError {
     Input(String),
 }
 
-async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
+async fn get_text(url: &str) -> Result<String, ClientError> {
     let resp = gloo_net::http::Request::get(url)
         .send()
         .await
         .map_err(|e| ClientError::Network(e.to_string()))?;
-    read_json(resp, url).await
+    read_text(resp, url).await
+}
+
+async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
+    serde_json::from_str(&get_text(url).await?).map_err(|e| ClientError::Decode(e.to_string()))
+}
+
+/// A 2xx answer's body read twice, as `A` and as `B`: for the API's
+/// flattened shapes (a report is its summary's fields plus its own), which
+/// serde would otherwise buffer through a second, generic deserializer the
+/// bundle pays for.
+async fn get_json_two<A: DeserializeOwned, B: DeserializeOwned>(url: &str) -> Result<(A, B), ClientError> {
+    let text = get_text(url).await?;
+    let decode = |e: serde_json::Error| ClientError::Decode(e.to_string());
+    Ok((serde_json::from_str(&text).map_err(decode)?, serde_json::from_str(&text).map_err(decode)?))
 }
 
 /// The body of a 2xx answer, or the API's `{code, message}` error.
 async fn read_json<T: DeserializeOwned>(resp: gloo_net::http::Response, url: &str) -> Result<T, ClientError> {
+    let text = read_text(resp, url).await?;
+    serde_json::from_str(&text).map_err(|e| ClientError::Decode(e.to_string()))
+}
+
+/// The text of a 2xx answer, or the API's `{code, message}` error.
+async fn read_text(resp: gloo_net::http::Response, url: &str) -> Result<String, ClientError> {
     if !resp.ok() {
         let status = resp.status();
         return Err(match resp.json::<ApiErrorBody>().await {
@@ -38,7 +58,7 @@ async fn read_json<T: DeserializeOwned>(resp: gloo_net::http::Response, url: &st
             Err(_) => ClientError::Api { status, code: "http".into(), message: format!("HTTP {status} from {url}") },
         });
     }
-    resp.json::<T>().await.map_err(|e| ClientError::Decode(e.to_string()))
+    resp.text().await.map_err(|e| ClientError::Network(e.to_string()))
 }
 
 async fn post_json<B: serde::Serialize, T: DeserializeOwned>(url: &str, body: &B) -> Result<T, ClientError> {
@@ -55,8 +75,15 @@ pub async fn queue() -> Result<failpass_shared::api::jobs::QueueOverview, Client
     get_json("/api/v1/jobs").await
 }
 
+/// An attempt's runs, beside its own fields in `GET /api/v1/attempts/{id}`.
+#[derive(serde::Deserialize)]
+struct Runs {
+    runs: Vec<failpass_shared::api::attempts::Run>,
+}
+
 pub async fn attempt(id: i64) -> Result<failpass_shared::api::attempts::AttemptDetail, ClientError> {
-    get_json(&format!("/api/v1/attempts/{id}")).await
+    let (attempt, Runs { runs }) = get_json_two(&format!("/api/v1/attempts/{id}")).await?;
+    Ok(failpass_shared::api::attempts::AttemptDetail { attempt, runs })
 }
 
 pub async fn rerun(req: &failpass_shared::api::jobs::RerunRequest) -> Result<failpass_shared::api::jobs::RerunResponse, ClientError> {
@@ -120,8 +147,33 @@ pub async fn reports(query: &ReportListQuery) -> Result<Page<ReportSummary>, Cli
     get_json(&format!("/api/v1/reports?{}", to_query_string(&query.pairs()))).await
 }
 
+/// A report's own fields, beside its summary's in `GET /api/v1/reports/{id}`.
+#[derive(serde::Deserialize)]
+struct ReportOwn {
+    body: String,
+    #[serde(default)]
+    body_html: String,
+    reporter: Option<String>,
+    environment: Option<String>,
+    paths: Vec<String>,
+    features: failpass_shared::api::reports::ReportFeatures,
+    oracle: Option<failpass_shared::api::reports::Oracle>,
+    explanation: Vec<failpass_shared::api::reports::RuleOutcome>,
+}
+
 pub async fn report(id: i64) -> Result<Report, ClientError> {
-    get_json(&format!("/api/v1/reports/{id}")).await
+    let (summary, own): (ReportSummary, ReportOwn) = get_json_two(&format!("/api/v1/reports/{id}")).await?;
+    Ok(Report {
+        summary,
+        body: own.body,
+        body_html: own.body_html,
+        reporter: own.reporter,
+        environment: own.environment,
+        paths: own.paths,
+        features: own.features,
+        oracle: own.oracle,
+        explanation: own.explanation,
+    })
 }
 
 pub async fn attempts(query: &AttemptListQuery) -> Result<Page<Attempt>, ClientError> {

@@ -1,7 +1,7 @@
 //! Overview: the team lead's headline figures, weekly throughput and the
 //! route mix, under the shared filters.
 
-use failpass_shared::api::figures::{FigureRow, Throughput};
+use failpass_shared::api::figures::{FigureRow, FiguresQuery, Throughput};
 use failpass_shared::format::{hours, interval, percent, thousands, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
@@ -22,13 +22,13 @@ pub fn OverviewPage() -> impl IntoView {
     let figures = LocalResource::new(move || {
         let q = query.get();
         async move {
-            let mut q = q?;
-            q.group_by = GroupBy::None;
-            let total = api::figures(&q).await?;
-            q.group_by = GroupBy::Route;
-            let by_route = api::figures(&q).await?;
-            let flow = api::throughput(&q.filter).await?;
-            Ok::<_, ClientError>((total.rows.into_iter().next(), by_route.rows, flow))
+            let q = q?;
+            let total_q = FiguresQuery { group_by: GroupBy::None, ..q.clone() };
+            let route_q = FiguresQuery { group_by: GroupBy::Route, ..q.clone() };
+            // The three requests in flight together: this page has a time budget.
+            let (total, by_route, flow) =
+                futures_util::future::join3(api::figures(&total_q), api::figures(&route_q), api::throughput(&q.filter)).await;
+            Ok::<_, ClientError>((total?.rows.into_iter().next(), by_route?.rows, flow?))
         }
     });
 
