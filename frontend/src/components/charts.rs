@@ -44,11 +44,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     // A segmented range `0..k` has k + 1 segments.
     let last = (rows.len() as i32 - 1).max(0);
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 16).into_font().color(&INK))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(52)
+    let mut chart = frame(root, title, 52)
         .build_cartesian_2d((0..last).into_segmented(), 0f64..134f64)?;
     chart
         .configure_mesh()
@@ -63,8 +59,8 @@ fn draw_rate_bars<DB: DrawingBackend>(
             SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| short_key(&r.key)).unwrap_or_default(),
             _ => String::new(),
         })
-        .label_style(("sans-serif", 12).into_font().color(&INK))
-        .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+        .label_style(font(12))
+        .axis_desc_style(font(12))
         .draw()?;
 
     chart.draw_series(
@@ -92,7 +88,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
         Text::new(
             format!("{} (n={})", failpass_shared::format::percent(r.rate), r.reports_graded),
             (SegmentValue::CenterOf(i as i32), y),
-            ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
         )
     }))?;
     chart
@@ -100,7 +96,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .background_style(WHITE.mix(0.9))
         .border_style(INK.mix(0.3))
         .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 12).into_font().color(&INK))
+        .label_font(font(12))
         .draw()?;
     Ok(())
 }
@@ -118,11 +114,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
     let last = (rows.len() as i32 - 1).max(0);
     let label_area = (width as f64 * 0.36).clamp(90.0, 190.0) as u32;
     let chars = (label_area / 7).max(8) as usize;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 15).into_font().color(&INK))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(label_area)
+    let mut chart = frame(root, title, label_area)
         .build_cartesian_2d(0f64..150f64, (0..last).into_segmented())?;
     chart
         .configure_mesh()
@@ -133,30 +125,31 @@ fn draw_rate_rows<DB: DrawingBackend>(
         .x_labels(6)
         .x_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
         .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| {
+            // The first row on top, as in the table below.
+            SegmentValue::CenterOf(i) => rows.get((last - *i) as usize).map(|r| {
                 let k = r.key.replace('_', " ");
                 if k.chars().count() > chars { format!("{}…", k.chars().take(chars - 1).collect::<String>()) } else { k }
             }).unwrap_or_default(),
             _ => String::new(),
         })
-        .label_style(("sans-serif", 12).into_font().color(&INK))
-        .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+        .label_style(font(12))
+        .axis_desc_style(font(12))
         .draw()?;
     chart.draw_series(
         Histogram::horizontal(&chart)
             .style(BAR.mix(0.85).filled())
             .margin(6)
-            .data(rows.iter().enumerate().map(|(i, r)| (i as i32, r.rate.unwrap_or(0.0) * 100.0))),
+            .data(rows.iter().enumerate().map(|(i, r)| (last - i as i32, r.rate.unwrap_or(0.0) * 100.0))),
     )?;
     chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
         let (lo, hi, rate) = (r.rate_low?, r.rate_high?, r.rate?);
-        Some(ErrorBar::new_horizontal(SegmentValue::CenterOf(i as i32), lo * 100.0, rate * 100.0, hi * 100.0, INK.stroke_width(2), 8))
+        Some(ErrorBar::new_horizontal(SegmentValue::CenterOf(last - i as i32), lo * 100.0, rate * 100.0, hi * 100.0, INK.stroke_width(2), 8))
     }))?;
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
         Text::new(
             format!("{} n={}", failpass_shared::format::percent(r.rate), r.reports_graded),
-            (r.rate_high.unwrap_or(0.0) * 100.0 + 2.0, SegmentValue::CenterOf(i as i32)),
-            ("sans-serif", 11).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center)),
+            (r.rate_high.unwrap_or(0.0) * 100.0 + 2.0, SegmentValue::CenterOf(last - i as i32)),
+            font(11).pos(Pos::new(HPos::Left, VPos::Center)),
         )
     }))?;
     Ok(())
@@ -186,11 +179,7 @@ fn draw_count_bars<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     let last = (rows.len() as i32 - 1).max(0);
     let top = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64 * 1.18;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 16).into_font().color(&INK))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(52)
+    let mut chart = frame(root, title, 52)
         .build_cartesian_2d((0..last).into_segmented(), 0f64..top)?;
     chart
         .configure_mesh()
@@ -203,8 +192,8 @@ fn draw_count_bars<DB: DrawingBackend>(
             SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.0.replace('_', " ")).unwrap_or_default(),
             _ => String::new(),
         })
-        .label_style(("sans-serif", 12).into_font().color(&INK))
-        .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+        .label_style(font(12))
+        .axis_desc_style(font(12))
         .draw()?;
     chart.draw_series(
         Histogram::vertical(&chart).style(BAR.mix(0.85).filled()).margin(18).data(rows.iter().enumerate().map(|(i, r)| (i as i32, r.1 as f64))),
@@ -213,10 +202,27 @@ fn draw_count_bars<DB: DrawingBackend>(
         Text::new(
             r.1.to_string(),
             (SegmentValue::CenterOf(i as i32), r.1 as f64 + top * 0.02),
-            ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
         )
     }))?;
     Ok(())
+}
+
+/// The frame every chart shares: its title, margins and room for the axes'
+/// labels (`y_label_area` pixels for the y axis's).
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    title: &'b str,
+    y_label_area: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(root);
+    builder.caption(title, font(16)).margin(12).x_label_area_size(40).y_label_area_size(y_label_area);
+    builder
+}
+
+/// The charts' one typeface, in ink, at `size` pixels.
+fn font(size: u32) -> TextStyle<'static> {
+    ("sans-serif", size).into_font().color(&INK)
 }
 
 /// A group key as an axis label: underscores as spaces, long keys cut.
@@ -273,11 +279,7 @@ pub fn grouped_bars(
         let n = labels.len().max(1);
         let k = series.len().max(1);
         let top = series.iter().flat_map(|s| s.1.iter().copied()).fold(0.0_f64, f64::max).max(1e-9) * 1.45;
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16).into_font().color(&INK))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+        let mut chart = frame(root, title, 60)
             .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
         // One label per ~60 px, so narrow screens stay legible.
         let every = n.div_ceil((width as usize / 60).max(2)).max(1);
@@ -297,8 +299,8 @@ pub fn grouped_bars(
             .y_label_formatter(&|v| fmt(*v))
             .y_desc(y_desc)
             .x_desc(x_desc)
-            .label_style(("sans-serif", 12).into_font().color(&INK))
-            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .label_style(font(12))
+            .axis_desc_style(font(12))
             .draw()?;
         let slot = 0.8 / k as f64;
         for (si, (name, values)) in series.iter().enumerate() {
@@ -316,7 +318,7 @@ pub fn grouped_bars(
             .background_style(WHITE.mix(0.9))
             .border_style(INK.mix(0.3))
             .position(SeriesLabelPosition::UpperLeft)
-            .label_font(("sans-serif", 12).into_font().color(&INK))
+            .label_font(font(12))
             .draw()?;
         Ok(())
     })
@@ -329,11 +331,7 @@ pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], widt
         let lo = bins.first().map_or(0.0, |b| b.0);
         let hi = bins.last().map_or(1.0, |b| b.1).max(lo + 1e-9);
         let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.2;
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16).into_font().color(&INK))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(52)
+        let mut chart = frame(root, title, 52)
             .build_cartesian_2d(lo..hi, 0f64..top)?;
         chart
             .configure_mesh()
@@ -344,8 +342,8 @@ pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], widt
             .y_label_formatter(&|v| format!("{v:.0}"))
             .y_desc("Attempts")
             .x_desc(x_desc)
-            .label_style(("sans-serif", 12).into_font().color(&INK))
-            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .label_style(font(12))
+            .axis_desc_style(font(12))
             .draw()?;
         chart.draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], BAR.mix(0.85).filled())))?;
         chart.draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], WHITE.stroke_width(1))))?;
@@ -360,11 +358,7 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
         root.fill(&WHITE)?;
         let hi = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
         let lo = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16).into_font().color(&INK))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(52)
+        let mut chart = frame(root, title, 52)
             .build_cartesian_2d(lo..hi * 1.05, 0f64..1.05f64)?;
         chart
             .configure_mesh()
@@ -374,8 +368,8 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
             .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
             .y_desc("Attempts at or below (%)")
             .x_desc(x_desc)
-            .label_style(("sans-serif", 12).into_font().color(&INK))
-            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .label_style(font(12))
+            .axis_desc_style(font(12))
             .draw()?;
         for (si, (name, points)) in series.iter().enumerate() {
             let colour = SERIES[si % SERIES.len()];
@@ -403,7 +397,7 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
             .background_style(WHITE.mix(0.9))
             .border_style(INK.mix(0.3))
             .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 12).into_font().color(&INK))
+            .label_font(font(12))
             .draw()?;
         Ok(())
     })
@@ -415,11 +409,7 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, labels: &[String], va
         root.fill(&WHITE)?;
         let n = values.len().max(1);
         let top = values.iter().copied().fold(0.0_f64, f64::max).max(1e-9) * 1.15;
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16).into_font().color(&INK))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+        let mut chart = frame(root, title, 60)
             .build_cartesian_2d(0f64..(n as f64 - 0.5).max(0.5), 0f64..top)?;
         let every = n.div_ceil(6).max(1);
         chart
@@ -436,8 +426,8 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, labels: &[String], va
             .y_label_formatter(&|v| fmt(*v))
             .y_desc(y_desc)
             .x_desc(x_desc)
-            .label_style(("sans-serif", 12).into_font().color(&INK))
-            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .label_style(font(12))
+            .axis_desc_style(font(12))
             .draw()?;
         chart.draw_series(LineSeries::new(values.iter().enumerate().map(|(i, v)| (i as f64, *v)), BAR.stroke_width(2)))?;
         chart.draw_series(values.iter().enumerate().map(|(i, v)| Circle::new((i as f64, *v), 3, BAR.filled())))?;
@@ -465,11 +455,7 @@ pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], refere
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let n = rows.len().max(1);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16).into_font().color(&INK))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(52)
+        let mut chart = frame(root, title, 52)
             .build_cartesian_2d(0f64..n as f64, 0f64..1.3f64)?;
         chart
             .configure_mesh()
@@ -486,8 +472,8 @@ pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], refere
             .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
             .y_desc("Share of all reports (%)")
             .x_desc(x_desc)
-            .label_style(("sans-serif", 12).into_font().color(&INK))
-            .axis_desc_style(("sans-serif", 12).into_font().color(&INK))
+            .label_style(font(12))
+            .axis_desc_style(font(12))
             .draw()?;
         chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
             Rectangle::new([(i as f64 + 0.2, 0.0), (i as f64 + 0.8, r.1)], BAR.mix(0.85).filled())
@@ -496,7 +482,7 @@ pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], refere
             Text::new(
                 format!("{} (n={})", failpass_shared::format::percent(Some(r.1)), r.2),
                 (i as f64 + 0.5, r.1 + 0.03),
-                ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )
         }))?;
         let (y, label) = reference;
@@ -509,7 +495,7 @@ pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], refere
             .background_style(WHITE.mix(0.9))
             .border_style(INK.mix(0.3))
             .position(SeriesLabelPosition::UpperRight)
-            .label_font(("sans-serif", 12).into_font().color(&INK))
+            .label_font(font(12))
             .draw()?;
         Ok(())
     })
