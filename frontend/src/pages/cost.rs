@@ -6,11 +6,10 @@ use failpass_shared::format::{duration_secs, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{figures_query, query_pairs, Figure};
+use super::{Figure, FigurePage};
 use crate::api::{self, ClientError};
 use crate::components::charts::{cdf_chart, chart_width, grouped_bars, histogram_chart, line_chart};
-use crate::components::filters::FilterBar;
-use crate::components::{Empty, ErrorPanel, Loading, Stat};
+use crate::components::Stat;
 
 #[derive(Clone)]
 struct Views {
@@ -39,27 +38,15 @@ async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
 
 #[component]
 pub fn CostPage() -> impl IntoView {
-    let pairs = query_pairs();
-    let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
-    let views = LocalResource::new(move || {
-        let q = query.get();
-        async move { fetch(q?).await }
-    });
-    view! {
-        <section class="cost">
-            <div class="page-head"><h1>"Cost & time"</h1></div>
-            <FilterBar path="/cost" pairs=pairs/>
-            <Transition fallback=|| view! { <Loading what="cost and time"/> }>
-                {move || Suspend::new(async move {
-                    match views.await {
-                        Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
-                        Ok(v) if v.total.as_ref().is_none_or(|t| t.attempts == 0) => view! { <Empty message="No attempts in this view. Widen the filters."/> }.into_any(),
-                        Ok(v) => body(v),
-                    }
-                })}
-            </Transition>
-        </section>
-    }
+    let page = FigurePage {
+        title: "Cost & time",
+        path: "/cost",
+        what: "cost and time",
+        empty: "No attempts in this view. Widen the filters.",
+        fetch,
+        body,
+    };
+    view! { <section class="cost">{page.view()}</section> }
 }
 
 fn bins(d: &DistributionResponse) -> Vec<(f64, f64, u64)> {
@@ -70,8 +57,8 @@ fn cdfs(d: &DistributionResponse) -> Vec<(String, Vec<(f64, f64)>)> {
     d.groups.iter().map(|g| (format!("{} (n={})", g.key, g.n), g.cdf.clone())).collect()
 }
 
-fn body(v: Views) -> AnyView {
-    let Some(t) = v.total.clone() else { return ().into_any() };
+fn body(v: Views) -> Option<AnyView> {
+    let t = v.total.clone().filter(|t| t.attempts > 0)?;
     let width = chart_width(560);
     let cost_all = v.cost.groups.first().cloned();
     let wall_all = v.wall.groups.first().cloned();
@@ -88,7 +75,7 @@ fn body(v: Views) -> AnyView {
     let wall_by_agent = v.wall_by_agent.groups.clone();
     let agents = v.agents.clone();
     let spend_caption = format!("Spend on attempts started each week, summed up: {} in all over {} weeks.", usd(cumulative.last().copied()), v.weeks.len());
-    view! {
+    let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
                 detail=format!("all spend {} (failed and errored attempts included) over {} reproduced reports", usd(Some(t.cost_total_usd)), t.reports_reproduced)/>
@@ -146,5 +133,6 @@ fn body(v: Views) -> AnyView {
             caption=spend_caption>
         </Figure>
     }
-    .into_any()
+    .into_any();
+    Some(page)
 }

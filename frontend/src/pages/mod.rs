@@ -7,10 +7,14 @@ pub mod regimes;
 pub mod report;
 pub mod runners;
 
+use std::future::Future;
+
 use failpass_shared::api::figures::FiguresQuery;
 use leptos::prelude::*;
 
 use crate::api::ClientError;
+use crate::components::filters::FilterBar;
+use crate::components::{Empty, ErrorPanel, Loading};
 
 /// The filters the figure pages share, kept in the address and carried by
 /// the navigation links.
@@ -53,5 +57,50 @@ pub fn Figure(
             <figcaption>{caption}</figcaption>
             {children.map(|c| view! { <div class="table-wrap">{c()}</div> })}
         </figure>
+    }
+}
+
+/// What a figure page is: its title and address, what it loads for the
+/// address's filters, and how it draws that (`None`: the view holds nothing).
+pub struct FigurePage<T, Fut> {
+    pub title: &'static str,
+    pub path: &'static str,
+    /// Named in the loading state: "Loading {what}…".
+    pub what: &'static str,
+    /// Said when `body` finds nothing to draw.
+    pub empty: &'static str,
+    pub fetch: fn(FiguresQuery) -> Fut,
+    pub body: fn(T) -> Option<AnyView>,
+}
+
+impl<T, Fut> FigurePage<T, Fut>
+where
+    T: Clone + 'static,
+    Fut: Future<Output = Result<T, ClientError>> + 'static,
+{
+    /// The page: title, the shared filter bar, then loading, error, empty
+    /// or the figures, following the address.
+    pub fn view(self) -> AnyView {
+        let FigurePage { title, path, what, empty, fetch, body } = self;
+        let pairs = query_pairs();
+        let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
+        let data = LocalResource::new(move || {
+            let q = query.get();
+            async move { fetch(q?).await }
+        });
+        view! {
+            <div class="page-head"><h1>{title}</h1></div>
+            <FilterBar path=path pairs=pairs/>
+            <Transition fallback=move || view! { <Loading what=what/> }>
+                {move || Suspend::new(async move {
+                    match data.await.map(body) {
+                        Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
+                        Ok(None) => view! { <Empty message=empty/> }.into_any(),
+                        Ok(Some(v)) => v,
+                    }
+                })}
+            </Transition>
+        }
+        .into_any()
     }
 }

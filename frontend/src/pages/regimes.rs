@@ -7,11 +7,9 @@ use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
 use super::agents::AgentsTable;
-use super::{figures_query, query_pairs, Figure};
+use super::{Figure, FigurePage};
 use crate::api::{self, ClientError};
 use crate::components::charts::{chart_width, rate_bars};
-use crate::components::filters::FilterBar;
-use crate::components::{Empty, ErrorPanel, Loading};
 
 /// The figures of every view on this page, fetched together.
 #[derive(Clone)]
@@ -38,25 +36,17 @@ async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
 
 #[component]
 pub fn RegimesPage() -> impl IntoView {
-    let pairs = query_pairs();
-    let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
-    let views = LocalResource::new(move || {
-        let q = query.get();
-        async move { fetch(q?).await }
-    });
+    let page = FigurePage {
+        title: "Regimes",
+        path: "/regimes",
+        what: "regimes",
+        empty: "No attempts in this view: the regimes need attempts. Widen the filters.",
+        fetch,
+        body: |v: Views| (!v.cells.is_empty()).then(|| body(v)),
+    };
     view! {
         <section class="regimes">
-            <div class="page-head"><h1>"Regimes"</h1></div>
-            <FilterBar path="/regimes" pairs=pairs/>
-            <Transition fallback=|| view! { <Loading what="regimes"/> }>
-                {move || Suspend::new(async move {
-                    match views.await {
-                        Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
-                        Ok(v) if v.cells.is_empty() => view! { <Empty message="No attempts in this view: the regimes need attempts. Widen the filters."/> }.into_any(),
-                        Ok(v) => body(v),
-                    }
-                })}
-            </Transition>
+            {page.view()}
             <AgentsTable/>
         </section>
     }
