@@ -162,6 +162,7 @@ async fn overview_shows_the_same_figures_as_the_api() {
     let api: FiguresResponse = h.api("/api/v1/figures").await;
     let all = &api.rows[0];
     assert_eq!(rate, percent(all.rate));
+    assert_eq!(h.client.title().await.unwrap(), "Overview · failpass", "the tab names the page");
     assert_eq!(h.text("headline-reports").await, thousands(all.reports as i64));
     assert_eq!(h.text("headline-reproduced").await, thousands(all.reports_reproduced as i64));
     assert_eq!(h.text("headline-cost-per-reproduction").await, usd(all.cost_per_reproduction_usd));

@@ -36,6 +36,19 @@ pub fn App() -> impl IntoView {
             failpass_shared::api::query::to_query_string(&kept)
         })
     };
+    // The tab says which page this is (history and bookmarks too).
+    Effect::new(move |_| {
+        let title = path.with(|p| {
+            NAV.iter()
+                .find(|(href, _, _)| href == p)
+                .map(|(_, label, _)| *label)
+                .or_else(|| p.starts_with("/reports/").then_some("Report"))
+                .unwrap_or("Not found")
+        });
+        if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
+            doc.set_title(&format!("{title} · failpass"));
+        }
+    });
     let page = move || {
         let p = path.get();
         match p.as_str() {

@@ -103,6 +103,7 @@ pub async fn get_throughput(
             return Err(unknown_parameter(k, "project, route, status, label, verdict, q, since, until").into());
         }
     }
+    filter.check_window()?;
     let flows = state.storage.report_flows(&filter, &viewer.scope()).await?;
     Ok(ApiJson(throughput(&flows, chrono::Utc::now())))
 }

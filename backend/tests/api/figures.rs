@@ -149,6 +149,9 @@ async fn crossed_groupings_carry_their_parts() {
     assert_error(&app.get("/api/v1/figures?group_by=route,route").await, 400, "bad_request", "twice");
     assert_error(&app.get("/api/v1/figures?group_by=route,agent,model,week").await, 400, "bad_request", "at most 3 dimensions");
     assert_error(&app.get("/api/v1/figures?since=yesterday").await, 400, "bad_request", "since: `yesterday` is not a day");
+    for path in ["figures", "reports", "throughput"] {
+        assert_error(&app.get(&format!("/api/v1/{path}?since=2026-03-02&until=2026-03-01")).await, 400, "bad_request", "is after until");
+    }
 }
 
 #[tokio::test]

@@ -112,7 +112,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     let last = (rows.len() as i32 - 1).max(0);
-    let label_area = (width as f64 * 0.36).clamp(90.0, 190.0) as u32;
+    let label_area = (width as f64 * 0.4).clamp(90.0, 240.0) as u32;
     let chars = (label_area / 7).max(8) as usize;
     let mut chart = frame(root, title, label_area)
         .build_cartesian_2d(0f64..150f64, (0..last).into_segmented())?;
@@ -126,10 +126,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
         .x_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
         .y_label_formatter(&|v| match v {
             // The first row on top, as in the table below.
-            SegmentValue::CenterOf(i) => rows.get((last - *i) as usize).map(|r| {
-                let k = r.key.replace('_', " ");
-                if k.chars().count() > chars { format!("{}…", k.chars().take(chars - 1).collect::<String>()) } else { k }
-            }).unwrap_or_default(),
+            SegmentValue::CenterOf(i) => rows.get((last - *i) as usize).map(|r| cut(&r.key.replace('_', " "), chars)).unwrap_or_default(),
             _ => String::new(),
         })
         .label_style(font(12))
@@ -187,7 +184,7 @@ fn draw_count_bars<DB: DrawingBackend>(
         .light_line_style(TRANSPARENT)
         .y_desc(y_desc)
         .x_desc(x_desc)
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| whole(*v))
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.0.replace('_', " ")).unwrap_or_default(),
             _ => String::new(),
@@ -227,12 +224,24 @@ fn font(size: u32) -> TextStyle<'static> {
 
 /// A group key as an axis label: underscores as spaces, long keys cut.
 fn short_key(key: &str) -> String {
-    let k = key.replace('_', " ");
-    if k.chars().count() > 22 {
-        format!("{}…", k.chars().take(21).collect::<String>())
-    } else {
-        k
+    cut(&key.replace('_', " "), 22)
+}
+
+/// `text` in at most `max` characters; the cut goes in the middle, so a
+/// crossed key keeps its last part ("gpt-4o-20…· after cutoff").
+fn cut(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return text.to_owned();
     }
+    let tail = (max / 2).min(chars.len());
+    let head = max.saturating_sub(tail + 1);
+    format!("{}…{}", chars[..head].iter().collect::<String>(), chars[chars.len() - tail..].iter().collect::<String>())
+}
+
+/// A count axis's tick: whole numbers only, so small counts do not repeat.
+fn whole(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 { format!("{v:.0}") } else { String::new() }
 }
 
 /// Draws into an SVG string; an error leaves an empty string (the page's
@@ -325,7 +334,7 @@ pub fn grouped_bars(
 }
 
 /// A histogram of `(low, high, count)` bars over a value axis in `unit`.
-pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], width: u32, height: u32) -> String {
+pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], money: bool, width: u32, height: u32) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let lo = bins.first().map_or(0.0, |b| b.0);
@@ -338,8 +347,8 @@ pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], widt
             .disable_x_mesh()
             .light_line_style(TRANSPARENT)
             .x_labels(6)
-            .x_label_formatter(&|v| compact(*v))
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .x_label_formatter(&|v| if money { format!("${}", compact(*v)) } else { compact(*v) })
+            .y_label_formatter(&|v| whole(*v))
             .y_desc("Attempts")
             .x_desc(x_desc)
             .label_style(font(12))
@@ -353,7 +362,7 @@ pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], widt
 
 /// Empirical CDFs, one step line per series, each marked with its own shape
 /// and named at its end as well as in the legend.
-pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)], width: u32, height: u32) -> String {
+pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)], money: bool, width: u32, height: u32) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let hi = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
@@ -364,7 +373,7 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
             .configure_mesh()
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .x_labels(6)
-            .x_label_formatter(&|v| compact(*v))
+            .x_label_formatter(&|v| if money { format!("${}", compact(*v)) } else { compact(*v) })
             .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
             .y_desc("Attempts at or below (%)")
             .x_desc(x_desc)
@@ -396,7 +405,7 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
             .configure_series_labels()
             .background_style(WHITE.mix(0.9))
             .border_style(INK.mix(0.3))
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperLeft)
             .label_font(font(12))
             .draw()?;
         Ok(())

@@ -87,18 +87,18 @@ fn body(v: Views) -> Option<AnyView> {
                 detail=format!("median of n={} with a time recorded · p90 {}", wall_all.as_ref().map_or(0, |c| c.n), duration_secs(wall_all.as_ref().and_then(|c| c.p90)))/>
         </div>
         <div class="chart-pair">
-            <Figure testid="chart-cost-histogram" svg=histogram_chart("Cost per attempt", "Cost per attempt (USD)", &bins(&v.cost), width, 320)
+            <Figure testid="chart-cost-histogram" svg=histogram_chart("Cost per attempt", "Cost per attempt (USD)", &bins(&v.cost), true, width, 320)
                 caption="How many attempts cost how much, over 20 equal bins.">
             </Figure>
-            <Figure testid="chart-cost-cdf" svg=cdf_chart("Cost per attempt, by agent (CDF)", "Cost per attempt (USD)", &cdfs(&v.cost_by_agent), width, 320)
+            <Figure testid="chart-cost-cdf" svg=cdf_chart("Cost per attempt, by agent (CDF)", "Cost per attempt (USD)", &cdfs(&v.cost_by_agent), true, width, 320)
                 caption="Share of each agent's attempts costing at most the amount on the x axis.">
             </Figure>
         </div>
         <div class="chart-pair">
-            <Figure testid="chart-wall-histogram" svg=histogram_chart("Wall time per attempt", "Wall time per attempt (seconds)", &bins(&v.wall), width, 320)
+            <Figure testid="chart-wall-histogram" svg=histogram_chart("Wall time per attempt", "Wall time per attempt (seconds)", &bins(&v.wall), false, width, 320)
                 caption="How many attempts took how long, over 20 equal bins.">
             </Figure>
-            <Figure testid="chart-wall-cdf" svg=cdf_chart("Wall time per attempt, by agent (CDF)", "Wall time per attempt (seconds)", &cdfs(&v.wall_by_agent), width, 320)
+            <Figure testid="chart-wall-cdf" svg=cdf_chart("Wall time per attempt, by agent (CDF)", "Wall time per attempt (seconds)", &cdfs(&v.wall_by_agent), false, width, 320)
                 caption="Share of each agent's attempts finished within the time on the x axis.">
             </Figure>
         </div>

@@ -141,7 +141,7 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
                 view! { <Empty message="No graded run showed a failure signature yet."/> }.into_any()
             } else {
                 view! {
-                    <table class="chart-table" data-testid="signature-groups">
+                    <div class="table-wrap"><table class="chart-table" data-testid="signature-groups">
                         <thead><tr><th scope="col">"Signature (normalised)"</th><th scope="col" class="num">"Attempts"</th>
                             <th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Reproduced"</th><th scope="col">"Reports"</th></tr></thead>
                         <tbody>
@@ -150,7 +150,7 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
                                     <td>{g.report_ids.into_iter().map(|id| view! { <a href=format!("/reports/{id}")>{format!("#{id}")}</a>" " }).collect_view()}</td></tr>
                             }).collect_view()}
                         </tbody>
-                    </table>
+                    </table></div>
                 }.into_any()
             }}
         </section>

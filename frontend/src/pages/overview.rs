@@ -71,19 +71,19 @@ fn Headline(total: FigureRow, flow: Throughput) -> impl IntoView {
             <Stat label="Reproduction rate" value=percent(t.rate) testid="headline-rate"
                 detail=format!("{} of {} graded reports · 95% {}", t.reports_reproduced, t.reports_graded, interval(t.rate_low, t.rate_high))/>
             <Stat label="Reproduced" value=thousands(t.reports_reproduced as i64) testid="headline-reproduced"
-                detail=format!("{} counting attempts of {} graded · {} LLM {} (not counted)", t.attempts_counting, t.attempts_graded, t.attempts_lead, if t.attempts_lead == 1 { "lead" } else { "leads" })/>
+                detail=format!("{} of {} graded · {} (not counted)", plural(t.attempts_counting, "counting attempt"), t.attempts_graded, plural(t.attempts_lead, "LLM lead"))/>
             <Stat label="Backlog" value=thousands(flow.backlog as i64) testid="headline-backlog"
                 detail=format!("not yet final · oldest {} · median age {} · {} reached a final state", hours(flow.backlog_oldest_days.map(|d| d * 24.0)), hours(flow.backlog_median_days.map(|d| d * 24.0)), finished)/>
             <Stat label="Median time to reproduction" value=hours(flow.time_to_reproduction_median_hours) testid="headline-time-to-reproduction"
                 detail=format!("filing to first counting verdict · n={} · p90 {}", flow.time_to_reproduction_n, hours(flow.time_to_reproduction_p90_hours))/>
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="headline-cost-per-reproduction"
-                detail=format!("all spend {} over {} reproductions", usd(Some(t.cost_total_usd)), t.reports_reproduced)/>
+                detail=format!("all spend {} over {}", usd(Some(t.cost_total_usd)), plural(t.reports_reproduced, "reproduction"))/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="headline-cost-mean-success"
                 detail=match t.cost_ratio { Some(r) => format!("successful attempts only (n={}); all-in is {r:.1}× this", t.attempts_counting), None => "no successful attempt yet".to_owned() }/>
             <Stat label="Oracle coverage" value=percent(t.oracle_coverage) testid="headline-oracle-coverage"
                 detail=format!("{} of {} reports · in-patch tests {} (reference 47.11%)", t.reports_with_oracle, t.reports, percent(t.in_patch_test_share))/>
             <Stat label="Attempts" value=thousands(t.attempts as i64) testid="headline-attempts"
-                detail=format!("{} graded · {} errors · per-attempt success {}", t.attempts_graded, t.attempts_error, percent(t.attempt_rate))/>
+                detail=format!("{} graded · {} · per-attempt success {}", t.attempts_graded, plural(t.attempts_error, "error"), percent(t.attempt_rate))/>
         </div>
     }
 }
@@ -148,4 +148,9 @@ fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
             </Figure>
         </div>
     }
+}
+
+/// `1 error`, `2 errors`.
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }

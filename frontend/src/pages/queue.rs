@@ -138,7 +138,7 @@ pub fn QueuePage() -> impl IntoView {
                         prop:value=move || current().filter.label.unwrap_or_default()/>
                 </label>
                 <button type="submit">"Search"</button>
-                <a class="reset" href="/queue">"Reset"</a>
+                <a class="reset" href="/queue">"Clear filters"</a>
             </form>
             <Transition fallback=|| view! { <Loading what="reports"/> }>
                 {move || Suspend::new(async move {

@@ -95,7 +95,7 @@ fn body(v: Views) -> AnyView {
                 "Reports flagged vague (short, no code, no versions, no traceback) need a human to accept any verdict before it counts.", &v.vagueness, "Report")}
         </div>
         <h2>"Contamination split"</h2>
-        {rate_figure("chart-contamination", rate_bars("Rate before and after each model's training cutoff", "Model · filed", &v.contamination, chart_width(900), 360),
+        {rate_figure("chart-contamination", rate_bars("Rate before and after each model's training cutoff", "Model · filed", &short_cutoffs(&v.contamination), chart_width(900), 360),
             "Reports filed before against after the attempting model's training cutoff, per model; `unknown` where the cutoff is not recorded. Reference: LIBRO reproduced 32% of 31 post-cutoff reports against 33% overall.",
             &v.contamination, "Model · filed")}
     }
@@ -121,4 +121,12 @@ fn rate_figure(testid: &'static str, svg: String, caption: &'static str, rows: &
         </Figure>
     }
     .into_any()
+}
+
+/// Chart labels for the contamination split: `before`/`after` for
+/// `before_cutoff`/`after_cutoff`, so the model's name keeps its room.
+fn short_cutoffs(rows: &[FigureRow]) -> Vec<FigureRow> {
+    rows.iter()
+        .map(|r| FigureRow { key: r.key.replace("before_cutoff", "before").replace("after_cutoff", "after"), ..r.clone() })
+        .collect()
 }

@@ -56,6 +56,7 @@ impl FiguresQuery {
                 }
             }
         }
+        q.filter.check_window()?;
         Ok(q)
     }
 

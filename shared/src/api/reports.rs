@@ -302,6 +302,14 @@ impl ReportFilter {
         out
     }
 
+    /// A window that ends before it starts is a mistake worth naming.
+    pub fn check_window(&self) -> Result<(), FieldError> {
+        match (self.since, self.until) {
+            (Some(s), Some(u)) if s > u => Err(FieldError::new("since", format!("{s} is after until ({u}): the window holds no day"))),
+            _ => Ok(()),
+        }
+    }
+
     /// The time window as instants: `[since 00:00, until+1 00:00)` UTC.
     pub fn window(&self) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
         let start = |d: NaiveDate| d.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
@@ -424,6 +432,7 @@ impl ReportListQuery {
                 _ => return Err(unknown_parameter(k, "project, route, status, label, verdict, q, since, until, sort, order, limit, cursor")),
             }
         }
+        q.filter.check_window()?;
         Ok(q)
     }
 
