@@ -249,11 +249,27 @@ pub fn distribution(key: String, mut values: Vec<f64>, edges: &[f64]) -> crate::
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportFlow {
     pub filed_at: chrono::DateTime<chrono::Utc>,
+    /// When failpass took the report in.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// The start of its first reproduction attempt.
+    pub first_attempt_at: Option<chrono::DateTime<chrono::Utc>>,
     pub status: crate::model::ReportStatus,
     /// The end of its first counting attempt.
     pub first_counting_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The end of its last graded attempt.
     pub last_graded_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl ReportFlow {
+    /// When the report entered triage: failpass's own intake time, unless
+    /// its history predates it (attempts imported with it, started before
+    /// failpass saw it), when filing is the best record there is.
+    pub fn intake(&self) -> chrono::DateTime<chrono::Utc> {
+        match self.first_attempt_at {
+            Some(first) if first < self.created_at => self.filed_at,
+            _ => self.created_at,
+        }
+    }
 }
 
 /// The Monday starting the week of `t` (UTC), as `YYYY-MM-DD`.
@@ -267,7 +283,8 @@ pub fn week_of(t: chrono::DateTime<chrono::Utc>) -> String {
 /// DOMAIN.md's throughput: reports reaching a final state per week (a
 /// reproduction when its first counting verdict lands; a report graded and
 /// not reproduced when its last graded attempt ends), the backlog and its
-/// age at `now`, and the time from filing to the first counting verdict.
+/// age (since filing) at `now`, and the time from intake
+/// ([`ReportFlow::intake`]) to the first counting verdict.
 pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) -> crate::api::figures::Throughput {
     use crate::model::ReportStatus;
     let mut weeks: BTreeMap<String, crate::api::figures::WeekFlow> = BTreeMap::new();
@@ -283,7 +300,7 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
             ReportStatus::Reproduced => {
                 if let Some(t) = r.first_counting_at {
                     flows.push((week_of(t), 2));
-                    to_repro_hours.push(((t - r.filed_at).num_seconds() as f64 / 3600.0).max(0.0));
+                    to_repro_hours.push(((t - r.intake()).num_seconds() as f64 / 3600.0).max(0.0));
                 }
             }
             ReportStatus::NotReproduced => {
@@ -458,6 +475,9 @@ mod tests {
         let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
         let flow = |filed: &str, status, first: Option<&str>, last: Option<&str>| ReportFlow {
             filed_at: t(filed),
+            // imported with its history: intake falls back to filing
+            created_at: t("2026-12-01T00:00:00Z"),
+            first_attempt_at: Some(t(filed)),
             status,
             first_counting_at: first.map(t),
             last_graded_at: last.map(t),
@@ -479,6 +499,28 @@ mod tests {
         assert_eq!(out.time_to_reproduction_n, 1);
         assert_eq!(out.time_to_reproduction_median_hours, Some(218.0));
         assert_eq!(week_of(t("2026-11-29T23:59:59Z")), "2026-11-23");
+    }
+
+    #[test]
+    fn intake_is_failpass_time_unless_history_predates_it() {
+        use crate::model::ReportStatus::Reproduced;
+        let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+        // filed on GitHub in January, taken in on 1 March, first attempt after that
+        let mut live = ReportFlow {
+            filed_at: t("2026-01-01T00:00:00Z"),
+            created_at: t("2026-03-01T00:00:00Z"),
+            first_attempt_at: Some(t("2026-03-01T02:00:00Z")),
+            status: Reproduced,
+            first_counting_at: Some(t("2026-03-01T05:00:00Z")),
+            last_graded_at: None,
+        };
+        assert_eq!(live.intake(), t("2026-03-01T00:00:00Z"));
+        assert_eq!(throughput(&[live.clone()], t("2026-04-01T00:00:00Z")).time_to_reproduction_median_hours, Some(5.0));
+        // the same report imported later with its attempts: filing is the record
+        live.created_at = t("2026-06-01T00:00:00Z");
+        assert_eq!(live.intake(), t("2026-01-01T00:00:00Z"));
+        live.first_attempt_at = None;
+        assert_eq!(live.intake(), t("2026-06-01T00:00:00Z"));
     }
 
     fn contribution(key: &str, attempts: u64, graded: u64, counting: u64, cost: f64, cost_ok: f64) -> ReportContribution {

@@ -289,6 +289,8 @@ pub struct ContributionRow {
 #[derive(sqlx::FromRow)]
 pub struct FlowRow {
     pub filed_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub first_attempt_at: Option<DateTime<Utc>>,
     pub status: String,
     pub first_counting_at: Option<DateTime<Utc>>,
     pub last_graded_at: Option<DateTime<Utc>>,
@@ -298,6 +300,8 @@ impl FlowRow {
     pub fn into_flow(self) -> StorageResult<failpass_shared::figures::ReportFlow> {
         Ok(failpass_shared::figures::ReportFlow {
             filed_at: self.filed_at,
+            created_at: self.created_at,
+            first_attempt_at: self.first_attempt_at,
             status: parse(&self.status, "reports.status")?,
             first_counting_at: self.first_counting_at,
             last_graded_at: self.last_graded_at,

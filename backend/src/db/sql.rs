@@ -1723,14 +1723,15 @@ macro_rules! impl_storage {
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Vec<failpass_shared::figures::ReportFlow>> {
                 let mut qb = sqlx::QueryBuilder::<$db>::new(
-                    "SELECT r.filed_at AS filed_at, r.status AS status, \
+                    "SELECT r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, \
+                     MIN(a.started_at) AS first_attempt_at, \
                      MIN(CASE WHEN a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
                      MAX(CASE WHEN a.graded THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
                      FROM reports r JOIN projects p ON p.id = r.project_id \
                      LEFT JOIN attempts a ON a.report_id = r.id AND a.goal = 'reproduce' WHERE 1 = 1",
                 );
                 Self::push_report_filter(&mut qb, filter, scope);
-                qb.push(" GROUP BY r.id, r.filed_at, r.status");
+                qb.push(" GROUP BY r.id, r.filed_at, r.created_at, r.status");
                 let rows: Vec<crate::db::rows::FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
                 rows.into_iter().map(crate::db::rows::FlowRow::into_flow).collect()
             }

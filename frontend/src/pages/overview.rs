@@ -75,7 +75,7 @@ fn Headline(total: FigureRow, flow: Throughput) -> impl IntoView {
             <Stat label="Backlog" value=thousands(flow.backlog as i64) testid="headline-backlog"
                 detail=format!("not yet final · oldest {} · median age {} · {} reached a final state", hours(flow.backlog_oldest_days.map(|d| d * 24.0)), hours(flow.backlog_median_days.map(|d| d * 24.0)), finished)/>
             <Stat label="Median time to reproduction" value=hours(flow.time_to_reproduction_median_hours) testid="headline-time-to-reproduction"
-                detail=format!("filing to first counting verdict · n={} · p90 {}", flow.time_to_reproduction_n, hours(flow.time_to_reproduction_p90_hours))/>
+                detail=format!("intake to first counting verdict · n={} · p90 {}", flow.time_to_reproduction_n, hours(flow.time_to_reproduction_p90_hours))/>
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="headline-cost-per-reproduction"
                 detail=format!("all spend {} over {}", usd(Some(t.cost_total_usd)), plural(t.reports_reproduced, "reproduction"))/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="headline-cost-mean-success"

@@ -296,7 +296,9 @@ pub struct Throughput {
     /// Age (since filing) of the backlog's oldest and median report.
     pub backlog_oldest_days: Option<f64>,
     pub backlog_median_days: Option<f64>,
-    /// Reproduced reports with a known time of their first counting verdict.
+    /// Reproduced reports with a known time of their first counting verdict;
+    /// the time runs from intake (failpass's, or filing for reports imported
+    /// with their history).
     pub time_to_reproduction_n: u64,
     pub time_to_reproduction_median_hours: Option<f64>,
     pub time_to_reproduction_p90_hours: Option<f64>,
