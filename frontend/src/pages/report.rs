@@ -87,7 +87,10 @@ fn ReportActions(report: Report) -> impl IntoView {
     let rerun_failed = move |_| {
         leptos::task::spawn_local(async move {
             match api::rerun(&RerunRequest { report_id: Some(id), ..Default::default() }).await {
-                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => message.set("No failed or errored attempt with a candidate to rerun.".into()),
+                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => message.set(
+                    "Nothing to rerun: no failed or errored attempt with a candidate, or this project has no buggy and fixed environments yet (POST /api/v1/environments)."
+                        .into(),
+                ),
                 Ok(r) => {
                     message.set(format!("{} rerun(s) queued{}.", r.queued.len(), if r.already_queued > 0 { format!(", {} already waiting", r.already_queued) } else { String::new() }));
                     push(r.queued);
