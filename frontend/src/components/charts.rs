@@ -360,13 +360,13 @@ pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], mone
     })
 }
 
-/// Empirical CDFs, one step line per series, each marked with its own shape
-/// and named at its end as well as in the legend.
-pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)], money: bool, width: u32, height: u32) -> String {
+/// Empirical CDFs, one step line per `(name, style, points)`, each marked
+/// with its style's colour and shape, both shown in the legend.
+pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, usize, Vec<(f64, f64)>)], money: bool, width: u32, height: u32) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
-        let hi = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
-        let lo = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
+        let hi = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
+        let lo = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
         let mut chart = frame(root, title, 52)
             .build_cartesian_2d(lo..hi * 1.05, 0f64..1.05f64)?;
         chart
@@ -380,8 +380,10 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
             .label_style(font(12))
             .axis_desc_style(font(12))
             .draw()?;
-        for (si, (name, points)) in series.iter().enumerate() {
-            let colour = SERIES[si % SERIES.len()];
+        for (name, style, points) in series {
+            // Colour and marker both follow the series' style index, so an
+            // agent looks the same whatever the filter (and not by colour alone).
+            let colour = SERIES[style % SERIES.len()];
             let mut steps = Vec::with_capacity(points.len() * 2 + 1);
             let mut prev = 0.0;
             for &(x, y) in points {
@@ -389,16 +391,23 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)]
                 steps.push((x, y));
                 prev = y;
             }
-            chart
-                .draw_series(LineSeries::new(steps, colour.stroke_width(2)))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], colour.stroke_width(2)));
+            let line = chart.draw_series(LineSeries::new(steps, colour.stroke_width(2)))?.label(name.as_str());
+            let key = move |(x, y): (i32, i32)| EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (16, 0)], colour.stroke_width(2));
             let every = (points.len() / 6).max(1);
             let marks = points.iter().step_by(every).copied();
-            match si % 3 {
-                0 => { chart.draw_series(marks.map(|p| Circle::new(p, 4, colour.filled())))?; }
-                1 => { chart.draw_series(marks.map(|p| TriangleMarker::new(p, 5, colour.filled())))?; }
-                _ => { chart.draw_series(marks.map(|p| Cross::new(p, 4, colour.stroke_width(2))))?; }
+            match style % 3 {
+                0 => {
+                    line.legend(move |p| key(p) + Circle::new((8, 0), 4, colour.filled()));
+                    chart.draw_series(marks.map(|p| Circle::new(p, 4, colour.filled())))?;
+                }
+                1 => {
+                    line.legend(move |p| key(p) + TriangleMarker::new((8, 0), 5, colour.filled()));
+                    chart.draw_series(marks.map(|p| TriangleMarker::new(p, 5, colour.filled())))?;
+                }
+                _ => {
+                    line.legend(move |p| key(p) + Cross::new((8, 0), 4, colour.stroke_width(2)));
+                    chart.draw_series(marks.map(|p| Cross::new(p, 4, colour.stroke_width(2))))?;
+                }
             }
         }
         chart

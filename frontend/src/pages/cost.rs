@@ -20,6 +20,8 @@ struct Views {
     cost_by_agent: DistributionResponse,
     wall: DistributionResponse,
     wall_by_agent: DistributionResponse,
+    /// Every agent, sorted: an agent's place here is its style in the charts.
+    all_agents: Vec<String>,
 }
 
 async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
@@ -33,6 +35,7 @@ async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
         cost_by_agent: api::distributions(&dist(Metric::CostUsd, GroupBy::Agent)).await?,
         wall: api::distributions(&dist(Metric::WallSeconds, GroupBy::None)).await?,
         wall_by_agent: api::distributions(&dist(Metric::WallSeconds, GroupBy::Agent)).await?,
+        all_agents: api::facets().await?.agents,
     })
 }
 
@@ -53,8 +56,15 @@ fn bins(d: &DistributionResponse) -> Vec<(f64, f64, u64)> {
     d.groups.first().map(|g| g.histogram.iter().map(|b| (b.low, b.high, b.count)).collect()).unwrap_or_default()
 }
 
-fn cdfs(d: &DistributionResponse) -> Vec<(String, Vec<(f64, f64)>)> {
-    d.groups.iter().map(|g| (format!("{} (n={})", g.key, g.n), g.cdf.clone())).collect()
+fn cdfs(d: &DistributionResponse, agents: &[String]) -> Vec<(String, usize, Vec<(f64, f64)>)> {
+    d.groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let style = agents.iter().position(|a| *a == g.key).unwrap_or(agents.len() + i);
+            (format!("{} (n={})", g.key, g.n), style, g.cdf.clone())
+        })
+        .collect()
 }
 
 fn body(v: Views) -> Option<AnyView> {
@@ -90,7 +100,7 @@ fn body(v: Views) -> Option<AnyView> {
             <Figure testid="chart-cost-histogram" svg=histogram_chart("Cost per attempt", "Cost per attempt (USD)", &bins(&v.cost), true, width, 320)
                 caption="How many attempts cost how much, over 20 equal bins.">
             </Figure>
-            <Figure testid="chart-cost-cdf" svg=cdf_chart("Cost per attempt, by agent (CDF)", "Cost per attempt (USD)", &cdfs(&v.cost_by_agent), true, width, 320)
+            <Figure testid="chart-cost-cdf" svg=cdf_chart("Cost per attempt, by agent (CDF)", "Cost per attempt (USD)", &cdfs(&v.cost_by_agent, &v.all_agents), true, width, 320)
                 caption="Share of each agent's attempts costing at most the amount on the x axis.">
             </Figure>
         </div>
@@ -98,7 +108,7 @@ fn body(v: Views) -> Option<AnyView> {
             <Figure testid="chart-wall-histogram" svg=histogram_chart("Wall time per attempt", "Wall time per attempt (seconds)", &bins(&v.wall), false, width, 320)
                 caption="How many attempts took how long, over 20 equal bins.">
             </Figure>
-            <Figure testid="chart-wall-cdf" svg=cdf_chart("Wall time per attempt, by agent (CDF)", "Wall time per attempt (seconds)", &cdfs(&v.wall_by_agent), false, width, 320)
+            <Figure testid="chart-wall-cdf" svg=cdf_chart("Wall time per attempt, by agent (CDF)", "Wall time per attempt (seconds)", &cdfs(&v.wall_by_agent, &v.all_agents), false, width, 320)
                 caption="Share of each agent's attempts finished within the time on the x axis.">
             </Figure>
         </div>
