@@ -29,8 +29,12 @@ async fn get_text(url: &str) -> Result<String, ClientError> {
     read_text(resp, url).await
 }
 
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ClientError> {
+    serde_json::from_str(text).map_err(|e| ClientError::Decode(e.to_string()))
+}
+
 async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
-    serde_json::from_str(&get_text(url).await?).map_err(|e| ClientError::Decode(e.to_string()))
+    decode(&get_text(url).await?)
 }
 
 /// A 2xx answer's body read twice, as `A` and as `B`: for the API's
@@ -39,14 +43,12 @@ async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
 /// bundle pays for.
 async fn get_json_two<A: DeserializeOwned, B: DeserializeOwned>(url: &str) -> Result<(A, B), ClientError> {
     let text = get_text(url).await?;
-    let decode = |e: serde_json::Error| ClientError::Decode(e.to_string());
-    Ok((serde_json::from_str(&text).map_err(decode)?, serde_json::from_str(&text).map_err(decode)?))
+    Ok((decode(&text)?, decode(&text)?))
 }
 
 /// The body of a 2xx answer, or the API's `{code, message}` error.
 async fn read_json<T: DeserializeOwned>(resp: gloo_net::http::Response, url: &str) -> Result<T, ClientError> {
-    let text = read_text(resp, url).await?;
-    serde_json::from_str(&text).map_err(|e| ClientError::Decode(e.to_string()))
+    decode(&read_text(resp, url).await?)
 }
 
 /// The text of a 2xx answer, or the API's `{code, message}` error.

@@ -716,14 +716,9 @@ macro_rules! impl_jobs {
                     // An LLM's lead regraded by execution: keep what the LLM said,
                     // so LLM-verdict precision can score it.
                     let llm_verdict = (old_source == "llm" && matches!(old_verdict.as_str(), "lead" | "confirmed")).then_some(old_verdict);
-                    sqlx::query("UPDATE attempts SET llm_verdict = COALESCE(llm_verdict, $1) WHERE id = $2")
-                        .bind(llm_verdict)
-                        .bind(attempt_id)
-                        .execute(&mut **tx)
-                        .await?;
                     sqlx::query(
                         "UPDATE attempts SET verdict = $1, verdict_source = $2, failure_cause = $3, signals = $4, flaky = $5, grade = $6, \
-                         graded = $7, counts = $8, awaiting = $9, failure_signature = $11 WHERE id = $10",
+                         graded = $7, counts = $8, awaiting = $9, failure_signature = $11, llm_verdict = COALESCE(llm_verdict, $12) WHERE id = $10",
                     )
                     .bind(v.verdict.as_str())
                     .bind(source.as_str())
@@ -736,6 +731,7 @@ macro_rules! impl_jobs {
                     .bind(attempt_awaits_review(goal, v.verdict, source, review, vague))
                     .bind(attempt_id)
                     .bind(grade.pointer("/buggy_signatures/0").and_then(|s| s.as_str()))
+                    .bind(llm_verdict)
                     .execute(&mut **tx)
                     .await?;
                     if let Some(r) = &v.refined {

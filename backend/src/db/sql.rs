@@ -218,7 +218,6 @@ pub fn report_aggregate_sql() -> String {
 macro_rules! impl_storage {
     ($ty:ty, $db:ty, $backend:expr) => {
         impl $ty {
-            /// Appends `AND …` for the scope and the report filter.
             /// The SQL giving a row's group key, one expression per dimension.
             fn group_key(query: &failpass_shared::api::figures::FiguresQuery) -> Vec<&'static str> {
                 use failpass_shared::model::GroupBy;
@@ -255,6 +254,7 @@ macro_rules! impl_storage {
                 }
             }
 
+            /// Appends `AND …` for the scope and the report filter.
             fn push_report_filter(
                 qb: &mut sqlx::QueryBuilder<$db>,
                 filter: &failpass_shared::api::reports::ReportFilter,

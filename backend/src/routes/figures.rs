@@ -100,7 +100,7 @@ pub async fn get_throughput(
     let mut filter = ReportFilter::default();
     for (k, v) in query.iter() {
         if !filter.take(k, v)? {
-            return Err(unknown_parameter(k, "project, route, status, label, verdict, q, since, until").into());
+            return Err(unknown_parameter(k, ReportFilter::PARAMETERS).into());
         }
     }
     filter.check_window()?;

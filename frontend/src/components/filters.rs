@@ -1,7 +1,6 @@
 //! The filter bar the figure pages share: project, time window, route, agent
 //! and model, all kept in the address so every view is a link.
 
-use failpass_shared::api::query::to_query_string;
 use failpass_shared::model::Route;
 use leptos::prelude::*;
 
@@ -10,12 +9,7 @@ use crate::api;
 /// The address `path` with `key` set to `value` (removed when empty); any
 /// paging cursor is dropped, since it belongs to the old filters.
 pub fn href_with(path: &str, pairs: &[(String, String)], key: &str, value: &str) -> String {
-    let mut out: Vec<(&str, String)> =
-        pairs.iter().filter(|(k, _)| k != key && k != "cursor").map(|(k, v)| (k.as_str(), v.clone())).collect();
-    if !value.trim().is_empty() {
-        out.push((key, value.trim().to_owned()));
-    }
-    let q = to_query_string(&out);
+    let q = crate::pages::with_param(pairs, key, value);
     if q.is_empty() { path.to_owned() } else { format!("{path}?{q}") }
 }
 

@@ -34,9 +34,12 @@ pub fn figures_query(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientE
 }
 
 /// `pairs` with `key` set to `value` (dropped when empty) and any cursor removed.
-pub fn with_param(pairs: &[(&'static str, String)], key: &'static str, value: &str) -> String {
-    let mut out: Vec<(&str, String)> =
-        pairs.iter().filter(|(k, _)| *k != key && *k != "cursor").cloned().collect();
+pub fn with_param<K: AsRef<str>>(pairs: &[(K, String)], key: &str, value: &str) -> String {
+    let mut out: Vec<(&str, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.clone()))
+        .filter(|(k, _)| *k != key && *k != "cursor")
+        .collect();
     if !value.trim().is_empty() {
         out.push((key, value.trim().to_owned()));
     }

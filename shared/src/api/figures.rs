@@ -49,10 +49,7 @@ impl FiguresQuery {
                 "agent" => q.agent = val.map(str::to_owned),
                 "model" => q.model = val.map(str::to_owned),
                 _ => {
-                    return Err(unknown_parameter(
-                        k,
-                        "group_by, goal, agent, model, project, route, status, label, verdict, q, since, until",
-                    ))
+                    return Err(unknown_parameter(k, &format!("group_by, goal, agent, model, {}", ReportFilter::PARAMETERS)))
                 }
             }
         }

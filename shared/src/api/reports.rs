@@ -250,6 +250,9 @@ pub struct ReportFilter {
 }
 
 impl ReportFilter {
+    /// Its query parameters, as error messages list them.
+    pub const PARAMETERS: &'static str = "project, route, status, label, verdict, q, since, until";
+
     /// Takes `key=value` if it is one of the filter's parameters.
     /// `Ok(false)` means the key is not a filter parameter.
     pub fn take(&mut self, key: &str, value: &str) -> Result<bool, FieldError> {
@@ -429,7 +432,7 @@ impl ReportListQuery {
                 "order" => q.order = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
                 "limit" => q.limit = val.map(|v| parse_limit(v)).transpose()?.unwrap_or(DEFAULT_LIMIT),
                 "cursor" => q.cursor = val.map(str::to_owned),
-                _ => return Err(unknown_parameter(k, "project, route, status, label, verdict, q, since, until, sort, order, limit, cursor")),
+                _ => return Err(unknown_parameter(k, &format!("{}, sort, order, limit, cursor", ReportFilter::PARAMETERS))),
             }
         }
         q.filter.check_window()?;
