@@ -2,6 +2,7 @@
 
 pub mod assets;
 pub mod auth;
+pub mod charts;
 pub mod config;
 pub mod db;
 pub mod demo;

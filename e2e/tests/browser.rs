@@ -117,6 +117,14 @@ impl Harness {
         el.text().await.unwrap()
     }
 
+    /// The SVG the server drew for figure `testid`, once the page has inlined it.
+    async fn svg(&self, testid: &str) -> String {
+        let css = format!("[data-testid={testid}] svg");
+        let el = self.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(&css)).await
+            .unwrap_or_else(|e| panic!("{css} never appeared: {e}"));
+        el.html(false).await.unwrap()
+    }
+
     /// Waits until `check` holds, re-reading the page; panics with `what` after 20 s.
     async fn until<F, Fut>(&self, what: &str, mut check: F)
     where
@@ -171,8 +179,7 @@ async fn overview_shows_the_same_figures_as_the_api() {
     assert_eq!(h.text("headline-attempts").await, thousands(all.attempts as i64));
 
     // the chart is a plotters SVG with a title, and its table matches the API by route
-    let svg = h.client.find(Locator::Css("[data-testid=chart-route] svg")).await.unwrap();
-    let svg_html = svg.html(false).await.unwrap();
+    let svg_html = h.svg("chart-route").await;
     assert!(svg_html.contains("Reproduction rate by route"), "chart title");
     let by_route: FiguresResponse = h.api("/api/v1/figures?group_by=route").await;
     let rows = h.client.find_all(Locator::Css("[data-testid=route-row]")).await.unwrap();
@@ -180,7 +187,10 @@ async fn overview_shows_the_same_figures_as_the_api() {
     for (el, row) in rows.iter().zip(&by_route.rows) {
         assert_eq!(el.attr("data-route").await.unwrap().as_deref(), Some(row.key.as_str()));
         assert!(el.text().await.unwrap().contains(&percent(row.rate)), "route {}", row.key);
+        // the server drew the chart from the same figures: each bar's label
+        assert!(svg_html.contains(&format!("n={}", row.reports_graded)), "route {} in the chart", row.key);
     }
+    assert!(h.svg("chart-route-mix").await.contains("Route mix"));
     h.screenshot("overview.png").await;
 
     // a project filter goes into the URL and the figures follow it
@@ -198,7 +208,7 @@ async fn overview_shows_the_same_figures_as_the_api() {
     assert_eq!(h.text("headline-time-to-reproduction").await, hours(flow.time_to_reproduction_median_hours));
     let weeks = h.client.find_all(Locator::Css("[data-testid=week-row]")).await.unwrap();
     assert_eq!(weeks.len(), flow.weeks.len());
-    let svg = h.client.find(Locator::Css("[data-testid=chart-throughput] svg")).await.unwrap().html(false).await.unwrap();
+    let svg = h.svg("chart-throughput").await;
     assert!(svg.contains("Weekly throughput") && svg.contains("Week starting"), "titled, with a labelled axis");
 
     // the navigation carries the shared filters: Cost & time opens on jax too
@@ -237,7 +247,7 @@ async fn regimes_show_the_apis_landscape_and_splits() {
     ] {
         let api: FiguresResponse = h.api(&format!("/api/v1/figures?group_by={group_by}")).await;
         let figure = h.client.find(Locator::Css(&format!("[data-testid={testid}]"))).await.unwrap();
-        assert!(figure.find(Locator::Css("svg")).await.unwrap().html(false).await.unwrap().contains(title), "{testid} titled");
+        assert!(h.svg(testid).await.contains(title), "{testid} titled");
         let rows = figure.find_all(Locator::Css("[data-testid=rate-row]")).await.unwrap();
         assert_eq!(rows.len(), api.rows.len(), "{testid}");
         for (el, row) in rows.iter().zip(&api.rows) {
@@ -297,8 +307,7 @@ async fn cost_and_time_follow_the_api_and_the_window() {
     }
     for (testid, title) in [("chart-cost-histogram", "Cost per attempt"), ("chart-cost-cdf", "(CDF)"), ("chart-wall-histogram", "Wall time"),
         ("chart-cost-both-ways", "two ways"), ("chart-spend", "Cumulative spend")] {
-        let svg = h.client.find(Locator::Css(&format!("[data-testid={testid}] svg"))).await.unwrap().html(false).await.unwrap();
-        assert!(svg.contains(title), "{testid} is titled {title}");
+        assert!(h.svg(testid).await.contains(title), "{testid} is titled {title}");
     }
     // the date field shows the window, and the all-time figures differ from it
     let field = h.client.find(Locator::Css("[data-testid=filter-since]")).await.unwrap();
@@ -543,10 +552,10 @@ async fn oracles_page_shows_the_apis_coverage() {
         assert_eq!(el.attr("data-kind").await.unwrap().as_deref(), k["kind"].as_str());
         assert!(el.text().await.unwrap().contains(&thousands(k["reports"].as_i64().unwrap())));
     }
-    let svg = h.client.find(Locator::Css("[data-testid=chart-oracle-kinds] svg")).await.unwrap().html(false).await.unwrap();
+    let svg = h.svg("chart-oracle-kinds").await;
     assert!(svg.contains("Reports by oracle kind") && svg.contains("Oracle kind"), "a titled chart with labelled axes");
     assert_eq!(h.text("oracle-llm-precision").await, rate(&api["llm_precision"]));
-    let sources = h.client.find(Locator::Css("[data-testid=chart-oracle-sources] svg")).await.unwrap().html(false).await.unwrap();
+    let sources = h.svg("chart-oracle-sources").await;
     assert!(sources.contains("in-patch reference 47.11%"), "the reference line is named in the legend");
     h.screenshot("oracles.png").await;
     // the project filter goes into the URL and the figures follow it

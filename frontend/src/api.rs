@@ -29,8 +29,12 @@ async fn get_text(url: &str) -> Result<String, ClientError> {
     read_text(resp, url).await
 }
 
-fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ClientError> {
-    serde_json::from_str(text).map_err(|e| ClientError::Decode(e.to_string()))
+/// JSON text as `T`: parsed by the browser's `JSON.parse`, then read by
+/// serde-wasm-bindgen, so the bundle carries no JSON parser of its own and
+/// only a map visitor per type (serde_json's instantiates a sequence one too).
+pub fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ClientError> {
+    let value = js_sys::JSON::parse(text).map_err(|_| ClientError::Decode("the body is not JSON".into()))?;
+    serde_wasm_bindgen::from_value(value).map_err(|e| ClientError::Decode(e.to_string()))
 }
 
 async fn get_json<T: DeserializeOwned>(url: &str) -> Result<T, ClientError> {
@@ -55,9 +59,10 @@ async fn read_json<T: DeserializeOwned>(resp: gloo_net::http::Response, url: &st
 async fn read_text(resp: gloo_net::http::Response, url: &str) -> Result<String, ClientError> {
     if !resp.ok() {
         let status = resp.status();
-        return Err(match resp.json::<ApiErrorBody>().await {
-            Ok(body) => ClientError::Api { status, code: body.code, message: body.message },
-            Err(_) => ClientError::Api { status, code: "http".into(), message: format!("HTTP {status} from {url}") },
+        let body = resp.text().await.ok();
+        return Err(match body.as_deref().map(decode::<ApiErrorBody>) {
+            Some(Ok(body)) => ClientError::Api { status, code: body.code, message: body.message },
+            _ => ClientError::Api { status, code: "http".into(), message: format!("HTTP {status} from {url}") },
         });
     }
     resp.text().await.map_err(|e| ClientError::Network(e.to_string()))
@@ -71,6 +76,11 @@ async fn post_json<B: serde::Serialize, T: DeserializeOwned>(url: &str, body: &B
         .await
         .map_err(|e| ClientError::Network(e.to_string()))?;
     read_json(resp, url).await
+}
+
+/// A chart's SVG, drawn by the server (`src` from `pages::chart_src`).
+pub async fn chart(src: String) -> Result<String, ClientError> {
+    get_text(&src).await
 }
 
 pub async fn queue() -> Result<failpass_shared::api::jobs::QueueOverview, ClientError> {

@@ -7,6 +7,7 @@ use failpass_shared::figures::{bin_edges, distribution, figure_rows, throughput}
 
 use super::AppState;
 use crate::auth::Viewer;
+use crate::db::ProjectScope;
 use crate::error::{ApiJson, ApiResult, QueryPairs};
 
 /// `GET /api/v1/figures`: one row per group, every figure as DOMAIN.md defines it.
@@ -17,7 +18,12 @@ pub async fn get_figures(
     query: QueryPairs,
 ) -> ApiResult<ApiJson<FiguresResponse>> {
     let query = FiguresQuery::from_pairs(query.iter())?;
-    let contributions = state.storage.figure_contributions(&query, &viewer.scope()).await?;
+    Ok(ApiJson(figures(&state, &viewer.scope(), query).await?))
+}
+
+/// The figures `query` asks for, in the viewer's scope (also drawn by the charts).
+pub(super) async fn figures(state: &AppState, scope: &ProjectScope, query: FiguresQuery) -> ApiResult<FiguresResponse> {
+    let contributions = state.storage.figure_contributions(&query, scope).await?;
     let mut rows = figure_rows(contributions);
     if !query.then_by.is_empty() {
         for row in &mut rows {
@@ -25,7 +31,7 @@ pub async fn get_figures(
             row.key = row.keys.join(KEY_SEPARATOR);
         }
     }
-    Ok(ApiJson(FiguresResponse { group_by: query.group_by, then_by: query.then_by, goal: query.goal, rows }))
+    Ok(FiguresResponse { group_by: query.group_by, then_by: query.then_by, goal: query.goal, rows })
 }
 
 /// `GET /api/v1/agents`: each agent's stated figures beside its computed ones.
@@ -74,19 +80,24 @@ pub async fn get_distributions(
     query: QueryPairs,
 ) -> ApiResult<ApiJson<DistributionResponse>> {
     let query = DistributionQuery::from_pairs(query.iter())?;
-    let values = state.storage.metric_values(&query, &viewer.scope()).await?;
+    Ok(ApiJson(distributions(&state, &viewer.scope(), query).await?))
+}
+
+/// The distribution `query` asks for, in the viewer's scope.
+pub(super) async fn distributions(state: &AppState, scope: &ProjectScope, query: DistributionQuery) -> ApiResult<DistributionResponse> {
+    let values = state.storage.metric_values(&query, scope).await?;
     let mut groups: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
     for (key, v) in values {
         groups.entry(key).or_default().push(v);
     }
     let all: Vec<&[f64]> = groups.values().map(Vec::as_slice).collect();
     let edges = bin_edges(&all, HISTOGRAM_BINS);
-    Ok(ApiJson(DistributionResponse {
+    Ok(DistributionResponse {
         metric: query.metric,
         unit: query.metric.unit().to_owned(),
         group_by: query.figures.group_by,
         groups: groups.into_iter().map(|(key, values)| distribution(key, values, &edges)).collect(),
-    }))
+    })
 }
 
 /// `GET /api/v1/throughput`: reports reaching a final state per week, the
@@ -97,15 +108,24 @@ pub async fn get_throughput(
     viewer: Viewer,
     query: QueryPairs,
 ) -> ApiResult<ApiJson<Throughput>> {
+    Ok(ApiJson(throughput_of(&state, &viewer.scope(), query.iter()).await?))
+}
+
+/// The throughput of the reports the report filters in `pairs` select.
+pub(super) async fn throughput_of<'a>(
+    state: &AppState,
+    scope: &ProjectScope,
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> ApiResult<Throughput> {
     let mut filter = ReportFilter::default();
-    for (k, v) in query.iter() {
+    for (k, v) in pairs {
         if !filter.take(k, v)? {
             return Err(unknown_parameter(k, ReportFilter::PARAMETERS).into());
         }
     }
     filter.check_window()?;
-    let flows = state.storage.report_flows(&filter, &viewer.scope()).await?;
-    Ok(ApiJson(throughput(&flows, chrono::Utc::now())))
+    let flows = state.storage.report_flows(&filter, scope).await?;
+    Ok(throughput(&flows, chrono::Utc::now()))
 }
 
 /// `GET /api/v1/facets`: the agents and models the filters can pick.

@@ -256,8 +256,17 @@ pub async fn oracles(
     viewer: Viewer,
     query: QueryPairs,
 ) -> ApiResult<ApiJson<failpass_shared::api::oracles::OracleSummary>> {
+    Ok(ApiJson(oracle_summary(&state, &viewer.scope(), query.iter()).await?))
+}
+
+/// The oracle figures of the project `pairs` names (or of every project in scope).
+pub(super) async fn oracle_summary<'a>(
+    state: &AppState,
+    scope: &crate::db::ProjectScope,
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> ApiResult<failpass_shared::api::oracles::OracleSummary> {
     let mut project = None;
-    for (k, v) in query.iter() {
+    for (k, v) in pairs {
         match k {
             "project" if !v.is_empty() => project = Some(v.to_owned()),
             "project" => {}
@@ -265,7 +274,7 @@ pub async fn oracles(
         }
     }
     if let Some(p) = &project {
-        state.storage.get_project(p, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
+        state.storage.get_project(p, scope).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
     }
-    Ok(ApiJson(state.storage.oracle_summary(project.as_deref(), &viewer.scope()).await?))
+    Ok(state.storage.oracle_summary(project.as_deref(), scope).await?)
 }

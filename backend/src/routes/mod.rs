@@ -1,6 +1,7 @@
 //! HTTP routes: the JSON API under `/api/v1`, `/healthz`, and the dashboard.
 
 mod attempts;
+mod charts;
 mod figures;
 mod health;
 mod import;
@@ -40,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/distributions", get(figures::get_distributions))
         .route("/throughput", get(figures::get_throughput))
         .route("/facets", get(figures::get_facets))
+        .route("/charts/{name}", get(charts::get_chart))
         .route("/reruns", post(jobs::rerun))
         .route("/refine", post(jobs::refine))
         .route("/signatures", get(jobs::signatures))

@@ -1,7 +1,6 @@
 //! Pieces every page uses: loading, error and empty states, headline cards,
 //! badges and the project filter.
 
-pub mod charts;
 pub mod filters;
 pub mod progress;
 

@@ -5,6 +5,17 @@ use send_wrapper::SendWrapper;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+/// The `done` event's body, as far as the progress line reads it.
+#[derive(serde::Deserialize)]
+struct Done {
+    attempt: DoneAttempt,
+}
+
+#[derive(serde::Deserialize)]
+struct DoneAttempt {
+    verdict: String,
+}
+
 /// Follows job `job_id` and says where it is; calls `on_done` once it ends.
 #[component]
 pub fn JobProgress(job_id: i64, on_done: Callback<()>) -> impl IntoView {
@@ -13,7 +24,7 @@ pub fn JobProgress(job_id: i64, on_done: Callback<()>) -> impl IntoView {
     if let Ok(es) = web_sys::EventSource::new(&url) {
         let es_done = es.clone();
         let on_job = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-            if let Some(job) = e.data().as_string().and_then(|t| serde_json::from_str::<failpass_shared::api::jobs::Job>(&t).ok()) {
+            if let Some(job) = e.data().as_string().and_then(|t| crate::api::decode::<failpass_shared::api::jobs::Job>(&t).ok()) {
                 status.set(match job.status.as_str() {
                     "running" => format!("job {job_id}: running (try {} of {}) on {}", job.tries, job.max_tries, job.lease_owner.unwrap_or_default()),
                     "queued" if job.tries > 0 => format!("job {job_id}: waiting to retry ({})", job.last_error.unwrap_or_default()),
@@ -23,9 +34,7 @@ pub fn JobProgress(job_id: i64, on_done: Callback<()>) -> impl IntoView {
         });
         let on_end = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
             let text = e.data().as_string().unwrap_or_default();
-            let verdict = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.pointer("/attempt/verdict").and_then(|x| x.as_str()).map(|s| s.replace('_', " ")));
+            let verdict = crate::api::decode::<Done>(&text).ok().map(|d| d.attempt.verdict.replace('_', " "));
             status.set(match verdict {
                 Some(v) => format!("job {job_id}: done — verdict {v}"),
                 None => format!("job {job_id}: finished"),

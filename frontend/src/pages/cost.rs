@@ -6,22 +6,19 @@ use failpass_shared::format::{duration_secs, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{Figure, FigurePage};
+use super::{chart_src, Figure, FigurePage};
 use crate::api::{self, ClientError};
-use crate::components::charts::{cdf_chart, chart_width, grouped_bars, histogram_chart, line_chart};
 use crate::components::Stat;
 
 #[derive(Clone)]
 struct Views {
     total: Option<FigureRow>,
     agents: Vec<FigureRow>,
-    weeks: Vec<FigureRow>,
     cost: DistributionResponse,
-    cost_by_agent: DistributionResponse,
     wall: DistributionResponse,
     wall_by_agent: DistributionResponse,
-    /// Every agent, sorted: an agent's place here is its style in the charts.
-    all_agents: Vec<String>,
+    /// The filters, for the charts the server draws.
+    query: FiguresQuery,
 }
 
 async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
@@ -30,12 +27,10 @@ async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
     Ok(Views {
         total: api::figures(&by(GroupBy::None)).await?.rows.into_iter().next(),
         agents: api::figures(&by(GroupBy::Agent)).await?.rows,
-        weeks: api::figures(&by(GroupBy::Week)).await?.rows,
         cost: api::distributions(&dist(Metric::CostUsd, GroupBy::None)).await?,
-        cost_by_agent: api::distributions(&dist(Metric::CostUsd, GroupBy::Agent)).await?,
         wall: api::distributions(&dist(Metric::WallSeconds, GroupBy::None)).await?,
         wall_by_agent: api::distributions(&dist(Metric::WallSeconds, GroupBy::Agent)).await?,
-        all_agents: api::facets().await?.agents,
+        query: q,
     })
 }
 
@@ -52,39 +47,21 @@ pub fn CostPage() -> impl IntoView {
     view! { <section class="cost">{page.view()}</section> }
 }
 
-fn bins(d: &DistributionResponse) -> Vec<(f64, f64, u64)> {
-    d.groups.first().map(|g| g.histogram.iter().map(|b| (b.low, b.high, b.count)).collect()).unwrap_or_default()
-}
-
-fn cdfs(d: &DistributionResponse, agents: &[String]) -> Vec<(String, usize, Vec<(f64, f64)>)> {
-    d.groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let style = agents.iter().position(|a| *a == g.key).unwrap_or(agents.len() + i);
-            (format!("{} (n={})", g.key, g.n), style, g.cdf.clone())
-        })
-        .collect()
-}
-
 fn body(v: Views) -> Option<AnyView> {
     let t = v.total.clone().filter(|t| t.attempts > 0)?;
-    let width = chart_width(560);
     let cost_all = v.cost.groups.first().cloned();
     let wall_all = v.wall.groups.first().cloned();
-    let labels: Vec<String> = v.agents.iter().map(|r| r.key.clone()).collect();
-    let both = [
-        ("All spend / reproductions", v.agents.iter().map(|r| r.cost_per_reproduction_usd.unwrap_or(0.0)).collect()),
-        ("Mean of successful attempts", v.agents.iter().map(|r| r.cost_mean_success_usd.unwrap_or(0.0)).collect()),
-    ];
-    let both_svg = grouped_bars("Cost per reproduction, two ways", "Agent", "USD", &labels, &both, &|x| format!("${x:.2}"), chart_width(900), 340);
-    let mut running = 0.0;
-    let cumulative: Vec<f64> = v.weeks.iter().map(|w| { running += w.cost_total_usd; running }).collect();
-    let week_labels: Vec<String> = v.weeks.iter().map(|w| w.key.clone()).collect();
-    let spend_svg = line_chart("Cumulative spend", "Week starting (UTC)", "USD", &week_labels, &cumulative, &|x| format!("${x:.0}"), chart_width(900), 320);
+    let chart = |name: &str, metric: Option<Metric>, g: GroupBy, preferred: u32| {
+        let q = FiguresQuery { group_by: g, ..v.query.clone() };
+        let pairs = match metric {
+            Some(metric) => DistributionQuery { metric, figures: q }.pairs(),
+            None => q.pairs(),
+        };
+        chart_src(name, pairs, preferred)
+    };
     let wall_by_agent = v.wall_by_agent.groups.clone();
     let agents = v.agents.clone();
-    let spend_caption = format!("Spend on attempts started each week, summed up: {} in all over {} weeks.", usd(cumulative.last().copied()), v.weeks.len());
+    let spend_caption = format!("Spend on attempts started each week, summed up: {} in all.", usd(Some(t.cost_total_usd)));
     let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
@@ -97,22 +74,22 @@ fn body(v: Views) -> Option<AnyView> {
                 detail=format!("median of n={} with a time recorded · p90 {}", wall_all.as_ref().map_or(0, |c| c.n), duration_secs(wall_all.as_ref().and_then(|c| c.p90)))/>
         </div>
         <div class="chart-pair">
-            <Figure testid="chart-cost-histogram" svg=histogram_chart("Cost per attempt", "Cost per attempt (USD)", &bins(&v.cost), true, width, 320)
+            <Figure testid="chart-cost-histogram" chart=chart("histogram", Some(Metric::CostUsd), GroupBy::None, 560)
                 caption="How many attempts cost how much, over 20 equal bins.">
             </Figure>
-            <Figure testid="chart-cost-cdf" svg=cdf_chart("Cost per attempt, by agent (CDF)", "Cost per attempt (USD)", &cdfs(&v.cost_by_agent, &v.all_agents), true, width, 320)
+            <Figure testid="chart-cost-cdf" chart=chart("cdf", Some(Metric::CostUsd), GroupBy::Agent, 560)
                 caption="Share of each agent's attempts costing at most the amount on the x axis.">
             </Figure>
         </div>
         <div class="chart-pair">
-            <Figure testid="chart-wall-histogram" svg=histogram_chart("Wall time per attempt", "Wall time per attempt (seconds)", &bins(&v.wall), false, width, 320)
+            <Figure testid="chart-wall-histogram" chart=chart("histogram", Some(Metric::WallSeconds), GroupBy::None, 560)
                 caption="How many attempts took how long, over 20 equal bins.">
             </Figure>
-            <Figure testid="chart-wall-cdf" svg=cdf_chart("Wall time per attempt, by agent (CDF)", "Wall time per attempt (seconds)", &cdfs(&v.wall_by_agent, &v.all_agents), false, width, 320)
+            <Figure testid="chart-wall-cdf" chart=chart("cdf", Some(Metric::WallSeconds), GroupBy::Agent, 560)
                 caption="Share of each agent's attempts finished within the time on the x axis.">
             </Figure>
         </div>
-        <Figure testid="chart-cost-both-ways" svg=both_svg
+        <Figure testid="chart-cost-both-ways" chart=chart("cost-both-ways", None, GroupBy::Agent, 900)
             caption="Per agent: all spend (failed and errored attempts included) over reports reproduced, beside the mean cost of the successful attempts alone, the figure papers usually quote. Reference: LTGDroid about $0.27 per successful reproduction.">
             <table class="chart-table" data-testid="cost-table">
                 <thead><tr>
@@ -139,7 +116,7 @@ fn body(v: Views) -> Option<AnyView> {
                 </tbody>
             </table>
         </Figure>
-        <Figure testid="chart-spend" svg=spend_svg
+        <Figure testid="chart-spend" chart=chart("spend", None, GroupBy::Week, 900)
             caption=spend_caption>
         </Figure>
     }

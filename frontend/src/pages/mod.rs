@@ -46,17 +46,49 @@ pub fn with_param<K: AsRef<str>>(pairs: &[(K, String)], key: &str, value: &str) 
     failpass_shared::api::query::to_query_string(&out)
 }
 
-/// A figure: its chart, what it shows, and the numbers as a table.
+/// A chart's drawing width: `preferred`, or the viewport's width less the
+/// page's padding on a narrow screen, so its text stays readable (an SVG
+/// drawn wide and scaled down shrinks its labels with it).
+pub fn chart_width(preferred: u32) -> u32 {
+    let viewport = web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(preferred as f64);
+    (viewport as u32).saturating_sub(64).clamp(280, preferred)
+}
+
+/// The address of chart `name` as the server draws it (`GET
+/// /api/v1/charts/{name}`) for `pairs`, `preferred` pixels wide at most.
+pub fn chart_src(name: &str, mut pairs: Vec<(&str, String)>, preferred: u32) -> String {
+    pairs.push(("width", chart_width(preferred).to_string()));
+    format!("/api/v1/charts/{name}?{}", failpass_shared::api::query::to_query_string(&pairs))
+}
+
+/// A server-drawn chart, inlined as SVG (so its text is the page's text);
+/// while it loads, and if it fails, a line says so.
+#[component]
+pub fn ChartSvg(src: String) -> impl IntoView {
+    let svg = LocalResource::new(move || crate::api::chart(src.clone()));
+    view! {
+        <Suspense fallback=|| view! { <p class="state state-loading chart-loading" role="status">"Drawing the chart…"</p> }>
+            {move || Suspend::new(async move {
+                match svg.await {
+                    Ok(svg) => view! { <div class="chart-svg" inner_html=svg></div> }.into_any(),
+                    Err(e) => view! { <p class="state state-error" role="alert">"The chart could not be drawn: " {e.to_string()} " (the table has its numbers)"</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// A figure: its chart (`chart_src`), what it shows, and the numbers as a table.
 #[component]
 pub fn Figure(
     #[prop(into)] testid: String,
-    svg: String,
+    chart: String,
     #[prop(into)] caption: String,
     #[prop(optional)] children: Option<Children>,
 ) -> impl IntoView {
     view! {
         <figure class="chart" data-testid=testid>
-            <div class="chart-svg" inner_html=svg></div>
+            <ChartSvg src=chart/>
             <figcaption>{caption}</figcaption>
             {children.map(|c| view! { <div class="table-wrap">{c()}</div> })}
         </figure>

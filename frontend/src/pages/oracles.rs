@@ -8,7 +8,6 @@ use leptos::prelude::*;
 
 use super::query_pairs;
 use crate::api::{self, ClientError};
-use crate::components::charts::count_bars;
 use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect, Stat};
 
 #[component]
@@ -49,7 +48,7 @@ pub fn OraclesPage() -> impl IntoView {
                     match data.await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok((s, _)) if s.reports == 0 => view! { <Empty message="No report yet in this view."/> }.into_any(),
-                        Ok((s, groups)) => view! { <OracleView s=s groups=groups/> }.into_any(),
+                        Ok((s, groups)) => view! { <OracleView s=s groups=groups project=project.get_untracked()/> }.into_any(),
                     }
                 })}
             </Transition>
@@ -62,23 +61,9 @@ fn share_detail(s: &Share, what: &str) -> String {
 }
 
 #[component]
-fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::SignatureGroup>) -> impl IntoView {
-    let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
-    let chart = count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, crate::components::charts::chart_width(640), 300);
+fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::SignatureGroup>, project: Option<String>) -> impl IntoView {
+    let chart = |name: &str| super::chart_src(name, project.iter().map(|p| ("project", p.clone())).collect(), 640);
     let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
-    let shares: Vec<(String, f64, i64)> = s
-        .by_source
-        .iter()
-        .map(|k| (k.source.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "not stated".into()), k.reports as f64 / s.reports.max(1) as f64, k.reports))
-        .collect();
-    let sources_chart = crate::components::charts::share_bars(
-        "Share of all reports, by oracle source",
-        "Oracle source",
-        &shares,
-        (s.in_patch_reference, "in-patch reference 47.11%"),
-        crate::components::charts::chart_width(640),
-        300,
-    );
     view! {
         <section class="stats" aria-label="Oracle figures">
             <Stat label="Oracle coverage" value=percent(s.coverage.rate) detail=share_detail(&s.coverage, "reports have a deterministic oracle") testid="oracle-coverage"/>
@@ -95,7 +80,7 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
         </section>
         <section class="panel">
             <h2>"Oracle kinds"</h2>
-            <div class="chart-svg" data-testid="chart-oracle-kinds" inner_html=chart></div>
+            <div data-testid="chart-oracle-kinds"><super::ChartSvg src=chart("oracle-kinds")/></div>
             <table class="chart-table" data-testid="oracle-kinds">
                 <thead><tr><th scope="col">"Kind"</th><th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Share"</th></tr></thead>
                 <tbody>
@@ -108,7 +93,7 @@ fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::Signatur
         </section>
         <section class="panel">
             <h2>"Deterministic oracles by source"</h2>
-            <div class="chart-svg" data-testid="chart-oracle-sources" inner_html=sources_chart></div>
+            <div data-testid="chart-oracle-sources"><super::ChartSvg src=chart("oracle-sources")/></div>
             <table class="chart-table" data-testid="oracle-sources">
                 <thead><tr><th scope="col">"Source"</th><th scope="col" class="num">"Reports"</th></tr></thead>
                 <tbody>

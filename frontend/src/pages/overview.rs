@@ -6,14 +6,12 @@ use failpass_shared::format::{hours, interval, percent, thousands, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{figures_query, query_pairs, Figure};
+use super::{chart_src, figures_query, query_pairs, ChartSvg, Figure};
 use crate::api::{self, ClientError};
-use crate::components::charts::{chart_width, count_bars, grouped_bars, rate_bars};
 use crate::components::filters::FilterBar;
 use crate::components::{Empty, ErrorPanel, Loading, Stat};
 
-/// Weeks drawn in the throughput chart (the table below lists them all).
-const CHART_WEEKS: usize = 26;
+use failpass_shared::api::figures::THROUGHPUT_CHART_WEEKS as CHART_WEEKS;
 
 #[component]
 pub fn OverviewPage() -> impl IntoView {
@@ -28,7 +26,7 @@ pub fn OverviewPage() -> impl IntoView {
             // The three requests in flight together: this page has a time budget.
             let (total, by_route, flow) =
                 futures_util::future::join3(api::figures(&total_q), api::figures(&route_q), api::throughput(&q.filter)).await;
-            Ok::<_, ClientError>((total?.rows.into_iter().next(), by_route?.rows, flow?))
+            Ok::<_, ClientError>((total?.rows.into_iter().next(), by_route?.rows, flow?, q))
         }
     });
 
@@ -42,16 +40,16 @@ pub fn OverviewPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match figures.await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
-                        Ok((None, _, _)) => view! { <Empty message="No reports in this view. Widen the filters, or submit one through the API (POST /api/v1/reports)."/> }.into_any(),
-                        Ok((Some(total), by_route, flow)) => view! {
-                            {query.get_untracked().is_ok_and(|q| q.agent.is_some() || q.model.is_some()).then(|| view! {
+                        Ok((None, ..)) => view! { <Empty message="No reports in this view. Widen the filters, or submit one through the API (POST /api/v1/reports)."/> }.into_any(),
+                        Ok((Some(total), by_route, flow, q)) => view! {
+                            {(q.agent.is_some() || q.model.is_some()).then(|| view! {
                                 <p class="hint" data-testid="report-level-hint">
                                     "Backlog, weekly throughput and time to reproduction are report-level: the agent and model filters do not narrow them."
                                 </p>
                             })}
                             <Headline total=total flow=flow.clone()/>
-                            <ThroughputChart flow=flow/>
-                            <RouteChart rows=by_route/>
+                            <ThroughputChart flow=flow chart=chart_src("throughput", q.filter.pairs(), 900)/>
+                            <RouteChart rows=by_route q=q/>
                         }.into_any(),
                     }
                 })}
@@ -89,17 +87,9 @@ fn Headline(total: FigureRow, flow: Throughput) -> impl IntoView {
 }
 
 #[component]
-fn ThroughputChart(flow: Throughput) -> impl IntoView {
-    let recent = &flow.weeks[flow.weeks.len().saturating_sub(CHART_WEEKS)..];
-    let labels: Vec<String> = recent.iter().map(|w| w.week[5..].to_owned()).collect();
-    let series = [
-        ("Filed", recent.iter().map(|w| w.filed as f64).collect()),
-        ("Reached a final state", recent.iter().map(|w| w.finished as f64).collect()),
-        ("Of which reproduced", recent.iter().map(|w| w.reproduced as f64).collect()),
-    ];
-    let svg = grouped_bars("Weekly throughput", "Week starting (MM-DD, UTC)", "Reports", &labels, &series, &|v| format!("{v:.0}"), chart_width(900), 340);
+fn ThroughputChart(flow: Throughput, chart: String) -> impl IntoView {
     view! {
-        <Figure testid="chart-throughput" svg=svg
+        <Figure testid="chart-throughput" chart=chart
             caption=format!("Reports filed, and reports reaching a final state (reproduced, or graded and not reproduced), per week; the last {CHART_WEEKS} weeks with activity are drawn, every week is in the table.")>
             <details>
                 <summary>"Every week's numbers"</summary>
@@ -117,17 +107,14 @@ fn ThroughputChart(flow: Throughput) -> impl IntoView {
 }
 
 #[component]
-fn RouteChart(rows: Vec<FigureRow>) -> impl IntoView {
-    let width = chart_width(560);
-    let svg = rate_bars("Reproduction rate by route", "Route", &rows, width, 340);
-    let mix: Vec<(String, i64)> = rows.iter().map(|r| (r.key.clone(), r.reports as i64)).collect();
-    let mix_svg = count_bars("Route mix", "Route", "Reports", &mix, width, 340);
+fn RouteChart(rows: Vec<FigureRow>, q: FiguresQuery) -> impl IntoView {
+    let route_q = FiguresQuery { group_by: GroupBy::Route, then_by: Vec::new(), ..q };
     view! {
         <div class="chart-pair">
             <div class="chart" data-testid="chart-route-mix">
-                <div class="chart-svg" inner_html=mix_svg></div>
+                <ChartSvg src=chart_src("reports", route_q.pairs(), 560)/>
             </div>
-            <Figure testid="chart-route" svg=svg
+            <Figure testid="chart-route" chart=chart_src("rate", route_q.pairs(), 560)
                 caption="Left: reports per route. Right: reports with at least one reproduced or confirmed attempt, over reports with a graded attempt, per route. Whiskers: Wilson 95% interval.">
                 <table class="chart-table">
                     <caption class="visually-hidden">"The charts' numbers"</caption>

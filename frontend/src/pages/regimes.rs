@@ -7,9 +7,8 @@ use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
 use super::agents::AgentsTable;
-use super::{Figure, FigurePage};
+use super::{chart_src, Figure, FigurePage};
 use crate::api::{self, ClientError};
-use crate::components::charts::{chart_width, rate_bars};
 
 /// The figures of every view on this page, fetched together.
 #[derive(Clone)]
@@ -20,6 +19,8 @@ struct Views {
     categories: Vec<FigureRow>,
     vagueness: Vec<FigureRow>,
     contamination: Vec<FigureRow>,
+    /// The filters, for the charts the server draws.
+    query: FiguresQuery,
 }
 
 async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
@@ -31,6 +32,7 @@ async fn fetch(q: FiguresQuery) -> Result<Views, ClientError> {
         categories: api::figures(&by(GroupBy::Category, &[])).await?.rows,
         vagueness: api::figures(&by(GroupBy::Vagueness, &[])).await?.rows,
         contamination: api::figures(&by(GroupBy::Model, &[GroupBy::Cutoff])).await?.rows,
+        query: q,
     })
 }
 
@@ -53,7 +55,9 @@ pub fn RegimesPage() -> impl IntoView {
 }
 
 fn body(v: Views) -> AnyView {
-    let width = chart_width(560);
+    let rate = |g: GroupBy, then: &[GroupBy], preferred: u32| {
+        chart_src("rate", FiguresQuery { group_by: g, then_by: then.to_vec(), ..v.query.clone() }.pairs(), preferred)
+    };
     view! {
         <h2>"Rate landscape: route × agent × model"</h2>
         <p class="hint">"A report counts in every cell one of its attempts falls in. Rate: reports with a reproduced or confirmed attempt over reports with a graded one; per-attempt success beside it; LLM leads never count."</p>
@@ -82,20 +86,20 @@ fn body(v: Views) -> AnyView {
             </table>
         </div>
         <div class="chart-pair">
-            {rate_figure("chart-agents", rate_bars("Reproduction rate by agent", "Agent", &v.agents, width, 340),
+            {rate_figure("chart-agents", rate(GroupBy::Agent, &[], 560),
                 "Per agent, over the reports it attempted.", &v.agents, "Agent")}
-            {rate_figure("chart-models", rate_bars("Reproduction rate by model", "Model", &v.models, width, 340),
+            {rate_figure("chart-models", rate(GroupBy::Model, &[], 560),
                 "Per model, over the reports attempted with it.", &v.models, "Model")}
         </div>
         <h2>"Harness against patch logic, vague against clear"</h2>
         <div class="chart-pair">
-            {rate_figure("chart-category", rate_bars("Rate by category", "Category", &v.categories, width, 340),
+            {rate_figure("chart-category", rate(GroupBy::Category, &[], 560),
                 "Harness and plumbing bugs against patch logic. Published prior: agents resolve at most about 9% of harness bugs against about 41% elsewhere.", &v.categories, "Category")}
-            {rate_figure("chart-vagueness", rate_bars("Rate by vagueness", "Report", &v.vagueness, width, 340),
+            {rate_figure("chart-vagueness", rate(GroupBy::Vagueness, &[], 560),
                 "Reports flagged vague (short, no code, no versions, no traceback) need a human to accept any verdict before it counts.", &v.vagueness, "Report")}
         </div>
         <h2>"Contamination split"</h2>
-        {rate_figure("chart-contamination", rate_bars("Rate before and after each model's training cutoff", "Model · filed", &short_cutoffs(&v.contamination), chart_width(900), 360),
+        {rate_figure("chart-contamination", rate(GroupBy::Model, &[GroupBy::Cutoff], 900),
             "Reports filed before against after the attempting model's training cutoff, per model; `unknown` where the cutoff is not recorded. Reference: LIBRO reproduced 32% of 31 post-cutoff reports against 33% overall.",
             &v.contamination, "Model · filed")}
     }
@@ -103,10 +107,10 @@ fn body(v: Views) -> AnyView {
 }
 
 /// A rate chart with its numbers underneath.
-fn rate_figure(testid: &'static str, svg: String, caption: &'static str, rows: &[FigureRow], what: &'static str) -> AnyView {
+fn rate_figure(testid: &'static str, chart: String, caption: &'static str, rows: &[FigureRow], what: &'static str) -> AnyView {
     let rows = rows.to_vec();
     view! {
-        <Figure testid=testid svg=svg caption=caption>
+        <Figure testid=testid chart=chart caption=caption>
             <table class="chart-table">
                 <thead><tr><th scope="col">{what}</th><th scope="col" class="num">"Graded"</th><th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col">"95% interval"</th></tr></thead>
                 <tbody>
@@ -121,12 +125,4 @@ fn rate_figure(testid: &'static str, svg: String, caption: &'static str, rows: &
         </Figure>
     }
     .into_any()
-}
-
-/// Chart labels for the contamination split: `before`/`after` for
-/// `before_cutoff`/`after_cutoff`, so the model's name keeps its room.
-fn short_cutoffs(rows: &[FigureRow]) -> Vec<FigureRow> {
-    rows.iter()
-        .map(|r| FigureRow { key: r.key.replace("before_cutoff", "before").replace("after_cutoff", "after"), ..r.clone() })
-        .collect()
 }

@@ -12,6 +12,9 @@ pub const MAX_GROUP_DIMENSIONS: usize = 3;
 /// What joins the parts of a crossed group's key (`route · agent · model`).
 pub const KEY_SEPARATOR: &str = " · ";
 
+/// Weeks the throughput chart draws (the overview's table lists them all).
+pub const THROUGHPUT_CHART_WEEKS: usize = 26;
+
 /// `GET /api/v1/figures` parameters: a grouping, a goal, the report filters
 /// and the attempt filters `agent` and `model`.
 ///

@@ -1,16 +1,10 @@
-//! Charts drawn with plotters into SVG strings.
+//! The dashboard's charts, drawn with plotters into SVG strings on the
+//! server (`GET /api/v1/charts/{name}`): the dashboard inlines them, and a
+//! status page or an issue comment can link them.
 
 use failpass_shared::api::figures::FigureRow;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-
-/// A chart's drawing width: `preferred`, or the viewport's width less the
-/// page's padding on a narrow screen, so its text stays readable (an SVG
-/// drawn wide and scaled down shrinks its labels with it).
-pub fn chart_width(preferred: u32) -> u32 {
-    let viewport = web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(preferred as f64);
-    (viewport as u32).saturating_sub(64).clamp(280, preferred)
-}
 
 const BAR: RGBColor = RGBColor(0x2f, 0x6f, 0xb3);
 const INK: RGBColor = RGBColor(0x22, 0x26, 0x2b);

@@ -1,0 +1,251 @@
+//! `GET /api/v1/charts/{name}`: the dashboard's charts as SVG, drawn with
+//! plotters from the figures the JSON endpoints give for the same
+//! parameters. Drawing here keeps plotters out of the dashboard's bundle,
+//! and makes every chart a link a status page or an issue can embed.
+
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use failpass_shared::api::figures::{DistributionQuery, FigureRow, FiguresQuery, Metric, THROUGHPUT_CHART_WEEKS};
+use failpass_shared::api::query::FieldError;
+use failpass_shared::model::GroupBy;
+
+use super::figures::{distributions, figures, throughput_of};
+use super::jobs::oracle_summary;
+use super::AppState;
+use crate::auth::Viewer;
+use crate::charts;
+use crate::error::{ApiError, ApiResult, QueryPairs};
+
+/// The charts there are, as the 404 for any other name lists them.
+pub const CHARTS: &str = "rate, reports, throughput, cost-both-ways, spend, histogram, cdf, oracle-kinds, oracle-sources";
+
+/// Narrowest and widest drawing, in pixels (`width`).
+const WIDTH: std::ops::RangeInclusive<u32> = 280..=1600;
+
+/// Every chart takes its JSON twin's parameters plus `width`; `name` may end in `.svg`.
+#[tracing::instrument(skip_all, fields(chart = %name))]
+pub async fn get_chart(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    query: QueryPairs,
+) -> ApiResult<Response> {
+    let scope = viewer.scope();
+    let name = name.strip_suffix(".svg").unwrap_or(&name);
+    let mut width = None;
+    let mut pairs = Vec::new();
+    for (k, v) in query.iter() {
+        if k == "width" {
+            width = Some(parse_width(v)?);
+        } else {
+            pairs.push((k, v));
+        }
+    }
+    let w = |preferred: u32| width.unwrap_or(preferred);
+    let figures_query = |default: GroupBy| -> ApiResult<FiguresQuery> {
+        let has_group = pairs.iter().any(|(k, _)| *k == "group_by");
+        let mut q = FiguresQuery::from_pairs(pairs.iter().copied()).map_err(with_width)?;
+        if !has_group {
+            q.group_by = default;
+        }
+        Ok(q)
+    };
+    let svg = match name {
+        "rate" => {
+            let q = figures_query(GroupBy::Route)?;
+            let (title, axis) = rate_labels(&q);
+            let cutoff = q.dimensions().contains(&GroupBy::Cutoff);
+            let rows = figures(&state, &scope, q).await?.rows;
+            let rows = if cutoff { short_cutoffs(rows) } else { rows };
+            charts::rate_bars(&title, &axis, &rows, w(560), if cutoff { 360 } else { 340 })
+        }
+        "reports" => {
+            let q = figures_query(GroupBy::Route)?;
+            let title = match q.dimensions()[..] {
+                [GroupBy::Route] => "Route mix".to_owned(),
+                _ => format!("Reports by {}", dims_named(&q, " × ")),
+            };
+            let axis = axis_label(&q);
+            let rows: Vec<(String, i64)> =
+                figures(&state, &scope, q).await?.rows.into_iter().map(|r| (r.key, r.reports as i64)).collect();
+            charts::count_bars(&title, &axis, "Reports", &rows, w(560), 340)
+        }
+        "throughput" => {
+            let flow = throughput_of(&state, &scope, pairs.iter().copied()).await.map_err(with_width_api)?;
+            let recent = &flow.weeks[flow.weeks.len().saturating_sub(THROUGHPUT_CHART_WEEKS)..];
+            let labels: Vec<String> = recent.iter().map(|w| w.week.get(5..).unwrap_or(&w.week).to_owned()).collect();
+            let series = [
+                ("Filed", recent.iter().map(|w| w.filed as f64).collect()),
+                ("Reached a final state", recent.iter().map(|w| w.finished as f64).collect()),
+                ("Of which reproduced", recent.iter().map(|w| w.reproduced as f64).collect()),
+            ];
+            charts::grouped_bars("Weekly throughput", "Week starting (MM-DD, UTC)", "Reports", &labels, &series, &|v| format!("{v:.0}"), w(900), 340)
+        }
+        "cost-both-ways" => {
+            let q = figures_query(GroupBy::Agent)?;
+            let axis = axis_label(&q);
+            let rows = figures(&state, &scope, q).await?.rows;
+            let labels: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
+            let both = [
+                ("All spend / reproductions", rows.iter().map(|r| r.cost_per_reproduction_usd.unwrap_or(0.0)).collect()),
+                ("Mean of successful attempts", rows.iter().map(|r| r.cost_mean_success_usd.unwrap_or(0.0)).collect()),
+            ];
+            charts::grouped_bars("Cost per reproduction, two ways", &axis, "USD", &labels, &both, &|x| format!("${x:.2}"), w(900), 340)
+        }
+        "spend" => {
+            let mut q = figures_query(GroupBy::Week)?;
+            if q.group_by != GroupBy::Week || !q.then_by.is_empty() {
+                return Err(ApiError::BadRequest("group_by: cumulative spend is drawn by week only".into()));
+            }
+            q.group_by = GroupBy::Week;
+            let weeks = figures(&state, &scope, q).await?.rows;
+            let mut running = 0.0;
+            let cumulative: Vec<f64> = weeks.iter().map(|w| { running += w.cost_total_usd; running }).collect();
+            let labels: Vec<String> = weeks.iter().map(|w| w.key.clone()).collect();
+            charts::line_chart("Cumulative spend", "Week starting (UTC)", "USD", &labels, &cumulative, &|x| format!("${x:.0}"), w(900), 320)
+        }
+        "histogram" => {
+            let q = DistributionQuery::from_pairs(pairs.iter().copied()).map_err(with_width)?;
+            if q.figures.group_by != GroupBy::None {
+                return Err(ApiError::BadRequest("group_by: a histogram is drawn over every attempt in the view (group_by=none)".into()));
+            }
+            let (title, axis, money) = metric_labels(q.metric);
+            let d = distributions(&state, &scope, q).await?;
+            let bins: Vec<(f64, f64, u64)> =
+                d.groups.first().map(|g| g.histogram.iter().map(|b| (b.low, b.high, b.count)).collect()).unwrap_or_default();
+            charts::histogram_chart(title, axis, &bins, money, w(560), 320)
+        }
+        "cdf" => {
+            let has_group = pairs.iter().any(|(k, _)| *k == "group_by");
+            let mut q = DistributionQuery::from_pairs(pairs.iter().copied()).map_err(with_width)?;
+            if !has_group {
+                q.figures.group_by = GroupBy::Agent;
+            }
+            let (what, axis, money) = metric_labels(q.metric);
+            let title = match q.figures.group_by {
+                GroupBy::None => format!("{what} (CDF)"),
+                g => format!("{what}, by {g} (CDF)"),
+            };
+            // An agent's place among all agents is its style, whatever the filter.
+            let order = match q.figures.group_by {
+                GroupBy::Agent => state.storage.facets(&scope).await?.agents,
+                GroupBy::Model => state.storage.facets(&scope).await?.models,
+                _ => Vec::new(),
+            };
+            let d = distributions(&state, &scope, q).await?;
+            let series: Vec<(String, usize, Vec<(f64, f64)>)> = d
+                .groups
+                .into_iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    let style = order.iter().position(|a| *a == g.key).unwrap_or(order.len() + i);
+                    (format!("{} (n={})", g.key, g.n), style, g.cdf)
+                })
+                .collect();
+            charts::cdf_chart(&title, axis, &series, money, w(560), 320)
+        }
+        "oracle-kinds" => {
+            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width_api)?;
+            let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
+            charts::count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, w(640), 300)
+        }
+        "oracle-sources" => {
+            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width_api)?;
+            let shares: Vec<(String, f64, i64)> = s
+                .by_source
+                .iter()
+                .map(|k| {
+                    let source = k.source.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "not stated".into());
+                    (source, k.reports as f64 / s.reports.max(1) as f64, k.reports)
+                })
+                .collect();
+            let reference = format!("in-patch reference {:.2}%", s.in_patch_reference * 100.0);
+            charts::share_bars("Share of all reports, by oracle source", "Oracle source", &shares, (s.in_patch_reference, &reference), w(640), 300)
+        }
+        other => return Err(ApiError::NotFound(format!("no chart `{other}`; known: {CHARTS}"))),
+    };
+    if svg.is_empty() {
+        return Err(anyhow::anyhow!("chart `{name}` could not be drawn").into());
+    }
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response())
+}
+
+fn parse_width(v: &str) -> Result<u32, ApiError> {
+    match v.trim().parse::<u32>() {
+        Ok(w) if WIDTH.contains(&w) => Ok(w),
+        _ => Err(ApiError::BadRequest(format!(
+            "width: `{v}` is not a width in pixels from {} to {}",
+            WIDTH.start(),
+            WIDTH.end()
+        ))),
+    }
+}
+
+/// An unknown parameter's error, with `width` among the known ones.
+fn with_width(e: FieldError) -> ApiError {
+    if e.message.starts_with("unknown query parameter") {
+        FieldError::new(e.field, format!("{}, width", e.message)).into()
+    } else {
+        e.into()
+    }
+}
+
+fn with_width_api(e: ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(m) if m.contains("unknown query parameter") => ApiError::BadRequest(format!("{m}, width")),
+        e => e,
+    }
+}
+
+/// A dimension as an axis names it.
+fn dim_label(g: GroupBy) -> &'static str {
+    match g {
+        GroupBy::None => "All reports",
+        GroupBy::Project => "Project",
+        GroupBy::Route => "Route",
+        GroupBy::Agent => "Agent",
+        GroupBy::Model => "Model",
+        GroupBy::Category => "Category",
+        GroupBy::Cutoff => "Filed",
+        GroupBy::Week => "Week starting (UTC)",
+        GroupBy::Vagueness => "Report",
+    }
+}
+
+fn axis_label(q: &FiguresQuery) -> String {
+    match q.dimensions()[..] {
+        [GroupBy::Model, GroupBy::Cutoff] => "Model · filed".to_owned(),
+        ref dims => dims.iter().map(|d| dim_label(*d)).collect::<Vec<_>>().join(" · "),
+    }
+}
+
+fn dims_named(q: &FiguresQuery, sep: &str) -> String {
+    q.dimensions().iter().map(|d| d.as_str()).collect::<Vec<_>>().join(sep)
+}
+
+/// A rate chart's title and axis for its grouping.
+fn rate_labels(q: &FiguresQuery) -> (String, String) {
+    let title = match q.dimensions()[..] {
+        [GroupBy::None] => "Reproduction rate".to_owned(),
+        [GroupBy::Category] => "Rate by category".to_owned(),
+        [GroupBy::Vagueness] => "Rate by vagueness".to_owned(),
+        [GroupBy::Model, GroupBy::Cutoff] => "Rate before and after each model's training cutoff".to_owned(),
+        _ => format!("Reproduction rate by {}", dims_named(q, " × ")),
+    };
+    (title, axis_label(q))
+}
+
+fn metric_labels(m: Metric) -> (&'static str, &'static str, bool) {
+    match m {
+        Metric::CostUsd => ("Cost per attempt", "Cost per attempt (USD)", true),
+        Metric::WallSeconds => ("Wall time per attempt", "Wall time per attempt (seconds)", false),
+    }
+}
+
+/// `before`/`after` for `before_cutoff`/`after_cutoff`, so the model's name keeps its room.
+fn short_cutoffs(rows: Vec<FigureRow>) -> Vec<FigureRow> {
+    rows.into_iter()
+        .map(|r| FigureRow { key: r.key.replace("before_cutoff", "before").replace("after_cutoff", "after"), ..r })
+        .collect()
+}

@@ -1,0 +1,85 @@
+//! `GET /api/v1/charts/{name}`: SVG drawn from the same figures as the JSON
+//! endpoints, for the same parameters; bad parameters are 400s naming them.
+
+use crate::helpers::{assert_error, spawn_app, spawn_app_with_demo, TestApp};
+
+/// The chart's SVG, after checking it is one.
+async fn svg(app: &TestApp, path: &str) -> String {
+    let resp = app.client.get(format!("{}{path}", app.base)).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let body = resp.text().await.unwrap();
+    assert_eq!(status, 200, "{path}: {body}");
+    assert!(content_type.starts_with("image/svg+xml"), "{path}: {content_type}");
+    assert!(body.starts_with("<svg") && body.trim_end().ends_with("</svg>"), "{path}: not an SVG document");
+    body
+}
+
+#[tokio::test]
+async fn every_chart_is_an_svg_drawn_from_the_apis_figures() {
+    let app = spawn_app_with_demo().await;
+    for (path, title) in [
+        ("/api/v1/charts/rate?group_by=route", "Reproduction rate by route"),
+        ("/api/v1/charts/rate?group_by=model,cutoff", "training cutoff"),
+        ("/api/v1/charts/rate.svg?group_by=category", "Rate by category"),
+        ("/api/v1/charts/reports?group_by=route", "Route mix"),
+        ("/api/v1/charts/reports?group_by=agent", "Reports by agent"),
+        ("/api/v1/charts/throughput", "Weekly throughput"),
+        ("/api/v1/charts/cost-both-ways", "Cost per reproduction, two ways"),
+        ("/api/v1/charts/spend", "Cumulative spend"),
+        ("/api/v1/charts/histogram?metric=cost_usd", "Cost per attempt"),
+        ("/api/v1/charts/histogram?metric=wall_seconds", "Wall time per attempt"),
+        ("/api/v1/charts/cdf?metric=cost_usd", "Cost per attempt, by agent (CDF)"),
+        ("/api/v1/charts/oracle-kinds", "Reports by oracle kind"),
+        ("/api/v1/charts/oracle-sources", "in-patch reference 47.11%"),
+    ] {
+        assert!(svg(&app, path).await.contains(title), "{path} is titled {title}");
+    }
+
+    // each bar's label is the JSON figures' rate and sample size, filters included
+    for query in ["group_by=route", "group_by=route&project=jax-ml/jax", "group_by=agent&since=2020-01-01"] {
+        let chart = svg(&app, &format!("/api/v1/charts/rate?{query}&width=1200")).await;
+        let figures = app.get(&format!("/api/v1/figures?{query}")).await.body;
+        let rows = figures["rows"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{query}");
+        for row in rows {
+            let label = format!("n={}", row["reports_graded"]);
+            assert!(chart.contains(&label), "{query}: {} has {label} in the chart", row["key"]);
+        }
+    }
+    // the CDF names each agent with its attempt count, as the distributions give it
+    let cdf = svg(&app, "/api/v1/charts/cdf?metric=wall_seconds").await;
+    let dist = app.get("/api/v1/distributions?metric=wall_seconds&group_by=agent").await.body;
+    for g in dist["groups"].as_array().unwrap() {
+        let label = format!("{} (n={})", g["key"].as_str().unwrap(), g["n"]);
+        assert!(cdf.contains(&label), "{label} in the CDF's legend");
+    }
+    // the width is the drawing's
+    assert!(svg(&app, "/api/v1/charts/rate?width=320").await.contains("width=\"320\""));
+}
+
+#[tokio::test]
+async fn an_empty_view_still_draws_a_titled_chart() {
+    let app = spawn_app().await;
+    assert!(svg(&app, "/api/v1/charts/rate").await.contains("Reproduction rate by route"));
+    assert!(svg(&app, "/api/v1/charts/histogram").await.contains("Cost per attempt"));
+    assert!(svg(&app, "/api/v1/charts/cdf").await.contains("(CDF)"));
+    assert!(svg(&app, "/api/v1/charts/spend").await.contains("Cumulative spend"));
+}
+
+#[tokio::test]
+async fn bad_chart_requests_name_what_is_wrong() {
+    let app = spawn_app().await;
+    assert_error(&app.get("/api/v1/charts/pie").await, 404, "not_found", "no chart `pie`; known: rate, reports");
+    assert_error(&app.get("/api/v1/charts/rate?width=10").await, 400, "bad_request", "width: `10` is not a width in pixels from 280 to 1600");
+    assert_error(&app.get("/api/v1/charts/rate?width=wide").await, 400, "bad_request", "width: `wide`");
+    assert_error(&app.get("/api/v1/charts/rate?colour=red").await, 400, "bad_request", "unknown query parameter `colour`");
+    assert_error(&app.get("/api/v1/charts/rate?colour=red").await, 400, "bad_request", ", width");
+    assert_error(&app.get("/api/v1/charts/throughput?agent=x").await, 400, "bad_request", "unknown query parameter `agent`");
+    assert_error(&app.get("/api/v1/charts/rate?group_by=colour").await, 400, "bad_request", "group_by: unknown group_by `colour`");
+    assert_error(&app.get("/api/v1/charts/rate?since=2026-02-30").await, 400, "bad_request", "since");
+    assert_error(&app.get("/api/v1/charts/histogram?group_by=agent").await, 400, "bad_request", "group_by: a histogram");
+    assert_error(&app.get("/api/v1/charts/spend?group_by=agent").await, 400, "bad_request", "by week only");
+    assert_error(&app.get("/api/v1/charts/oracle-kinds?project=no/such").await, 404, "not_found", "project `no/such` not found");
+    assert_error(&app.get("/api/v1/charts/rate?width=400&width=500").await, 400, "bad_request", "width: given more than once");
+}
