@@ -3,6 +3,7 @@
 mod api;
 mod app;
 mod components;
+mod load;
 mod pages;
 mod router;
 

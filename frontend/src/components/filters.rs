@@ -49,7 +49,7 @@ fn choice(
 /// Project, filed since/until, route, agent and model for the page at `path`.
 #[component]
 pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl IntoView {
-    let options = LocalResource::new(|| async {
+    let options = crate::load::Load::new(|| async {
         let projects = api::projects().await.unwrap_or_default();
         let facets = api::facets().await.unwrap_or_default();
         (projects, facets)
@@ -71,7 +71,7 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
         <form class="filters" aria-label="Filters" on:submit=|ev| ev.prevent_default()>
             <Suspense fallback=|| view! { <span class="hint">"Loading filters…"</span> }>
                 {move || Suspend::new(async move {
-                    let (projects, facets) = options.await;
+                    let (projects, facets) = options.get().await;
                     let projects = projects
                         .into_iter()
                         .map(|p| {

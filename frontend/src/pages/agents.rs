@@ -10,14 +10,14 @@ use crate::components::{Empty, ErrorPanel, Loading};
 
 #[component]
 pub fn AgentsTable() -> impl IntoView {
-    let agents = LocalResource::new(api::agents);
+    let agents = crate::load::Load::new(api::agents);
     view! {
         <section class="panel agents">
             <h2>"Agents: stated against computed"</h2>
             <p class="hint">"Stated figures come from the source (a leaderboard entry); computed ones from the attempts stored here. Where they disagree, the rows are what failpass counts. Over every project and all time: the filters above do not narrow this table."</p>
             <Transition fallback=|| view! { <Loading what="agents"/> }>
                 {move || Suspend::new(async move {
-                    match agents.await {
+                    match agents.get().await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok(list) if list.is_empty() => view! { <Empty message="No agent records yet: import a leaderboard or send agent records."/> }.into_any(),
                         Ok(list) => view! { <AgentRows list=list/> }.into_any(),

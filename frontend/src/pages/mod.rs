@@ -65,11 +65,11 @@ pub fn chart_src(name: &str, mut pairs: Vec<(&str, String)>, preferred: u32) -> 
 /// while it loads, and if it fails, a line says so.
 #[component]
 pub fn ChartSvg(src: String) -> impl IntoView {
-    let svg = LocalResource::new(move || crate::api::chart(src.clone()));
+    let svg = crate::load::Load::new(move || crate::api::chart(src.clone()));
     view! {
         <Suspense fallback=|| view! { <p class="state state-loading chart-loading" role="status">"Drawing the chart…"</p> }>
             {move || Suspend::new(async move {
-                match svg.await {
+                match svg.get().await {
                     Ok(svg) => view! { <div class="chart-svg" inner_html=svg></div> }.into_any(),
                     Err(e) => view! { <p class="state state-error" role="alert">"The chart could not be drawn: " {e.to_string()} " (the table has its numbers)"</p> }.into_any(),
                 }
@@ -119,7 +119,7 @@ where
         let FigurePage { title, path, what, empty, fetch, body } = self;
         let pairs = query_pairs();
         let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
-        let data = LocalResource::new(move || {
+        let data = crate::load::Load::new(move || {
             let q = query.get();
             async move { fetch(q?).await }
         });
@@ -128,7 +128,7 @@ where
             <FilterBar path=path pairs=pairs/>
             <Transition fallback=move || view! { <Loading what=what/> }>
                 {move || Suspend::new(async move {
-                    match data.await.map(body) {
+                    match data.get().await.map(body) {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok(None) => view! { <Empty message=empty/> }.into_any(),
                         Ok(Some(v)) => v,

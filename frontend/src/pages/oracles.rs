@@ -14,7 +14,7 @@ use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect, Stat};
 pub fn OraclesPage() -> impl IntoView {
     let pairs = query_pairs();
     let project = Memo::new(move |_| pairs.with(|p| p.iter().find(|(k, _)| k == "project").map(|(_, v)| v.clone())));
-    let data = LocalResource::new(move || {
+    let data = crate::load::Load::new(move || {
         let project = project.get();
         async move {
             let summary = api::oracles(project.as_deref()).await?;
@@ -22,7 +22,7 @@ pub fn OraclesPage() -> impl IntoView {
             Ok::<_, ClientError>((summary, groups))
         }
     });
-    let projects = LocalResource::new(api::projects);
+    let projects = crate::load::Load::new(api::projects);
     let on_project = move |slug: String| {
         let q = failpass_shared::api::query::to_query_string(&[("project", slug.clone())]);
         crate::router::navigate(&if slug.is_empty() { "/oracles".to_owned() } else { format!("/oracles?{q}") });
@@ -35,7 +35,7 @@ pub fn OraclesPage() -> impl IntoView {
                     {move || {
                         let on_project = on_project.clone();
                         Suspend::new(async move {
-                            match projects.await {
+                            match projects.get().await {
                                 Ok(list) => view! { <ProjectSelect projects=list selected=project.get_untracked() on_change=on_project/> }.into_any(),
                                 Err(_) => ().into_any(),
                             }
@@ -45,7 +45,7 @@ pub fn OraclesPage() -> impl IntoView {
             </div>
             <Transition fallback=|| view! { <Loading what="oracle figures"/> }>
                 {move || Suspend::new(async move {
-                    match data.await {
+                    match data.get().await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok((s, _)) if s.reports == 0 => view! { <Empty message="No report yet in this view."/> }.into_any(),
                         Ok((s, groups)) => view! { <OracleView s=s groups=groups project=project.get_untracked()/> }.into_any(),

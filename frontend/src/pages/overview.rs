@@ -17,7 +17,7 @@ use failpass_shared::api::figures::THROUGHPUT_CHART_WEEKS as CHART_WEEKS;
 pub fn OverviewPage() -> impl IntoView {
     let pairs = query_pairs();
     let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
-    let figures = LocalResource::new(move || {
+    let figures = crate::load::Load::new(move || {
         let q = query.get();
         async move {
             let q = q?;
@@ -38,7 +38,7 @@ pub fn OverviewPage() -> impl IntoView {
             <FilterBar path="/" pairs=pairs/>
             <Transition fallback=|| view! { <Loading what="figures"/> }>
                 {move || Suspend::new(async move {
-                    match figures.await {
+                    match figures.get().await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok((None, ..)) => view! { <Empty message="No reports in this view. Widen the filters, or submit one through the API (POST /api/v1/reports)."/> }.into_any(),
                         Ok((Some(total), by_route, flow, q)) => view! {

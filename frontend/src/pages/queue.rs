@@ -19,11 +19,11 @@ fn parse(pairs: &[(String, String)]) -> Result<ReportListQuery, ClientError> {
 pub fn QueuePage() -> impl IntoView {
     let pairs = query_pairs();
     let query = Memo::new(move |_| pairs.with(|p| parse(p)));
-    let reports = LocalResource::new(move || {
+    let reports = crate::load::Load::new(move || {
         let q = query.get();
         async move { api::reports(&q?).await }
     });
-    let projects = LocalResource::new(api::projects);
+    let projects = crate::load::Load::new(api::projects);
     let navigate_to = move |pairs: &[(&'static str, String)]| {
         crate::router::navigate(&format!("/queue?{}", failpass_shared::api::query::to_query_string(pairs)));
     };
@@ -88,7 +88,7 @@ pub fn QueuePage() -> impl IntoView {
                         let go_project = go_project.clone();
                         Suspend::new(async move {
                             let selected = query.get_untracked().ok().and_then(|q| q.filter.project);
-                            match projects.await {
+                            match projects.get().await {
                                 Ok(list) => view! { <ProjectSelect projects=list selected=selected on_change=move |v| go_project("project", v)/> }.into_any(),
                                 Err(_) => ().into_any(),
                             }
@@ -145,7 +145,7 @@ pub fn QueuePage() -> impl IntoView {
             </form>
             <Transition fallback=|| view! { <Loading what="reports"/> }>
                 {move || Suspend::new(async move {
-                    match reports.await {
+                    match reports.get().await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok(page) if page.items.is_empty() => view! { <Empty message="No report matches these filters."/> }.into_any(),
                         Ok(page) => {

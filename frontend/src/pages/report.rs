@@ -23,7 +23,7 @@ pub fn ReportPage() -> impl IntoView {
     provide_context(Started(started));
     let done = Callback::new(move |_| version.update(|n| *n += 1));
     provide_context(Refetch(done));
-    let data = LocalResource::new(move || {
+    let data = crate::load::Load::new(move || {
         version.track();
         let id = id.get();
         async move {
@@ -41,7 +41,7 @@ pub fn ReportPage() -> impl IntoView {
         </div>
         <Transition fallback=|| view! { <Loading what="the report"/> }>
             {move || Suspend::new(async move {
-                match data.await {
+                match data.get().await {
                     Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                     Ok((report, attempts)) => view! { <ReportView report=report attempts=attempts/> }.into_any(),
                 }
@@ -112,7 +112,7 @@ fn ReportActions(report: Report) -> impl IntoView {
     };
     // Re-check the reproduced attempts against a release environment of the project.
     let project = report.summary.project.clone();
-    let releases = LocalResource::new(move || {
+    let releases = crate::load::Load::new(move || {
         let project = project.clone();
         async move { api::environments(&project).await.map(|envs| envs.into_iter().filter(|e| e.role == failpass_shared::model::EnvironmentRole::Release).collect::<Vec<_>>()) }
     });
@@ -147,7 +147,7 @@ fn ReportActions(report: Report) -> impl IntoView {
             </button>
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
-                    match releases.await {
+                    match releases.get().await {
                         Ok(list) if !list.is_empty() && graded => view! {
                             <label class="inline">
                                 <span class="visually-hidden">"Release to re-check against"</span>
@@ -313,11 +313,11 @@ fn AttemptRow(a: Attempt) -> impl IntoView {
 
 #[component]
 fn AttemptDetails(id: i64) -> impl IntoView {
-    let data = LocalResource::new(move || api::attempt(id));
+    let data = crate::load::Load::new(move || api::attempt(id));
     view! {
         <Transition fallback=|| view! { <Loading what="the attempt"/> }>
             {move || Suspend::new(async move {
-                match data.await {
+                match data.get().await {
                     Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                     Ok(d) => view! { <DetailView d=d/> }.into_any(),
                 }
@@ -332,6 +332,11 @@ fn signal_row(name: &'static str, s: Option<Signal>) -> impl IntoView {
         Some(s) => ((if s.passed { "passed" } else { "failed" }).to_owned(), s.source.as_str().to_owned(), s.detail.unwrap_or_default()),
     };
     view! { <tr><th scope="row">{name}</th><td>{state}</td><td>{source}</td><td>{detail}</td></tr> }
+}
+
+/// A run count from an attempt's grade (JSON written by the verifier).
+fn count(grade: &serde_json::Value, key: &str) -> u64 {
+    grade.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0)
 }
 
 fn run_cell(r: &Run) -> String {
@@ -361,7 +366,8 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
             </table>
             {g.get("buggy_runs").map(|_| view! {
                 <p class="counts">{format!("Buggy: failed {} of {}. Fixed: passed {} of {}.{}",
-                    g["buggy_failed"], g["buggy_runs"], g["fixed_passed"], g["fixed_runs"], if a.flaky { " The repeats disagree: flaky." } else { "" })}</p>
+                    count(&g, "buggy_failed"), count(&g, "buggy_runs"), count(&g, "fixed_passed"), count(&g, "fixed_runs"),
+                    if a.flaky { " The repeats disagree: flaky." } else { "" })}</p>
             })}
             {recheck.map(|r| view! {
                 <p class="recheck" data-testid="recheck">{format!("Re-check on {}: {}", r["version"].as_str().or(r["environment"].as_str()).unwrap_or("?"),

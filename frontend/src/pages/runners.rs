@@ -20,7 +20,7 @@ pub fn RunnersPage() -> impl IntoView {
             h.clear();
         }
     });
-    let data = LocalResource::new(move || {
+    let data = crate::load::Load::new(move || {
         tick.track();
         api::queue()
     });
@@ -29,7 +29,7 @@ pub fn RunnersPage() -> impl IntoView {
         <p class="lede">"Verification jobs waiting and running, the workers that run them, and recent failures. Updates every two seconds."</p>
         <Transition fallback=|| view! { <Loading what="the queue"/> }>
             {move || Suspend::new(async move {
-                match data.await {
+                match data.get().await {
                     Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                     Ok(q) => view! { <QueueView q=q/> }.into_any(),
                 }
