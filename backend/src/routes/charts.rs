@@ -37,7 +37,8 @@ pub async fn get_chart(
     let mut pairs = Vec::new();
     for (k, v) in query.iter() {
         if k == "width" {
-            width = Some(parse_width(v)?);
+            // Empty is absent, as for every other parameter.
+            width = if v.trim().is_empty() { None } else { Some(parse_width(v)?) };
         } else {
             pairs.push((k, v));
         }
@@ -94,11 +95,10 @@ pub async fn get_chart(
             charts::grouped_bars("Cost per reproduction, two ways", &axis, "USD", &labels, &both, &|x| format!("${x:.2}"), w(900), 340)
         }
         "spend" => {
-            let mut q = figures_query(GroupBy::Week)?;
-            if q.group_by != GroupBy::Week || !q.then_by.is_empty() {
+            let q = figures_query(GroupBy::Week)?;
+            if q.dimensions() != [GroupBy::Week] {
                 return Err(ApiError::BadRequest("group_by: cumulative spend is drawn by week only".into()));
             }
-            q.group_by = GroupBy::Week;
             let weeks = figures(&state, &scope, q).await?.rows;
             let mut running = 0.0;
             let cumulative: Vec<f64> = weeks.iter().map(|w| { running += w.cost_total_usd; running }).collect();
@@ -168,7 +168,12 @@ pub async fn get_chart(
     if svg.is_empty() {
         return Err(anyhow::anyhow!("chart `{name}` could not be drawn").into());
     }
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")], svg).into_response())
+    // Opened on its own, an SVG is a document: it may run nothing and load nothing.
+    Ok((
+        [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"), (header::CONTENT_SECURITY_POLICY, "default-src 'none'")],
+        svg,
+    )
+        .into_response())
 }
 
 fn parse_width(v: &str) -> Result<u32, ApiError> {

@@ -43,8 +43,10 @@ async fn every_chart_is_an_svg_drawn_from_the_apis_figures() {
         let rows = figures["rows"].as_array().unwrap();
         assert!(!rows.is_empty(), "{query}");
         for row in rows {
-            let label = format!("n={}", row["reports_graded"]);
-            assert!(chart.contains(&label), "{query}: {} has {label} in the chart", row["key"]);
+            // the label ends its line of text: `n=1` must not pass for `n=12`
+            let n = &row["reports_graded"];
+            let (across, side) = (format!("(n={n})\n"), format!(" n={n}\n"));
+            assert!(chart.contains(&across) || chart.contains(&side), "{query}: {} has n={n} in the chart", row["key"]);
         }
     }
     // the CDF names each agent with its attempt count, as the distributions give it
@@ -54,8 +56,26 @@ async fn every_chart_is_an_svg_drawn_from_the_apis_figures() {
         let label = format!("{} (n={})", g["key"].as_str().unwrap(), g["n"]);
         assert!(cdf.contains(&label), "{label} in the CDF's legend");
     }
-    // the width is the drawing's
+    // the width is the drawing's; an empty width is no width
     assert!(svg(&app, "/api/v1/charts/rate?width=320").await.contains("width=\"320\""));
+    assert!(svg(&app, "/api/v1/charts/rate?width=").await.contains("width=\"560\""));
+    // a chart opened on its own may run and load nothing
+    let resp = app.client.get(format!("{}/api/v1/charts/rate", app.base)).send().await.unwrap();
+    assert_eq!(resp.headers()["content-security-policy"], "default-src 'none'");
+}
+
+#[tokio::test]
+async fn names_in_a_chart_are_text_never_markup() {
+    let app = spawn_app().await;
+    app.project("a/b").await;
+    let report = app.report(serde_json::json!({"project": "a/b", "external_id": "1", "title": "t"})).await;
+    let agent = "<img src=x onerror=alert(1)>";
+    app.attempt(serde_json::json!({"report_id": report, "agent": agent, "model": "m&<b>", "verdict": "reproduced", "verdict_source": "human", "cost_usd": 0.5, "wall_seconds": 30.0})).await;
+    for path in ["/api/v1/charts/rate?group_by=agent", "/api/v1/charts/reports?group_by=model", "/api/v1/charts/cdf?metric=cost_usd", "/api/v1/charts/cost-both-ways"] {
+        let chart = svg(&app, path).await;
+        assert!(!chart.contains("<img") && !chart.contains("<b>"), "{path}: markup from a name reached the SVG");
+        assert!(chart.contains("&lt;img") || chart.contains("&lt;b&gt;"), "{path}: the name is shown, escaped");
+    }
 }
 
 #[tokio::test]
