@@ -12,21 +12,11 @@ const INK: RGBColor = RGBColor(0x22, 0x26, 0x2b);
 /// Reproduction rate per group as bars with Wilson 95% whiskers; each bar is
 /// labelled with its rate and sample size, so colour carries nothing alone.
 pub fn rate_bars(title: &str, x_desc: &str, rows: &[FigureRow], width: u32, height: u32) -> String {
-    let mut svg = String::new();
-    {
-        // Side by side while each bar has room for its label, else one bar per line.
-        let longest = rows.iter().map(|r| short_key(&r.key).chars().count()).max().unwrap_or(0);
-        let across = rows.len() <= 1 || width as usize / rows.len() >= (longest * 7 + 16).max(110);
-        let height = if across { height } else { (rows.len() as u32 * 34 + 110).max(height.min(260)) };
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        let drawn = if across { draw_rate_bars(&root, title, x_desc, rows) } else { draw_rate_rows(&root, title, x_desc, rows, width) };
-        if drawn.is_err() {
-            drop(root);
-            return String::new();
-        }
-        let _ = root.present();
-    }
-    svg
+    // Side by side while each bar has room for its label, else one bar per line.
+    let longest = rows.iter().map(|r| short_key(&r.key).chars().count()).max().unwrap_or(0);
+    let across = rows.len() <= 1 || width as usize / rows.len() >= (longest * 7 + 16).max(110);
+    let height = if across { height } else { (rows.len() as u32 * 34 + 110).max(height.min(260)) };
+    svg(width, height, |root| if across { draw_rate_bars(root, title, x_desc, rows) } else { draw_rate_rows(root, title, x_desc, rows, width) })
 }
 
 fn draw_rate_bars<DB: DrawingBackend>(
@@ -148,16 +138,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
 
 /// Counts per category as labelled bars (each bar carries its number).
 pub fn count_bars(title: &str, x_desc: &str, y_desc: &str, rows: &[(String, i64)], width: u32, height: u32) -> String {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        if draw_count_bars(&root, title, x_desc, y_desc, rows).is_err() {
-            drop(root);
-            return String::new();
-        }
-        let _ = root.present();
-    }
-    svg
+    svg(width, height, |root| draw_count_bars(root, title, x_desc, y_desc, rows))
 }
 
 fn draw_count_bars<DB: DrawingBackend>(

@@ -7,7 +7,6 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use failpass_shared::api::figures::{DistributionQuery, FigureRow, FiguresQuery, Metric, THROUGHPUT_CHART_WEEKS};
-use failpass_shared::api::query::FieldError;
 use failpass_shared::model::GroupBy;
 
 use super::figures::{distributions, figures, throughput_of};
@@ -73,7 +72,7 @@ pub async fn get_chart(
             charts::count_bars(&title, &axis, "Reports", &rows, w(560), 340)
         }
         "throughput" => {
-            let flow = throughput_of(&state, &scope, pairs.iter().copied()).await.map_err(with_width_api)?;
+            let flow = throughput_of(&state, &scope, pairs.iter().copied()).await.map_err(with_width)?;
             let recent = &flow.weeks[flow.weeks.len().saturating_sub(THROUGHPUT_CHART_WEEKS)..];
             let labels: Vec<String> = recent.iter().map(|w| w.week.get(5..).unwrap_or(&w.week).to_owned()).collect();
             let series = [
@@ -146,12 +145,12 @@ pub async fn get_chart(
             charts::cdf_chart(&title, axis, &series, money, w(560), 320)
         }
         "oracle-kinds" => {
-            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width_api)?;
+            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width)?;
             let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
             charts::count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, w(640), 300)
         }
         "oracle-sources" => {
-            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width_api)?;
+            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width)?;
             let shares: Vec<(String, f64, i64)> = s
                 .by_source
                 .iter()
@@ -188,16 +187,8 @@ fn parse_width(v: &str) -> Result<u32, ApiError> {
 }
 
 /// An unknown parameter's error, with `width` among the known ones.
-fn with_width(e: FieldError) -> ApiError {
-    if e.message.starts_with("unknown query parameter") {
-        FieldError::new(e.field, format!("{}, width", e.message)).into()
-    } else {
-        e.into()
-    }
-}
-
-fn with_width_api(e: ApiError) -> ApiError {
-    match e {
+fn with_width(e: impl Into<ApiError>) -> ApiError {
+    match e.into() {
         ApiError::BadRequest(m) if m.contains("unknown query parameter") => ApiError::BadRequest(format!("{m}, width")),
         e => e,
     }
