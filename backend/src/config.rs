@@ -24,6 +24,95 @@ pub enum Command {
     Reroute(RerouteArgs),
     /// Run verification workers against a shared database (PostgreSQL for many machines).
     Worker(WorkerArgs),
+    /// Manage accounts: add, list, remove, set passwords, grant project roles.
+    User(UserArgs),
+    /// Manage API tokens for agents, CI and scripts.
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(subcommand)]
+    pub command: UserCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum UserCommand {
+    /// Add a user; the password is asked for (or read from standard input).
+    Add {
+        name: String,
+        /// A global administrator (every project, environments, visibility).
+        #[arg(long)]
+        admin: bool,
+        /// Read the password from the first line of standard input, without a prompt.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List users with their roles.
+    List,
+    /// Remove a user, their memberships, sessions and personal tokens.
+    Remove { name: String },
+    /// Set a user's password (their sessions end).
+    Passwd {
+        name: String,
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Give a user a role in a project (replacing the one they had there).
+    Grant {
+        name: String,
+        /// The project, `owner/name`.
+        #[arg(long)]
+        project: String,
+        /// `maintainer` or `viewer`.
+        #[arg(long)]
+        role: String,
+    },
+    /// Take a user's role in a project away.
+    Revoke {
+        name: String,
+        #[arg(long)]
+        project: String,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it (it is stored only as a hash: copy it now).
+    Create {
+        /// The project a token of scope agent, ci or read belongs to.
+        #[arg(long, required_unless_present = "user", conflicts_with = "user")]
+        project: Option<String>,
+        /// `agent` (attempts and runs), `ci` (also imports and JUnit) or `read`.
+        #[arg(long, requires = "project")]
+        scope: Option<String>,
+        /// A personal token acting as this user, with the user's roles (for scripts).
+        #[arg(long)]
+        user: Option<String>,
+        /// What the token is for, shown in lists.
+        #[arg(long, default_value = "command line")]
+        name: String,
+        /// Days until the token stops working (none: until revoked).
+        #[arg(long)]
+        expires: Option<u32>,
+    },
+    /// List tokens (never their secrets), with last use.
+    List {
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Revoke a token by id.
+    Revoke { id: i64 },
 }
 
 /// How the refine loop gets candidates.
@@ -110,6 +199,9 @@ pub struct ImportArgs {
     /// Print the closing summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Projects the input creates are private unless it says otherwise.
+    #[arg(long, env = "FAILPASS_PRIVATE_BY_DEFAULT")]
+    pub private_by_default: bool,
     /// The input file, or `-` for standard input.
     pub input: String,
 }
@@ -155,4 +247,33 @@ pub struct ServeArgs {
     /// environment every this many hours (0: never).
     #[arg(long, env = "FAILPASS_RECHECK_EVERY_HOURS", default_value_t = 0)]
     pub recheck_every_hours: u64,
+    /// The address users reach failpass at (`https://failpass.example.org`):
+    /// requests for any other Host are refused, and https turns on Secure
+    /// cookies. Needed when binding an address other machines can reach.
+    #[arg(long, env = "FAILPASS_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Show nothing without signing in (the API answers 401 to anonymous callers).
+    #[arg(long, env = "FAILPASS_REQUIRE_SIGN_IN")]
+    pub require_sign_in: bool,
+    /// New projects are private unless created public.
+    #[arg(long, env = "FAILPASS_PRIVATE_BY_DEFAULT")]
+    pub private_by_default: bool,
+    /// Mark the session cookie Secure even when --public-url is http (TLS ends at a proxy).
+    #[arg(long, env = "FAILPASS_SECURE_COOKIES")]
+    pub secure_cookies: bool,
+    /// Take clients' addresses from the last X-Forwarded-For entry (a reverse proxy in front appends it).
+    #[arg(long, env = "FAILPASS_TRUST_X_FORWARDED_FOR")]
+    pub trust_x_forwarded_for: bool,
+}
+
+impl ServeArgs {
+    pub fn security(&self) -> crate::security::SecurityConfig {
+        crate::security::SecurityConfig {
+            public_url: self.public_url.clone(),
+            require_sign_in: self.require_sign_in,
+            private_by_default: self.private_by_default,
+            secure_cookies: self.secure_cookies,
+            trust_forwarded_for: self.trust_x_forwarded_for,
+        }
+    }
 }

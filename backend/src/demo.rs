@@ -35,7 +35,56 @@ pub async fn seed_if_empty(storage: &dyn Storage, routing: &RoutingConfig, data_
     summary.projects += runnable.projects;
     summary.reports += runnable.reports;
     summary.attempts += runnable.attempts;
+    seed_users(storage, data_dir).await?;
     Ok(Some(summary))
+}
+
+/// Where the demo users' passwords are kept (readable by the operator only),
+/// so every `serve --demo` can print them again.
+pub fn credentials_file(data_dir: &std::path::Path) -> std::path::PathBuf {
+    data_dir.join("demo-credentials.txt")
+}
+
+/// The demo's users, one per kind of person failpass serves, with fresh
+/// random passwords written to [`credentials_file`].
+pub const DEMO_USERS: &[(&str, &str)] = &[
+    ("demo-admin", "admin: every project, environments and visibility"),
+    ("demo-maintainer", "maintainer of fastnum/fastnum, pytorch/pytorch and the private acme/trainer-internal"),
+    ("demo-viewer", "viewer of the private acme/trainer-internal"),
+];
+
+async fn seed_users(storage: &dyn Storage, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    use failpass_shared::model::ProjectRole;
+    let mut text = String::from("failpass demo users (sign in at /signin):\n");
+    for (name, what) in DEMO_USERS {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("reading randomness: {e}"))?;
+        let password = format!("demo-{}", crate::auth::tokens::hex(&bytes));
+        storage.create_user(name, &crate::auth::password::hash(&password).await?, *name == "demo-admin").await?;
+        text.push_str(&format!("  {name:<16} {password}   {what}\n"));
+    }
+    for (project, role) in [
+        (crate::demo_fastnum::PROJECT, ProjectRole::Maintainer),
+        ("pytorch/pytorch", ProjectRole::Maintainer),
+        ("acme/trainer-internal", ProjectRole::Maintainer),
+    ] {
+        storage.set_membership("demo-maintainer", project, Some(role)).await?;
+    }
+    storage.set_membership("demo-viewer", "acme/trainer-internal", Some(ProjectRole::Viewer)).await?;
+    let path = credentials_file(data_dir);
+    std::fs::create_dir_all(data_dir)?;
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+        f.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The demo users' credentials, if this data directory's demo made them.
+pub fn credentials(data_dir: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(credentials_file(data_dir)).ok()
 }
 
 /// splitmix64: small, deterministic, good enough for demo variety.
@@ -215,7 +264,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                 slug: (*slug).into(),
                 name: None,
                 description: Some((*description).into()),
-                public: *public,
+                public: Some(*public),
             })
             .await?;
         summary.projects += 1;

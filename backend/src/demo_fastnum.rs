@@ -85,7 +85,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
             slug: PROJECT.into(),
             name: Some("fastnum".into()),
             description: Some("Runnable demo: a tiny array library in a buggy and a fixed release; its candidates are graded for real.".into()),
-            public: true,
+            public: Some(true),
         })
         .await?;
     for env in write_package(data_dir)? {

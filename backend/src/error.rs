@@ -23,6 +23,15 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Unauthorized(String),
+    /// Signed in (or a token), but not allowed to do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Too many failed sign-ins; retry after this many seconds.
+    #[error("{0}")]
+    TooManyRequests(String, u64),
+    /// The Host header names another server (DNS rebinding, a misdirected request).
+    #[error("{0}")]
+    MisdirectedRequest(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{0}")]
@@ -42,6 +51,9 @@ impl ApiError {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::TooManyRequests(..) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
+            ApiError::MisdirectedRequest(_) => (StatusCode::MISDIRECTED_REQUEST, "misdirected_request"),
             ApiError::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
@@ -61,7 +73,14 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        (status, Json(ApiErrorBody { code: code.to_owned(), message })).into_response()
+        let mut response = (status, Json(ApiErrorBody { code: code.to_owned(), message })).into_response();
+        if let ApiError::TooManyRequests(_, seconds) = &self {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(*seconds));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer realm=\"failpass\""));
+        }
+        response
     }
 }
 

@@ -26,7 +26,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let mut last_line = Instant::now();
-    let mut importer = Importer::new(storage.as_ref(), &routing).on_progress(move |s: &ImportSummary| {
+    let mut importer = Importer::new(storage.as_ref(), &routing).private_by_default(args.private_by_default).on_progress(move |s: &ImportSummary| {
         // A live line on a terminal; a line every few seconds in a log.
         if tty || last_line.elapsed().as_secs() >= 5 {
             last_line = Instant::now();

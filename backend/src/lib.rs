@@ -1,5 +1,6 @@
 //! failpass: triage and verification of agent-generated bug reproductions.
 
+pub mod accounts_cli;
 pub mod assets;
 pub mod auth;
 pub mod charts;
@@ -14,5 +15,6 @@ pub mod markdown;
 pub mod reroute;
 pub mod runner;
 pub mod routes;
+pub mod security;
 pub mod startup;
 pub mod telemetry;

@@ -33,11 +33,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 generator: args.refine.generator(),
                 refine_budget: args.refine.refine_budget,
                 recheck_every: (args.recheck_every_hours > 0).then(|| std::time::Duration::from_secs(args.recheck_every_hours * 3600)),
+                security: args.security(),
             })
             .await?;
             let addr = app.local_addr().context("reading the bound address")?;
             tracing::info!(database = %redact(&url), "failpass listening on http://{addr}/");
             println!("failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
+            if args.demo {
+                if let Some(text) = failpass::demo::credentials(&args.database.data_dir) {
+                    print!("{text}");
+                }
+            }
             app.run_until(shutdown_signal()).await.context("serving")?;
             Ok(())
         }
@@ -84,6 +90,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::User(args) => failpass::accounts_cli::user(args).await,
+        Command::Token(args) => failpass::accounts_cli::token(args).await,
         Command::Migrate(args) => {
             let url = args.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;

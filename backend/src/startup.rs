@@ -23,6 +23,7 @@ use crate::routes::{router, AppState};
 pub struct App {
     listener: TcpListener,
     router: axum::Router,
+    routes: Vec<&'static crate::auth::access::RouteSpec>,
     storage: Arc<dyn Storage>,
     data_dir: std::path::PathBuf,
     workers: usize,
@@ -46,6 +47,8 @@ pub struct AppConfig {
     pub refine_budget: u32,
     /// How often reproduced attempts are re-checked against the newest release (`None`: never).
     pub recheck_every: Option<Duration>,
+    /// Public address, sign-in and cookie settings.
+    pub security: crate::security::SecurityConfig,
 }
 
 impl App {
@@ -69,10 +72,14 @@ impl App {
             }
         }
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
-        let router = with_layers(router(AppState { storage: storage.clone(), routing }));
+        let bound = listener.local_addr().context("reading the bound address")?;
+        let security = Arc::new(crate::security::Security::new(&cfg.security, bound)?);
+        let (router, routes) = router(AppState { storage: storage.clone(), routing, security: security.clone() });
+        let router = with_layers(router, storage.clone(), security);
         Ok(App {
             listener,
             router,
+            routes,
             storage,
             data_dir: cfg.data_dir,
             workers: cfg.workers,
@@ -94,6 +101,11 @@ impl App {
         self.storage.clone()
     }
 
+    /// Every route the router serves, with who may use it.
+    pub fn routes(&self) -> &[&'static crate::auth::access::RouteSpec] {
+        &self.routes
+    }
+
     /// Serves (with the worker pool) until `shutdown` resolves, then finishes
     /// in-flight requests and lets the workers finish their jobs.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
@@ -106,8 +118,12 @@ impl App {
             tracing::info!(workers = self.workers, "verification workers running");
         }
         let schedule = self.recheck_every.map(|every| tokio::spawn(crate::runner::schedule::run(self.storage.clone(), every, stop.subscribe())));
-        let served = axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await;
+        let sweeper = tokio::spawn(sweep_sessions(self.storage.clone(), stop.subscribe()));
+        // The peer's address reaches handlers (sign-in limits per address).
+        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown).await;
         let _ = stop.send(true);
+        let _ = sweeper.await;
         if let Some(s) = schedule {
             let _ = s.await;
         }
@@ -119,10 +135,27 @@ impl App {
     }
 }
 
-fn with_layers(router: axum::Router) -> axum::Router {
+/// Deletes expired sessions every hour until `stop`.
+async fn sweep_sessions(storage: Arc<dyn Storage>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        if let Err(e) = storage.delete_expired_sessions(chrono::Utc::now()).await {
+            tracing::warn!(error.cause_chain = ?e, "deleting expired sessions");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+fn with_layers(router: axum::Router, storage: Arc<dyn Storage>, security: Arc<crate::security::Security>) -> axum::Router {
     let request_id = HeaderName::from_static("x-request-id");
+    let sessions = crate::auth::sessions::layer(storage, security.secure_cookies);
     router
+        .layer(sessions)
         .layer(axum::extract::DefaultBodyLimit::max(crate::error::BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(security.clone(), crate::security::guard))
+        .layer(axum::middleware::from_fn_with_state(security, crate::security::headers))
         .layer(CompressionLayer::new())
         .layer(CatchPanicLayer::custom(|_| {
             crate::error::ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response_boxed()

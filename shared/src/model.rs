@@ -424,3 +424,27 @@ mod tests {
         assert_eq!(report_status(2, 0, 0, 0), ReportStatus::InProgress);
     }
 }
+
+string_enum!(
+    /// A user's role in one project (an admin's global role covers every project).
+    ProjectRole, "role" {
+        /// Writes reports, attempts, reviews and reruns, and manages the project's tokens.
+        Maintainer => "maintainer",
+        /// Reads the project, also when it is private.
+        Viewer => "viewer",
+    }
+);
+
+string_enum!(
+    /// What an API token may do.
+    TokenScope, "scope" {
+        /// Creates attempts and runs in its project.
+        Agent => "agent",
+        /// An agent's rights, plus imports and JUnit uploads.
+        Ci => "ci",
+        /// Reads its project.
+        Read => "read",
+        /// A personal token: acts as the user it belongs to (for scripts and the command line).
+        User => "user",
+    }
+);

@@ -177,8 +177,6 @@ pub struct JobRow {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// Jobs the scope may see (`$2`: public projects only).
-pub const JOB_SCOPE: &str = "($2 = FALSE OR project_id IN (SELECT id FROM projects WHERE public = TRUE))";
 
 pub const JOB_COLUMNS: &str = "id, kind, payload, status, priority, attempts, max_attempts, run_after, lease_owner, \
      lease_expires_at, last_error, created_at, started_at, finished_at";
@@ -400,10 +398,9 @@ macro_rules! impl_jobs {
                 let row: Option<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM jobs WHERE id = $1 AND {}",
                     crate::db::jobs::JOB_COLUMNS,
-                    crate::db::jobs::JOB_SCOPE
+                    scope.sql_project_id("project_id")
                 )))
                 .bind(id)
-                .bind(*scope == crate::db::ProjectScope::PublicOnly)
                 .fetch_optional(&self.read)
                 .await?;
                 row.map(crate::db::jobs::JobRow::into_job).transpose()
@@ -415,30 +412,28 @@ macro_rules! impl_jobs {
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<failpass_shared::api::jobs::QueueOverview> {
                 let now = crate::db::sql::secs(now);
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
+                let visible = scope.sql_project_id("project_id");
                 let day_ago = now - chrono::Duration::days(1);
-                let (queued, running): (i64, i64) = sqlx::query_as(
+                let (queued, running): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT COALESCE(SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END), 0), \
                      COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) FROM jobs WHERE status IN ('queued', 'running') \
-                     AND ($1 = FALSE OR project_id IN (SELECT id FROM projects WHERE public = TRUE))",
-                )
-                .bind(public_only)
+                     AND {visible}"
+                )))
                 .fetch_one(&self.read)
                 .await?;
-                let (failed_last_day, done_last_day): (i64, i64) = sqlx::query_as(
+                let (failed_last_day, done_last_day): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0), \
                      COALESCE(SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END), 0) FROM jobs \
                      WHERE status IN ('failed', 'done') AND finished_at >= $1 \
-                     AND ($2 = FALSE OR project_id IN (SELECT id FROM projects WHERE public = TRUE))",
-                )
+                     AND {visible}"
+                )))
                 .bind(day_ago)
-                .bind(public_only)
                 .fetch_one(&self.read)
                 .await?;
-                let finished: Vec<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+                let finished: Vec<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT started_at, finished_at FROM jobs WHERE status = 'done' AND started_at IS NOT NULL \
-                     AND finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 200",
-                )
+                     AND finished_at IS NOT NULL AND {visible} ORDER BY finished_at DESC LIMIT 200"
+                )))
                 .fetch_all(&self.read)
                 .await?;
                 let mean_job_seconds = (!finished.is_empty()).then(|| {
@@ -448,17 +443,15 @@ macro_rules! impl_jobs {
                     "SELECT {} FROM jobs WHERE status IN ('queued', 'running') AND {} \
                      ORDER BY CASE WHEN status = 'running' THEN 0 ELSE 1 END, priority DESC, id LIMIT 200",
                     crate::db::jobs::JOB_COLUMNS,
-                    crate::db::jobs::JOB_SCOPE.replace("$2", "$1")
+                    visible
                 )))
-                .bind(public_only)
                 .fetch_all(&self.read)
                 .await?;
                 let failures: Vec<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM jobs WHERE status = 'failed' AND {} ORDER BY finished_at DESC, id DESC LIMIT 20",
                     crate::db::jobs::JOB_COLUMNS,
-                    crate::db::jobs::JOB_SCOPE.replace("$2", "$1")
+                    visible
                 )))
-                .bind(public_only)
                 .fetch_all(&self.read)
                 .await?;
                 let runners: Vec<(String, String, i64, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>, Option<i64>, i64)> =
@@ -468,12 +461,22 @@ macro_rules! impl_jobs {
                     )
                     .fetch_all(&self.read)
                     .await?;
-                let runners: Vec<failpass_shared::api::jobs::Runner> = runners
+                let mut runners: Vec<failpass_shared::api::jobs::Runner> = runners
                     .into_iter()
                     .map(|(id, host, pid, started_at, last_heartbeat, current_job, jobs_done)| failpass_shared::api::jobs::Runner {
                         id, host, pid, started_at, last_heartbeat, current_job, jobs_done,
                     })
                     .collect();
+                // A runner busy with a job the caller may not see is just busy.
+                if *scope != crate::db::ProjectScope::All {
+                    for r in &mut runners {
+                        if let Some(job) = r.current_job {
+                            if self.get_job(job, scope).await?.is_none() {
+                                r.current_job = None;
+                            }
+                        }
+                    }
+                }
                 let alive = runners.iter().filter(|r| (now - r.last_heartbeat).num_seconds() < crate::db::jobs::RUNNER_ALIVE).count();
                 let estimated_wait_seconds = match (alive, mean_job_seconds) {
                     (0, _) => None,
@@ -520,26 +523,24 @@ macro_rules! impl_jobs {
                 project: Option<&str>,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Vec<failpass_shared::api::jobs::SignatureGroup>> {
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
-                let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+                let visible = scope.sql("p");
+                let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT a.failure_signature, COUNT(*), COUNT(DISTINCT a.report_id), \
                      COALESCE(SUM(CASE WHEN a.verdict = 'reproduced' THEN 1 ELSE 0 END), 0) \
                      FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-                     WHERE a.failure_signature IS NOT NULL AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) \
-                     GROUP BY a.failure_signature ORDER BY COUNT(*) DESC, a.failure_signature LIMIT 200",
-                )
-                .bind(public_only)
+                     WHERE a.failure_signature IS NOT NULL AND {visible} AND ($1 IS NULL OR p.slug = $1) \
+                     GROUP BY a.failure_signature ORDER BY COUNT(*) DESC, a.failure_signature LIMIT 200"
+                )))
                 .bind(project)
                 .fetch_all(&self.read)
                 .await?;
                 let mut out = Vec::with_capacity(rows.len());
                 for (signature, attempts, reports, reproduced) in rows {
-                    let report_ids: Vec<i64> = sqlx::query_scalar(
+                    let report_ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
                         "SELECT DISTINCT a.report_id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-                         WHERE a.failure_signature = $1 AND ($2 = FALSE OR p.public = TRUE) AND ($3 IS NULL OR p.slug = $3) ORDER BY a.report_id LIMIT 10",
-                    )
+                         WHERE a.failure_signature = $1 AND {visible} AND ($2 IS NULL OR p.slug = $2) ORDER BY a.report_id LIMIT 10"
+                    )))
                     .bind(&signature)
-                    .bind(public_only)
                     .bind(project)
                     .fetch_all(&self.read)
                     .await?;

@@ -7,10 +7,11 @@
 //! migrations; the contract suite (`tests/api/storage.rs`) runs every case on
 //! both.
 
+pub mod accounts;
 pub mod jobs;
 mod postgres;
 mod rows;
-mod sql;
+pub(crate) mod sql;
 mod sqlite;
 
 use std::path::Path;
@@ -28,6 +29,7 @@ use failpass_shared::model::{RunEnvironment, RunTrigger};
 use failpass_shared::routing::RoutingDecision;
 
 pub use postgres::PgStorage;
+pub use sql::describe_attempt_ref as sql_describe_attempt_ref;
 pub use sql::describe_report_ref as sql_describe_report_ref;
 pub use sqlite::SqliteStorage;
 
@@ -68,8 +70,40 @@ pub type StorageResult<T> = Result<T, StorageError>;
 pub enum ProjectScope {
     /// Every project (the local operator, an admin).
     All,
-    /// Public projects only (anonymous visitors once accounts exist).
+    /// Public projects only (anonymous visitors).
     PublicOnly,
+    /// Public projects and these (by id): a user's memberships, a token's project.
+    PublicAnd(Vec<i64>),
+    /// Only these projects (where a caller may write), public or not.
+    Only(Vec<i64>),
+}
+
+impl ProjectScope {
+    /// The SQL condition that a row of `projects` aliased `p` is in scope.
+    /// Ids are integers formatted in, so the text is safe to splice.
+    pub fn sql(&self, p: &str) -> String {
+        match self {
+            ProjectScope::All => "TRUE".to_owned(),
+            ProjectScope::PublicAnd(ids) if !ids.is_empty() => {
+                let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+                format!("({p}.public = TRUE OR {p}.id IN ({}))", ids.join(", "))
+            }
+            ProjectScope::PublicOnly | ProjectScope::PublicAnd(_) => format!("{p}.public = TRUE"),
+            ProjectScope::Only(ids) if ids.is_empty() => "FALSE".to_owned(),
+            ProjectScope::Only(ids) => {
+                let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+                format!("{p}.id IN ({})", ids.join(", "))
+            }
+        }
+    }
+
+    /// The SQL condition that a column holding a project id is in scope.
+    pub fn sql_project_id(&self, column: &str) -> String {
+        match self {
+            ProjectScope::All => "TRUE".to_owned(),
+            _ => format!("{column} IN (SELECT sp.id FROM projects sp WHERE {})", self.sql("sp")),
+        }
+    }
 }
 
 /// A report ready to store: the request plus the routing rule's decision.
@@ -127,7 +161,7 @@ pub enum Backend {
 }
 
 #[async_trait]
-pub trait Storage: jobs::JobStore + Send + Sync + 'static {
+pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'static {
     /// The engine behind this storage.
     fn backend(&self) -> Backend;
 
@@ -140,7 +174,7 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
 
-    /// Creates a project. `Conflict` when the slug is taken.
+    /// Creates a project (public unless `public` says otherwise). `Conflict` when the slug is taken.
     async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project>;
 
     /// Projects visible in `scope`, by slug.
@@ -170,9 +204,10 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// same attempt (a retry), `Conflict` if it differs.
     async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<(Attempt, Outcome)>;
 
-    /// Upserts projects by slug: created, updated (name, description or
-    /// visibility changed) or unchanged.
-    async fn import_projects(&self, reqs: &[CreateProjectRequest]) -> StorageResult<Vec<Outcome>>;
+    /// Upserts projects by slug: created (public unless the record or
+    /// `default_public` says otherwise), updated (name, description or
+    /// visibility changed; a field left out keeps its value) or unchanged.
+    async fn import_projects(&self, reqs: &[CreateProjectRequest], default_public: bool) -> StorageResult<Vec<Outcome>>;
 
     /// Upserts reports by (project, external id) in one transaction, compared
     /// by content hash; a changed report is rewritten with its labels and
@@ -187,6 +222,12 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// explanation and a derived oracle) in one transaction and re-derives
     /// its attempts' counting. `NotFound` when the report does not exist.
     async fn update_routing(&self, report_id: i64, decision: &RoutingDecision) -> StorageResult<()>;
+
+    /// The project (slug) of report `id`, or `None` when it does not exist or is outside `scope`.
+    async fn report_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>>;
+
+    /// The project (slug) of attempt `id`, or `None` when it does not exist or is outside `scope`.
+    async fn attempt_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>>;
 
     /// A report's id by its natural key, or `None`.
     async fn find_report(&self, project: &str, external_id: &str) -> StorageResult<Option<i64>>;
@@ -226,13 +267,14 @@ pub trait Storage: jobs::JobStore + Send + Sync + 'static {
     /// Oracle coverage, sources, authoring time and failure causes (optionally one project's).
     async fn oracle_summary(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<failpass_shared::api::oracles::OracleSummary>;
 
-    /// A maintainer's review of an attempt: an accepted lead becomes
-    /// `confirmed`; counting and the report's status follow. `NotFound` when
-    /// the attempt does not exist (or is outside `scope`).
+    /// A maintainer's review of an attempt, recorded under `reviewer`: an
+    /// accepted lead becomes `confirmed`; counting and the report's status
+    /// follow. `NotFound` when the attempt does not exist (or is outside `scope`).
     async fn review_attempt(
         &self,
         id: i64,
         req: &failpass_shared::api::attempts::ReviewRequest,
+        reviewer: &str,
         scope: &ProjectScope,
     ) -> StorageResult<failpass_shared::api::attempts::Attempt>;
 

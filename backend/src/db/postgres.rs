@@ -43,6 +43,7 @@ impl PgStorage {
 }
 
 super::jobs::impl_jobs!(PgStorage, Postgres);
+super::accounts::impl_accounts!(PgStorage, Postgres);
 impl_storage!(PgStorage, Postgres, Backend::Postgres);
 
 impl PgStorage {

@@ -193,6 +193,15 @@ pub fn describe_report_ref(req: &failpass_shared::api::attempts::CreateAttemptRe
     }
 }
 
+/// How a run names its attempt, for messages.
+pub fn describe_attempt_ref(req: &failpass_shared::api::attempts::CreateRunRequest) -> String {
+    match (&req.attempt_id, &req.attempt) {
+        (Some(id), _) => format!("attempt {id}"),
+        (None, Some(k)) => format!("attempt `{}` by `{}` on {}#{}", k.attempt_key, k.agent, k.report.project, k.report.external_id),
+        (None, None) => "attempt (none named)".to_owned(),
+    }
+}
+
 /// Per-report sums over attempts, to be completed with `) GROUP BY a.report_id`
 /// after the bound ids. Ranks come from `Verdict::rank` so SQL and Rust agree.
 pub fn report_aggregate_sql() -> String {
@@ -260,9 +269,7 @@ macro_rules! impl_storage {
                 filter: &failpass_shared::api::reports::ReportFilter,
                 scope: &crate::db::ProjectScope,
             ) {
-                if *scope == crate::db::ProjectScope::PublicOnly {
-                    qb.push(" AND p.public = TRUE");
-                }
+                qb.push(" AND ").push(scope.sql("p"));
                 if let Some(v) = &filter.project {
                     qb.push(" AND p.slug = ").push_bind(v.clone());
                 }
@@ -770,7 +777,7 @@ macro_rules! impl_storage {
                 .bind(&req.slug)
                 .bind(&name)
                 .bind(&req.description)
-                .bind(req.public)
+                .bind(req.public.unwrap_or(true))
                 .bind(crate::db::sql::now())
                 .fetch_one(&self.write)
                 .await
@@ -789,12 +796,11 @@ macro_rules! impl_storage {
                 &self,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Vec<failpass_shared::api::projects::Project>> {
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let rows: Vec<crate::db::rows::ProjectRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT {} FROM projects p WHERE ($1 = FALSE OR p.public = TRUE) ORDER BY p.slug",
-                    crate::db::sql::PROJECT_COLUMNS
+                    "SELECT {} FROM projects p WHERE {} ORDER BY p.slug",
+                    crate::db::sql::PROJECT_COLUMNS,
+                    scope.sql("p")
                 )))
-                .bind(public_only)
                 .fetch_all(&self.read)
                 .await?;
                 Ok(rows.into_iter().map(Into::into).collect())
@@ -805,13 +811,12 @@ macro_rules! impl_storage {
                 slug: &str,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Option<failpass_shared::api::projects::Project>> {
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let row: Option<crate::db::rows::ProjectRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT {} FROM projects p WHERE p.slug = $1 AND ($2 = FALSE OR p.public = TRUE)",
-                    crate::db::sql::PROJECT_COLUMNS
+                    "SELECT {} FROM projects p WHERE p.slug = $1 AND {}",
+                    crate::db::sql::PROJECT_COLUMNS,
+                    scope.sql("p")
                 )))
                 .bind(slug)
-                .bind(public_only)
                 .fetch_optional(&self.read)
                 .await?;
                 Ok(row.map(Into::into))
@@ -906,35 +911,42 @@ macro_rules! impl_storage {
             async fn import_projects(
                 &self,
                 reqs: &[failpass_shared::api::projects::CreateProjectRequest],
+                default_public: bool,
             ) -> crate::db::StorageResult<Vec<failpass_shared::api::import::Outcome>> {
                 use failpass_shared::api::import::Outcome;
                 let mut tx = self.write.begin().await?;
                 let mut out = Vec::with_capacity(reqs.len());
                 for req in reqs {
-                    let name = req.name.clone().unwrap_or_else(|| req.slug.clone());
                     let existing: Option<(i64, String, Option<String>, bool)> =
                         sqlx::query_as("SELECT id, name, description, public FROM projects WHERE slug = $1")
                             .bind(&req.slug)
                             .fetch_optional(&mut *tx)
                             .await?;
                     out.push(match existing {
-                        Some((_, n, d, p)) if n == name && d == req.description && p == req.public => Outcome::Unchanged,
-                        Some((id, ..)) => {
-                            sqlx::query("UPDATE projects SET name = $1, description = $2, public = $3 WHERE id = $4")
-                                .bind(&name)
-                                .bind(&req.description)
-                                .bind(req.public)
-                                .bind(id)
-                                .execute(&mut *tx)
-                                .await?;
-                            Outcome::Updated
+                        Some((id, n, d, p)) => {
+                            // A field the record leaves out keeps its stored value.
+                            let name = req.name.clone().unwrap_or(n.clone());
+                            let description = req.description.clone().or(d.clone());
+                            let public = req.public.unwrap_or(p);
+                            if (&name, &description, public) == (&n, &d, p) {
+                                Outcome::Unchanged
+                            } else {
+                                sqlx::query("UPDATE projects SET name = $1, description = $2, public = $3 WHERE id = $4")
+                                    .bind(&name)
+                                    .bind(&description)
+                                    .bind(public)
+                                    .bind(id)
+                                    .execute(&mut *tx)
+                                    .await?;
+                                Outcome::Updated
+                            }
                         }
                         None => {
                             sqlx::query("INSERT INTO projects (slug, name, description, public, created_at) VALUES ($1, $2, $3, $4, $5)")
                                 .bind(&req.slug)
-                                .bind(&name)
+                                .bind(req.name.clone().unwrap_or_else(|| req.slug.clone()))
                                 .bind(&req.description)
-                                .bind(req.public)
+                                .bind(req.public.unwrap_or(default_public))
                                 .bind(crate::db::sql::now())
                                 .execute(&mut *tx)
                                 .await?;
@@ -1051,20 +1063,40 @@ macro_rules! impl_storage {
                 Ok(rows.into_iter().map(Into::into).collect())
             }
 
+            async fn report_project(&self, id: i64, scope: &crate::db::ProjectScope) -> crate::db::StorageResult<Option<String>> {
+                Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT p.slug FROM reports r JOIN projects p ON p.id = r.project_id WHERE r.id = $1 AND {}",
+                    scope.sql("p")
+                )))
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await?)
+            }
+
+            async fn attempt_project(&self, id: i64, scope: &crate::db::ProjectScope) -> crate::db::StorageResult<Option<String>> {
+                Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT p.slug FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                     WHERE a.id = $1 AND {}",
+                    scope.sql("p")
+                )))
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await?)
+            }
+
             async fn get_report(
                 &self,
                 id: i64,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Option<failpass_shared::api::reports::Report>> {
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let row: Option<crate::db::rows::ReportDetailRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {}, r.body, r.reporter, r.environment, r.paths, r.features, r.explanation \
                      FROM reports r JOIN projects p ON p.id = r.project_id \
-                     WHERE r.id = $1 AND ($2 = FALSE OR p.public = TRUE)",
-                    crate::db::sql::REPORT_SUMMARY_COLUMNS
+                     WHERE r.id = $1 AND {}",
+                    crate::db::sql::REPORT_SUMMARY_COLUMNS,
+                    scope.sql("p")
                 )))
                 .bind(id)
-                .bind(public_only)
                 .fetch_optional(&self.read)
                 .await?;
                 let Some(row) = row else { return Ok(None) };
@@ -1304,14 +1336,13 @@ macro_rules! impl_storage {
                 id: i64,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Option<failpass_shared::api::attempts::AttemptDetail>> {
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let row: Option<crate::db::rows::AttemptRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-                     WHERE a.id = $1 AND ($2 = FALSE OR p.public = TRUE)",
-                    crate::db::sql::ATTEMPT_COLUMNS
+                     WHERE a.id = $1 AND {}",
+                    crate::db::sql::ATTEMPT_COLUMNS,
+                    scope.sql("p")
                 )))
                 .bind(id)
-                .bind(public_only)
                 .fetch_optional(&self.read)
                 .await?;
                 let Some(row) = row else { return Ok(None) };
@@ -1339,9 +1370,7 @@ macro_rules! impl_storage {
                      WHERE 1 = 1",
                     crate::db::sql::ATTEMPT_COLUMNS
                 ));
-                if *scope == crate::db::ProjectScope::PublicOnly {
-                    qb.push(" AND p.public = TRUE");
-                }
+                qb.push(" AND ").push(scope.sql("p"));
                 if let Some(v) = query.report_id {
                     qb.push(" AND a.report_id = ").push_bind(v);
                 }
@@ -1442,14 +1471,13 @@ macro_rules! impl_storage {
             ) -> crate::db::StorageResult<failpass_shared::api::oracles::OracleSummary> {
                 use failpass_shared::api::oracles::*;
                 use failpass_shared::model::{OracleKind, OracleSource};
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
-                let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(
+                let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT o.kind, o.source, COUNT(*) FROM reports r JOIN projects p ON p.id = r.project_id \
                      LEFT JOIN oracles o ON o.report_id = r.id \
-                     WHERE ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) GROUP BY o.kind, o.source",
-                )
-                .bind(public_only)
+                     WHERE {} AND ($1 IS NULL OR p.slug = $1) GROUP BY o.kind, o.source",
+                    scope.sql("p")
+                )))
                 .bind(project)
                 .fetch_all(&self.read)
                 .await?;
@@ -1478,20 +1506,19 @@ macro_rules! impl_storage {
                 }
                 by_kind.sort_by(|a, b| b.reports.cmp(&a.reports).then(a.kind.cmp(&b.kind)));
                 by_source.sort_by(|a, b| b.reports.cmp(&a.reports).then(a.source.cmp(&b.source)));
-                let mut minutes: Vec<f64> = sqlx::query_scalar(
+                let visible = scope.sql("p");
+                let mut minutes: Vec<f64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
                     "SELECT o.authoring_minutes FROM oracles o JOIN reports r ON r.id = o.report_id JOIN projects p ON p.id = r.project_id \
-                     WHERE o.authoring_minutes IS NOT NULL AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2)",
-                )
-                .bind(public_only)
+                     WHERE o.authoring_minutes IS NOT NULL AND {visible} AND ($1 IS NULL OR p.slug = $1)",
+                )))
                 .bind(project)
                 .fetch_all(&self.read)
                 .await?;
-                let causes: Vec<(String, i64)> = sqlx::query_as(
+                let causes: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT a.failure_cause, COUNT(*) FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-                     WHERE a.failure_cause IS NOT NULL AND a.goal = 'reproduce' AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) \
+                     WHERE a.failure_cause IS NOT NULL AND a.goal = 'reproduce' AND {visible} AND ($1 IS NULL OR p.slug = $1) \
                      GROUP BY a.failure_cause ORDER BY COUNT(*) DESC, a.failure_cause",
-                )
-                .bind(public_only)
+                )))
                 .bind(project)
                 .fetch_all(&self.read)
                 .await?;
@@ -1499,7 +1526,7 @@ macro_rules! impl_storage {
                 // that a deterministic check graded afterwards: in place (the
                 // attempt itself regraded; `llm_verdict` keeps the lead), else by
                 // a later attempt on its report. Right when that check reproduced it.
-                let (judged, right): (i64, i64) = sqlx::query_as(
+                let (judged, right): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT COUNT(*), COALESCE(SUM(CASE WHEN l.llm_verdict IS NOT NULL THEN \
                        CASE WHEN l.verdict = 'reproduced' THEN 1 ELSE 0 END \
                        WHEN EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id \
@@ -1507,14 +1534,13 @@ macro_rules! impl_storage {
                        AND d.started_at >= l.started_at AND d.id <> l.id) THEN 1 ELSE 0 END), 0) \
                      FROM attempts l JOIN reports r ON r.id = l.report_id JOIN projects p ON p.id = r.project_id \
                      WHERE l.goal = 'reproduce' \
-                       AND ($1 = FALSE OR p.public = TRUE) AND ($2 IS NULL OR p.slug = $2) \
+                       AND {visible} AND ($1 IS NULL OR p.slug = $1) \
                        AND ((l.llm_verdict IS NOT NULL AND l.verdict_source = 'deterministic' AND l.verdict IN ('reproduced', 'not_reproduced')) \
                          OR (l.llm_verdict IS NULL AND l.verdict_source = 'llm' AND l.verdict IN ('lead', 'confirmed') \
                          AND EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id AND d.goal = 'reproduce' \
                          AND d.verdict_source = 'deterministic' AND d.verdict IN ('reproduced', 'not_reproduced') \
                          AND d.started_at >= l.started_at AND d.id <> l.id)))",
-                )
-                .bind(public_only)
+                )))
                 .bind(project)
                 .fetch_one(&self.read)
                 .await?;
@@ -1540,17 +1566,17 @@ macro_rules! impl_storage {
                 &self,
                 id: i64,
                 req: &failpass_shared::api::attempts::ReviewRequest,
+                reviewer: &str,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<failpass_shared::api::attempts::Attempt> {
                 use failpass_shared::model::{attempt_awaits_review, attempt_counts, Goal, Review, Verdict, VerdictSource};
-                let public_only = *scope == crate::db::ProjectScope::PublicOnly;
                 let mut tx = self.write.begin().await?;
-                let row: Option<(i64, String, String, String, bool)> = sqlx::query_as(
+                let row: Option<(i64, String, String, String, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT a.report_id, a.goal, a.verdict, a.verdict_source, r.vague FROM attempts a JOIN reports r ON r.id = a.report_id \
-                     JOIN projects p ON p.id = r.project_id WHERE a.id = $1 AND ($2 = FALSE OR p.public = TRUE)",
-                )
+                     JOIN projects p ON p.id = r.project_id WHERE a.id = $1 AND {}",
+                    scope.sql("p")
+                )))
                 .bind(id)
-                .bind(public_only)
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some((report_id, goal, verdict, source, vague)) = row else {
@@ -1577,7 +1603,7 @@ macro_rules! impl_storage {
                 )
                 .bind(verdict.as_str())
                 .bind(req.review.as_str())
-                .bind(req.reviewer.trim())
+                .bind(reviewer)
                 .bind(&req.comment)
                 .bind(verdict.is_graded())
                 .bind(attempt_counts(goal, verdict, source, Some(req.review), vague))
@@ -1610,12 +1636,7 @@ macro_rules! impl_storage {
                         .bind(&k.attempt_key)
                         .fetch_optional(&self.read)
                         .await?;
-                        id.ok_or_else(|| {
-                            crate::db::StorageError::NotFound(format!(
-                                "attempt `{}` by `{}` on {}#{}",
-                                k.attempt_key, k.agent, k.report.project, k.report.external_id
-                            ))
-                        })?
+                        id.ok_or_else(|| crate::db::StorageError::NotFound(crate::db::sql::describe_attempt_ref(req)))?
                     }
                     (None, None) => return Err(crate::db::StorageError::invalid("attempt_id", "give attempt_id or attempt")),
                 };
@@ -1701,12 +1722,11 @@ macro_rules! impl_storage {
                 &self,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<failpass_shared::api::figures::Facets> {
-                let public = *scope == crate::db::ProjectScope::PublicOnly;
+                let visible = scope.sql("p");
                 let distinct = |column: &str| {
                     format!(
                         "SELECT DISTINCT {column} FROM attempts a JOIN reports r ON r.id = a.report_id \
-                         JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL{}",
-                        if public { " AND p.public = TRUE" } else { "" }
+                         JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL AND {visible}"
                     )
                 };
                 let mut agents: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.agent"))).fetch_all(&self.read).await?;

@@ -67,6 +67,7 @@ impl SqliteStorage {
 }
 
 super::jobs::impl_jobs!(SqliteStorage, Sqlite);
+super::accounts::impl_accounts!(SqliteStorage, Sqlite);
 impl_storage!(SqliteStorage, Sqlite, Backend::Sqlite);
 
 impl SqliteStorage {

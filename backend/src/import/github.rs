@@ -118,7 +118,7 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>,
                 Converted::Reject(field, message) => importer.reject(n, field, format!("record {n}: {message}")),
                 Converted::Report(r) => {
                     if projects.insert(r.project.clone()) {
-                        importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: true })).await?;
+                        importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: None })).await?;
                     }
                     batch.push((n, r));
                 }

@@ -155,6 +155,10 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
         runner_id: Some("junit-import".into()),
         started_at: r.started_at,
     };
+    if let Some((field, message)) = importer.may_add_run(attempt_id).await? {
+        importer.reject(1, Some(field), message);
+        return Ok(());
+    }
     match importer.storage().create_run(&run).await {
         Ok((_, outcome)) => importer.count(outcome),
         Err(StorageError::NotFound(what)) => importer.reject(1, Some("attempt".into()), format!("{what} does not exist")),

@@ -385,7 +385,7 @@ async fn store(
     attempts: Vec<(u64, CreateAttemptRequest)>,
 ) -> anyhow::Result<()> {
     importer
-        .push(0, ImportRecord::Project(CreateProjectRequest { slug: mapping.project.clone(), name: None, description: None, public: true }))
+        .push(0, ImportRecord::Project(CreateProjectRequest { slug: mapping.project.clone(), name: None, description: None, public: None }))
         .await?;
     importer.push_reports(reports).await?;
     for (n, a) in attempts {

@@ -18,6 +18,7 @@ use failpass_shared::api::attempts::CreateAttemptRequest;
 use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
+use crate::auth::{Action, Viewer};
 use crate::db::{NewReport, Storage, StorageError};
 
 /// Attempts per storage transaction.
@@ -72,11 +73,157 @@ pub struct Importer<'a> {
     attempts: Vec<(u64, CreateAttemptRequest)>,
     reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
     progress: Option<Box<dyn FnMut(&ImportSummary) + Send + 'a>>,
+    gate: Gate,
+}
+
+/// Who is importing, and what each record may touch. Every record is
+/// checked against its own project: a token of one project cannot write
+/// into another through a line that names it, and a project the importer may
+/// not see is refused exactly as a missing one is.
+struct Gate {
+    viewer: Viewer,
+    /// New projects' visibility when a record does not say.
+    default_public: bool,
+    /// Decisions so far, per (project, action): `Some(why)` is a refusal.
+    decided: std::collections::HashMap<(String, Action), Option<(String, String)>>,
+    /// Projects of reports and attempts named by id, looked up once.
+    report_projects: std::collections::HashMap<i64, Option<String>>,
+    attempt_projects: std::collections::HashMap<i64, Option<String>>,
+}
+
+/// A refusal: the field at fault and why.
+type Refusal = Option<(String, String)>;
+
+impl Gate {
+    /// Whether the importer may take `action` in `project`.
+    async fn allow(&mut self, storage: &dyn Storage, action: Action, project: &str, hidden: impl FnOnce() -> (String, String)) -> Result<Refusal, StorageError> {
+        if self.viewer.is_admin() {
+            return Ok(None);
+        }
+        let key = (project.to_owned(), action);
+        if let Some(d) = self.decided.get(&key) {
+            return Ok(d.clone());
+        }
+        let decision = if storage.get_project(project, &self.viewer.scope()).await?.is_none() {
+            Some(hidden())
+        } else {
+            self.viewer.require(action, project).err().map(|e| ("project".to_owned(), e.to_string()))
+        };
+        self.decided.insert(key, decision.clone());
+        Ok(decision)
+    }
+
+    /// Whether `record` may be stored by this importer.
+    async fn check(&mut self, storage: &dyn Storage, record: &ImportRecord) -> Result<Refusal, StorageError> {
+        if self.viewer.is_admin() {
+            return Ok(None);
+        }
+        let missing_project = |slug: &str| {
+            let StorageError::Invalid { field, message } = crate::db::sql::no_project(slug) else { unreachable!() };
+            move || (field, message)
+        };
+        match record {
+            ImportRecord::Project(p) => {
+                let Some(existing) = storage.get_project(&p.slug, &self.viewer.scope()).await? else {
+                    return Ok(Some(("slug".into(), format!("project `{}` does not exist, and only admins create projects", p.slug))));
+                };
+                if p.public.is_some_and(|public| public != existing.public) {
+                    return Ok(Some(("public".into(), "only admins change a project's visibility".into())));
+                }
+                self.allow(storage, Action::Import, &p.slug, missing_project(&p.slug)).await
+            }
+            ImportRecord::Agent(_) => Ok(Some(("kind".into(), "agent records are shared by every project, and only admins import them".into()))),
+            ImportRecord::Environment(_) => {
+                Ok(Some(("kind".into(), "environments are recipes the runner builds, and only admins create or change them".into())))
+            }
+            ImportRecord::Report(r) => self.allow(storage, Action::WriteReport, &r.project, missing_project(&r.project)).await,
+            ImportRecord::Attempt(a) => {
+                let project = match (&a.report_id, &a.report) {
+                    (Some(id), _) => self.report_project(storage, *id).await?,
+                    (None, Some(k)) => Some(k.project.clone()),
+                    (None, None) => return Ok(None), // storage names what is missing
+                };
+                let hidden = || ("report".to_owned(), format!("{} does not exist", crate::db::sql::describe_report_ref(a)));
+                match project {
+                    Some(p) => self.allow(storage, Action::SubmitAttempt, &p, hidden).await,
+                    None => Ok(Some(hidden())),
+                }
+            }
+            ImportRecord::Run(r) => {
+                let project = match (&r.attempt_id, &r.attempt) {
+                    (Some(id), _) => self.attempt_project(storage, *id).await?,
+                    (None, Some(k)) => Some(k.report.project.clone()),
+                    (None, None) => return Ok(None),
+                };
+                let hidden = || ("attempt".to_owned(), format!("{} does not exist", crate::db::sql::describe_attempt_ref(r)));
+                match project {
+                    Some(p) => self.allow(storage, Action::SubmitAttempt, &p, hidden).await,
+                    None => Ok(Some(hidden())),
+                }
+            }
+        }
+    }
+
+    async fn report_project(&mut self, storage: &dyn Storage, id: i64) -> Result<Option<String>, StorageError> {
+        if let Some(p) = self.report_projects.get(&id) {
+            return Ok(p.clone());
+        }
+        let p = storage.report_project(id, &self.viewer.scope()).await?;
+        self.report_projects.insert(id, p.clone());
+        Ok(p)
+    }
+
+    async fn attempt_project(&mut self, storage: &dyn Storage, id: i64) -> Result<Option<String>, StorageError> {
+        if let Some(p) = self.attempt_projects.get(&id) {
+            return Ok(p.clone());
+        }
+        let p = storage.attempt_project(id, &self.viewer.scope()).await?;
+        self.attempt_projects.insert(id, p.clone());
+        Ok(p)
+    }
 }
 
 impl<'a> Importer<'a> {
+    /// An importer with the operator's rights (the command line).
     pub fn new(storage: &'a dyn Storage, routing: &'a RoutingConfig) -> Self {
-        Self { storage, routing, summary: ImportSummary::default(), attempts: Vec::new(), reports: Vec::new(), progress: None }
+        Self {
+            storage,
+            routing,
+            summary: ImportSummary::default(),
+            attempts: Vec::new(),
+            reports: Vec::new(),
+            progress: None,
+            gate: Gate {
+                viewer: Viewer::operator(),
+                default_public: true,
+                decided: Default::default(),
+                report_projects: Default::default(),
+                attempt_projects: Default::default(),
+            },
+        }
+    }
+
+    /// Imports as `viewer` (an HTTP caller): each record is checked against its project.
+    pub fn as_viewer(mut self, viewer: Viewer) -> Self {
+        self.gate.viewer = viewer;
+        self
+    }
+
+    /// New projects are private unless a record says otherwise.
+    pub fn private_by_default(mut self, private: bool) -> Self {
+        self.gate.default_public = !private;
+        self
+    }
+
+    /// Checks that the importer may add a run to attempt `id` (JUnit uploads);
+    /// `Some((field, why))` when not.
+    pub async fn may_add_run(&mut self, id: i64) -> Result<Refusal, StorageError> {
+        let hidden = || ("attempt".to_owned(), format!("attempt {id} does not exist"));
+        match self.gate.attempt_project(self.storage, id).await? {
+            _ if self.gate.viewer.is_admin() => Ok(None),
+            Some(p) => self.gate.allow(self.storage, Action::SubmitAttempt, &p, hidden).await,
+            None => Ok(Some(hidden())),
+        }
     }
 
     pub fn storage(&self) -> &'a dyn Storage {
@@ -112,6 +259,13 @@ impl<'a> Importer<'a> {
             self.reject(n, Some(e.field), e.message);
             return Ok(());
         }
+        // Reports are checked as their batch is stored (they also arrive through `push_reports`).
+        if !matches!(record, ImportRecord::Report(_)) {
+            if let Some((field, message)) = self.gate.check(self.storage, &record).await? {
+                self.reject(n, Some(field), message);
+                return Ok(());
+            }
+        }
         match record {
             // Runs of one kind are batched; a record of another kind first
             // stores what is pending, so input order is kept.
@@ -131,7 +285,7 @@ impl<'a> Importer<'a> {
             }
             ImportRecord::Project(p) => {
                 self.flush().await?;
-                let out = self.storage.import_projects(std::slice::from_ref(&p)).await?;
+                let out = self.storage.import_projects(std::slice::from_ref(&p), self.gate.default_public).await?;
                 self.summary.count(out[0]);
             }
             ImportRecord::Agent(a) => {
@@ -188,6 +342,12 @@ impl<'a> Importer<'a> {
                 self.reject(n, Some(e.field), e.message);
                 continue;
             }
+            let record = ImportRecord::Report(r);
+            if let Some((field, message)) = self.gate.check(self.storage, &record).await? {
+                self.reject(n, Some(field), message);
+                continue;
+            }
+            let ImportRecord::Report(r) = record else { unreachable!() };
             let decision = decide(self.routing, &RoutingInput::from_request(&r));
             numbers.push(n);
             news.push(NewReport { request: r, decision });

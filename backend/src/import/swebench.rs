@@ -172,7 +172,7 @@ pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'
 async fn store(importer: &mut Importer<'_>, projects: &mut HashSet<String>, batch: Vec<(u64, CreateReportRequest)>) -> anyhow::Result<()> {
     for (n, r) in &batch {
         if projects.insert(r.project.clone()) {
-            importer.push(*n, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: true })).await?;
+            importer.push(*n, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: None })).await?;
         }
     }
     importer.push_reports(batch).await?;
@@ -304,7 +304,7 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
     let mut seen_projects = HashSet::new();
     for (repo, _) in &stubs {
         if seen_projects.insert(repo.clone()) && importer.storage().get_project(repo, &crate::db::ProjectScope::All).await?.is_none() {
-            importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: repo.clone(), name: None, description: None, public: true })).await?;
+            importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: repo.clone(), name: None, description: None, public: None })).await?;
         }
     }
     let stub_reports = stubs

@@ -4,7 +4,8 @@ use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, C
 use failpass_shared::api::Page;
 
 use super::AppState;
-use crate::auth::Viewer;
+use crate::auth::{Action, Principal, Viewer};
+use failpass_shared::model::{TokenScope, VerdictSource};
 use crate::db::sql_describe_report_ref as describe_report_ref;
 use crate::db::StorageError;
 use failpass_shared::api::import::Outcome;
@@ -26,18 +27,31 @@ pub async fn create_attempt(
     viewer: Viewer,
     ApiJson(req): ApiJson<CreateAttemptRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Attempt>)> {
-    viewer.require_write()?;
     req.validate()?;
     let scope = viewer.scope();
     // A report outside the viewer's scope is as absent as a missing one.
-    let (field, visible) = match (&req.report_id, &req.report) {
-        (Some(id), _) => ("report_id", state.storage.get_report(*id, &scope).await?.is_some()),
-        (None, Some(k)) => ("report", state.storage.get_project(&k.project, &scope).await?.is_some()),
-        (None, None) => ("report_id", false),
+    let (field, project) = match (&req.report_id, &req.report) {
+        (Some(id), _) => ("report_id", state.storage.report_project(*id, &scope).await?),
+        (None, Some(k)) => ("report", state.storage.get_project(&k.project, &scope).await?.map(|p| p.slug)),
+        (None, None) => ("report_id", None),
     };
     let missing = |what: String| ApiError::BadRequest(format!("{field}: {what} does not exist"));
-    if !visible {
+    let Some(project) = project else {
         return Err(missing(describe_report_ref(&req)));
+    };
+    viewer.require(Action::SubmitAttempt, &project)?;
+    if let Principal::Token { scope: TokenScope::Agent, .. } = viewer.principal {
+        // An agent's word is a claim until something grades it: it may not
+        // grade itself deterministically, nor speak for a human.
+        if !matches!(req.verdict_source, VerdictSource::Llm) {
+            return Err(ApiError::BadRequest(format!(
+                "verdict_source: an agent token records `llm` verdicts only (this one says `{}`); send `verify: true` to have failpass grade the attempt",
+                req.verdict_source
+            )));
+        }
+        if req.review.is_some() || req.reviewer.is_some() || req.review_comment.is_some() {
+            return Err(ApiError::BadRequest("review: reviews are a maintainer's, made on the report page (POST /api/v1/attempts/{id}/review)".into()));
+        }
     }
     match state.storage.create_attempt(&req).await {
         Ok((a, Outcome::Created)) => Ok((StatusCode::CREATED, ApiJson(a))),
@@ -70,9 +84,11 @@ pub async fn review_attempt(
     ApiPath(id): ApiPath<i64>,
     ApiJson(req): ApiJson<failpass_shared::api::attempts::ReviewRequest>,
 ) -> ApiResult<ApiJson<Attempt>> {
-    viewer.require_write()?;
     req.validate()?;
-    match state.storage.review_attempt(id, &req, &viewer.scope()).await {
+    let scope = viewer.scope();
+    let project = state.storage.attempt_project(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
+    viewer.require(Action::Review, &project)?;
+    match state.storage.review_attempt(id, &req, &viewer.name(), &scope).await {
         Ok(a) => Ok(ApiJson(a)),
         Err(StorageError::NotFound(what)) => Err(ApiError::NotFound(format!("{what} not found"))),
         Err(e) => Err(e.into()),

@@ -20,7 +20,6 @@ pub async fn import(
     query: QueryPairs,
     body: Body,
 ) -> ApiResult<ApiJson<ImportSummary>> {
-    viewer.require_write()?;
     let mut format = Format::Ndjson;
     let mut options = ImportOptions::default();
     for (k, v) in query.iter() {
@@ -45,7 +44,9 @@ pub async fn import(
     }
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let input = BufReader::with_capacity(1 << 20, StreamReader::new(stream));
-    let mut importer = Importer::new(state.storage.as_ref(), &state.routing);
+    let mut importer = Importer::new(state.storage.as_ref(), &state.routing)
+        .as_viewer(viewer)
+        .private_by_default(state.security.private_by_default);
     if let Err(e) = run(&mut importer, format, input, &options).await {
         return Err(match e.downcast::<StorageError>() {
             Ok(storage) => storage.into(),

@@ -14,7 +14,7 @@ use failpass_shared::model::{EnvironmentRole, JobStatus, Verdict};
 use futures_util::Stream;
 
 use super::AppState;
-use crate::auth::Viewer;
+use crate::auth::{Action, Viewer};
 use crate::db::jobs::NewJob;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
@@ -23,7 +23,6 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 /// reproduced attempts against another environment.
 #[tracing::instrument(skip_all)]
 pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): ApiJson<RerunRequest>) -> ApiResult<(StatusCode, ApiJson<RerunResponse>)> {
-    viewer.require_write()?;
     req.validate()?;
     let scope = viewer.scope();
     let recheck = req.recheck_environment.as_deref().map(str::trim);
@@ -35,6 +34,7 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
     };
     let (targets, priority) = match &single {
         Some(attempt) => {
+            viewer.require(Action::Rerun, &attempt.project)?;
             let id = attempt.id;
             let report = state.storage.get_report(attempt.report_id, &scope).await?;
             let runnable = report.as_ref().and_then(|r| r.oracle.as_ref()).is_some_and(|o| o.is_deterministic() && (attempt.candidate.is_some() || o.command.is_some()));
@@ -55,12 +55,15 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
         }
         None => {
             if let Some(id) = req.report_id {
-                state.storage.get_report(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+                let report = state.storage.get_report(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+                viewer.require(Action::Rerun, &report.summary.project)?;
             }
             if let Some(p) = req.filter.as_ref().and_then(|f| f.project.as_deref()) {
                 state.storage.get_project(p, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
+                viewer.require(Action::Rerun, p)?;
             }
-            (state.storage.rerun_targets(req.report_id, req.filter.as_ref(), verdicts, &scope).await?, PRIORITY_BULK)
+            // A filter across projects reruns only in those the caller maintains.
+            (state.storage.rerun_targets(req.report_id, req.filter.as_ref(), verdicts, &viewer.scope_for(Action::Rerun)).await?, PRIORITY_BULK)
         }
     };
     if let Some(env) = recheck {
@@ -113,12 +116,12 @@ pub async fn refine(
     viewer: Viewer,
     ApiJson(req): ApiJson<failpass_shared::api::jobs::RefineRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Job>)> {
-    viewer.require_write()?;
     let report = state
         .storage
         .get_report(req.report_id, &viewer.scope())
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("report {} not found", req.report_id)))?;
+    viewer.require(Action::Rerun, &report.summary.project)?;
     if report.summary.route != failpass_shared::model::Route::AgentFirst {
         return Err(ApiError::BadRequest(format!(
             "report_id: report {} is routed {}; the refine loop is for agent_first reports",
@@ -212,7 +215,7 @@ pub async fn create_environment(
     viewer: Viewer,
     ApiJson(req): ApiJson<CreateEnvironmentRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Environment>)> {
-    viewer.require_write()?;
+    // Admins only (the route's action): the runner builds what this says.
     req.validate()?;
     if state.storage.get_project(&req.project, &viewer.scope()).await?.is_none() {
         return Err(ApiError::BadRequest(format!("project: `{}` does not exist", req.project)));
@@ -231,6 +234,7 @@ pub async fn create_environment(
     }
     let replaced = existing.iter().any(|e| e.name == name);
     let env = state.storage.create_environment(&req.project, &req).await?;
+    tracing::info!(project = %req.project, environment = %env.name, role = %env.role, by = %viewer.name(), "environment recipe stored");
     Ok((if replaced { StatusCode::OK } else { StatusCode::CREATED }, ApiJson(env)))
 }
 

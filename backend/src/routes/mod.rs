@@ -1,4 +1,12 @@
-//! HTTP routes: the JSON API under `/api/v1`, `/healthz`, and the dashboard.
+//! HTTP routes: the JSON API under `/api/v1`, `/healthz`, the sign-in and
+//! token pages, and the dashboard.
+//!
+//! Every route is registered through [`Routes::add`], which looks it up in
+//! `auth::access::ROUTES` (and panics at start-up without an entry) and puts
+//! the route's access check in front of its handler: who the caller is, the
+//! `--require-sign-in` switch, whether the caller may ever take the route's
+//! action, and the body's declared content type. Handlers then check the
+//! project at hand with `Viewer::require`.
 
 mod attempts;
 mod charts;
@@ -6,82 +14,172 @@ mod figures;
 mod health;
 mod import;
 mod jobs;
+pub mod pages;
 mod projects;
 mod reports;
 
 use std::sync::Arc;
 
-use axum::extract::OriginalUri;
+use axum::extract::{OriginalUri, Request, State};
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{any, get, post};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
 use failpass_shared::routing::RoutingConfig;
 
+use crate::auth::access::{Action, Body, RouteSpec};
+use crate::auth::Viewer;
 use crate::db::Storage;
 use crate::error::ApiError;
+use crate::security::Security;
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub storage: Arc<dyn Storage>,
     pub routing: Arc<RoutingConfig>,
+    pub security: Arc<Security>,
 }
 
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/projects", get(projects::list_projects).post(projects::create_project))
-        .route("/projects/{*slug}", get(projects::get_project))
-        .route("/reports", get(reports::list_reports).post(reports::create_report))
-        .route("/reports/{id}", get(reports::get_report))
-        .route("/attempts", get(attempts::list_attempts).post(attempts::create_attempt))
-        .route("/attempts/{id}", get(attempts::get_attempt))
-        .route("/attempts/{id}/review", post(attempts::review_attempt))
-        .route("/figures", get(figures::get_figures))
-        .route("/agents", get(figures::list_agents))
-        .route("/distributions", get(figures::get_distributions))
-        .route("/throughput", get(figures::get_throughput))
-        .route("/facets", get(figures::get_facets))
-        .route("/charts/{name}", get(charts::get_chart))
-        .route("/reruns", post(jobs::rerun))
-        .route("/refine", post(jobs::refine))
-        .route("/signatures", get(jobs::signatures))
-        .route("/oracles", get(jobs::oracles))
-        .route("/jobs", get(jobs::queue))
-        .route("/jobs/{id}", get(jobs::get_job))
-        .route("/jobs/{id}/events", get(jobs::job_events))
-        .route("/environments", get(jobs::list_environments).post(jobs::create_environment))
-        // Imports stream their body, so no size limit applies.
-        .route("/import", post(import::import).layer(DefaultBodyLimit::disable()))
-        .fallback(api_not_found)
-        .method_not_allowed_fallback(method_not_allowed);
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .nest("/api/v1", api)
+/// The router, and the routes it registered (for the authorization matrix test).
+pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
+    let r = Routes { router: Router::new(), state: state.clone(), registered: Vec::new() }
+        .add("GET", "/healthz", get(health::healthz))
+        .add("GET", "/signin", get(pages::signin_page))
+        .add("POST", "/signin", post(pages::sign_in))
+        .add("POST", "/signout", post(pages::sign_out))
+        .add("GET", "/settings/tokens", get(pages::tokens_page))
+        .add("POST", "/settings/tokens", post(pages::create_token))
+        .add("POST", "/settings/tokens/{id}/revoke", post(pages::revoke_token))
+        .add("GET", "/api/v1/session", get(pages::session))
+        .add("GET", "/api/v1/projects", get(projects::list_projects))
+        .add("POST", "/api/v1/projects", post(projects::create_project))
+        .add("GET", "/api/v1/projects/{*slug}", get(projects::get_project))
+        .add("GET", "/api/v1/reports", get(reports::list_reports))
+        .add("POST", "/api/v1/reports", post(reports::create_report))
+        .add("GET", "/api/v1/reports/{id}", get(reports::get_report))
+        .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
+        .add("POST", "/api/v1/attempts", post(attempts::create_attempt))
+        .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))
+        .add("POST", "/api/v1/attempts/{id}/review", post(attempts::review_attempt))
+        .add("GET", "/api/v1/figures", get(figures::get_figures))
+        .add("GET", "/api/v1/agents", get(figures::list_agents))
+        .add("GET", "/api/v1/distributions", get(figures::get_distributions))
+        .add("GET", "/api/v1/throughput", get(figures::get_throughput))
+        .add("GET", "/api/v1/facets", get(figures::get_facets))
+        .add("GET", "/api/v1/charts/{name}", get(charts::get_chart))
+        .add("POST", "/api/v1/reruns", post(jobs::rerun))
+        .add("POST", "/api/v1/refine", post(jobs::refine))
+        .add("GET", "/api/v1/signatures", get(jobs::signatures))
+        .add("GET", "/api/v1/oracles", get(jobs::oracles))
+        .add("GET", "/api/v1/jobs", get(jobs::queue))
+        .add("GET", "/api/v1/jobs/{id}", get(jobs::get_job))
+        .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
+        .add("GET", "/api/v1/environments", get(jobs::list_environments))
+        .add("POST", "/api/v1/environments", post(jobs::create_environment))
+        // Imports stream their body, so no size limit applies (lines are capped instead).
+        .add("POST", "/api/v1/import", post(import::import).layer(DefaultBodyLimit::disable()));
+    let router = r
+        .router
         .route("/api", any(api_not_found))
         .route("/api/", any(api_not_found))
+        .route("/api/v1", any(api_not_found))
         .route("/api/v1/", any(api_not_found))
         .route("/api/{*rest}", any(api_not_found))
         .fallback(site_or_405)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .with_state(state);
+    (router, r.registered)
+}
+
+struct Routes {
+    router: Router<AppState>,
+    state: AppState,
+    registered: Vec<&'static RouteSpec>,
+}
+
+impl Routes {
+    /// Registers `method path` behind its access check. Panics (at start-up,
+    /// and in every test) when `auth::access::ROUTES` has no entry for it.
+    fn add(mut self, method: &'static str, path: &'static str, handler: MethodRouter<AppState>) -> Self {
+        let spec = crate::auth::access::spec(method, path)
+            .unwrap_or_else(|| panic!("route {method} {path} has no entry in auth::access::ROUTES: say who may use it"));
+        let guarded = handler.route_layer(from_fn_with_state((self.state.clone(), spec), access));
+        self.router = self.router.route(path, guarded);
+        self.registered.push(spec);
+        self
+    }
+}
+
+/// The route-level check in front of every handler.
+async fn access(State((state, spec)): State<(AppState, &'static RouteSpec)>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let viewer = match Viewer::resolve(&mut parts, state.storage.as_ref()).await {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let page = !spec.path.starts_with("/api/") && spec.path != "/healthz";
+    let denied = if state.security.require_sign_in && viewer.is_anonymous() && spec.action != Action::Open {
+        Some(ApiError::Unauthorized("this failpass shows nothing without signing in; sign in, or send an API token".into()))
+    } else {
+        viewer.check_route(spec.action).err()
+    };
+    if let Some(e) = denied {
+        // A page sends an anonymous visitor to sign in and come back.
+        if page && viewer.is_anonymous() && spec.method == "GET" {
+            return pages::to_sign_in(parts.uri.path()).into_response();
+        }
+        return e.into_response();
+    }
+    if spec.body != Body::None {
+        let accepted = spec.body.content_types();
+        let sent = crate::security::content_type(&parts.headers);
+        if !sent.as_deref().is_some_and(|t| accepted.contains(&t)) {
+            return ApiError::UnsupportedMediaType(format!(
+                "send the body with `Content-Type: {}`{}",
+                accepted.join("` or `"),
+                match sent {
+                    Some(t) => format!(", not `{t}`"),
+                    None => String::new(),
+                }
+            ))
+            .into_response();
+        }
+    }
+    next.run(Request::from_parts(parts, body)).await
 }
 
 /// The dashboard answers GET and HEAD; any other method outside the API is a
-/// mistake a client should hear about, not a 200 HTML page.
-async fn site_or_405(method: axum::http::Method, uri: OriginalUri) -> axum::response::Response {
-    use axum::response::IntoResponse;
+/// mistake a client should hear about, not a 200 HTML page. With
+/// `--require-sign-in`, an anonymous visitor's page is the sign-in page
+/// (assets still load, so that page has its styles).
+async fn site_or_405(State(state): State<AppState>, method: axum::http::Method, uri: OriginalUri, req: Request) -> Response {
     if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
+        if state.security.require_sign_in && !uri.path().rsplit('/').next().unwrap_or_default().contains('.') {
+            let (mut parts, _) = req.into_parts();
+            match Viewer::resolve(&mut parts, state.storage.as_ref()).await {
+                Ok(v) if v.is_anonymous() => return pages::to_sign_in(uri.path()).into_response(),
+                Ok(_) => {}
+                Err(e) => return e.into_response(),
+            }
+        }
         crate::assets::serve_site(uri.0).await
     } else {
         method_not_allowed(method, uri).await.into_response()
     }
 }
 
-// `OriginalUri`: inside `nest` the plain `Uri` has lost its `/api/v1` prefix.
+// `OriginalUri`: inside `nest` the plain `Uri` has lost its prefix.
 async fn api_not_found(OriginalUri(uri): OriginalUri) -> ApiError {
     ApiError::NotFound(format!("no API route `{}`", uri.path()))
 }
 
 async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> ApiError {
     ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{}`", uri.path()))
+}
+
+/// Redirects for pages (`303 See Other` after a form).
+pub fn see_other(to: &str) -> Redirect {
+    Redirect::to(to)
 }

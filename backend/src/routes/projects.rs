@@ -14,11 +14,11 @@ pub async fn list_projects(State(state): State<AppState>, viewer: Viewer) -> Api
 #[tracing::instrument(skip_all, fields(slug = %req.slug))]
 pub async fn create_project(
     State(state): State<AppState>,
-    viewer: Viewer,
-    ApiJson(req): ApiJson<CreateProjectRequest>,
+    ApiJson(mut req): ApiJson<CreateProjectRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Project>)> {
-    viewer.require_write()?;
+    // Admins only (the route's action); the visibility defaults by the server's switch.
     req.validate()?;
+    req.public.get_or_insert(!state.security.private_by_default);
     Ok((StatusCode::CREATED, ApiJson(state.storage.create_project(&req).await?)))
 }
 

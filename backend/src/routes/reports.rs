@@ -5,7 +5,7 @@ use failpass_shared::api::Page;
 use failpass_shared::routing::{decide, RoutingInput};
 
 use super::AppState;
-use crate::auth::Viewer;
+use crate::auth::{Action, Viewer};
 use crate::db::NewReport;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
@@ -26,9 +26,13 @@ pub async fn create_report(
     viewer: Viewer,
     ApiJson(mut req): ApiJson<CreateReportRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Report>)> {
-    viewer.require_write()?;
     req.normalize();
     req.validate()?;
+    // A project the caller cannot see is answered as a missing one.
+    if state.storage.get_project(&req.project, &viewer.scope()).await?.is_none() {
+        return Err(crate::db::sql::no_project(&req.project).into());
+    }
+    viewer.require(Action::WriteReport, &req.project)?;
     let decision = decide(&state.routing, &RoutingInput::from_request(&req));
     let report = state.storage.create_report(&NewReport { request: req, decision }).await?;
     Ok((StatusCode::CREATED, ApiJson(with_html(report))))

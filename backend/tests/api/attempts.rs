@@ -107,18 +107,19 @@ async fn a_human_review_turns_a_lead_into_a_confirmation_and_back() {
     let id = lead["id"].as_i64().unwrap();
     assert_eq!(lead["counts"], false, "a lead does not count");
     assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "needs_review");
-    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "reviewer": "maintainer", "comment": "ran it myself"})).await;
+    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "comment": "ran it myself"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!((r.body["verdict"].as_str(), r.body["counts"].as_bool()), (Some("confirmed"), Some(true)));
     assert_eq!(r.body["review_comment"], "ran it myself");
+    assert_eq!(r.body["reviewer"], crate::helpers::TEST_ADMIN, "the reviewer is who signed in, not a field");
     assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "reproduced");
-    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "rejected", "reviewer": "lead"})).await;
+    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "rejected"})).await;
     assert_eq!((r.body["verdict"].as_str(), r.body["counts"].as_bool()), (Some("lead"), Some(false)), "{}", r.body);
     assert_ne!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "reproduced");
     // Wrong input is named.
     let h = app.attempt(serde_json::json!({"report_id": report, "agent": "y", "verdict": "hypothesis", "verdict_source": "llm"})).await;
-    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{}/review", h["id"]), &serde_json::json!({"review": "accepted", "reviewer": "m"})).await, 400, "bad_request", "hypothesis");
-    crate::helpers::assert_error(&app.post("/api/v1/attempts/99999/review", &serde_json::json!({"review": "accepted", "reviewer": "m"})).await, 404, "not_found", "99999");
-    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "maybe", "reviewer": "m"})).await, 400, "bad_request", "review");
-    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "reviewer": " "})).await, 400, "bad_request", "reviewer");
+    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{}/review", h["id"]), &serde_json::json!({"review": "accepted"})).await, 400, "bad_request", "hypothesis");
+    crate::helpers::assert_error(&app.post("/api/v1/attempts/99999/review", &serde_json::json!({"review": "accepted"})).await, 404, "not_found", "99999");
+    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "maybe"})).await, 400, "bad_request", "review");
+    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "reviewer": "someone else"})).await, 400, "bad_request", "unknown field `reviewer`");
 }

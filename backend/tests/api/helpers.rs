@@ -21,9 +21,39 @@ pub fn init_logs() {
 
 pub struct TestApp {
     pub base: String,
+    /// Sends the test admin's personal token with every request.
     pub client: reqwest::Client,
+    /// Sends nothing: an anonymous visitor.
+    pub anon: reqwest::Client,
+    pub admin_token: String,
     pub storage: Arc<dyn Storage>,
+    /// Every route the router registered.
+    pub routes: Vec<&'static failpass::auth::access::RouteSpec>,
     _dir: TempDir,
+}
+
+/// The admin the tests act as (with a personal token; no password, so nobody signs in as it).
+pub const TEST_ADMIN: &str = "test-admin";
+
+/// A client that sends `token` as a bearer token with every request.
+pub fn client_with_token(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+    reqwest::Client::builder().default_headers(headers).build().unwrap()
+}
+
+/// Makes a user (no usable password) and a personal token acting as them.
+pub async fn user_token(storage: &dyn Storage, name: &str, admin: bool) -> String {
+    let user = storage.create_user(name, "no password", admin).await.expect("user");
+    let req = failpass::auth::tokens::TokenRequest {
+        name: "tests".into(),
+        scope: failpass_shared::model::TokenScope::User,
+        project_id: None,
+        user_id: Some(user.id),
+        created_by: "tests".into(),
+        expires_in_days: None,
+    };
+    failpass::auth::tokens::create(storage, req).await.expect("token").0
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -47,10 +77,37 @@ async fn spawn(demo: bool, workers: usize) -> TestApp {
 
 /// An app whose refine loop uses `generator`.
 pub async fn spawn_with(demo: bool, workers: usize, generator: failpass::runner::refine::Generator) -> TestApp {
+    spawn_configured(demo, workers, generator, Default::default()).await
+}
+
+/// An app with these security settings (`--require-sign-in`, `--private-by-default`, …).
+pub async fn spawn_configured(
+    demo: bool,
+    workers: usize,
+    generator: failpass::runner::refine::Generator,
+    security: failpass::security::SecurityConfig,
+) -> TestApp {
+    spawn_on(None, demo, workers, generator, security).await
+}
+
+/// An app on PostgreSQL (a fresh database, dropped with the returned handle).
+pub async fn spawn_pg_app(security: failpass::security::SecurityConfig) -> (TestApp, PgDatabase) {
+    let pg = pg_storage().await;
+    let app = spawn_on(Some(pg.url.clone()), false, 0, failpass::runner::refine::Generator::Snippet, security).await;
+    (app, pg)
+}
+
+async fn spawn_on(
+    database_url: Option<String>,
+    demo: bool,
+    workers: usize,
+    generator: failpass::runner::refine::Generator,
+    security: failpass::security::SecurityConfig,
+) -> TestApp {
     init_logs();
     let dir = tempfile::tempdir().expect("temp dir");
     let app = App::build(AppConfig {
-        database_url: dir.path().join("failpass.db").to_string_lossy().into_owned(),
+        database_url: database_url.unwrap_or_else(|| dir.path().join("failpass.db").to_string_lossy().into_owned()),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo,
         routing: Default::default(),
@@ -59,13 +116,16 @@ pub async fn spawn_with(demo: bool, workers: usize, generator: failpass::runner:
         generator,
         refine_budget: 5,
         recheck_every: None,
+        security,
     })
     .await
     .expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());
     let storage = app.storage();
+    let routes = app.routes().to_vec();
     tokio::spawn(app.run_until(std::future::pending()));
-    TestApp { base, client: reqwest::Client::new(), storage, _dir: dir }
+    let admin_token = user_token(storage.as_ref(), TEST_ADMIN, true).await;
+    TestApp { base, client: client_with_token(&admin_token), anon: reqwest::Client::new(), admin_token, storage, routes, _dir: dir }
 }
 
 pub struct Reply {
@@ -87,6 +147,23 @@ impl TestApp {
     pub async fn post(&self, path: &str, body: &Value) -> Reply {
         let resp = self.client.post(format!("{}{}", self.base, path)).json(body).send().await.expect("request");
         reply(resp).await
+    }
+
+    /// A GET as an anonymous visitor.
+    pub async fn get_anon(&self, path: &str) -> Reply {
+        let resp = self.anon.get(format!("{}{}", self.base, path)).send().await.expect("request");
+        reply(resp).await
+    }
+
+    /// Imports `body` as NDJSON.
+    pub async fn import_ndjson(&self, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        self.client
+            .post(format!("{}/api/v1/import?format=ndjson", self.base))
+            .header("content-type", "application/x-ndjson")
+            .body(body)
+            .send()
+            .await
+            .expect("request")
     }
 
     pub async fn post_raw(&self, path: &str, content_type: Option<&str>, body: &str) -> Reply {

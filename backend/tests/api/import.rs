@@ -144,7 +144,7 @@ async fn ndjson_rejects_bad_lines_by_number_and_keeps_the_rest() {
     let post = |b: String| {
         let app = &app;
         async move {
-            let r = app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(b).send().await.unwrap();
+            let r = app.import_ndjson(b).await;
             (r.status().as_u16(), r.json::<ImportSummary>().await.unwrap())
         }
     };
@@ -163,7 +163,7 @@ async fn ndjson_rejects_bad_lines_by_number_and_keeps_the_rest() {
     assert_eq!((again.created, again.updated, again.unchanged, again.rejected), (0, 0, 3, 5), "{again:?}");
     assert_eq!(app.get("/api/v1/attempts?project=a/lib").await.body["items"].as_array().unwrap().len(), 1);
 
-    assert_error(&app.post_raw("/api/v1/import?format=excel", None, "").await, 400, "bad_request", "format: unknown format `excel`");
+    assert_error(&app.post_raw("/api/v1/import?format=excel", Some("application/x-ndjson"), "").await, 400, "bad_request", "format: unknown format `excel`");
 }
 
 #[test]
@@ -334,7 +334,7 @@ async fn junit_results_become_a_run_of_an_attempt() {
     let id = attempt["id"].as_i64().unwrap();
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-junit.xml");
     let xml = std::fs::read_to_string(&fixture).unwrap();
-    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).body(xml.clone()).send().await.unwrap();
+    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).header("content-type", "application/xml").body(xml.clone()).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (1, 0));
@@ -345,16 +345,16 @@ async fn junit_results_become_a_run_of_an_attempt() {
     assert_eq!(run["failing_tests"], json!(["test_ops::test_logsumexp_large", "test_ops::test_errors"]));
     assert_eq!(run["passing_tests"].as_array().unwrap().len(), 3);
     assert_eq!(run["started_at"], "2026-12-02T11:18:29Z", "the suite's timestamp, in whole seconds");
-    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).body(xml.clone()).send().await.unwrap();
+    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).header("content-type", "application/xml").body(xml.clone()).send().await.unwrap();
     let again: ImportSummary = r.json().await.unwrap();
     assert_eq!((again.created, again.unchanged), (0, 1), "the same results twice are one run");
     assert_eq!(app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].as_array().unwrap().len(), 1);
-    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt=9999&environment=fixed", app.base)).body(xml).send().await.unwrap();
+    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt=9999&environment=fixed", app.base)).header("content-type", "application/xml").body(xml).send().await.unwrap();
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (0, 1));
     assert_eq!(s.rejections[0].field.as_deref(), Some("attempt"));
-    assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", None, "<x/>").await, 400, "bad_request", "?attempt=");
-    assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", None, "").await, 400, "bad_request", "environment");
+    assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", Some("application/xml"), "<x/>").await, 400, "bad_request", "?attempt=");
+    assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", Some("application/xml"), "").await, 400, "bad_request", "environment");
 }
 
 #[tokio::test]
@@ -377,7 +377,7 @@ async fn ndjson_carries_runs_by_attempt_key() {
         json!({"kind": "run", "environment": "buggy"}),
     ];
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let post = |body: String| async { app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(body).send().await.unwrap() };
+    let post = |body: String| async { app.import_ndjson(body).await };
     let first: ImportSummary = post(body.clone()).await.json().await.unwrap();
     assert_eq!((first.created, first.rejected), (5, 3), "{first:?}");
     let why: Vec<(u64, Option<&str>)> = first.rejections.iter().map(|r| (r.record, r.field.as_deref())).collect();
@@ -402,7 +402,7 @@ async fn a_line_that_is_not_utf8_is_rejected_and_the_rest_stored() {
     let mut body = b"{\"kind\": \"project\", \"slug\": \"a/one\"}\n".to_vec();
     body.extend_from_slice(b"{\"kind\": \"project\", \"slug\": \"a/\xff\"}\n");
     body.extend_from_slice(b"{\"kind\": \"project\", \"slug\": \"a/two\"}\n");
-    let r = app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(body).send().await.unwrap();
+    let r = app.import_ndjson(body).await;
     assert_eq!(r.status(), 200);
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (2, 1), "{s:?}");

@@ -1,5 +1,6 @@
 //! API integration tests and the storage contract suite, one binary.
 
+mod access;
 mod attempts;
 mod charts;
 mod figures;

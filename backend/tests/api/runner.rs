@@ -357,7 +357,7 @@ async fn imported_attempts_with_verify_are_graded() {
                "verdict": "hypothesis", "verdict_source": "llm", "verify": true, "candidate": "pass\n"}),
     ];
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let post = || async { app.client.post(format!("{}/api/v1/import?format=ndjson", app.base)).body(body.clone()).send().await.unwrap().json::<Value>().await.unwrap() };
+    let post = || async { app.import_ndjson(body.clone()).await.json::<Value>().await.unwrap() };
     let first = post().await;
     assert_eq!((first["created"].as_i64(), first["rejected"].as_i64()), (Some(6), Some(1)), "{first}");
     assert_eq!(first["rejections"][0]["record"], 7);

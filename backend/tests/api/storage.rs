@@ -21,7 +21,7 @@ fn t(s: &str) -> DateTime<Utc> {
 }
 
 async fn project(s: &dyn Storage, slug: &str, public: bool) {
-    s.create_project(&CreateProjectRequest { slug: slug.into(), name: None, description: None, public }).await.unwrap();
+    s.create_project(&CreateProjectRequest { slug: slug.into(), name: None, description: None, public: Some(public) }).await.unwrap();
 }
 
 async fn report(s: &dyn Storage, project: &str, id: &str, title: &str, body: &str, filed: &str, oracle: Option<Oracle>) -> i64 {
@@ -208,7 +208,7 @@ async fn projects_scope_and_conflicts() {
         project(s.as_ref(), "pub/lic", true).await;
         project(s.as_ref(), "pri/vate", false).await;
         assert!(!s.is_empty().await.unwrap());
-        let err = s.create_project(&CreateProjectRequest { slug: "pub/lic".into(), name: None, description: None, public: true }).await.unwrap_err();
+        let err = s.create_project(&CreateProjectRequest { slug: "pub/lic".into(), name: None, description: None, public: Some(true) }).await.unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
         assert_eq!(s.list_projects(&ProjectScope::All).await.unwrap().len(), 2);
         let public = s.list_projects(&ProjectScope::PublicOnly).await.unwrap();

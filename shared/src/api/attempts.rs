@@ -478,16 +478,13 @@ mod tests {
 #[serde(deny_unknown_fields)]
 pub struct ReviewRequest {
     pub review: Review,
-    pub reviewer: String,
+    /// Why; the reviewer is the signed-in user, never a field.
     #[serde(default)]
     pub comment: Option<String>,
 }
 
 impl ReviewRequest {
     pub fn validate(&self) -> Result<(), FieldError> {
-        if self.reviewer.trim().is_empty() || self.reviewer.len() > 200 {
-            return Err(FieldError::new("reviewer", "must be 1 to 200 characters"));
-        }
         if self.comment.as_ref().is_some_and(|c| c.len() > 20_000) {
             return Err(FieldError::new("comment", "is longer than 20000 bytes"));
         }

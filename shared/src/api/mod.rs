@@ -8,6 +8,7 @@ pub mod oracles;
 pub mod projects;
 pub mod query;
 pub mod reports;
+pub mod session;
 
 use serde::{Deserialize, Serialize};
 

@@ -14,13 +14,11 @@ pub struct CreateProjectRequest {
     pub name: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
-    /// Public projects get a status page; private ones are visible to members only.
-    #[serde(default = "default_public")]
-    pub public: bool,
-}
-
-fn default_public() -> bool {
-    true
+    /// Public projects get a status page; private ones are visible to members
+    /// only. Left out: public, unless the server runs `--private-by-default`
+    /// (and, for an existing project in an import, unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public: Option<bool>,
 }
 
 impl CreateProjectRequest {

@@ -1,0 +1,179 @@
+//! `failpass user …` and `failpass token …`: accounts and tokens from the
+//! command line, for whoever holds the database (the first admin is made
+//! here; everything after can be done by admins and maintainers).
+
+use std::io::{BufRead, IsTerminal};
+
+use anyhow::{bail, Context};
+use failpass_shared::model::{ProjectRole, TokenScope};
+
+use crate::auth::{password, tokens};
+use crate::config::{TokenArgs, TokenCommand, UserArgs, UserCommand};
+use crate::db::{ProjectScope, Storage, StorageError};
+
+async fn open(url: &str) -> anyhow::Result<std::sync::Arc<dyn Storage>> {
+    let storage = crate::db::connect(url).await.with_context(|| format!("opening {}", crate::startup::redact(url)))?;
+    storage.migrate().await.context("applying migrations")?;
+    Ok(storage)
+}
+
+/// The new password: from standard input's first line (`--password-stdin`,
+/// or when input is not a terminal), else asked for twice without echo.
+fn read_password(from_stdin: bool) -> anyhow::Result<String> {
+    let password = if from_stdin || !std::io::stdin().is_terminal() {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).context("reading the password from standard input")?;
+        line.trim_end_matches(['\n', '\r']).to_owned()
+    } else {
+        let first = rpassword::prompt_password("Password: ").context("reading the password")?;
+        let again = rpassword::prompt_password("Again: ").context("reading the password")?;
+        if first != again {
+            bail!("the two passwords differ");
+        }
+        first
+    };
+    password::check(&password).map_err(anyhow::Error::msg)?;
+    Ok(password)
+}
+
+fn check_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !ok {
+        bail!("user name `{name}`: 1 to 64 ASCII letters, digits, `.`, `_` or `-`");
+    }
+    Ok(())
+}
+
+/// Names what storage could not find, as the user typed it.
+fn not_found(e: StorageError) -> anyhow::Error {
+    match e {
+        StorageError::NotFound(what) => anyhow::anyhow!("{what} does not exist"),
+        other => other.into(),
+    }
+}
+
+pub async fn user(args: UserArgs) -> anyhow::Result<()> {
+    let storage = open(&args.database.url()).await?;
+    match args.command {
+        UserCommand::Add { name, admin, password_stdin } => {
+            check_name(&name)?;
+            if storage.user_by_name(&name).await?.is_some() {
+                bail!("a user named `{name}` already exists (`failpass user passwd {name}` sets a new password)");
+            }
+            let hash = password::hash(&read_password(password_stdin)?).await?;
+            storage.create_user(&name, &hash, admin).await?;
+            println!("added {}{name}", if admin { "admin " } else { "" });
+        }
+        UserCommand::List => {
+            let users = storage.list_users().await?;
+            if users.is_empty() {
+                println!("no users yet: `failpass user add NAME --admin` adds the first administrator");
+            }
+            for (u, memberships) in users {
+                let roles: Vec<String> = memberships.iter().map(|m| format!("{} of {}", m.role, m.project)).collect();
+                println!(
+                    "{}{}  (since {}){}",
+                    u.name,
+                    if u.admin { "  admin" } else { "" },
+                    u.created_at.format("%Y-%m-%d"),
+                    if roles.is_empty() { String::new() } else { format!("  {}", roles.join(", ")) }
+                );
+            }
+        }
+        UserCommand::Remove { name } => {
+            storage.remove_user(&name).await.map_err(not_found)?;
+            println!("removed {name}; their sessions and personal tokens are gone");
+        }
+        UserCommand::Passwd { name, password_stdin } => {
+            if storage.user_by_name(&name).await?.is_none() {
+                bail!("user `{name}` does not exist");
+            }
+            let hash = password::hash(&read_password(password_stdin)?).await?;
+            storage.set_password(&name, &hash).await.map_err(not_found)?;
+            println!("password of {name} set; their sessions ended");
+        }
+        UserCommand::Grant { name, project, role } => {
+            let role: ProjectRole = role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?;
+            storage.set_membership(&name, &project, Some(role)).await.map_err(not_found)?;
+            println!("{name} is now {role} of {project}");
+        }
+        UserCommand::Revoke { name, project } => {
+            storage.set_membership(&name, &project, None).await.map_err(not_found)?;
+            println!("{name} has no role in {project} now");
+        }
+    }
+    Ok(())
+}
+
+pub async fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let storage = open(&args.database.url()).await?;
+    match args.command {
+        TokenCommand::Create { project, scope, user, name, expires } => {
+            let req = match (project, user) {
+                (Some(project), None) => {
+                    let scope: TokenScope = scope
+                        .as_deref()
+                        .ok_or_else(|| anyhow::anyhow!("--scope: give agent, ci or read"))?
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("--scope: {e}"))?;
+                    if scope == TokenScope::User {
+                        bail!("--scope user: personal tokens are made with --user NAME");
+                    }
+                    let p = storage.get_project(&project, &ProjectScope::All).await?.ok_or_else(|| anyhow::anyhow!("project `{project}` does not exist"))?;
+                    tokens::TokenRequest { name, scope, project_id: Some(p.id), user_id: None, created_by: "operator".into(), expires_in_days: expires }
+                }
+                (None, Some(user)) => {
+                    let u = storage.user_by_name(&user).await?.ok_or_else(|| anyhow::anyhow!("user `{user}` does not exist"))?;
+                    tokens::TokenRequest {
+                        name,
+                        scope: TokenScope::User,
+                        project_id: None,
+                        user_id: Some(u.id),
+                        created_by: "operator".into(),
+                        expires_in_days: expires,
+                    }
+                }
+                _ => bail!("give --project OWNER/NAME --scope agent|ci|read, or --user NAME"),
+            };
+            let (token, record) = tokens::create(storage.as_ref(), req).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            eprintln!(
+                "token {} ({} of {}) created; copy it now, it is not shown again:",
+                record.id,
+                record.scope,
+                record.project.as_deref().or(record.user.as_deref()).unwrap_or("?")
+            );
+            println!("{token}");
+        }
+        TokenCommand::List { project } => {
+            let ids = match project {
+                Some(p) => {
+                    let p = storage.get_project(&p, &ProjectScope::All).await?.ok_or_else(|| anyhow::anyhow!("project `{p}` does not exist"))?;
+                    Some(vec![p.id])
+                }
+                None => None,
+            };
+            let now = chrono::Utc::now();
+            for t in storage.list_tokens(ids.as_deref()).await? {
+                let state = match (t.revoked_at, t.is_live(now)) {
+                    (Some(at), _) => format!("revoked {}", at.format("%Y-%m-%d")),
+                    (None, false) => "expired".to_owned(),
+                    (None, true) => "live".to_owned(),
+                };
+                println!(
+                    "{:>4}  {}…  {:<5}  {:<28}  {:<20}  last used {}  {state}",
+                    t.id,
+                    t.prefix,
+                    t.scope,
+                    t.project.as_deref().or(t.user.as_deref()).unwrap_or(""),
+                    t.name,
+                    t.last_used_at.map_or_else(|| "never".to_owned(), |at| at.format("%Y-%m-%d %H:%M").to_string()),
+                );
+            }
+        }
+        TokenCommand::Revoke { id } => {
+            storage.revoke_token(id, chrono::Utc::now()).await.map_err(not_found)?;
+            println!("token {id} revoked");
+        }
+    }
+    Ok(())
+}

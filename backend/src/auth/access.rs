@@ -1,0 +1,282 @@
+//! Who may do what: one table the router, the handlers, the README and the
+//! authorization matrix test all read.
+//!
+//! Every route the router serves has a [`RouteSpec`] in [`ROUTES`] naming its
+//! [`Action`] and the body it takes; `routes::router` refuses to register a
+//! route without one, so a new route cannot slip in unguarded. Whether a
+//! caller may take an action in a project is [`Role::may`], from
+//! [`PERMISSIONS`].
+
+use failpass_shared::model::{ProjectRole, TokenScope};
+
+/// What a request does, as far as access goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Pages, assets, health, sign-in and "who am I": anyone (no project data).
+    Open,
+    /// Read a project's data: anyone for public projects, members and the
+    /// project's tokens for private ones. Lists show only what the caller may read.
+    Read,
+    /// Create attempts and their runs.
+    SubmitAttempt,
+    /// Bulk import and JUnit uploads (each record checked against its project).
+    Import,
+    /// Create reports.
+    WriteReport,
+    /// Accept or reject an attempt (the reviewer is the signed-in user).
+    Review,
+    /// Reruns, re-checks and the refine loop.
+    Rerun,
+    /// Create, list and revoke a project's API tokens.
+    ManageTokens,
+    /// Create or change environments (the recipes the runner builds).
+    ManageEnvironments,
+    /// Create projects and change their visibility.
+    ManageProjects,
+}
+
+impl Action {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Action::Open => "open",
+            Action::Read => "read",
+            Action::SubmitAttempt => "submit attempts",
+            Action::Import => "import",
+            Action::WriteReport => "write reports",
+            Action::Review => "review",
+            Action::Rerun => "rerun",
+            Action::ManageTokens => "manage tokens",
+            Action::ManageEnvironments => "manage environments",
+            Action::ManageProjects => "manage projects",
+        }
+    }
+}
+
+/// A caller's standing in one project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Not signed in, or signed in without a role in this project.
+    Outsider,
+    Viewer,
+    Maintainer,
+    Admin,
+    AgentToken,
+    CiToken,
+    ReadToken,
+}
+
+impl Role {
+    pub const ALL: [Role; 7] =
+        [Role::Outsider, Role::Viewer, Role::Maintainer, Role::Admin, Role::AgentToken, Role::CiToken, Role::ReadToken];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::Outsider => "anonymous or non-member",
+            Role::Viewer => "viewer",
+            Role::Maintainer => "maintainer",
+            Role::Admin => "admin",
+            Role::AgentToken => "agent token",
+            Role::CiToken => "ci token",
+            Role::ReadToken => "read token",
+        }
+    }
+
+    pub fn of_membership(role: ProjectRole) -> Role {
+        match role {
+            ProjectRole::Maintainer => Role::Maintainer,
+            ProjectRole::Viewer => Role::Viewer,
+        }
+    }
+
+    /// The role a project token has in its project (`user` tokens act as their user instead).
+    pub fn of_token(scope: TokenScope) -> Option<Role> {
+        match scope {
+            TokenScope::Agent => Some(Role::AgentToken),
+            TokenScope::Ci => Some(Role::CiToken),
+            TokenScope::Read => Some(Role::ReadToken),
+            TokenScope::User => None,
+        }
+    }
+
+    /// Whether this role may take `action` in a project (public or not:
+    /// reading a public project is open to everyone, see [`may_read`]).
+    pub fn may(self, action: Action) -> bool {
+        action == Action::Open || PERMISSIONS.iter().any(|(a, roles)| *a == action && roles.contains(&self))
+    }
+}
+
+/// Whether `role` may read a project that is `public` or not.
+pub fn may_read(role: Role, public: bool) -> bool {
+    public || role.may(Action::Read)
+}
+
+/// The table: each action and the roles that may take it in a project.
+/// Reading a public project is open to everyone besides these.
+pub const PERMISSIONS: &[(Action, &[Role])] = &[
+    (Action::Read, &[Role::Viewer, Role::Maintainer, Role::Admin, Role::AgentToken, Role::CiToken, Role::ReadToken]),
+    (Action::SubmitAttempt, &[Role::Maintainer, Role::Admin, Role::AgentToken, Role::CiToken]),
+    (Action::Import, &[Role::Maintainer, Role::Admin, Role::CiToken]),
+    (Action::WriteReport, &[Role::Maintainer, Role::Admin, Role::CiToken]),
+    (Action::Review, &[Role::Maintainer, Role::Admin]),
+    (Action::Rerun, &[Role::Maintainer, Role::Admin]),
+    (Action::ManageTokens, &[Role::Maintainer, Role::Admin]),
+    (Action::ManageEnvironments, &[Role::Admin]),
+    (Action::ManageProjects, &[Role::Admin]),
+];
+
+/// What a write route's body must be sent as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// No body (GET, HEAD).
+    None,
+    /// `application/json`.
+    Json,
+    /// An HTML form (`application/x-www-form-urlencoded`), from failpass's own pages.
+    Form,
+    /// A bulk import: one of [`IMPORT_TYPES`], never a type a cross-site form can send.
+    Import,
+}
+
+impl Body {
+    pub fn content_types(self) -> &'static [&'static str] {
+        match self {
+            Body::None => &[],
+            Body::Json => &["application/json"],
+            Body::Form => &["application/x-www-form-urlencoded"],
+            Body::Import => IMPORT_TYPES,
+        }
+    }
+}
+
+/// The content types `POST /api/v1/import` takes (`text/plain`, forms and
+/// multipart are refused: a page on another site can send those).
+pub const IMPORT_TYPES: &[&str] = &["application/x-ndjson", "application/jsonl", "application/json", "text/csv", "application/xml", "text/xml"];
+
+/// One route: method, path (axum syntax), action and body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub action: Action,
+    pub body: Body,
+    /// What it is, for the README's table.
+    pub what: &'static str,
+}
+
+const fn route(method: &'static str, path: &'static str, action: Action, body: Body, what: &'static str) -> RouteSpec {
+    RouteSpec { method, path, action, body, what }
+}
+
+use Action::*;
+
+/// Every route failpass serves (besides the dashboard's pages and assets,
+/// which are `GET`/`HEAD` and open).
+pub const ROUTES: &[RouteSpec] = &[
+    route("GET", "/healthz", Open, Body::None, "health: the database answers and is writable"),
+    route("GET", "/signin", Open, Body::None, "the sign-in page"),
+    route("POST", "/signin", Open, Body::Form, "sign in (rate-limited per account and address)"),
+    route("POST", "/signout", Open, Body::Form, "sign out"),
+    route("GET", "/settings/tokens", ManageTokens, Body::None, "the API tokens page: tokens of the projects you maintain"),
+    route("POST", "/settings/tokens", ManageTokens, Body::Form, "create a project token (shown once)"),
+    route("POST", "/settings/tokens/{id}/revoke", ManageTokens, Body::Form, "revoke a token"),
+    route("GET", "/api/v1/session", Open, Body::None, "who you are: user, admin, memberships, token"),
+    route("GET", "/api/v1/projects", Read, Body::None, "projects you may see"),
+    route("POST", "/api/v1/projects", ManageProjects, Body::Json, "create a project"),
+    route("GET", "/api/v1/projects/{*slug}", Read, Body::None, "one project"),
+    route("GET", "/api/v1/reports", Read, Body::None, "reports (filters, search, keyset pages)"),
+    route("POST", "/api/v1/reports", WriteReport, Body::Json, "file a report: it is routed and the explanation stored"),
+    route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
+    route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
+    route("POST", "/api/v1/attempts", SubmitAttempt, Body::Json, "submit an attempt (`verify: true` queues its grading)"),
+    route("GET", "/api/v1/attempts/{id}", Read, Body::None, "one attempt with its runs"),
+    route("POST", "/api/v1/attempts/{id}/review", Review, Body::Json, "accept or reject an attempt as the signed-in user"),
+    route("GET", "/api/v1/figures", Read, Body::None, "figures per group"),
+    route("GET", "/api/v1/agents", Read, Body::None, "agents' stated figures beside the computed ones"),
+    route("GET", "/api/v1/distributions", Read, Body::None, "cost or wall time per attempt: histogram, CDF, mean, median, p90"),
+    route("GET", "/api/v1/throughput", Read, Body::None, "reports filed and finished per week, backlog, time to reproduction"),
+    route("GET", "/api/v1/facets", Read, Body::None, "agents and models for the filters"),
+    route("GET", "/api/v1/charts/{name}", Read, Body::None, "a dashboard chart as SVG (may be embedded)"),
+    route("POST", "/api/v1/reruns", Rerun, Body::Json, "rerun an attempt, a report's or a filter's failed attempts, or re-check"),
+    route("POST", "/api/v1/refine", Rerun, Body::Json, "run the refine loop on an agent_first report"),
+    route("GET", "/api/v1/signatures", Read, Body::None, "graded failures grouped by signature"),
+    route("GET", "/api/v1/oracles", Read, Body::None, "oracle coverage, sources, authoring time, failure causes"),
+    route("GET", "/api/v1/jobs", Read, Body::None, "the queue and its runners"),
+    route("GET", "/api/v1/jobs/{id}", Read, Body::None, "one job"),
+    route("GET", "/api/v1/jobs/{id}/events", Read, Body::None, "a job's progress as server-sent events"),
+    route("GET", "/api/v1/environments", Read, Body::None, "a project's environments"),
+    route("POST", "/api/v1/environments", ManageEnvironments, Body::Json, "create or replace an environment (admins only: the runner builds it)"),
+    route("POST", "/api/v1/import", Import, Body::Import, "bulk import (streamed; each record checked against its project)"),
+];
+
+/// The spec of `method path`, if the table has one.
+pub fn spec(method: &str, path: &str) -> Option<&'static RouteSpec> {
+    ROUTES.iter().find(|r| r.method == method && r.path == path)
+}
+
+/// The README's authorization tables, rendered from the code.
+pub fn markdown() -> String {
+    let mut out = String::from("| action | ");
+    out.push_str(&Role::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(" | "));
+    out.push_str(" |\n| --- |");
+    out.push_str(&" :-: |".repeat(Role::ALL.len()));
+    out.push('\n');
+    for (action, _) in PERMISSIONS {
+        let cells: Vec<&str> = Role::ALL
+            .iter()
+            .map(|r| match (r.may(*action), *action == Action::Read) {
+                (true, _) => "yes",
+                (false, true) => "public only",
+                (false, false) => "no",
+            })
+            .collect();
+        out.push_str(&format!("| {} | {} |\n", action.as_str(), cells.join(" | ")));
+    }
+    out.push_str("\n| route | action | body |\n| --- | --- | --- |\n");
+    for r in ROUTES {
+        let body = match r.body {
+            Body::None => "".to_owned(),
+            Body::Import => "ndjson, jsonl, json, csv or xml".to_owned(),
+            other => other.content_types().join(", "),
+        };
+        out.push_str(&format!("| `{} {}` | {} | {} |\n", r.method, r.path, r.action.as_str(), body));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_listed_once() {
+        for (i, r) in ROUTES.iter().enumerate() {
+            assert!(ROUTES[..i].iter().all(|o| (o.method, o.path) != (r.method, r.path)), "{} {} twice", r.method, r.path);
+            assert_eq!(r.body == Body::None, matches!(r.method, "GET" | "HEAD"), "{} {}: reads take no body, writes declare one", r.method, r.path);
+        }
+    }
+
+    #[test]
+    fn the_table_reads_as_the_issue_states_it() {
+        use Role::*;
+        // Only admins build recipes or change visibility.
+        for r in Role::ALL {
+            assert_eq!(r.may(ManageEnvironments), r == Admin, "{r:?}");
+            assert_eq!(r.may(ManageProjects), r == Admin, "{r:?}");
+        }
+        assert!(AgentToken.may(SubmitAttempt) && !AgentToken.may(Import) && !AgentToken.may(WriteReport));
+        assert!(CiToken.may(SubmitAttempt) && CiToken.may(Import));
+        assert!(ReadToken.may(Read) && !ReadToken.may(SubmitAttempt));
+        assert!(!Viewer.may(Review) && Maintainer.may(Review) && !CiToken.may(Review));
+        assert!(may_read(Outsider, true) && !may_read(Outsider, false) && may_read(Viewer, false));
+    }
+
+    #[test]
+    fn the_readme_shows_the_table_from_the_code() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let table = markdown();
+        assert!(
+            readme.contains(&table),
+            "README.md's authorization tables differ from the code; paste this into its Security model section:\n\n{table}"
+        );
+    }
+}

@@ -1,0 +1,517 @@
+//! Accounts: users, project memberships, sessions, API tokens and failed
+//! sign-ins. One trait, stamped out per engine by `impl_accounts!` (the SQL
+//! is the same on both).
+//!
+//! Secrets never reach the database in the clear: passwords are argon2id
+//! hashes (made in `auth`), session ids and tokens are stored as SHA-256
+//! digests, so a copy of the database signs nobody in.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use failpass_shared::model::{ProjectRole, TokenScope};
+
+use super::StorageResult;
+
+/// A user as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserRecord {
+    pub id: i64,
+    pub name: String,
+    /// The argon2id PHC string.
+    pub password_hash: String,
+    pub admin: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A user's role in one project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Membership {
+    pub project_id: i64,
+    pub project: String,
+    pub role: ProjectRole,
+}
+
+/// A token to store: the secret is already hashed.
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    pub name: String,
+    pub hash: String,
+    pub prefix: String,
+    pub scope: TokenScope,
+    /// The project of an `agent`, `ci` or `read` token.
+    pub project_id: Option<i64>,
+    /// The user a `user` token acts as.
+    pub user_id: Option<i64>,
+    pub created_by: String,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// A stored token (never its secret).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TokenRecord {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub scope: TokenScope,
+    pub project_id: Option<i64>,
+    pub project: Option<String>,
+    pub user_id: Option<i64>,
+    pub user: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl TokenRecord {
+    /// Usable at `now`: neither revoked nor expired.
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|t| t > now)
+    }
+}
+
+#[async_trait]
+pub trait AccountStore: Send + Sync {
+    /// Creates a user. `Conflict` when the name is taken.
+    async fn create_user(&self, name: &str, password_hash: &str, admin: bool) -> StorageResult<UserRecord>;
+
+    /// A user by name, or `None`.
+    async fn user_by_name(&self, name: &str) -> StorageResult<Option<UserRecord>>;
+
+    /// A user by id, or `None` (a removed user's session finds nobody).
+    async fn user_by_id(&self, id: i64) -> StorageResult<Option<UserRecord>>;
+
+    /// Every user with their memberships, by name.
+    async fn list_users(&self) -> StorageResult<Vec<(UserRecord, Vec<Membership>)>>;
+
+    /// Removes a user with their memberships, sessions and personal tokens
+    /// (project tokens they created stay: they belong to the project).
+    /// `NotFound` when there is no such user.
+    async fn remove_user(&self, name: &str) -> StorageResult<()>;
+
+    /// Replaces a user's password hash and ends every session they have.
+    /// `NotFound` when there is no such user.
+    async fn set_password(&self, name: &str, password_hash: &str) -> StorageResult<()>;
+
+    /// Gives `user` `role` in `project`, replacing any role they had there;
+    /// `None` removes the membership. `NotFound` for a missing user or project.
+    async fn set_membership(&self, user: &str, project: &str, role: Option<ProjectRole>) -> StorageResult<()>;
+
+    /// The projects a user is a member of.
+    async fn memberships(&self, user_id: i64) -> StorageResult<Vec<Membership>>;
+
+    /// A live session's data (JSON) and expiry by the digest of its id.
+    async fn load_session(&self, id_hash: &str, now: DateTime<Utc>) -> StorageResult<Option<(String, DateTime<Utc>)>>;
+
+    /// Creates a session; `false` (nothing written) when the id is taken.
+    async fn create_session(&self, id_hash: &str, user_id: Option<i64>, data: &str, expires_at: DateTime<Utc>) -> StorageResult<bool>;
+
+    /// Creates or replaces a session.
+    async fn save_session(&self, id_hash: &str, user_id: Option<i64>, data: &str, expires_at: DateTime<Utc>) -> StorageResult<()>;
+
+    /// Deletes a session (signing out); deleting a missing one is fine.
+    async fn delete_session(&self, id_hash: &str) -> StorageResult<()>;
+
+    /// Deletes sessions that expired before `now`; returns how many.
+    async fn delete_expired_sessions(&self, now: DateTime<Utc>) -> StorageResult<u64>;
+
+    /// Stores a token.
+    async fn create_token(&self, new: &NewToken) -> StorageResult<TokenRecord>;
+
+    /// A token by the digest of its secret, live or not.
+    async fn token_by_hash(&self, hash: &str) -> StorageResult<Option<TokenRecord>>;
+
+    /// Records a token's use (callers throttle this to once a minute).
+    async fn touch_token(&self, id: i64, now: DateTime<Utc>) -> StorageResult<()>;
+
+    /// Tokens of these projects (every token when `None`), newest first.
+    async fn list_tokens(&self, project_ids: Option<&[i64]>) -> StorageResult<Vec<TokenRecord>>;
+
+    /// A token by id, or `None`.
+    async fn get_token(&self, id: i64) -> StorageResult<Option<TokenRecord>>;
+
+    /// Revokes a token (idempotent: a revoked token keeps its first time).
+    /// `NotFound` when there is no such token.
+    async fn revoke_token(&self, id: i64, now: DateTime<Utc>) -> StorageResult<TokenRecord>;
+
+    /// Records a failed sign-in under each key (`user:NAME`, `addr:IP`).
+    async fn record_signin_failure(&self, keys: &[String], at: DateTime<Utc>) -> StorageResult<()>;
+
+    /// Failed sign-ins under `key` since `since`, and the oldest of them.
+    async fn signin_failures(&self, key: &str, since: DateTime<Utc>) -> StorageResult<(i64, Option<DateTime<Utc>>)>;
+
+    /// Forgets the failures under `key` (a successful sign-in) and any
+    /// older than `before` (housekeeping).
+    async fn clear_signin_failures(&self, key: &str, before: DateTime<Utc>) -> StorageResult<()>;
+}
+
+pub const TOKEN_COLUMNS: &str = "t.id, t.name, t.prefix, t.scope, t.project_id, p.slug AS project, t.user_id, u.name AS user_name, \
+     t.created_by, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
+
+pub const TOKEN_FROM: &str = "api_tokens t LEFT JOIN projects p ON p.id = t.project_id LEFT JOIN users u ON u.id = t.user_id";
+
+#[derive(sqlx::FromRow)]
+pub struct TokenRow {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub scope: String,
+    pub project_id: Option<i64>,
+    pub project: Option<String>,
+    pub user_id: Option<i64>,
+    pub user_name: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl TokenRow {
+    pub fn into_record(self) -> StorageResult<TokenRecord> {
+        Ok(TokenRecord {
+            id: self.id,
+            name: self.name,
+            prefix: self.prefix,
+            scope: self.scope.parse().map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
+            project_id: self.project_id,
+            project: self.project,
+            user_id: self.user_id,
+            user: self.user_name,
+            created_by: self.created_by,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            last_used_at: self.last_used_at,
+            revoked_at: self.revoked_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub struct UserRow {
+    pub id: i64,
+    pub name: String,
+    pub password_hash: String,
+    pub admin: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<UserRow> for UserRecord {
+    fn from(r: UserRow) -> Self {
+        UserRecord { id: r.id, name: r.name, password_hash: r.password_hash, admin: r.admin, created_at: r.created_at }
+    }
+}
+
+pub fn parse_role(role: &str) -> StorageResult<ProjectRole> {
+    role.parse().map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))
+}
+
+macro_rules! impl_accounts {
+    ($ty:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl crate::db::accounts::AccountStore for $ty {
+            async fn create_user(&self, name: &str, password_hash: &str, admin: bool) -> crate::db::StorageResult<crate::db::accounts::UserRecord> {
+                let row: crate::db::accounts::UserRow = sqlx::query_as(
+                    "INSERT INTO users (name, password_hash, admin, created_at) VALUES ($1, $2, $3, $4) \
+                     RETURNING id, name, password_hash, admin, created_at",
+                )
+                .bind(name)
+                .bind(password_hash)
+                .bind(admin)
+                .bind(crate::db::sql::now())
+                .fetch_one(&self.write)
+                .await
+                .map_err(crate::db::sql::conflict_on_unique(format!("a user named `{name}` already exists")))?;
+                Ok(row.into())
+            }
+
+            async fn user_by_name(&self, name: &str) -> crate::db::StorageResult<Option<crate::db::accounts::UserRecord>> {
+                let row: Option<crate::db::accounts::UserRow> =
+                    sqlx::query_as("SELECT id, name, password_hash, admin, created_at FROM users WHERE name = $1")
+                        .bind(name)
+                        .fetch_optional(&self.read)
+                        .await?;
+                Ok(row.map(Into::into))
+            }
+
+            async fn user_by_id(&self, id: i64) -> crate::db::StorageResult<Option<crate::db::accounts::UserRecord>> {
+                let row: Option<crate::db::accounts::UserRow> =
+                    sqlx::query_as("SELECT id, name, password_hash, admin, created_at FROM users WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(&self.read)
+                        .await?;
+                Ok(row.map(Into::into))
+            }
+
+            async fn list_users(
+                &self,
+            ) -> crate::db::StorageResult<Vec<(crate::db::accounts::UserRecord, Vec<crate::db::accounts::Membership>)>> {
+                let users: Vec<crate::db::accounts::UserRow> =
+                    sqlx::query_as("SELECT id, name, password_hash, admin, created_at FROM users ORDER BY name")
+                        .fetch_all(&self.read)
+                        .await?;
+                let mut out = Vec::with_capacity(users.len());
+                for u in users {
+                    let memberships = self.memberships(u.id).await?;
+                    out.push((u.into(), memberships));
+                }
+                Ok(out)
+            }
+
+            async fn remove_user(&self, name: &str) -> crate::db::StorageResult<()> {
+                let mut tx = self.write.begin().await?;
+                let id: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE name = $1").bind(name).fetch_optional(&mut *tx).await?;
+                let id = id.ok_or_else(|| crate::db::StorageError::NotFound(format!("user `{name}`")))?;
+                // Explicit deletes: SQLite enforces ON DELETE CASCADE only with
+                // foreign keys on, and this must hold whatever the pragma.
+                for sql in [
+                    "DELETE FROM sessions WHERE user_id = $1",
+                    "DELETE FROM memberships WHERE user_id = $1",
+                    "DELETE FROM api_tokens WHERE user_id = $1",
+                    "DELETE FROM users WHERE id = $1",
+                ] {
+                    sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn set_password(&self, name: &str, password_hash: &str) -> crate::db::StorageResult<()> {
+                let mut tx = self.write.begin().await?;
+                let id: Option<i64> = sqlx::query_scalar("UPDATE users SET password_hash = $1 WHERE name = $2 RETURNING id")
+                    .bind(password_hash)
+                    .bind(name)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let id = id.ok_or_else(|| crate::db::StorageError::NotFound(format!("user `{name}`")))?;
+                sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn set_membership(
+                &self,
+                user: &str,
+                project: &str,
+                role: Option<failpass_shared::model::ProjectRole>,
+            ) -> crate::db::StorageResult<()> {
+                let mut tx = self.write.begin().await?;
+                let user_id: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE name = $1").bind(user).fetch_optional(&mut *tx).await?;
+                let user_id = user_id.ok_or_else(|| crate::db::StorageError::NotFound(format!("user `{user}`")))?;
+                let project_id: Option<i64> =
+                    sqlx::query_scalar("SELECT id FROM projects WHERE slug = $1").bind(project).fetch_optional(&mut *tx).await?;
+                let project_id = project_id.ok_or_else(|| crate::db::StorageError::NotFound(format!("project `{project}`")))?;
+                sqlx::query("DELETE FROM memberships WHERE user_id = $1 AND project_id = $2")
+                    .bind(user_id)
+                    .bind(project_id)
+                    .execute(&mut *tx)
+                    .await?;
+                if let Some(role) = role {
+                    sqlx::query("INSERT INTO memberships (user_id, project_id, role, created_at) VALUES ($1, $2, $3, $4)")
+                        .bind(user_id)
+                        .bind(project_id)
+                        .bind(role.as_str())
+                        .bind(crate::db::sql::now())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn memberships(&self, user_id: i64) -> crate::db::StorageResult<Vec<crate::db::accounts::Membership>> {
+                let rows: Vec<(i64, String, String)> = sqlx::query_as(
+                    "SELECT m.project_id, p.slug, m.role FROM memberships m JOIN projects p ON p.id = m.project_id \
+                     WHERE m.user_id = $1 ORDER BY p.slug",
+                )
+                .bind(user_id)
+                .fetch_all(&self.read)
+                .await?;
+                rows.into_iter()
+                    .map(|(project_id, project, role)| {
+                        Ok(crate::db::accounts::Membership { project_id, project, role: crate::db::accounts::parse_role(&role)? })
+                    })
+                    .collect()
+            }
+
+            async fn load_session(
+                &self,
+                id_hash: &str,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> crate::db::StorageResult<Option<(String, chrono::DateTime<chrono::Utc>)>> {
+                Ok(sqlx::query_as("SELECT data, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2")
+                    .bind(id_hash)
+                    .bind(crate::db::sql::secs(now))
+                    .fetch_optional(&self.read)
+                    .await?)
+            }
+
+            async fn create_session(
+                &self,
+                id_hash: &str,
+                user_id: Option<i64>,
+                data: &str,
+                expires_at: chrono::DateTime<chrono::Utc>,
+            ) -> crate::db::StorageResult<bool> {
+                let done = sqlx::query(
+                    "INSERT INTO sessions (id_hash, user_id, data, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id_hash) DO NOTHING",
+                )
+                .bind(id_hash)
+                .bind(user_id)
+                .bind(data)
+                .bind(crate::db::sql::secs(expires_at))
+                .execute(&self.write)
+                .await?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn save_session(
+                &self,
+                id_hash: &str,
+                user_id: Option<i64>,
+                data: &str,
+                expires_at: chrono::DateTime<chrono::Utc>,
+            ) -> crate::db::StorageResult<()> {
+                sqlx::query(
+                    "INSERT INTO sessions (id_hash, user_id, data, expires_at) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (id_hash) DO UPDATE SET user_id = excluded.user_id, data = excluded.data, expires_at = excluded.expires_at",
+                )
+                .bind(id_hash)
+                .bind(user_id)
+                .bind(data)
+                .bind(crate::db::sql::secs(expires_at))
+                .execute(&self.write)
+                .await?;
+                Ok(())
+            }
+
+            async fn delete_session(&self, id_hash: &str) -> crate::db::StorageResult<()> {
+                sqlx::query("DELETE FROM sessions WHERE id_hash = $1").bind(id_hash).execute(&self.write).await?;
+                Ok(())
+            }
+
+            async fn delete_expired_sessions(&self, now: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<u64> {
+                let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1").bind(crate::db::sql::secs(now)).execute(&self.write).await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn create_token(&self, new: &crate::db::accounts::NewToken) -> crate::db::StorageResult<crate::db::accounts::TokenRecord> {
+                let id: i64 = sqlx::query_scalar(
+                    "INSERT INTO api_tokens (name, token_hash, prefix, scope, project_id, user_id, created_by, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                )
+                .bind(&new.name)
+                .bind(&new.hash)
+                .bind(&new.prefix)
+                .bind(new.scope.as_str())
+                .bind(new.project_id)
+                .bind(new.user_id)
+                .bind(&new.created_by)
+                .bind(crate::db::sql::now())
+                .bind(new.expires_at.map(crate::db::sql::secs))
+                .fetch_one(&self.write)
+                .await?;
+                self.get_token(id).await?.ok_or_else(|| crate::db::StorageError::NotFound(format!("token {id}")))
+            }
+
+            async fn token_by_hash(&self, hash: &str) -> crate::db::StorageResult<Option<crate::db::accounts::TokenRecord>> {
+                let row: Option<crate::db::accounts::TokenRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} FROM {} WHERE t.token_hash = $1",
+                    crate::db::accounts::TOKEN_COLUMNS,
+                    crate::db::accounts::TOKEN_FROM
+                )))
+                .bind(hash)
+                .fetch_optional(&self.read)
+                .await?;
+                row.map(crate::db::accounts::TokenRow::into_record).transpose()
+            }
+
+            async fn touch_token(&self, id: i64, now: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<()> {
+                sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2")
+                    .bind(crate::db::sql::secs(now))
+                    .bind(id)
+                    .execute(&self.write)
+                    .await?;
+                Ok(())
+            }
+
+            async fn list_tokens(&self, project_ids: Option<&[i64]>) -> crate::db::StorageResult<Vec<crate::db::accounts::TokenRecord>> {
+                let mut qb = sqlx::QueryBuilder::<$db>::new(format!(
+                    "SELECT {} FROM {} WHERE 1 = 1",
+                    crate::db::accounts::TOKEN_COLUMNS,
+                    crate::db::accounts::TOKEN_FROM
+                ));
+                if let Some(ids) = project_ids {
+                    qb.push(" AND t.project_id IN (");
+                    let mut sep = qb.separated(", ");
+                    sep.push_bind(-1i64); // never empty: `IN ()` is not SQL
+                    for id in ids {
+                        sep.push_bind(*id);
+                    }
+                    qb.push(")");
+                }
+                qb.push(" ORDER BY t.id DESC");
+                let rows: Vec<crate::db::accounts::TokenRow> = qb.build_query_as().fetch_all(&self.read).await?;
+                rows.into_iter().map(crate::db::accounts::TokenRow::into_record).collect()
+            }
+
+            async fn get_token(&self, id: i64) -> crate::db::StorageResult<Option<crate::db::accounts::TokenRecord>> {
+                let row: Option<crate::db::accounts::TokenRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} FROM {} WHERE t.id = $1",
+                    crate::db::accounts::TOKEN_COLUMNS,
+                    crate::db::accounts::TOKEN_FROM
+                )))
+                .bind(id)
+                .fetch_optional(&self.write)
+                .await?;
+                row.map(crate::db::accounts::TokenRow::into_record).transpose()
+            }
+
+            async fn revoke_token(&self, id: i64, now: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<crate::db::accounts::TokenRecord> {
+                sqlx::query("UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
+                    .bind(crate::db::sql::secs(now))
+                    .bind(id)
+                    .execute(&self.write)
+                    .await?;
+                self.get_token(id).await?.ok_or_else(|| crate::db::StorageError::NotFound(format!("token {id}")))
+            }
+
+            async fn record_signin_failure(&self, keys: &[String], at: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<()> {
+                let mut tx = self.write.begin().await?;
+                for key in keys {
+                    sqlx::query("INSERT INTO signin_failures (key, at) VALUES ($1, $2)")
+                        .bind(key)
+                        .bind(crate::db::sql::secs(at))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn signin_failures(
+                &self,
+                key: &str,
+                since: chrono::DateTime<chrono::Utc>,
+            ) -> crate::db::StorageResult<(i64, Option<chrono::DateTime<chrono::Utc>>)> {
+                Ok(sqlx::query_as("SELECT COUNT(*), MIN(at) FROM signin_failures WHERE key = $1 AND at > $2")
+                    .bind(key)
+                    .bind(crate::db::sql::secs(since))
+                    .fetch_one(&self.write)
+                    .await?)
+            }
+
+            async fn clear_signin_failures(&self, key: &str, before: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<()> {
+                sqlx::query("DELETE FROM signin_failures WHERE key = $1 OR at < $2")
+                    .bind(key)
+                    .bind(crate::db::sql::secs(before))
+                    .execute(&self.write)
+                    .await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+pub(crate) use impl_accounts;
