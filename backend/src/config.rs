@@ -210,10 +210,10 @@ pub struct ImportArgs {
 pub struct DatabaseArgs {
     /// `postgres://…` for PostgreSQL; otherwise a SQLite file path or `sqlite://PATH`.
     /// Default: `failpass.db` in the data directory.
-    #[arg(long, env = "FAILPASS_DATABASE_URL")]
+    #[arg(long, env = "FAILPASS_DATABASE_URL", global = true)]
     pub database_url: Option<String>,
     /// Where failpass keeps its SQLite file (and, later, run artifacts).
-    #[arg(long, env = "FAILPASS_DATA_DIR", default_value = "data")]
+    #[arg(long, env = "FAILPASS_DATA_DIR", default_value = "data", global = true)]
     pub data_dir: PathBuf,
 }
 

@@ -31,6 +31,7 @@ async fn main() {
         generator: failpass::runner::refine::Generator::Snippet,
         refine_budget: 5,
         recheck_every: None,
+        security: Default::default(),
     })
     .await
     .unwrap();

@@ -73,6 +73,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         generator: failpass::runner::refine::Generator::Snippet,
         refine_budget: 5,
         recheck_every: None,
+        security: Default::default(),
     })
     .await
     .unwrap();

@@ -1,6 +1,7 @@
 //! API integration tests and the storage contract suite, one binary.
 
 mod access;
+mod accounts;
 mod attempts;
 mod charts;
 mod figures;

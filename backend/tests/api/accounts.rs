@@ -1,0 +1,409 @@
+//! Accounts, sessions, tokens and the attacks the security issue replayed,
+//! each with its new answer.
+
+use failpass::db::ProjectScope;
+use failpass_shared::model::{ProjectRole, TokenScope};
+use serde_json::{json, Value};
+
+use crate::access::sign_in;
+use crate::helpers::{assert_error, client_with_token, spawn_app, spawn_configured, TestApp};
+
+const PASSWORD: &str = "correct horse battery staple";
+
+async fn add_user(app: &TestApp, name: &str, admin: bool) {
+    let hash = failpass::auth::password::hash(PASSWORD).await.unwrap();
+    app.storage.create_user(name, &hash, admin).await.unwrap();
+}
+
+/// A client that sends `cookie`, as a browser on failpass's own pages would (with our Origin).
+fn browser(app: &TestApp, cookie: &str) -> reqwest::Client {
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert("cookie", cookie.parse().unwrap());
+    h.insert("origin", app.base.parse().unwrap());
+    reqwest::Client::builder().default_headers(h).redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+async fn me(client: &reqwest::Client, app: &TestApp) -> Value {
+    client.get(format!("{}/api/v1/session", app.base)).send().await.unwrap().json().await.unwrap()
+}
+
+async fn project_token(app: &TestApp, project: &str, scope: TokenScope, days: Option<u32>) -> (String, i64) {
+    let p = app.storage.get_project(project, &ProjectScope::All).await.unwrap().unwrap();
+    let req = failpass::auth::tokens::TokenRequest {
+        name: "t".into(),
+        scope,
+        project_id: Some(p.id),
+        user_id: None,
+        created_by: "tests".into(),
+        expires_in_days: days,
+    };
+    let (t, r) = failpass::auth::tokens::create(app.storage.as_ref(), req).await.unwrap();
+    (t, r.id)
+}
+
+#[tokio::test]
+async fn sessions_rotate_on_sign_in_and_end_on_sign_out_and_password_change() {
+    let app = spawn_app().await;
+    add_user(&app, "alice", false).await;
+    let first = sign_in(&app.base, "alice", PASSWORD).await;
+    assert_eq!(me(&browser(&app, &first), &app).await["user"], "alice");
+    // Signing in again from the same browser issues a new id; the old one is gone.
+    let r = browser(&app, &first)
+        .post(format!("{}/signin", app.base))
+        .form(&[("name", "alice"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let second = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    assert_ne!(first, second, "a sign-in rotates the session id");
+    assert_eq!(me(&browser(&app, &first), &app).await["user"], Value::Null, "the old id signs nobody in");
+    assert_eq!(me(&browser(&app, &second), &app).await["user"], "alice");
+    // The database keeps only digests of session ids.
+    let id = second.split('=').nth(1).unwrap();
+    let digest = failpass::auth::tokens::digest(id);
+    assert!(app.storage.load_session(&digest, chrono::Utc::now()).await.unwrap().is_some());
+    assert!(app.storage.load_session(id, chrono::Utc::now()).await.unwrap().is_none());
+    // Sign-out ends it.
+    let r = browser(&app, &second).post(format!("{}/signout", app.base)).header("content-type", "application/x-www-form-urlencoded").send().await.unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(me(&browser(&app, &second), &app).await["user"], Value::Null);
+    // A new password ends every session; a removed user's cookie signs nobody in.
+    let third = sign_in(&app.base, "alice", PASSWORD).await;
+    app.storage.set_password("alice", &failpass::auth::password::hash("another long password").await.unwrap()).await.unwrap();
+    assert_eq!(me(&browser(&app, &third), &app).await["user"], Value::Null);
+    let fourth = sign_in(&app.base, "alice", "another long password").await;
+    app.storage.remove_user("alice").await.unwrap();
+    assert_eq!(me(&browser(&app, &fourth), &app).await["user"], Value::Null);
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_limited_per_account_and_per_address() {
+    let app = spawn_app().await;
+    add_user(&app, "bob", false).await;
+    add_user(&app, "carol", false).await;
+    let attempt = |name: &str, password: &'static str| {
+        let app = &app;
+        let name = name.to_owned();
+        async move {
+            browser(app, "x=y")
+                .post(format!("{}/signin", app.base))
+                .form(&[("name", name.as_str()), ("password", password)])
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    for _ in 0..failpass::auth::signin::PER_ACCOUNT {
+        let r = attempt("bob", "wrong password!").await;
+        assert_eq!(r.status(), 401);
+        assert!(r.text().await.unwrap().contains("wrong name or password"));
+    }
+    // Locked: even the right password is refused, before it is checked.
+    let r = attempt("bob", PASSWORD).await;
+    assert_eq!(r.status(), 429);
+    let retry: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry > 0 && retry <= 15 * 60, "{retry}");
+    assert!(r.text().await.unwrap().contains("too many failed sign-ins for this account"));
+    // Another account from the same address still signs in…
+    assert_eq!(attempt("carol", PASSWORD).await.status(), 303);
+    // …until the address has failed too often, whatever the names.
+    for i in 0..(failpass::auth::signin::PER_ADDRESS - failpass::auth::signin::PER_ACCOUNT) {
+        assert_eq!(attempt(&format!("nobody-{i}"), "wrong password!").await.status(), 401);
+    }
+    let r = attempt("carol", PASSWORD).await;
+    assert_eq!(r.status(), 429);
+    assert!(r.text().await.unwrap().contains("your address"));
+}
+
+#[tokio::test]
+async fn tokens_that_expired_or_were_revoked_say_so_and_last_use_is_kept() {
+    let app = spawn_app().await;
+    app.project("t/p").await;
+    let (live, live_id) = project_token(&app, "t/p", TokenScope::Read, Some(30)).await;
+    let (dead, dead_id) = project_token(&app, "t/p", TokenScope::Read, None).await;
+    app.storage.revoke_token(dead_id, chrono::Utc::now()).await.unwrap();
+    let get = |token: &str| {
+        let c = client_with_token(token);
+        let url = format!("{}/api/v1/projects/t/p", app.base);
+        async move { c.get(url).send().await.unwrap() }
+    };
+    assert_eq!(get(&live).await.status(), 200);
+    let used = app.storage.get_token(live_id).await.unwrap().unwrap();
+    assert!(used.last_used_at.is_some(), "last use is recorded");
+    let r = get(&dead).await;
+    assert_eq!(r.status(), 401);
+    assert!(r.text().await.unwrap().contains("was revoked"));
+    assert!(get("fp_0000").await.text().await.unwrap().contains("unknown API token"));
+    let r = app.anon.get(format!("{}/api/v1/projects", app.base)).header("authorization", "Basic abc").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    // Stored as a digest only.
+    assert!(app.storage.token_by_hash(&live).await.unwrap().is_none());
+    assert!(app.storage.token_by_hash(&failpass::auth::tokens::digest(&live)).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn an_agent_token_cannot_grade_its_own_attempt_or_speak_for_a_human() {
+    let app = spawn_app().await;
+    app.project("a/p").await;
+    let report = app.report(json!({"project": "a/p", "external_id": "1", "title": "t", "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py"}})).await;
+    let agent = client_with_token(&project_token(&app, "a/p", TokenScope::Agent, None).await.0);
+    let post = |body: Value| {
+        let agent = agent.clone();
+        let url = format!("{}/api/v1/attempts", app.base);
+        async move {
+            let r = agent.post(url).json(&body).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = post(json!({"report_id": report, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("verdict_source"), "{body}");
+    let (status, _) = post(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm", "review": "accepted"})).await;
+    assert_eq!(status, 400);
+    let (status, body) = post(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm", "candidate": "print(1)"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "needs_review", "a lead waits for a human; nothing counts as reproduced");
+}
+
+#[tokio::test]
+async fn cli_adds_users_and_tokens_and_the_token_works() {
+    let app = spawn_app().await;
+    app.project("cli/p").await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    let bin = env!("CARGO_BIN_EXE_failpass");
+    let run = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(bin)
+            .args(args)
+            .args(["--database-url", db.to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, out, err) = run(&["user", "add", "root-user", "--admin"], "long enough password\n");
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, _, err) = run(&["user", "add", "weak"], "short\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("at least 10 characters"), "{err}");
+    let (code, _, err) = run(&["user", "add", "root-user"], "long enough password\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("already exists"), "{err}");
+    let (_, out, _) = run(&["user", "list"], "");
+    assert!(out.contains("root-user  admin"), "{out}");
+    let (code, _, err) = run(&["user", "grant", "root-user", "--project", "no/such", "--role", "viewer"], "");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("project `no/such` does not exist"), "{err}");
+    let (code, out, err) = run(&["token", "create", "--user", "root-user", "--expires", "7"], "");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("copy it now"), "{err}");
+    let token = out.trim().to_owned();
+    assert!(token.starts_with("fp_") && token.len() == 67, "{token}");
+    let (_, out, _) = run(&["token", "list"], "");
+    assert!(out.contains(&token[..11]) && !out.contains(&token), "lists show the prefix, never the token: {out}");
+    let (code, _, err) = run(&["token", "create", "--project", "x/y"], "");
+    assert_eq!(code, Some(1), "{err}");
+    let (code, out, _) = run(&["token", "revoke", "1"], "");
+    assert_eq!(code, Some(0), "{out}");
+    let (code, _, err) = run(&["token", "revoke", "99"], "");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("token 99 does not exist"), "{err}");
+}
+
+#[tokio::test]
+async fn require_sign_in_shows_nothing_to_anonymous_callers_and_private_by_default_hides_new_projects() {
+    let security = failpass::security::SecurityConfig { require_sign_in: true, private_by_default: true, ..Default::default() };
+    let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, security).await;
+    let p = app.project("quiet/lib").await;
+    assert_eq!(p["public"], false, "new projects are private by default");
+    assert_eq!(app.post("/api/v1/projects", &json!({"slug": "loud/lib", "public": true})).await.body["public"], true);
+    let anon = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let get = |path: &str| anon.get(format!("{}{path}", app.base)).send();
+    assert_eq!(get("/api/v1/reports").await.unwrap().status(), 401, "even public projects need a sign-in");
+    assert_eq!(get("/api/v1/projects/loud/lib").await.unwrap().status(), 401);
+    assert_eq!(get("/healthz").await.unwrap().status(), 200);
+    let session: Value = get("/api/v1/session").await.unwrap().json().await.unwrap();
+    assert_eq!(session["require_sign_in"], true);
+    let page = get("/queue?project=x").await.unwrap();
+    assert_eq!(page.status(), 303);
+    assert_eq!(page.headers()["location"], "/signin?next=%2Fqueue");
+    assert_eq!(get("/signin").await.unwrap().status(), 200);
+    // A signed-in user sees the public project (and no private one they are not a member of).
+    add_user(&app, "dora", false).await;
+    let dora = browser(&app, &sign_in(&app.base, "dora", PASSWORD).await);
+    let list: Value = dora.get(format!("{}/api/v1/projects", app.base)).send().await.unwrap().json().await.unwrap();
+    let slugs: Vec<&str> = list.as_array().unwrap().iter().map(|p| p["slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs, ["loud/lib"]);
+    // Imports follow the switch too, and a project record cannot flip visibility without an admin.
+    app.storage.set_membership("dora", "quiet/lib", Some(ProjectRole::Maintainer)).await.unwrap();
+    let r = dora
+        .post(format!("{}/api/v1/import?format=ndjson", app.base))
+        .header("content-type", "application/x-ndjson")
+        .body("{\"kind\":\"project\",\"slug\":\"quiet/lib\",\"public\":true}\n{\"kind\":\"project\",\"slug\":\"new/one\"}\n")
+        .send()
+        .await
+        .unwrap();
+    let summary: Value = r.json().await.unwrap();
+    assert_eq!(summary["rejected"], 2, "{summary}");
+    assert!(summary.to_string().contains("only admins change a project's visibility"), "{summary}");
+    assert_eq!(app.get("/api/v1/projects/quiet/lib").await.body["public"], false);
+}
+
+/// The attacks the issue replayed against `serve --demo`, each refused.
+#[tokio::test]
+async fn the_replayed_attacks_fail() {
+    let app = crate::helpers::spawn_app_with_demo().await;
+    let anon = &app.anon;
+    let base = &app.base;
+    // 1. Anyone who reaches the port runs commands: environments and verify need an admin and a maintainer.
+    let env = json!({"project": "fastnum/fastnum", "name": "evil", "role": "release", "recipe": {"setup": ["id > /tmp/pwned"]}});
+    let r = anon.post(format!("{base}/api/v1/environments")).json(&env).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = anon.post(format!("{base}/api/v1/attempts")).json(&json!({"report_id": 1, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "verify": true})).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    // … nor can a maintainer replace a recipe the runner would build.
+    let maintainer_pw = failpass::demo::credentials(app.data_dir()).unwrap();
+    let pw = maintainer_pw.lines().find(|l| l.trim_start().starts_with("demo-maintainer")).unwrap().split_whitespace().nth(1).unwrap().to_owned();
+    let maint = browser(&app, &sign_in(base, "demo-maintainer", &pw).await);
+    let r = maint.post(format!("{base}/api/v1/environments")).json(&env).send().await.unwrap();
+    assert_eq!(r.status(), 403, "only admins' recipes are built");
+    // 2. A page on another origin posts text/plain NDJSON to the import with the operator's cookie.
+    let admin_pw = maintainer_pw.lines().find(|l| l.trim_start().starts_with("demo-admin")).unwrap().split_whitespace().nth(1).unwrap().to_owned();
+    let admin_cookie = sign_in(base, "demo-admin", &admin_pw).await;
+    let forged = "{\"kind\":\"environment\",\"project\":\"fastnum/fastnum\",\"name\":\"evil\",\"role\":\"release\",\"recipe\":{\"setup\":[\"id\"]}}\n";
+    let cross = reqwest::Client::new()
+        .post(format!("{base}/api/v1/import?format=ndjson"))
+        .header("cookie", &admin_cookie)
+        .header("origin", "http://127.0.0.1:1")
+        .header("sec-fetch-site", "same-site")
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403, "another origin's write is refused");
+    let same_origin_plain = browser(&app, &admin_cookie)
+        .post(format!("{base}/api/v1/import?format=ndjson"))
+        .header("content-type", "text/plain")
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same_origin_plain.status(), 415, "text/plain never reaches the import");
+    let no_origin = reqwest::Client::new()
+        .post(format!("{base}/api/v1/import?format=ndjson"))
+        .header("cookie", &admin_cookie)
+        .header("content-type", "application/x-ndjson")
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_origin.status(), 403, "a cookie write without Origin or Referer is refused");
+    assert!(app.storage.list_environments("fastnum/fastnum").await.unwrap().iter().all(|e| e.name != "evil"));
+    // 3. DNS rebinding: another host name for the same address.
+    let r = reqwest::Client::new().get(format!("{base}/api/v1/projects")).header("host", "rebind.attacker.example").send().await.unwrap();
+    assert_eq!(r.status(), 421);
+    // 4. A forged deterministic verdict, a title overwrite and a visibility flip through the import, anonymously.
+    let lines = "{\"kind\":\"attempt\",\"report_id\":1,\"agent\":\"x\",\"verdict\":\"reproduced\",\"verdict_source\":\"deterministic\"}\n\
+                 {\"kind\":\"project\",\"slug\":\"acme/trainer-internal\",\"public\":true}\n";
+    let r = anon.post(format!("{base}/api/v1/import?format=ndjson")).header("content-type", "application/x-ndjson").body(lines).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    // 5. The private project, to anyone: as missing as a project that does not exist.
+    let private = anon.get(format!("{base}/api/v1/projects/acme/trainer-internal")).send().await.unwrap();
+    let missing = anon.get(format!("{base}/api/v1/projects/acme/no-such-project")).send().await.unwrap();
+    assert_eq!((private.status(), missing.status()), (reqwest::StatusCode::NOT_FOUND, reqwest::StatusCode::NOT_FOUND));
+    let (a, b) = (private.json::<Value>().await.unwrap(), missing.json::<Value>().await.unwrap());
+    assert_eq!(a["message"].as_str().unwrap().replace("trainer-internal", "X"), b["message"].as_str().unwrap().replace("no-such-project", "X"));
+    // 6. Anonymous reviews.
+    let r = anon.post(format!("{base}/api/v1/attempts/1/review")).json(&json!({"review": "accepted"})).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    // 7. Every response carries the security headers; a chart may be framed, a page may not.
+    let page = anon.get(format!("{base}/")).send().await.unwrap();
+    let h = page.headers();
+    assert!(h["content-security-policy"].to_str().unwrap().contains("'wasm-unsafe-eval'"));
+    assert!(!h["content-security-policy"].to_str().unwrap().contains("unsafe-inline"));
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["x-frame-options"], "DENY");
+    assert!(h.contains_key("referrer-policy"));
+    let chart = anon.get(format!("{base}/api/v1/charts/rate?group_by=route")).send().await.unwrap();
+    assert!(!chart.headers().contains_key("x-frame-options"), "charts may be embedded");
+    assert_eq!(chart.headers()["x-content-type-options"], "nosniff");
+    let error = anon.get(format!("{base}/api/v1/nothing")).send().await.unwrap();
+    assert_eq!(error.headers()["x-content-type-options"], "nosniff");
+}
+
+/// What someone outside a private project reads about it is what they read
+/// about a project that does not exist, name for name.
+#[tokio::test]
+async fn a_private_project_answers_exactly_as_a_missing_one() {
+    let app = spawn_app().await;
+    app.post("/api/v1/projects", &json!({"slug": "hid/den", "public": false})).await;
+    let report = app.report(json!({"project": "hid/den", "external_id": "7", "title": "hidden"})).await;
+    let attempt = app.attempt(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm"})).await["id"].as_i64().unwrap();
+    app.project("pub/lic").await;
+    let outsider = client_with_token(&project_token(&app, "pub/lic", TokenScope::Ci, None).await.0);
+    let ask = |method: &'static str, path: String, body: Option<Value>| {
+        let c = outsider.clone();
+        let url = format!("{}{path}", app.base);
+        async move {
+            let req = if method == "GET" { c.get(url) } else { c.post(url).json(&body.unwrap_or(Value::Null)) };
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let pairs: Vec<(&str, String, String, Option<Value>, Option<Value>)> = vec![
+        ("GET", format!("/api/v1/projects/hid/den"), "/api/v1/projects/hid/dun".into(), None, None),
+        ("GET", format!("/api/v1/reports/{report}"), "/api/v1/reports/987654".into(), None, None),
+        ("GET", format!("/api/v1/attempts/{attempt}"), "/api/v1/attempts/987654".into(), None, None),
+        ("GET", "/api/v1/reports?project=hid%2Fden".into(), "/api/v1/reports?project=hid%2Fdun".into(), None, None),
+        ("GET", "/api/v1/figures?project=hid%2Fden".into(), "/api/v1/figures?project=hid%2Fdun".into(), None, None),
+        ("GET", "/api/v1/oracles?project=hid%2Fden".into(), "/api/v1/oracles?project=hid%2Fdun".into(), None, None),
+        ("GET", "/api/v1/environments?project=hid%2Fden".into(), "/api/v1/environments?project=hid%2Fdun".into(), None, None),
+        ("GET", "/api/v1/signatures?project=hid%2Fden".into(), "/api/v1/signatures?project=hid%2Fdun".into(), None, None),
+        ("GET", "/api/v1/throughput?project=hid%2Fden".into(), "/api/v1/throughput?project=hid%2Fdun".into(), None, None),
+        (
+            "POST",
+            "/api/v1/reports".into(),
+            "/api/v1/reports".into(),
+            Some(json!({"project": "hid/den", "external_id": "8", "title": "x"})),
+            Some(json!({"project": "hid/dun", "external_id": "8", "title": "x"})),
+        ),
+        (
+            "POST",
+            "/api/v1/attempts".into(),
+            "/api/v1/attempts".into(),
+            Some(json!({"report_id": report, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})),
+            Some(json!({"report_id": 987654, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})),
+        ),
+        (
+            "POST",
+            "/api/v1/attempts".into(),
+            "/api/v1/attempts".into(),
+            Some(json!({"report": {"project": "hid/den", "external_id": "7"}, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})),
+            Some(json!({"report": {"project": "hid/dun", "external_id": "7"}, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})),
+        ),
+    ];
+    for (method, hidden, missing, hidden_body, missing_body) in pairs {
+        let (s1, t1) = ask(method, hidden.clone(), hidden_body).await;
+        let (s2, t2) = ask(method, missing.clone(), missing_body).await;
+        let same = |t: &str| t.replace("hid/den", "P").replace("hid%2Fden", "P").replace("hid/dun", "P").replace("hid%2Fdun", "P")
+            .replace(&report.to_string(), "N").replace(&attempt.to_string(), "N").replace("987654", "N");
+        assert_eq!((s1, same(&t1)), (s2, same(&t2)), "{method} {hidden} answers unlike {missing}");
+    }
+    // The same through an import, line for line.
+    let lines = |p: &str| format!("{{\"kind\":\"report\",\"project\":\"{p}\",\"external_id\":\"9\",\"title\":\"x\"}}\n{{\"kind\":\"attempt\",\"report\":{{\"project\":\"{p}\",\"external_id\":\"7\"}},\"agent\":\"a\",\"verdict\":\"hypothesis\",\"verdict_source\":\"llm\"}}\n");
+    let import = |body: String| {
+        let c = outsider.clone();
+        let url = format!("{}/api/v1/import?format=ndjson", app.base);
+        async move { c.post(url).header("content-type", "application/x-ndjson").body(body).send().await.unwrap().text().await.unwrap() }
+    };
+    let (a, b) = (import(lines("hid/den")).await, import(lines("hid/dun")).await);
+    assert_eq!(a.replace("hid/den", "P"), b.replace("hid/dun", "P"));
+    assert_error(&app.get("/api/v1/reports/987654").await, 404, "not_found", "987654");
+}
