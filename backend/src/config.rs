@@ -133,6 +133,10 @@ pub struct RefineArgs {
     /// Seconds an agent command may take per iteration.
     #[arg(long, env = "FAILPASS_AGENT_TIMEOUT", default_value_t = 600)]
     pub agent_timeout: u64,
+    /// Variables the agent command gets from failpass's own environment (its
+    /// API keys, say), comma-separated names; it gets no others.
+    #[arg(long, env = "FAILPASS_AGENT_ENV", value_delimiter = ',')]
+    pub agent_env: Vec<String>,
 }
 
 impl RefineArgs {
@@ -142,6 +146,11 @@ impl RefineArgs {
                 name: self.agent_name.clone(),
                 command: command.clone(),
                 timeout: std::time::Duration::from_secs(self.agent_timeout),
+                env: self
+                    .agent_env
+                    .iter()
+                    .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+                    .collect(),
             },
             None => crate::runner::refine::Generator::Snippet,
         }

@@ -38,12 +38,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .await?;
             let addr = app.local_addr().context("reading the bound address")?;
             tracing::info!(database = %redact(&url), "failpass listening on http://{addr}/");
-            println!("failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
+            // A closed stdout (a supervisor that read the first line) must not stop the server.
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
             if args.demo {
                 if let Some(text) = failpass::demo::credentials(&args.database.data_dir) {
-                    print!("{text}");
+                    let _ = write!(out, "{text}");
                 }
             }
+            let _ = out.flush();
             app.run_until(shutdown_signal()).await.context("serving")?;
             Ok(())
         }

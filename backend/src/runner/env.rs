@@ -12,6 +12,13 @@
 //! The cache key is the recipe: change its `dir`, `git.rev`, setup or
 //! `version` to rebuild. A directory whose contents change under the same
 //! recipe keeps the first build.
+//!
+//! Setup commands never run as root: as root, a build leases one sandbox
+//! user for all its steps (they build on each other's files) and runs each
+//! step in the sandbox with the network on (package installs need it) and
+//! the rest of the file system read-only. When the build is done its tree is
+//! handed to root and opened for reading, so no later run, whatever its
+//! user, can change what every other run is graded in.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -116,8 +123,13 @@ impl EnvCache {
             std::fs::remove_dir_all(done).map_err(|e| fail(format!("clearing {}: {e}", done.display()), String::new()))?;
         }
         let tree = done.join("tree");
+        let fail_io = |what: &str, e: std::io::Error| SetupFailed { reason: format!("{what}: {e}"), log: String::new() };
+        let user = sandbox::RunUser::lease().map_err(|e| fail_io("leasing a sandbox user", e))?.map(Arc::new);
         let result = async {
-            let mut log = String::new();
+            let mut log = match &user {
+                Some(u) => format!("# setup runs as uid {} (not root) with network access for package installs; candidates run without network\n", u.uid),
+                None => "# setup runs as the worker's user with network access for package installs; candidates run without network\n".to_owned(),
+            };
             match (&recipe.dir, &recipe.git) {
                 (Some(dir), None) => {
                     let src = if Path::new(dir).is_absolute() { PathBuf::from(dir) } else { base.join(dir) };
@@ -130,14 +142,31 @@ impl EnvCache {
                 }
                 (None, Some(git)) => {
                     std::fs::create_dir_all(&tree).map_err(|e| fail(e.to_string(), String::new()))?;
+                    if let Some(u) = &user {
+                        std::os::unix::fs::chown(&tree, Some(u.uid), Some(u.uid)).map_err(|e| fail(e.to_string(), String::new()))?;
+                    }
                     for script in [format!("git clone --quiet {} .", shell_quote(&git.url)), format!("git checkout --quiet {}", shell_quote(&git.rev))] {
-                        self.step(&tree, &script, &mut log).await?;
+                        self.step(&tree, &script, user.clone(), &mut log).await?;
                     }
                 }
                 _ => std::fs::create_dir_all(&tree).map_err(|e| fail(e.to_string(), String::new()))?,
             }
+            if let Some(u) = &user {
+                let (dir, uid) = (tree.clone(), u.uid);
+                tokio::task::spawn_blocking(move || own_tree(&dir, uid, false))
+                    .await
+                    .map_err(|e| fail(e.to_string(), log.clone()))?
+                    .map_err(|e| fail(format!("handing the tree to the setup user: {e}"), log.clone()))?;
+            }
             for script in &recipe.setup {
-                self.step(&tree, script, &mut log).await?;
+                self.step(&tree, script, user.clone(), &mut log).await?;
+            }
+            if user.is_some() {
+                let dir = tree.clone();
+                tokio::task::spawn_blocking(move || own_tree(&dir, 0, true))
+                    .await
+                    .map_err(|e| fail(e.to_string(), log.clone()))?
+                    .map_err(|e| fail(format!("handing the built tree to root: {e}"), log.clone()))?;
             }
             // Written last: its presence means the whole build succeeded.
             std::fs::write(done.join(".built"), &log).map_err(|e| fail(e.to_string(), log.clone()))?;
@@ -151,9 +180,10 @@ impl EnvCache {
     }
 
     /// One setup command, logged; a failure ends the build.
-    async fn step(&self, tree: &Path, script: &str, log: &mut String) -> Result<(), SetupFailed> {
+    async fn step(&self, tree: &Path, script: &str, user: Option<Arc<sandbox::RunUser>>, log: &mut String) -> Result<(), SetupFailed> {
         let mut cmd = Command::new("/bin/sh", ["-c", script]);
         cmd.network = true;
+        cmd.user = user;
         cmd.limits = self.setup_limits;
         log.push_str(&format!("$ {script}\n"));
         let r = sandbox::run_in(&cmd, tree).await.map_err(|e| SetupFailed { reason: e.to_string(), log: log.clone() })?;
@@ -180,6 +210,31 @@ pub fn describe_exit(status: Option<i32>, signal: Option<i32>) -> String {
 
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Hands a tree to `uid` (its group too). `publish`: also opens it for
+/// reading by everyone and closes it for writing by anyone but its owner
+/// (a built environment, read by every run's own user).
+pub fn own_tree(dir: &Path, uid: u32, publish: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::symlink_metadata(dir)?;
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid))?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    if publish {
+        let mode = meta.mode() & 0o7777;
+        // Readable by all, executable by all where it was by its owner; no set-id bits, no writes but the owner's.
+        let exec = if meta.is_dir() || mode & 0o100 != 0 { 0o111 } else { 0 };
+        let new = (mode | 0o444 | exec) & !0o7022;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(new))?;
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(dir)? {
+            own_tree(&entry?.path(), uid, publish)?;
+        }
+    }
+    Ok(())
 }
 
 /// Copies a directory tree (files, directories and symlinks).

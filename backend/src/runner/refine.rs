@@ -38,8 +38,11 @@ pub const DEFAULT_BUDGET: u32 = 5;
 pub enum Generator {
     /// The report's code blocks, offline.
     Snippet,
-    /// An external agent: `sh -c COMMAND`, JSON on stdin, candidate on stdout.
-    Command { name: String, command: String, timeout: Duration },
+    /// An external agent: `sh -c COMMAND`, JSON on stdin, candidate on
+    /// stdout. It runs sandboxed like a candidate (its own unprivileged user,
+    /// its own directory, the whole process tree killed at the timeout) but
+    /// with the network (it calls a model) and the variables in `env`.
+    Command { name: String, command: String, timeout: Duration, env: Vec<(String, String)> },
 }
 
 impl Generator {
@@ -131,7 +134,7 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
     let mut stop = "budget";
     for i in 1..=budget.max(1) {
         let t = Instant::now();
-        let proposal = match propose(generator, &report, i, &history).await {
+        let proposal = match propose(generator, &report, i, &history, &verifier.scratch).await {
             Ok(Some(p)) => p,
             Ok(None) => {
                 stop = "no_candidate";
@@ -241,10 +244,10 @@ fn tail_of(s: &str, max: usize) -> String {
     s[start..].to_owned()
 }
 
-async fn propose(generator: &Generator, report: &Report, iteration: u32, history: &[Feedback]) -> Result<Option<Proposal>, String> {
+async fn propose(generator: &Generator, report: &Report, iteration: u32, history: &[Feedback], scratch: &std::path::Path) -> Result<Option<Proposal>, String> {
     match generator {
         Generator::Snippet => Ok(snippet(&report.body, iteration).map(|candidate| Proposal { candidate, ..Default::default() })),
-        Generator::Command { command, timeout, .. } => {
+        Generator::Command { command, timeout, env, .. } => {
             let input = json!({
                 "report": {
                     "id": report.summary.id, "project": report.summary.project, "title": report.summary.title, "body": report.body,
@@ -253,37 +256,45 @@ async fn propose(generator: &Generator, report: &Report, iteration: u32, history
                 "iteration": iteration,
                 "history": history,
             });
-            agent_command(command, &input, *timeout).await.map(Some)
+            agent_command(command, &input, *timeout, env, scratch).await.map(Some)
         }
     }
 }
 
 /// Runs an agent command with `input` on stdin; its stdout is a JSON
-/// proposal or the candidate's text.
-pub async fn agent_command(command: &str, input: &serde_json::Value, timeout: Duration) -> Result<Proposal, String> {
-    use tokio::io::AsyncWriteExt;
-    let mut child = tokio::process::Command::new("/bin/sh")
-        .args(["-c", command])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("could not start the agent command: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let body = input.to_string();
-    tokio::spawn(async move {
-        let _ = stdin.write_all(body.as_bytes()).await;
-    });
-    let out = tokio::time::timeout(timeout, child.wait_with_output())
-        .await
-        .map_err(|_| format!("the agent command took longer than {} s", timeout.as_secs()))?
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("the agent command exited with {}: {}", out.status, err.lines().last().unwrap_or_default()));
+/// proposal or the candidate's text. Sandboxed: a user of its own (as root),
+/// its own directory under `scratch`, network on, and at `timeout` its whole
+/// process tree is killed, not just the shell that started it.
+pub async fn agent_command(
+    command: &str,
+    input: &serde_json::Value,
+    timeout: Duration,
+    env: &[(String, String)],
+    scratch: &std::path::Path,
+) -> Result<Proposal, String> {
+    let mut cmd = super::sandbox::Command::new("/bin/sh", ["-c", command]);
+    cmd.stdin = Some(input.to_string().into_bytes());
+    cmd.network = true;
+    cmd.split_stderr = true;
+    cmd.env = env.to_vec();
+    cmd.limits.wall = timeout;
+    cmd.limits.cpu_seconds = timeout.as_secs().max(1);
+    cmd.limits.output_bytes = 4 << 20;
+    let out = super::sandbox::run(&cmd, Some(scratch)).await.map_err(|e| format!("could not start the agent command: {e}"))?;
+    if out.timed_out {
+        return Err(format!("the agent command took longer than {} s (it and everything it started were stopped)", timeout.as_secs()));
     }
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.succeeded() {
+        return Err(format!(
+            "the agent command exited with {}: {}",
+            super::env::describe_exit(out.exit_status, out.signal),
+            out.stderr.lines().last().unwrap_or_default()
+        ));
+    }
+    if out.output_truncated {
+        return Err(format!("the agent command printed more than {} bytes", cmd.limits.output_bytes));
+    }
+    let text = out.output;
     let proposal = match serde_json::from_str::<Proposal>(text.trim()) {
         Ok(p) => p,
         Err(_) if !text.trim_start().starts_with('{') => Proposal { candidate: text, ..Default::default() },

@@ -1,7 +1,19 @@
 //! One sandboxed execution: its own temporary directory, wall-time, CPU,
-//! memory, file-size and output limits, a scrubbed environment, no network
-//! where the OS allows it (a new network namespace, as root), and the whole
-//! process tree killed at the end.
+//! memory, file-size, process and output limits, a scrubbed environment, no
+//! network where the OS allows it (a new network namespace, as root), and
+//! the whole process tree killed at the end.
+//!
+//! As root (the way runners are deployed), nothing runs as root: every run
+//! gets a user id of its own from a reserved range ([`RunUser`]), so runs
+//! cannot read or change each other's directories, and `RLIMIT_NPROC` on
+//! that fresh id caps the run's processes (a fork bomb stops there). Each run
+//! also gets its own mount namespace: the whole file system is read-only,
+//! `/tmp`, `/var/tmp` and `/dev/shm` are fresh, private tmpfs mounts that
+//! vanish with the run, and only the run's directory is writable (what it
+//! needs from under a masked directory, such as a data directory in `/tmp`,
+//! is mounted back read-only with the host's permissions). Without root the
+//! run keeps the worker's user and the host's file system: its own directory
+//! and `TMPDIR`, and `RLIMIT_NPROC` counted on top of the user's processes.
 //!
 //! The child starts a new session (`setsid`), so everything it spawns shares
 //! its session id. When the main process exits or the wall limit strikes, the
@@ -34,6 +46,8 @@ pub struct Limits {
     /// Output (stdout and stderr, interleaved) kept: the first and the last
     /// half of this many bytes, the middle counted and marked as cut.
     pub output_bytes: usize,
+    /// Processes (and threads) the run may have at once (RLIMIT_NPROC on its own user).
+    pub processes: u64,
 }
 
 impl Default for Limits {
@@ -44,6 +58,7 @@ impl Default for Limits {
             memory_bytes: 4 << 30,
             file_bytes: 256 << 20,
             output_bytes: 256 << 10,
+            processes: 512,
         }
     }
 }
@@ -62,9 +77,15 @@ pub struct Command {
     pub limits: Limits,
     /// Allow network access (setup commands that download); runs are isolated.
     pub network: bool,
-    /// Run as this (uid, gid) instead of the worker's user: candidates run
-    /// as `nobody` when the worker is root (see [`unprivileged_user`]).
-    pub run_as: Option<(u32, u32)>,
+    /// The user to run as, when the worker is root: a leased id shared by
+    /// the steps of one environment build; a fresh one per run when `None`.
+    pub user: Option<std::sync::Arc<RunUser>>,
+    /// Host paths the run needs besides its own directory (an environment's
+    /// tree), read-only unless said otherwise.
+    pub binds: Vec<(PathBuf, bool)>,
+    /// Keep stderr apart from stdout (in [`Finished::stderr`]), for commands
+    /// whose stdout is an answer (the refine loop's agent).
+    pub split_stderr: bool,
 }
 
 impl Command {
@@ -77,32 +98,61 @@ impl Command {
             files: Vec::new(),
             limits: Limits::default(),
             network: false,
-            run_as: None,
+            user: None,
+            binds: Vec::new(),
+            split_stderr: false,
         }
     }
 }
 
-/// The user candidates run as when the worker is root: `nobody`, or the user
-/// `FAILPASS_SANDBOX_USER` names (`root` keeps root). `None` when the worker
-/// is not root (it cannot switch users, and needs not).
-pub fn unprivileged_user() -> Option<(u32, u32)> {
-    static USER: OnceLock<Option<(u32, u32)>> = OnceLock::new();
-    *USER.get_or_init(|| {
-        if unsafe { libc::geteuid() } != 0 {
-            return None;
+/// Whether runs switch to a user of their own (the worker is root).
+pub fn switches_user() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The first of the user ids reserved for runs (`FAILPASS_SANDBOX_UID_BASE`,
+/// default 1,900,000,000: far from system, login and container ranges).
+fn uid_base() -> u32 {
+    static BASE: OnceLock<u32> = OnceLock::new();
+    *BASE.get_or_init(|| std::env::var("FAILPASS_SANDBOX_UID_BASE").ok().and_then(|v| v.parse().ok()).unwrap_or(1_900_000_000))
+}
+
+/// How many ids the range holds.
+pub const UID_COUNT: u32 = 65_536;
+
+/// A user id leased to one run (or one environment build) until dropped.
+/// Leases are `flock`s on files in a root-only directory, so workers in
+/// several processes on one machine never hand out the same id at once.
+#[derive(Debug)]
+pub struct RunUser {
+    pub uid: u32,
+    _lock: std::fs::File,
+}
+
+impl RunUser {
+    /// Leases a free id of the range; `None` when the worker is not root.
+    pub fn lease() -> std::io::Result<Option<RunUser>> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if !switches_user() {
+            return Ok(None);
         }
-        let name = std::env::var("FAILPASS_SANDBOX_USER").unwrap_or_else(|_| "nobody".into());
-        if name == "root" {
-            return None;
+        let dir = if Path::new("/run").is_dir() { PathBuf::from("/run/failpass-sandbox") } else { std::env::temp_dir().join("failpass-sandbox") };
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        let mut seed = [0u8; 4];
+        let _ = getrandom::fill(&mut seed);
+        let start = u32::from_le_bytes(seed) % UID_COUNT;
+        for i in 0..UID_COUNT {
+            let uid = uid_base() + (start + i) % UID_COUNT;
+            let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(format!("{uid}.lock")))?;
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Some(RunUser { uid, _lock: file }));
+            }
         }
-        let c = std::ffi::CString::new(name).ok()?;
-        // SAFETY: getpwnam returns a pointer into static storage or null; read at once.
-        let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-        if pw.is_null() {
-            return Some((65534, 65534));
-        }
-        Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
-    })
+        Err(std::io::Error::other(format!("all {UID_COUNT} sandbox user ids are in use")))
+    }
 }
 
 /// How a run ended.
@@ -128,6 +178,12 @@ pub struct Finished {
     /// Whether the run had its own PID namespace (every process it started
     /// died with its first one).
     pub pid_isolated: bool,
+    /// The user id it ran as (`None`: the worker's own, not root).
+    pub uid: Option<u32>,
+    /// Whether it had a private mount namespace: read-only host, fresh `/tmp`.
+    pub private_tmp: bool,
+    /// Its stderr, when kept apart ([`Command::split_stderr`]).
+    pub stderr: String,
 }
 
 impl Finished {
@@ -187,26 +243,226 @@ pub async fn run(cmd: &Command, parent: Option<&Path>) -> Result<Finished, Sandb
         }
         None => tempfile::Builder::new().prefix("failpass-run-").tempdir()?,
     };
-    run_in(cmd, dir.path()).await
+    let finished = run_in(cmd, dir.path()).await;
+    // The run's user owned it; remove it whatever the run left inside.
+    if let Err(e) = dir.close() {
+        tracing::warn!(error = %e, "removing a run's directory");
+    }
+    finished
+}
+
+/// Directories every run gets fresh and empty (tmpfs), when it has a mount namespace.
+const MASKED: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// A bind mount the run's mount namespace gets, prepared before the fork.
+struct Bind {
+    /// The host directory, which is also where it goes.
+    target: std::ffi::CString,
+    /// Directories to create in a fresh tmpfs first, outermost first.
+    mkdirs: Vec<std::ffi::CString>,
+    writable: bool,
+}
+
+/// What the child does in its own mount namespace, computed before the fork
+/// (between fork and exec nothing may allocate).
+struct MountPlan {
+    masks: Vec<std::ffi::CString>,
+    tmpfs_options: std::ffi::CString,
+    binds: Vec<Bind>,
+    /// The run's directory: the working directory again once mounts are done.
+    workdir: std::ffi::CString,
+}
+
+fn cstring(p: &Path) -> std::io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| std::io::Error::other(format!("{} holds a NUL byte", p.display())))
+}
+
+/// Most bind mounts a run may ask for (the child keeps their descriptors on its stack).
+const MAX_BINDS: usize = 16;
+
+impl MountPlan {
+    /// The run's directory writable, `extra` paths as asked. A path under a
+    /// masked directory is reached through its top directory there (say
+    /// `/tmp/data`), mounted read-only with the host's permissions.
+    fn new(dir: &Path, extra: &[(PathBuf, bool)], limits: &Limits) -> std::io::Result<MountPlan> {
+        let masks: Vec<&str> = MASKED.iter().copied().filter(|m| Path::new(m).is_dir()).collect();
+        let mut binds: Vec<Bind> = Vec::new();
+        let mut seen: Vec<PathBuf> = Vec::new();
+        let wanted = std::iter::once((dir.to_path_buf(), true)).chain(extra.iter().cloned());
+        for (path, writable) in wanted {
+            let path = path.canonicalize()?;
+            if let Some(mask) = masks.iter().find(|m| path.starts_with(m) && path != Path::new(m)) {
+                let rel = path.strip_prefix(mask).unwrap_or(&path);
+                let top = Path::new(mask).join(rel.components().next().map(|c| c.as_os_str()).unwrap_or_default());
+                if !seen.contains(&top) {
+                    seen.push(top.clone());
+                    binds.push(Bind { target: cstring(&top)?, mkdirs: vec![cstring(&top)?], writable: false });
+                }
+            }
+            if writable || !seen.iter().any(|t| path.starts_with(t)) {
+                binds.push(Bind { target: cstring(&path)?, mkdirs: vec![], writable });
+            }
+        }
+        if binds.len() > MAX_BINDS {
+            return Err(std::io::Error::other(format!("a run may bind at most {MAX_BINDS} host directories")));
+        }
+        Ok(MountPlan {
+            masks: masks.iter().map(|m| cstring(Path::new(m))).collect::<Result<_, _>>()?,
+            tmpfs_options: std::ffi::CString::new(format!("mode=1777,size={}", limits.file_bytes.max(1 << 20)))
+                .map_err(std::io::Error::other)?,
+            binds,
+            workdir: cstring(dir)?,
+        })
+    }
+
+    /// In the child, in its new mount namespace: everything read-only, the
+    /// masks fresh, the binds in place, back in the working directory.
+    ///
+    /// # Safety
+    /// Called between fork and exec: only syscalls, on values made before the fork.
+    unsafe fn apply(&self) -> std::io::Result<()> {
+        let fail = || Err(std::io::Error::last_os_error());
+        unsafe {
+            // The bind sources, opened in this namespace (a mount of another
+            // namespace cannot be bound) and before the masks hide them.
+            let mut fds = [-1i32; MAX_BINDS];
+            for (i, b) in self.binds.iter().enumerate() {
+                fds[i] = libc::open(b.target.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY);
+                if fds[i] < 0 {
+                    return fail();
+                }
+            }
+            // The whole tree read-only (mount_setattr, Linux 5.12); else at least `/`.
+            if set_mount_attr(c"/".as_ptr(), true, true) != 0
+                && libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, std::ptr::null()) != 0
+            {
+                return fail();
+            }
+            for m in &self.masks {
+                let flags = libc::MS_NOSUID | libc::MS_NODEV;
+                if libc::mount(c"tmpfs".as_ptr(), m.as_ptr(), c"tmpfs".as_ptr(), flags, self.tmpfs_options.as_ptr().cast()) != 0 {
+                    return fail();
+                }
+            }
+            let mut source = [0u8; 32];
+            for (i, b) in self.binds.iter().enumerate() {
+                for d in &b.mkdirs {
+                    if libc::mkdir(d.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
+                        return fail();
+                    }
+                }
+                proc_fd_path(fds[i], &mut source);
+                if libc::mount(source.as_ptr().cast(), b.target.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                    return fail();
+                }
+                if set_mount_attr(b.target.as_ptr(), !b.writable, false) != 0 {
+                    let flags = libc::MS_REMOUNT | libc::MS_BIND | if b.writable { 0 } else { libc::MS_RDONLY };
+                    if libc::mount(std::ptr::null(), b.target.as_ptr(), std::ptr::null(), flags, std::ptr::null()) != 0 {
+                        return fail();
+                    }
+                }
+                libc::close(fds[i]);
+            }
+            if libc::chdir(self.workdir.as_ptr()) != 0 {
+                return fail();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `/proc/self/fd/N` into `buf` (NUL-terminated), without allocating.
+fn proc_fd_path(fd: i32, buf: &mut [u8; 32]) {
+    let prefix = b"/proc/self/fd/";
+    buf[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 12];
+    let (mut n, mut len) = (fd.max(0) as u32, 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[prefix.len() + i] = digits[len - 1 - i];
+    }
+    buf[prefix.len() + len] = 0;
+}
+
+/// `mount_setattr(path, read_only)`, recursively when asked; 0 on success.
+unsafe fn set_mount_attr(path: *const libc::c_char, read_only: bool, recursive: bool) -> libc::c_long {
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    unsafe { libc::syscall(libc::SYS_mount_setattr, libc::AT_FDCWD, path, flags, &attr as *const MountAttr, std::mem::size_of::<MountAttr>()) }
+}
+
+/// Threads the user `uid` runs now (what RLIMIT_NPROC counts).
+fn threads_of(uid: u32) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+        .filter(|status| status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().next()).is_some_and(|u| u == uid.to_string()))
+        .filter_map(|status| status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse::<u64>().ok()))
+        .sum()
 }
 
 /// Runs `cmd` with `dir` as its working directory and home.
 pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError> {
+    use std::os::unix::fs::PermissionsExt;
     let tmp = dir.join(".tmp");
     std::fs::create_dir_all(&tmp)?;
     for (name, contents) in &cmd.files {
         std::fs::write(dir.join(name), contents)?;
     }
-    if let Some((uid, gid)) = cmd.run_as {
-        // The run's own directory becomes the run user's.
-        for entry in [dir.to_path_buf(), tmp.clone()].into_iter().chain(cmd.files.iter().map(|(n, _)| dir.join(n))) {
-            std::os::unix::fs::chown(&entry, Some(uid), Some(gid))?;
+    // As root: a user of the run's own (the build's, when shared). The lease
+    // is held until the run's processes are gone.
+    let fresh;
+    let user: Option<&RunUser> = match &cmd.user {
+        Some(u) => Some(u),
+        None => {
+            fresh = RunUser::lease()?;
+            fresh.as_ref()
         }
+    };
+    let uid = user.map(|u| u.uid);
+    if let Some(uid) = uid {
+        // The run's own directory becomes the run user's, and only theirs.
+        for entry in [dir.to_path_buf(), tmp.clone()].into_iter().chain(cmd.files.iter().map(|(n, _)| dir.join(n))) {
+            std::os::unix::fs::chown(&entry, Some(uid), Some(uid))?;
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
-    let run_as = cmd.run_as;
     let isolate = !cmd.network && network_isolation_available();
     let own_pids = pid_isolation_available();
+    // A private mount namespace comes with the PID namespace (both need root).
+    let mounts = if own_pids { Some(std::sync::Arc::new(MountPlan::new(dir, &cmd.binds, &cmd.limits)?)) } else { None };
+    // RLIMIT_NPROC counts every thread of the real user: a fresh user starts
+    // at none; the worker's own user (not root) already runs the server.
+    let nproc = match uid {
+        Some(_) => cmd.limits.processes,
+        None => threads_of(unsafe { libc::getuid() }) + cmd.limits.processes,
+    };
     let (read_end, write_end) = pipe()?;
+    let err_pipe = if cmd.split_stderr { Some(pipe()?) } else { None };
     let mut child = tokio::process::Command::new(&cmd.program);
     child
         .args(&cmd.args)
@@ -221,10 +477,14 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .stdin(if cmd.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::from(write_end.try_clone()?))
-        .stderr(Stdio::from(write_end))
         .kill_on_drop(true);
+    match &err_pipe {
+        Some((_, err_write)) => child.stderr(Stdio::from(err_write.try_clone()?)),
+        None => child.stderr(Stdio::from(write_end)),
+    };
     let limits = cmd.limits;
-    // SAFETY: only async-signal-safe calls (setsid, prctl, setrlimit, unshare, setuid) run
+    let plan = mounts.clone();
+    // SAFETY: only async-signal-safe calls (setsid, prctl, setrlimit, unshare, mount, setuid) run
     // between fork and exec, on values computed before the fork.
     unsafe {
         child.pre_exec(move || {
@@ -248,25 +508,32 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
                 return Err(std::io::Error::last_os_error());
             }
             if own_pids {
-                keep_in_pid_namespace()?;
+                keep_in_pid_namespace(plan.as_deref())?;
             }
-            if let Some((uid, gid)) = run_as {
+            if let Some(uid) = uid {
                 // Give up root: no capabilities, no way back (no setuid binaries either).
-                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(uid) != 0 || libc::setuid(uid) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                 // A change of user clears the parent-death signal: set it again.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             }
+            // Counted against the run's user from here on (root is exempt).
+            set(libc::RLIMIT_NPROC, nproc, nproc)?;
             Ok(())
         });
     }
     let started = Instant::now();
     let mut process = child.spawn().map_err(|source| SandboxError::Spawn { program: cmd.program.clone(), source })?;
-    // The parent's copies of the write end are gone with `child`'s Stdio, so
-    // the pipe reaches end-of-file once every process of the run is gone.
+    // The parent's copies of the write ends are gone with `child`'s Stdio, so
+    // the pipes reach end-of-file once every process of the run is gone.
     drop(child);
+    let err_read = err_pipe.map(|(r, w)| {
+        drop(w);
+        r
+    });
+    drop(mounts);
     let pid = process.id().unwrap_or(0) as i32;
     if let (Some(input), Some(mut stdin)) = (cmd.stdin.clone(), process.stdin.take()) {
         tokio::spawn(async move {
@@ -278,6 +545,8 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     let guard = SessionGuard(pid);
     let captured = std::sync::Arc::new(std::sync::Mutex::new(Captured::default()));
     let reader = tokio::spawn(read_capped(read_end, cmd.limits.output_bytes, captured.clone()));
+    let err_captured = std::sync::Arc::new(std::sync::Mutex::new(Captured::default()));
+    let err_reader = err_read.map(|fd| tokio::spawn(read_capped(fd, 64 << 10, err_captured.clone())));
     let (status, timed_out) = match tokio::time::timeout(cmd.limits.wall, process.wait()).await {
         Ok(status) => (Some(status?), false),
         Err(_) => (None, true),
@@ -292,14 +561,17 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     // Everything in the session is dead, so the pipe closes; a process that
     // left the session may still hold it, so stop reading shortly after and
     // keep what was read by then.
-    let abort = reader.abort_handle();
-    if tokio::time::timeout(Duration::from_millis(500), reader).await.is_err() {
-        abort.abort();
+    for r in std::iter::once(reader).chain(err_reader) {
+        let abort = r.abort_handle();
+        if tokio::time::timeout(Duration::from_millis(500), r).await.is_err() {
+            abort.abort();
+        }
     }
     let (output, output_bytes, truncated) = {
         let c = captured.lock().unwrap_or_else(|p| p.into_inner());
         (c.text(), c.total, c.total > (c.head.len() + c.tail.len()) as u64)
     };
+    let stderr = String::from_utf8_lossy(&err_captured.lock().unwrap_or_else(|p| p.into_inner()).text()).into_owned();
     let signal = status.signal();
     let cpu_limited = signal == Some(libc::SIGXCPU)
         || (signal == Some(libc::SIGKILL) && !timed_out && cpu_time_exhausted(duration, cmd.limits.cpu_seconds));
@@ -315,6 +587,9 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         network_isolated: isolate,
         stragglers_killed: stragglers,
         pid_isolated: own_pids,
+        uid,
+        private_tmp: own_pids,
+        stderr,
     })
 }
 
@@ -330,7 +605,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
 ///
 /// # Safety
 /// Called between fork and exec: only async-signal-safe calls.
-unsafe fn keep_in_pid_namespace() -> std::io::Result<()> {
+unsafe fn keep_in_pid_namespace(mounts: Option<&MountPlan>) -> std::io::Result<()> {
     unsafe {
         if libc::unshare(libc::CLONE_NEWPID) != 0 {
             return Err(std::io::Error::last_os_error());
@@ -342,17 +617,22 @@ unsafe fn keep_in_pid_namespace() -> std::io::Result<()> {
         if child == 0 {
             // PID 1 of the new namespace: dies when the keeper does.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // Its own /proc, so the run sees its own processes, not the host's.
-            if libc::unshare(libc::CLONE_NEWNS) == 0
-                && libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) == 0
-            {
-                libc::mount(
+            // Its own mount namespace: its own /proc (it sees its own
+            // processes, not the host's), then the file system plan.
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0
+                || libc::mount(
                     c"proc".as_ptr(),
                     c"/proc".as_ptr(),
                     c"proc".as_ptr(),
                     libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                     std::ptr::null(),
-                );
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(plan) = mounts {
+                plan.apply()?;
             }
             return Ok(());
         }

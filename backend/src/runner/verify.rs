@@ -91,27 +91,26 @@ impl Verifier {
     /// user that cannot read the environment cache: every run would fail
     /// for a reason that is not the candidate's.
     async fn check_access(&self) -> Result<(), JobError> {
-        let Some(user) = sandbox::unprivileged_user() else { return Ok(()) };
-        let root = self.envs.root().to_path_buf();
-        let scratch = self.scratch.clone();
-        if self.access.get().is_some() {
+        if !sandbox::switches_user() || self.access.get().is_some() {
             return Ok(());
         }
+        let root = self.envs.root().to_path_buf();
+        let scratch = self.scratch.clone();
         let fail = JobError::transient;
         prepare_scratch(&scratch).map_err(|e| fail(format!("creating {}: {e}", scratch.display())))?;
         std::fs::create_dir_all(&root).map_err(|e| fail(format!("creating {}: {e}", root.display())))?;
         let dir = root.to_string_lossy().into_owned();
         let mut probe = Command::new("/bin/sh", ["-c", "test -r \"$1\" && test -x \"$1\"", "probe", dir.as_str()]);
-        probe.run_as = Some(user);
+        probe.binds.push((root.clone(), false));
         match sandbox::run(&probe, Some(&scratch)).await {
             Ok(r) if r.succeeded() => {
                 let _ = self.access.set(());
                 Ok(())
             }
-            Ok(_) => Err(fail(format!(
-                "candidates run as uid {} (the worker is root), which cannot read the environment cache {}; \
-                 make the data directory and its parents readable (chmod o+rx) or set FAILPASS_SANDBOX_USER",
-                user.0,
+            Ok(r) => Err(fail(format!(
+                "candidates run as users of their own (uid {}, the worker is root), which cannot read the environment cache {}; \
+                 make the data directory and its parents readable (chmod o+rx)",
+                r.uid.unwrap_or_default(),
                 root.display()
             ))),
             Err(e) => Err(fail(format!("checking access to {}: {e}", root.display()))),
@@ -332,7 +331,7 @@ impl Verifier {
         let script = oracle.command.clone().unwrap_or_else(|| DEFAULT_COMMAND.to_owned());
         let mut cmd = Command::new("/bin/sh", ["-c", script.as_str()]);
         cmd.limits = self.limits;
-        cmd.run_as = sandbox::unprivileged_user();
+        cmd.binds.push((env.dir.clone(), false));
         cmd.env = env.vars.clone();
         cmd.env.push(("FAILPASS_ENV".into(), env.dir.to_string_lossy().into_owned()));
         let junit = dir.path().join("junit.xml");
@@ -378,7 +377,8 @@ impl Verifier {
 fn prepare_scratch(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+    // Others may pass through to their own run's directory, not list the others.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
 }
 
 fn trigger(payload: &JobPayload) -> RunTrigger {
@@ -434,7 +434,6 @@ async fn pyflakes_available(scratch: &Path) -> bool {
 pub async fn static_signals(code: &str, scratch: &Path) -> Result<(Signal, Option<Signal>), JobError> {
     let check = |args: &[&str]| {
         let mut c = Command::new("python3", args.iter().copied());
-        c.run_as = sandbox::unprivileged_user();
         c.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
         c.limits = Limits { wall: Duration::from_secs(30), cpu_seconds: 30, ..Limits::default() };
         c

@@ -234,15 +234,8 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
         "oracle": { "kind": "fail_to_pass", "source": "authored", "command": format!("python3 candidate.py {marker}") } })).unwrap();
     let decision = failpass_shared::routing::decide(&Default::default(), &failpass_shared::routing::RoutingInput::from_request(&request));
     let report = s.create_report(&failpass::db::NewReport { request, decision }).await.unwrap();
-    // Runs are unprivileged (nobody) when tests run as root: give them a place to write.
-    let shared = data.path().join("shared");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let pids = shared.join("pids.txt");
-    let candidate = format!(
-        "import os, time\nopen({:?}, 'a').write(str(os.getpid()) + '\\n')\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n",
-        pids.to_str().unwrap()
-    );
+    // Runs write nowhere but their own directory: the marker on the command line says a run is underway.
+    let candidate = "import os, time\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n".to_owned();
     let (attempt, _) = s
         .create_attempt(&serde_json::from_value(json!({ "report_id": report.summary.id, "agent": "x", "verdict": "hypothesis",
             "verdict_source": "llm", "candidate": candidate, "verify": true })).unwrap())
@@ -261,7 +254,7 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
     let mut first = worker();
     // Wait until the first worker's run is underway.
     let start = Instant::now();
-    while !std::fs::read_to_string(&pids).is_ok_and(|p| !p.trim().is_empty()) {
+    while crate::sandbox::processes_with(&marker).is_empty() {
         assert!(start.elapsed() < Duration::from_secs(60), "the first worker never started the run");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -298,7 +291,8 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
 /// reproduces. Costs add up across iterations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_refine_loop_feeds_verification_back_to_an_agent_command() {
-    let dir = tempfile::tempdir().unwrap();
+    // The agent runs as a user of its own, so its script is where anyone may read it.
+    let dir = agent_dir();
     let agent = dir.path().join("agent.py");
     std::fs::write(&agent, r#"import json, sys
 req = json.load(sys.stdin)
@@ -315,6 +309,7 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
         name: "test-agent".into(),
         command: format!("python3 {}", agent.display()),
         timeout: Duration::from_secs(30),
+        env: vec![],
     };
     let app = crate::helpers::spawn_with(true, 2, generator).await;
     drain(&app, Duration::from_secs(180)).await;
@@ -440,7 +435,7 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_environment_cache_is_named_not_graded() {
     use std::os::unix::fs::PermissionsExt;
-    if failpass::runner::sandbox::unprivileged_user().is_none() {
+    if !failpass::runner::sandbox::switches_user() {
         eprintln!("not root: candidates run as the worker's user");
         return;
     }
@@ -500,4 +495,75 @@ async fn leads_regraded_in_place_score_llm_precision() {
     assert_eq!((right["verdict"].as_str(), right["verdict_source"].as_str()), (Some("reproduced"), Some("deterministic")), "{right}");
     let after = app.get("/api/v1/oracles?project=l/lib").await.body;
     assert_eq!((after["llm_precision"]["count"].as_i64(), after["llm_precision"]["of"].as_i64()), (Some(1), Some(2)), "{after}");
+}
+
+/// A directory any user may read, outside the sandbox's masked `/tmp`, for
+/// scripts an agent command runs.
+pub fn agent_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Setup commands run as a sandbox user of their own (never root), with the
+/// network (package installs), and say so in the build's log; the built tree
+/// then belongs to root, so no candidate can change what others are graded in.
+#[tokio::test]
+async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_built_tree() {
+    use std::os::unix::fs::MetadataExt;
+    assert!(failpass::runner::sandbox::switches_user(), "runner tests run as root, as runners do");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let data = tempfile::tempdir().unwrap();
+    let cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
+    let probe = format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\" > net.txt");
+    let recipe = failpass_shared::api::jobs::Recipe { setup: vec!["id -u > uid.txt".into(), probe, "echo graded-in > lib.txt".into()], ..Default::default() };
+    let built = cache.get(&recipe, data.path()).await.unwrap();
+    let uid: u32 = std::fs::read_to_string(built.dir.join("uid.txt")).unwrap().trim().parse().unwrap();
+    assert_ne!(uid, 0, "setup ran as root");
+    assert_eq!(std::fs::read_to_string(built.dir.join("net.txt")).unwrap().trim(), "connected", "setup has the network");
+    let log = std::fs::read_to_string(built.dir.parent().unwrap().join(".built")).unwrap();
+    assert!(log.starts_with(&format!("# setup runs as uid {uid} (not root) with network access")), "{log}");
+    for f in ["lib.txt", "uid.txt"] {
+        let meta = std::fs::metadata(built.dir.join(f)).unwrap();
+        assert_eq!((meta.uid(), meta.mode() & 0o022), (0, 0), "{f}: root's, and nobody else may write it");
+        assert_eq!(meta.mode() & 0o004, 0o004, "{f}: everyone may read it");
+    }
+    // A candidate with the environment bound in, as verification runs it.
+    let mut c = failpass::runner::sandbox::Command::new("/bin/sh", ["-c", "cat \"$ENV/lib.txt\"; echo tampered >> \"$ENV/lib.txt\" 2>&1; rm -f \"$ENV/lib.txt\" 2>&1; echo done"]);
+    c.env.push(("ENV".into(), built.dir.to_string_lossy().into_owned()));
+    c.binds.push((built.dir.clone(), false));
+    let r = failpass::runner::sandbox::run(&c, None).await.unwrap();
+    assert!(r.output.starts_with("graded-in\n"), "the run reads its environment: {}", r.output);
+    assert!(r.output.contains("Read-only file system"), "{}", r.output);
+    assert_eq!(std::fs::read_to_string(built.dir.join("lib.txt")).unwrap(), "graded-in\n", "the environment is unchanged");
+}
+
+/// The refine loop's agent command: a user of its own, and at its timeout
+/// everything it started dies, not only the shell that started it.
+#[tokio::test]
+async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_timeout() {
+    let scratch = tempfile::tempdir().unwrap();
+    let input = json!({"report": {"title": "t"}, "iteration": 1, "history": []});
+    let p = failpass::runner::refine::agent_command("id -u", &input, Duration::from_secs(10), &[], scratch.path()).await.unwrap();
+    assert_ne!(p.candidate.trim(), "0", "the agent ran as root");
+    let key = format!("{}.{}", 61, rand_digits());
+    let started = Instant::now();
+    let e = failpass::runner::refine::agent_command(&format!("sleep {key} & sleep {key}; echo late"), &input, Duration::from_secs(1), &[], scratch.path())
+        .await
+        .unwrap_err();
+    assert!(e.contains("took longer than 1 s"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(crate::sandbox::processes_with(&key).is_empty(), "the agent's children outlived its timeout");
+    // Variables are the ones passed, nothing of the server's.
+    let p = failpass::runner::refine::agent_command("echo \"${API_KEY:-none} ${CARGO_MANIFEST_DIR:-none}\"", &input, Duration::from_secs(10), &[("API_KEY".into(), "k".into())], scratch.path())
+        .await
+        .unwrap();
+    assert_eq!(p.candidate.trim(), "k none");
+}
+
+fn rand_digits() -> String {
+    uuid::Uuid::new_v4().as_u128().to_string()[..8].to_owned()
 }

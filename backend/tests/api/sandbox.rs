@@ -145,21 +145,101 @@ async fn no_network_where_the_os_allows_it() {
     }
 }
 
+/// These machines run the tests as root, as runners are deployed; the
+/// checks below are the root case (without root the sandbox keeps the
+/// worker's user and says so in `Finished::uid`).
+fn require_root() {
+    assert!(sandbox::switches_user(), "the sandbox tests run as root (as runners do): run `cargo xtask test` as root");
+}
+
 #[tokio::test]
-async fn candidates_run_as_an_unprivileged_user_when_the_worker_is_root() {
-    let Some(user) = sandbox::unprivileged_user() else {
-        eprintln!("not root: runs keep the worker's user");
-        return;
-    };
-    let locked = tempfile::tempdir().unwrap(); // root's, 0755: others may read, not write
-    let mut c = sh(&format!("id -u; echo ok > mine.txt && cat mine.txt; touch {}/x 2>&1 || echo denied", locked.path().display()));
-    c.run_as = Some(user);
-    let r = sandbox::run(&c, None).await.unwrap();
-    let lines: Vec<&str> = r.output.lines().collect();
-    assert_eq!(lines[0], user.0.to_string(), "{}", r.output);
-    assert_eq!(lines[1], "ok", "the run's own directory is writable: {}", r.output);
-    assert!(r.output.contains("denied") || r.output.contains("Permission denied"), "root's files are not: {}", r.output);
+async fn every_run_has_a_user_of_its_own_never_root() {
+    require_root();
+    let locked = tempfile::tempdir().unwrap(); // root's: others may not write
+    let script = format!("id -u; id -G; echo ok > mine.txt && cat mine.txt; touch {}/x 2>&1 || echo denied", locked.path().display());
+    let cmd = sh(&script);
+    let (a, b) = tokio::join!(sandbox::run(&cmd, None), sandbox::run(&cmd, None));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    for r in [&a, &b] {
+        let lines: Vec<&str> = r.output.lines().collect();
+        let uid = r.uid.expect("a run's own user");
+        assert_eq!(lines[0], uid.to_string(), "{}", r.output);
+        assert_ne!(uid, 0);
+        assert_eq!(lines[1], uid.to_string(), "no supplementary groups: {}", r.output);
+        assert_eq!(lines[2], "ok", "the run's own directory is writable: {}", r.output);
+        assert!(r.output.contains("denied") || r.output.contains("Read-only"), "nothing else is: {}", r.output);
+    }
+    assert_ne!(a.uid, b.uid, "two runs at once never share a user");
     assert!(!locked.path().join("x").exists());
+}
+
+#[tokio::test]
+async fn a_run_cannot_touch_another_runs_directory() {
+    require_root();
+    let parent = tempfile::tempdir().unwrap();
+    // A long run holding a file, and a second run in the same parent trying to read and change it.
+    let mut slow = sh("echo secret > held.txt; pwd > /dev/stderr; sleep 3");
+    slow.split_stderr = true;
+    let first = { let p = parent.path().to_path_buf(); tokio::spawn(async move { sandbox::run(&slow, Some(&p)).await.unwrap() }) };
+    let start = std::time::Instant::now();
+    let held = loop {
+        let found = std::fs::read_dir(parent.path()).unwrap().flatten().map(|e| e.path().join("held.txt")).find(|p| p.exists());
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let probe = format!("cat {0} 2>&1; echo changed > {0} 2>&1; ls {1} 2>&1; echo done", held.display(), held.parent().unwrap().display());
+    let r = sandbox::run(&sh(&probe), Some(parent.path())).await.unwrap();
+    assert!(!r.output.contains("secret"), "another run's file was read: {}", r.output);
+    assert!(r.output.contains("Permission denied"), "{}", r.output);
+    assert_eq!(std::fs::read_to_string(&held).unwrap(), "secret\n", "and not changed");
+    first.await.unwrap();
+}
+
+#[tokio::test]
+async fn nothing_written_outside_the_runs_directory_survives() {
+    require_root();
+    let marker = format!("fp-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(std::env::temp_dir().join(format!("{marker}-host")), "the host's").unwrap();
+    let script = format!(
+        "ls /tmp | grep -c {m}-host; for d in /tmp /var/tmp /dev/shm; do echo x > $d/{m} && echo wrote $d; done; \
+         echo x > /etc/{m} 2>&1 || echo etc-refused; echo x > $HOME/../{m} 2>&1 || echo parent-refused",
+        m = marker
+    );
+    let parent = tempfile::tempdir().unwrap();
+    let r = sandbox::run(&sh(&script), Some(parent.path())).await.unwrap();
+    assert!(r.private_tmp, "{r:?}");
+    let lines: Vec<&str> = r.output.lines().collect();
+    assert_eq!(lines[0], "0", "the host's /tmp is not the run's: {}", r.output);
+    for d in ["/tmp", "/var/tmp", "/dev/shm"] {
+        assert!(r.output.contains(&format!("wrote {d}")), "a private {d} is writable inside: {}", r.output);
+        assert!(!std::path::Path::new(d).join(&marker).exists(), "{d}/{marker} outlived the run");
+    }
+    assert!(r.output.contains("etc-refused") && r.output.contains("parent-refused"), "{}", r.output);
+    assert!(!std::path::Path::new("/etc").join(&marker).exists());
+    assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0, "the parent holds nothing, not even the run's directory");
+    let _ = std::fs::remove_file(std::env::temp_dir().join(format!("{marker}-host")));
+}
+
+#[tokio::test]
+async fn a_fork_bomb_stops_at_the_process_limit() {
+    require_root();
+    let mut c = sh("bomb() { bomb | bomb & }; bomb; sleep 2; echo survived");
+    c.limits.processes = 64;
+    c.limits.wall = Duration::from_secs(20);
+    let started = std::time::Instant::now();
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert!(!r.timed_out, "the bomb was contained before the wall limit: {}", r.output.chars().take(300).collect::<String>());
+    assert!(r.output.contains("Resource temporarily unavailable") || r.output.contains("Cannot fork") || r.output.contains("retry"), "{}", &r.output[..r.output.len().min(400)]);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let uid = r.uid.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let left = std::fs::read_dir("/proc").unwrap().flatten().filter(|e| {
+        std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(&uid.to_string())))
+    }).count();
+    assert_eq!(left, 0, "no process of the run's user is left");
 }
 
 #[tokio::test]
