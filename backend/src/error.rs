@@ -96,7 +96,13 @@ impl From<StorageError> for ApiError {
             StorageError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
             StorageError::Conflict(m) => ApiError::Conflict(m),
             StorageError::Invalid { field, message } => ApiError::BadRequest(format!("{field}: {message}")),
-            other => ApiError::Internal(other.into()),
+            other => match other.unavailable() {
+                Some(cause) => {
+                    tracing::error!(error.cause_chain = ?other, "database unavailable");
+                    ApiError::Unavailable(format!("the database is unavailable: {cause}; nothing was changed"))
+                }
+                None => ApiError::Internal(other.into()),
+            },
         }
     }
 }
@@ -114,6 +120,16 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        // A NUL character in any string is refused by name before anything
+        // else reads the body (PostgreSQL cannot store one).
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| too_large())?;
+        if crate::input::may_hold_nul(&bytes) {
+            if let Some(field) = serde_json::from_slice::<serde_json::Value>(&bytes).ok().as_ref().and_then(crate::input::nul_path) {
+                return Err(ApiError::BadRequest(crate::input::nul_message(&field)));
+            }
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(ApiJson(v)),
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType(
@@ -121,13 +137,17 @@ where
             )),
             Err(JsonRejection::JsonDataError(e)) => Err(ApiError::BadRequest(json_message(&e.body_text()))),
             Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::BadRequest(json_message(&e.body_text()))),
-            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::PayloadTooLarge(format!(
-                "the body is larger than the {} MiB limit for one request; send bulk data to POST /api/v1/import",
-                BODY_LIMIT >> 20
-            ))),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
     }
+}
+
+fn too_large() -> ApiError {
+    ApiError::PayloadTooLarge(format!(
+        "the body is larger than the {} MiB limit for one request; send bulk data to POST /api/v1/import",
+        BODY_LIMIT >> 20
+    ))
 }
 
 /// Request body limit for JSON endpoints (imports stream and have none).
@@ -157,6 +177,9 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        if parts.uri.path().to_ascii_lowercase().contains("%00") {
+            return Err(ApiError::BadRequest("path: contains a NUL character (%00), which failpass does not store".into()));
+        }
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(ApiPath(v)),
             Err(PathRejection::FailedToDeserializePathParams(e)) => {
@@ -186,7 +209,10 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
         let pairs = serde_urlencoded::from_str::<Vec<(String, String)>>(raw)
             .map_err(|e| ApiError::BadRequest(format!("query string: {e}")))?;
         // A parameter given twice is ambiguous: say so rather than pick one.
-        for (i, (k, _)) in pairs.iter().enumerate() {
+        for (i, (k, v)) in pairs.iter().enumerate() {
+            if k.contains('\0') || v.contains('\0') {
+                return Err(ApiError::BadRequest(format!("{}: contains a NUL character (%00), which failpass does not store", k.replace('\0', "%00"))));
+            }
             if pairs[..i].iter().any(|(earlier, _)| earlier == k) {
                 return Err(ApiError::BadRequest(format!("{k}: given more than once")));
             }

@@ -11,6 +11,7 @@ pub mod demo_fastnum;
 pub mod error;
 pub mod import;
 pub mod import_cli;
+pub mod input;
 pub mod markdown;
 pub mod reroute;
 pub mod runner;

@@ -60,6 +60,37 @@ impl StorageError {
     pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Self {
         Self::Invalid { field: field.to_owned(), message: message.into() }
     }
+
+    /// When the database cannot take the request at all (its disk is full,
+    /// it is read-only, it does not answer), what to tell the caller; `None`
+    /// for errors that are this request's own.
+    pub fn unavailable(&self) -> Option<&'static str> {
+        let say = Some;
+        match self {
+            StorageError::Database(sqlx::Error::Database(db)) => {
+                let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                // SQLite: the primary result code is the extended code's low byte.
+                let sqlite = code.parse::<i32>().ok().map(|c| c & 0xff);
+                match (sqlite, code.as_str()) {
+                    (Some(13), _) | (_, "53100") => say("its disk is full"),
+                    (Some(8), _) | (_, "25006") => say("it is read-only"),
+                    (Some(10), _) | (Some(14), _) | (Some(26), _) | (_, "58030") => say("it cannot read or write its files"),
+                    (_, c) if c.starts_with("53") || c.starts_with("57P") || c.starts_with("08") => say("it refuses connections or is out of resources"),
+                    _ => None,
+                }
+            }
+            StorageError::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)) => {
+                say("it does not answer")
+            }
+            StorageError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => match e.code {
+                rusqlite::ErrorCode::DiskFull => say("its disk is full"),
+                rusqlite::ErrorCode::ReadOnly => say("it is read-only"),
+                rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::CannotOpen => say("it cannot read or write its files"),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 pub type StorageResult<T> = Result<T, StorageError>;
@@ -168,7 +199,8 @@ pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'stat
     /// Applies pending migrations. Idempotent; forward-only.
     async fn migrate(&self) -> StorageResult<()>;
 
-    /// Cheap round trip for `/healthz`.
+    /// A round trip for `/healthz` that also writes (one row of `health`),
+    /// so a full disk or a read-only database shows as unhealthy.
     async fn ping(&self) -> StorageResult<()>;
 
     /// True when no project exists yet (the demo only fills an empty database).

@@ -758,6 +758,10 @@ macro_rules! impl_storage {
 
             async fn ping(&self) -> crate::db::StorageResult<()> {
                 sqlx::query("SELECT 1").execute(&self.read).await?;
+                sqlx::query("INSERT INTO health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at")
+                    .bind(crate::db::sql::now())
+                    .execute(&self.write)
+                    .await?;
                 Ok(())
             }
 

@@ -8,7 +8,7 @@ use failpass_shared::api::import::ImportRecord;
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::CreateReportRequest;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use super::swebench::parse_time;
 use super::Importer;
@@ -91,8 +91,7 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>,
     let mut batch = Vec::new();
     let first = input.fill_buf().await?.iter().copied().find(|b| !b.is_ascii_whitespace());
     let mut values: Box<dyn Iterator<Item = (u64, Result<Value, String>)> + Send> = if first == Some(b'[') {
-        let mut text = String::new();
-        input.read_to_string(&mut text).await?;
+        let text = crate::input::read_document(&mut input, "a JSON array of issues").await?;
         let items: Vec<Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of issues: {e}"))?;
         Box::new(items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))))
     } else {

@@ -5,7 +5,7 @@
 use failpass_shared::model::{RunEnvironment, RunTrigger};
 use quick_xml::events::Event;
 use quick_xml::Reader;
-use tokio::io::{AsyncBufRead, AsyncReadExt};
+use tokio::io::AsyncBufRead;
 
 use super::Importer;
 use crate::db::{NewRun, StorageError};
@@ -32,14 +32,32 @@ fn attr(e: &quick_xml::events::BytesStart<'_>, name: &[u8]) -> Option<String> {
         .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
 }
 
-/// Parses JUnit XML. Test ids are `classname::name`.
+/// Parses JUnit XML. Test ids are `classname::name`. A document whose root
+/// is not `<testsuites>` or `<testsuite>`, or that lists no test case, is an
+/// error: it must never pass for a run in which nothing failed.
 pub fn parse(xml: &str) -> Result<Results, String> {
     let mut reader = Reader::from_str(xml);
     let mut r = Results::default();
+    let mut root: Option<String> = None;
     let mut current: Option<(String, bool, bool)> = None; // (id, failed, skipped)
     let mut in_failure = false;
     loop {
-        match reader.read_event() {
+        let event = reader.read_event();
+        if root.is_none() {
+            match &event {
+                Ok(Event::Start(e)) | Ok(Event::Empty(e)) => root = Some(String::from_utf8_lossy(e.name().as_ref()).into_owned()),
+                Ok(Event::Text(t)) if !t.iter().all(|b| b.is_ascii_whitespace()) => {
+                    return Err("not a JUnit XML document: text where its <testsuites> or <testsuite> element should be".into())
+                }
+                _ => {}
+            }
+            if let Some(name) = &root {
+                if name != "testsuites" && name != "testsuite" {
+                    return Err(format!("not a JUnit XML document: its root element is <{name}>, not <testsuites> or <testsuite>"));
+                }
+            }
+        }
+        match event {
             Err(e) => return Err(format!("XML at byte {}: {e}", reader.buffer_position())),
             Ok(Event::Eof) => break,
             // An open <testcase> waits for its children; a self-closing one passed.
@@ -79,6 +97,12 @@ pub fn parse(xml: &str) -> Result<Results, String> {
             },
             Ok(_) => {}
         }
+    }
+    if root.is_none() {
+        return Err("not a JUnit XML document: it is empty (expected <testsuites> or <testsuite>)".into());
+    }
+    if r.failing.is_empty() && r.passing.is_empty() && r.skipped == 0 {
+        return Err("the JUnit document lists no test cases, so it says nothing about the run".into());
     }
     Ok(r)
 }
@@ -125,14 +149,13 @@ fn push_output(r: &mut Results, text: &str) {
 /// Stores the file's results as one run of `attempt_id`.
 pub async fn import_junit<R: AsyncBufRead + Unpin>(
     importer: &mut Importer<'_>,
-    mut input: R,
+    input: R,
     attempt_id: Option<i64>,
     environment: Option<RunEnvironment>,
 ) -> anyhow::Result<()> {
     let attempt_id = attempt_id.ok_or_else(|| anyhow::anyhow!("JUnit results need the attempt they belong to (`--attempt ID`, or `?attempt=ID` on the API)"))?;
     let environment = environment.ok_or_else(|| anyhow::anyhow!("JUnit results need where they ran (`--environment buggy|fixed`, or `?environment=` on the API)"))?;
-    let mut text = String::new();
-    input.read_to_string(&mut text).await?;
+    let text = crate::input::read_document(input, "a JUnit report").await?;
     let r = match parse(&text) {
         Ok(r) => r,
         Err(e) => {
@@ -190,6 +213,22 @@ mod tests {
         let e = parse("<testsuite><testcase name=\"a\"></testsuite>").unwrap_err();
         assert!(e.starts_with("XML at byte"), "{e}");
         assert!(parse("<testsuite><testcase classname=\"x\"/></testsuite>").unwrap_err().contains("no name"));
+    }
+
+    #[test]
+    fn what_is_not_junit_is_refused() {
+        for (doc, says) in [
+            ("", "empty"),
+            ("   \n", "empty"),
+            ("hello, I am not XML", "text where"),
+            ("<html><body>no</body></html>", "root element is <html>"),
+            ("<testsuites></testsuites>", "no test cases"),
+            ("<?xml version=\"1.0\"?><testsuite name=\"s\"/>", "no test cases"),
+        ] {
+            let e = parse(doc).unwrap_err();
+            assert!(e.contains(says), "{doc:?}: {e}");
+        }
+        assert!(parse("\u{feff}<testsuite><testcase name=\"a\"/></testsuite>".trim_start_matches('\u{feff}')).is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::CreateReportRequest;
 use failpass_shared::model::{Goal, Verdict, VerdictSource};
 use serde::Deserialize;
-use tokio::io::{AsyncBufRead, AsyncReadExt};
+use tokio::io::AsyncBufRead;
 
 use super::Importer;
 
@@ -113,6 +113,7 @@ pub enum Value {
 
 pub fn load(path: &std::path::Path) -> anyhow::Result<Mapping> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading mapping {}: {e}", path.display()))?;
+    let text = crate::input::strip_bom(&text).to_owned();
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("mapping {}: {e}", path.display()))
 }
 
@@ -336,6 +337,7 @@ fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Re
         _ => path.to_path_buf(),
     };
     let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("join file {}: {e}", path.display()))?;
+    let text = crate::input::strip_bom(&text).to_owned();
     let records: Vec<serde_json::Value> =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("join file {}: not a JSON array of objects: {e}", path.display()))?;
     let mut out = HashMap::with_capacity(records.len());
@@ -403,9 +405,8 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
     input_dir: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
-    let mut text = Vec::new();
-    input.read_to_end(&mut text).await?;
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_slice());
+    let text = crate::input::read_document(&mut input, "a CSV file").await?;
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
     let (mut reports, mut attempts) = (Vec::new(), Vec::new());
     for (i, rec) in reader.records().enumerate() {
@@ -430,8 +431,7 @@ pub async fn import_json<R: AsyncBufRead + Unpin>(
     input_dir: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
-    let mut text = String::new();
-    input.read_to_string(&mut text).await?;
+    let text = crate::input::read_document(&mut input, "a JSON input for a mapping").await?;
     let records: Vec<(u64, Result<serde_json::Value, String>)> = if text.trim_start().starts_with('[') {
         let items: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array: {e}"))?;
         items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()

@@ -16,7 +16,7 @@ pub mod swebench;
 use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
 use failpass_shared::api::attempts::CreateAttemptRequest;
 use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
+use tokio::io::AsyncBufRead;
 
 use crate::auth::{Action, Viewer};
 use crate::db::{NewReport, Storage, StorageError};
@@ -74,6 +74,8 @@ pub struct Importer<'a> {
     reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
     progress: Option<Box<dyn FnMut(&ImportSummary) + Send + 'a>>,
     gate: Gate,
+    /// Records were checked for NUL characters as they were read (NDJSON lines).
+    nul_checked: bool,
 }
 
 /// Who is importing, and what each record may touch. Every record is
@@ -193,6 +195,7 @@ impl<'a> Importer<'a> {
             attempts: Vec::new(),
             reports: Vec::new(),
             progress: None,
+            nul_checked: false,
             gate: Gate {
                 viewer: Viewer::operator(),
                 default_public: true,
@@ -258,6 +261,12 @@ impl<'a> Importer<'a> {
         if let Err(e) = record.validate() {
             self.reject(n, Some(e.field), e.message);
             return Ok(());
+        }
+        if !self.nul_checked {
+            if let Some(field) = crate::input::record_nul_field(&record) {
+                self.reject(n, Some(field.clone()), crate::input::nul_message(&field));
+                return Ok(());
+            }
         }
         // Reports are checked as their batch is stored (they also arrive through `push_reports`).
         if !matches!(record, ImportRecord::Report(_)) {
@@ -343,6 +352,12 @@ impl<'a> Importer<'a> {
                 continue;
             }
             let record = ImportRecord::Report(r);
+            if !self.nul_checked {
+                if let Some(field) = crate::input::record_nul_field(&record) {
+                    self.reject(n, Some(field.clone()), crate::input::nul_message(&field));
+                    continue;
+                }
+            }
             if let Some((field, message)) = self.gate.check(self.storage, &record).await? {
                 self.reject(n, Some(field), message);
                 continue;
@@ -352,7 +367,23 @@ impl<'a> Importer<'a> {
             numbers.push(n);
             news.push(NewReport { request: r, decision });
         }
-        let out = self.storage.import_reports(&news).await?;
+        let out = match self.storage.import_reports(&news).await {
+            Ok(out) => out,
+            // One record the database refuses takes no other with it: store them one by one.
+            Err(e) if e.unavailable().is_none() && news.len() > 1 => {
+                tracing::warn!(error.cause_chain = ?e, "a report batch failed; storing its records one by one");
+                let mut out = Vec::with_capacity(news.len());
+                for one in &news {
+                    out.push(match self.storage.import_reports(std::slice::from_ref(one)).await {
+                        Ok(mut o) => o.pop().unwrap_or(Ok(Outcome::Unchanged)),
+                        Err(e) if e.unavailable().is_none() => Err(e),
+                        Err(e) => return Err(e),
+                    });
+                }
+                out
+            }
+            Err(e) => return Err(e),
+        };
         for (n, o) in numbers.into_iter().zip(out) {
             self.record(n, o);
         }
@@ -366,7 +397,7 @@ impl<'a> Importer<'a> {
             Err(StorageError::Invalid { field, message }) => self.reject(n, Some(field), message),
             Err(StorageError::NotFound(what)) => self.reject(n, Some("report".into()), format!("{what} does not exist")),
             Err(StorageError::Conflict(m)) => self.reject(n, None, m),
-            Err(other) => self.reject(n, None, other.to_string()),
+            Err(other) => self.reject(n, None, format!("the database refused it: {other}")),
         }
     }
 
@@ -387,7 +418,22 @@ impl<'a> Importer<'a> {
         }
         let batch = std::mem::take(&mut self.attempts);
         let (numbers, reqs): (Vec<u64>, Vec<CreateAttemptRequest>) = batch.into_iter().unzip();
-        let out = self.storage.import_attempts(&reqs).await?;
+        let out = match self.storage.import_attempts(&reqs).await {
+            Ok(out) => out,
+            Err(e) if e.unavailable().is_none() && reqs.len() > 1 => {
+                tracing::warn!(error.cause_chain = ?e, "an attempt batch failed; storing its records one by one");
+                let mut out = Vec::with_capacity(reqs.len());
+                for one in &reqs {
+                    out.push(match self.storage.import_attempts(std::slice::from_ref(one)).await {
+                        Ok(mut o) => o.pop().unwrap_or(Ok(Outcome::Unchanged)),
+                        Err(e) if e.unavailable().is_none() => Err(e),
+                        Err(e) => return Err(e),
+                    });
+                }
+                out
+            }
+            Err(e) => return Err(e),
+        };
         for (n, o) in numbers.into_iter().zip(out) {
             self.record(n, o);
         }
@@ -428,8 +474,11 @@ pub async fn run<R>(importer: &mut Importer<'_>, format: Format, mut input: R, o
 where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
+    crate::input::skip_bom(&mut input).await?;
     match format {
         Format::Ndjson => {
+            // Lines are checked for NUL characters as text (cheaply), so records need no second look.
+            importer.nul_checked = true;
             // Lines are read and parsed on another task while batches are
             // stored, so parsing and writing use both cores. The channel is
             // bounded, so memory stays constant however long the input.
@@ -438,7 +487,7 @@ where
                 let (mut line, mut n) = (String::new(), 0u64);
                 let mut chunk = Vec::with_capacity(PARSE_CHUNK);
                 while let Some(read) = next_line(&mut input, &mut line, &mut n).await? {
-                    chunk.push((n, read.map_err(LineError::Encoding).and_then(|()| parse_record(line.trim()).map_err(LineError::Json))));
+                    chunk.push((n, read.map_err(LineError::Encoding).and_then(|()| parse_line(n, line.trim()))));
                     if chunk.len() == PARSE_CHUNK && tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(PARSE_CHUNK))).await.is_err() {
                         return Ok(()); // the importer stopped; its error is reported
                     }
@@ -452,6 +501,7 @@ where
                         Ok(record) => importer.push(n, record).await?,
                         Err(LineError::Json(e)) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
                         Err(LineError::Encoding(message)) => importer.reject(n, None, message),
+                        Err(LineError::Nul(field)) => importer.reject(n, Some(field.clone()), format!("line {n}: {}", crate::input::nul_message(&field))),
                     }
                 }
             }
@@ -470,8 +520,7 @@ where
             }
         }
         Format::SwebenchLeaderboard => {
-            let mut text = String::new();
-            input.read_to_string(&mut text).await?;
+            let text = crate::input::read_document(input, "a leaderboard").await?;
             swebench::import_leaderboard(importer, &text).await?;
         }
     }
@@ -489,12 +538,15 @@ pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
 ) -> std::io::Result<Option<Result<(), String>>> {
     let mut bytes = Vec::new();
     loop {
-        bytes.clear();
         line.clear();
-        if input.read_until(b'\n', &mut bytes).await? == 0 {
-            return Ok(None);
-        }
+        let Some(whole) = crate::input::read_line_capped(input, &mut bytes).await? else { return Ok(None) };
         *n += 1;
+        if !whole {
+            return Ok(Some(Err(format!(
+                "line {n}: longer than the {} MiB limit for one line; nothing of it was stored",
+                crate::input::LINE_LIMIT >> 20
+            ))));
+        }
         match String::from_utf8(std::mem::take(&mut bytes)) {
             Err(e) => return Ok(Some(Err(format!("line {n}: not UTF-8 ({})", e.utf8_error())))),
             Ok(text) => *line = text,
@@ -509,6 +561,19 @@ pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
 enum LineError {
     Encoding(String),
     Json(serde_json::Error),
+    /// A field holding a NUL character.
+    Nul(String),
+}
+
+/// One NDJSON line as a record, refused when a field holds a NUL character.
+fn parse_line(n: u64, text: &str) -> Result<ImportRecord, LineError> {
+    let _ = n;
+    if crate::input::may_hold_nul(text.as_bytes()) {
+        if let Some(field) = serde_json::from_str::<serde_json::Value>(text).ok().as_ref().and_then(crate::input::nul_path) {
+            return Err(LineError::Nul(field));
+        }
+    }
+    parse_record(text).map_err(LineError::Json)
 }
 
 /// Parses one NDJSON record. Lines that start `{"kind":"attempt",` (the bulk

@@ -141,8 +141,7 @@ pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'
     let first = input.fill_buf().await?.iter().copied().find(|b| !b.is_ascii_whitespace());
     let mut records: Vec<(u64, CreateReportRequest)> = Vec::new();
     if first == Some(b'[') {
-        let mut text = String::new();
-        tokio::io::AsyncReadExt::read_to_string(&mut input, &mut text).await?;
+        let text = crate::input::read_document(&mut input, "a JSON array of instances").await?;
         let items: Vec<Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of instances: {e}"))?;
         for (k, v) in items.into_iter().enumerate() {
             if let Some(r) = handle(k as u64 + 1, serde_json::from_value(v), importer) {

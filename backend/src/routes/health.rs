@@ -6,7 +6,8 @@ use super::AppState;
 use crate::db::Backend;
 use crate::error::{ApiError, ApiResult};
 
-/// `GET /healthz`: 200 when the database answers, 503 otherwise.
+/// `GET /healthz`: 200 when the database answers and takes a write, 503
+/// naming why otherwise (full disk, read-only, not answering).
 pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let database = match state.storage.backend() {
         Backend::Sqlite => "sqlite",
@@ -14,7 +15,8 @@ pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     };
     state.storage.ping().await.map_err(|e| {
         tracing::warn!(error.cause_chain = ?e, "health check failed");
-        ApiError::Unavailable(format!("{database} is not answering"))
+        let cause = e.unavailable().map(str::to_owned).unwrap_or_else(|| format!("it fails: {e}"));
+        ApiError::Unavailable(format!("{database} is unhealthy: {cause}"))
     })?;
     Ok(Json(json!({ "status": "ok", "database": database, "version": env!("CARGO_PKG_VERSION") })))
 }

@@ -145,6 +145,9 @@ pub async fn sign_in(
         Err(e) => return page(StatusCode::BAD_REQUEST, "Sign in", &anonymous, signin_form("/", "", Some(&format!("The form did not arrive whole: {}", e.body_text())))),
     };
     let next = safe_next(form.next.as_deref());
+    if let Some(field) = [("name", &form.name), ("password", &form.password)].iter().find(|(_, v)| v.contains('\0')).map(|(f, _)| *f) {
+        return page(StatusCode::BAD_REQUEST, "Sign in", &anonymous, signin_form(&next, "", Some(&crate::input::nul_message(field))));
+    }
     let address = crate::security::client_address(&state.security, &headers, peer);
     match signin::sign_in(state.storage.as_ref(), &form.name, &form.password, &address).await {
         Ok(user) => {
@@ -289,6 +292,11 @@ pub struct TokenForm {
 /// `POST /settings/tokens`: the new token is shown once on the page.
 pub async fn create_token(State(state): State<AppState>, viewer: Viewer, form: Result<Form<TokenForm>, FormRejection>) -> ApiResult<Response> {
     let Form(form) = form.map_err(|e| ApiError::BadRequest(format!("the form did not arrive whole: {}", e.body_text())))?;
+    for (field, value) in [("project", &form.project), ("scope", &form.scope), ("name", &form.name), ("expires", &form.expires)] {
+        if value.contains('\0') {
+            return refuse(&state, &viewer, crate::input::nul_message(field)).await;
+        }
+    }
     let scope: TokenScope = match form.scope.parse() {
         Ok(TokenScope::User) | Err(_) => return refuse(&state, &viewer, format!("scope: `{}` is not one of agent, ci, read", form.scope)).await,
         Ok(s) => s,

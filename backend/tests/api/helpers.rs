@@ -25,7 +25,6 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// Sends nothing: an anonymous visitor.
     pub anon: reqwest::Client,
-    pub admin_token: String,
     pub storage: Arc<dyn Storage>,
     /// Every route the router registered.
     pub routes: Vec<&'static failpass::auth::access::RouteSpec>,
@@ -125,7 +124,7 @@ async fn spawn_on(
     let routes = app.routes().to_vec();
     tokio::spawn(app.run_until(std::future::pending()));
     let admin_token = user_token(storage.as_ref(), TEST_ADMIN, true).await;
-    TestApp { base, client: client_with_token(&admin_token), anon: reqwest::Client::new(), admin_token, storage, routes, _dir: dir }
+    TestApp { base, client: client_with_token(&admin_token), anon: reqwest::Client::new(), storage, routes, _dir: dir }
 }
 
 pub struct Reply {
@@ -146,12 +145,6 @@ impl TestApp {
 
     pub async fn post(&self, path: &str, body: &Value) -> Reply {
         let resp = self.client.post(format!("{}{}", self.base, path)).json(body).send().await.expect("request");
-        reply(resp).await
-    }
-
-    /// A GET as an anonymous visitor.
-    pub async fn get_anon(&self, path: &str) -> Reply {
-        let resp = self.anon.get(format!("{}{}", self.base, path)).send().await.expect("request");
         reply(resp).await
     }
 

@@ -8,6 +8,7 @@ mod figures;
 mod health;
 mod helpers;
 mod import;
+mod input;
 mod projects;
 mod queue;
 mod reports;
