@@ -49,7 +49,7 @@ pub fn credentials_file(data_dir: &std::path::Path) -> std::path::PathBuf {
 /// random passwords written to [`credentials_file`].
 pub const DEMO_USERS: &[(&str, &str)] = &[
     ("demo-admin", "admin: every project, environments and visibility"),
-    ("demo-maintainer", "maintainer of fastnum/fastnum, pytorch/pytorch and the private acme/trainer-internal"),
+    ("demo-maintainer", "maintainer of fastnum/fastnum, pytorch/pytorch, jax-ml/jax and the private acme/trainer-internal"),
     ("demo-viewer", "viewer of the private acme/trainer-internal"),
 ];
 
@@ -66,6 +66,7 @@ async fn seed_users(storage: &dyn Storage, data_dir: &std::path::Path) -> anyhow
     for (project, role) in [
         (crate::demo_fastnum::PROJECT, ProjectRole::Maintainer),
         ("pytorch/pytorch", ProjectRole::Maintainer),
+        ("jax-ml/jax", ProjectRole::Maintainer),
         ("acme/trainer-internal", ProjectRole::Maintainer),
     ] {
         storage.set_membership("demo-maintainer", project, Some(role)).await?;

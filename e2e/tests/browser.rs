@@ -81,7 +81,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
     tokio::spawn(app.run_until(std::future::pending()));
     let http = reqwest::Client::new();
     let index = http.get(format!("{base}/")).send().await.unwrap().text().await.unwrap();
-    assert!(index.contains("/pkg/failpass_frontend.js"), "the dashboard is not built: run `cargo xtask test`");
+    assert!(index.contains("/boot.js"), "the dashboard is not built: run `cargo xtask test`");
 
     let port = free_port();
     let driver = Command::new(&chromedriver)
@@ -147,6 +147,22 @@ impl Harness {
             out.push((id, route));
         }
         out
+    }
+
+    /// Signs the browser in as the demo user `name` through the sign-in page.
+    async fn sign_in(&self, name: &str) {
+        let creds = failpass::demo::credentials(self._data.path()).expect("the demo wrote its users' passwords");
+        let password = creds
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(name).filter(|rest| rest.starts_with(' ')))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no demo user {name}"))
+            .to_owned();
+        self.client.goto(&format!("{}/signin?next=%2F", self.base)).await.unwrap();
+        self.client.wait().for_element(Locator::Css("input[name=name]")).await.unwrap().send_keys(name).await.unwrap();
+        self.client.find(Locator::Css("input[name=password]")).await.unwrap().send_keys(&password).await.unwrap();
+        self.client.find(Locator::Css("[data-testid=signin-submit]")).await.unwrap().click().await.unwrap();
+        self.until(&format!("{name} to be signed in"), || async { self.text("signed-in-as").await.starts_with(name) }).await;
     }
 
     async fn screenshot(&self, name: &str) {
@@ -477,7 +493,8 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     assert!(h.text("runners").await.contains("live"), "a live runner is shown as live");
     h.screenshot("runners.png").await;
 
-    // The softmax report: open an attempt's grading, then rerun it and follow it live.
+    // The softmax report: open an attempt's grading, then rerun it and follow it live (a maintainer's to do).
+    h.sign_in("demo-maintainer").await;
     let page: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum/fastnum&q=softmax").await;
     let id = page.items[0].id;
     h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
@@ -574,20 +591,205 @@ async fn oracles_page_shows_the_apis_coverage() {
 async fn a_maintainer_accepts_a_lead_from_the_report_page() {
     let _one = BROWSER.lock().await;
     let h = start(1280, 1100).await;
-    let leads: serde_json::Value = h.api("/api/v1/attempts?verdict=lead&limit=1").await;
-    let report = leads["items"][0]["report_id"].as_i64().expect("the demo has an LLM lead");
+    h.sign_in("demo-maintainer").await;
+    let leads: serde_json::Value = h.api("/api/v1/attempts?verdict=lead&project=jax-ml%2Fjax&limit=1").await;
+    let report = leads["items"][0]["report_id"].as_i64().expect("the demo has an LLM lead in a project demo-maintainer maintains");
     let count = |v: &serde_json::Value, verdict: &str| v["items"].as_array().unwrap().iter().filter(|a| a["verdict"] == verdict).count();
     let before: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={report}&limit=200")).await;
     h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
     h.client.wait().for_element(Locator::Css("[data-testid=review]")).await.unwrap().click().await.unwrap();
-    h.client.wait().for_element(Locator::Css("[data-testid=reviewer]")).await.unwrap().send_keys("tester").await.unwrap();
-    h.client.find(Locator::Css("[data-testid=review-comment]")).await.unwrap().send_keys("reran it by hand").await.unwrap();
+    // The reviewer is who signed in, not a field of the form.
+    h.client.wait().for_element(Locator::Css("[data-testid=review-comment]")).await.unwrap().send_keys("reran it by hand").await.unwrap();
+    assert!(h.client.find(Locator::Css("[data-testid=reviewer]")).await.is_err(), "no reviewer field to type a name into");
     h.client.find(Locator::Css("[data-testid=accept]")).await.unwrap().click().await.unwrap();
-    h.until("the review to show", || async { h.text("attempts").await.contains("reviewed by tester: reran it by hand") }).await;
+    h.until("the review to show", || async { h.text("attempts").await.contains("reviewed by demo-maintainer: reran it by hand") }).await;
     let after: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={report}&limit=200")).await;
     assert_eq!(count(&after, "confirmed"), count(&before, "confirmed") + 1, "one more confirmation");
     assert!(count(&after, "lead") + 1 == count(&before, "lead") || count(&before, "lead") == 0);
     h.client.execute("document.querySelector('[data-testid=attempts]').scrollIntoView()", vec![]).await.unwrap();
     h.screenshot("report-review.png").await;
+    h.finish().await;
+}
+
+/// Each user is offered only what they may use: anonymous visitors and
+/// viewers see no rerun or review buttons; a maintainer does, and makes an
+/// API token on the tokens page, shown once.
+#[tokio::test]
+async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1100).await;
+    let page: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum/fastnum&q=softmax").await;
+    let report = format!("{}/reports/{}", h.base, page.items[0].id);
+    let buttons = |css: &'static str| {
+        let c = h.client.clone();
+        async move { c.find_all(Locator::Css(css)).await.unwrap_or_default().len() }
+    };
+    // Anonymous: the public report, no buttons, a way to sign in.
+    h.client.goto(&report).await.unwrap();
+    h.text("attempts").await;
+    h.text("sign-in").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(buttons("[data-testid=rerun]").await + buttons("[data-testid=report-actions]").await, 0, "nothing to rerun for a visitor");
+    h.screenshot("report-anonymous.png").await;
+    // A viewer of the private project: reads it, may not rerun anything.
+    h.sign_in("demo-viewer").await;
+    let private: Page<ReportSummary> = h.api("/api/v1/reports?project=acme%2Ftrainer-internal").await;
+    assert!(private.items.is_empty(), "anonymous API callers do not see the private project");
+    h.client.goto(&report).await.unwrap();
+    h.text("attempts").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(buttons("[data-testid=rerun]").await, 0, "a viewer elsewhere may not rerun fastnum's attempts");
+    h.client.goto(&format!("{}/queue?project=acme%2Ftrainer-internal", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=queue-row]")).await.expect("the viewer sees the private project's reports");
+    assert_eq!(buttons("[data-testid=bulk-rerun]").await, 0);
+    // Signing out forgets it.
+    h.client.find(Locator::Css(".account button")).await.unwrap().click().await.unwrap();
+    h.text("sign-in").await;
+    h.client.goto(&format!("{}/queue?project=acme%2Ftrainer-internal", h.base)).await.unwrap();
+    // As for a project that does not exist: nothing matches.
+    assert!(h.text("empty").await.contains("No report matches"), "the private project's reports are gone after signing out");
+    // A maintainer of fastnum: rerun buttons, the bulk rerun, and tokens.
+    h.sign_in("demo-maintainer").await;
+    h.client.goto(&report).await.unwrap();
+    h.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css("[data-testid=rerun]")).await.expect("a maintainer may rerun");
+    h.client.wait().for_element(Locator::Css("[data-testid=report-actions]")).await.unwrap();
+    h.screenshot("report-maintainer.png").await;
+    h.client.find(Locator::LinkText("Tokens")).await.unwrap().click().await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=create-token]")).await.unwrap();
+    h.client.find(Locator::Css("select[name=scope]")).await.unwrap().select_by_value("agent").await.unwrap();
+    h.client.find(Locator::Css("input[name=name]")).await.unwrap().send_keys("nightly agent").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=create-token]")).await.unwrap().click().await.unwrap();
+    let token = h.text("new-token").await;
+    assert!(token.starts_with("fp_") && token.len() == 67, "{token}");
+    h.screenshot("tokens-created.png").await;
+    // It works for its project, and is never shown again.
+    let agent = reqwest::Client::new();
+    let me: serde_json::Value = agent.get(format!("{}/api/v1/session", h.base)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(me["token"]["scope"], "agent");
+    h.client.goto(&format!("{}/settings/tokens", h.base)).await.unwrap();
+    let listed = h.text("tokens").await;
+    assert!(listed.contains(&token[..11]) && !listed.contains(&token), "{listed}");
+    assert!(h.client.find(Locator::Css("[data-testid=new-token]")).await.is_err());
+    h.client.find(Locator::Css("[data-testid=revoke]")).await.unwrap().click().await.unwrap();
+    h.until("the token to be revoked", || async { h.text("tokens").await.contains("revoked") }).await;
+    let r = agent.get(format!("{}/api/v1/session", h.base)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    h.finish().await;
+}
+
+/// The sign-in and token pages on a phone: readable, no sideways scrolling.
+#[tokio::test]
+async fn account_pages_at_390_px() {
+    let _one = BROWSER.lock().await;
+    let h = start(390, 844).await;
+    h.client.goto(&format!("{}/signin", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::Css("input[name=password]")).await.unwrap();
+    let overflow = |h: &Harness| {
+        let c = h.client.clone();
+        async move { c.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap().as_i64().unwrap_or(0) }
+    };
+    assert!(overflow(&h).await <= 0);
+    // A wrong password is named on the page, the name kept.
+    h.client.find(Locator::Css("input[name=name]")).await.unwrap().send_keys("demo-admin").await.unwrap();
+    h.client.find(Locator::Css("input[name=password]")).await.unwrap().send_keys("not the password").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=signin-submit]")).await.unwrap().click().await.unwrap();
+    assert!(h.text("signin-error").await.contains("wrong name or password"));
+    h.screenshot("signin-390.png").await;
+    h.sign_in("demo-admin").await;
+    h.client.goto(&format!("{}/settings/tokens", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=create-token]")).await.unwrap();
+    assert!(overflow(&h).await <= 0, "the tokens page does not scroll sideways (its table scrolls inside its frame)");
+    h.screenshot("tokens-390.png").await;
+    h.client.goto(&format!("{}/", h.base)).await.unwrap();
+    h.text("signed-in-as").await;
+    assert!(overflow(&h).await <= 0, "the header with the account fits");
+    h.screenshot("overview-signed-in-390.png").await;
+    h.finish().await;
+}
+
+/// A page on another origin, open in the browser of a signed-in admin,
+/// tries the attack the security issue replayed: an NDJSON import of an
+/// environment whose setup would run a command, posted `no-cors` as
+/// `text/plain`, a JSON write, a read, and a classic form post. All fail;
+/// the same admin's own page can write.
+#[tokio::test]
+async fn a_page_on_another_origin_cannot_write_as_a_signed_in_admin() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 900).await;
+    h.sign_in("demo-admin").await;
+    let marker = format!("pwned-{}", std::process::id());
+    let evil_env = serde_json::json!({"kind": "environment", "project": "fastnum/fastnum", "name": marker, "role": "release",
+        "recipe": {"setup": [format!("touch /tmp/{marker}")]}});
+    let ndjson = format!("{evil_env}\n");
+    let page = format!(
+        r#"<!doctype html><title>cute cats</title><p id="status">running</p>
+<form id="f" method="POST" action="{base}/api/v1/import?format=ndjson" enctype="text/plain"><input name='{env_prefix}' value='"}}'></form>
+<script>
+const target = {base:?};
+const results = {{}};
+async function go() {{
+  try {{ const r = await fetch(target + "/api/v1/import?format=ndjson", {{method: "POST", mode: "no-cors", credentials: "include", headers: {{"content-type": "text/plain"}}, body: {ndjson:?}}}); results.nocors = r.type; }} catch (e) {{ results.nocors = "error"; }}
+  try {{ const r = await fetch(target + "/api/v1/environments", {{method: "POST", credentials: "include", headers: {{"content-type": "application/json"}}, body: {json:?}}}); results.cors = r.status; }} catch (e) {{ results.cors = "blocked"; }}
+  try {{ const r = await fetch(target + "/api/v1/session", {{credentials: "include"}}); results.read = await r.text(); }} catch (e) {{ results.read = "blocked"; }}
+  const s = document.getElementById("status"); s.textContent = JSON.stringify(results); s.setAttribute("data-testid", "attack-done");
+}}
+go();
+</script>"#,
+        base = h.base,
+        env_prefix = format!("{}", &evil_env.to_string()[..evil_env.to_string().len() - 1]).replace('\'', "&#39;") + ",\"x\":\"",
+        ndjson = ndjson,
+        json = serde_json::json!({"project": "fastnum/fastnum", "name": marker, "role": "release", "recipe": {"setup": ["true"]}}).to_string(),
+    );
+    // The attacker's site: another port of the same address (the same site to a browser, another origin).
+    let attacker = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let attacker_url = format!("http://127.0.0.1:{}/", attacker.local_addr().unwrap().port());
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        loop {
+            let Ok((mut sock, _)) = attacker.accept().await else { return };
+            let body = page.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(body.as_bytes()).await;
+            });
+        }
+    });
+    h.client.goto(&attacker_url).await.unwrap();
+    let results = h.text("attack-done").await;
+    assert!(results.contains("\"nocors\":\"opaque\""), "the no-cors post left the browser: {results}");
+    assert!(results.contains("\"cors\":\"blocked\""), "the JSON write never passed its preflight: {results}");
+    assert!(results.contains("\"read\":\"blocked\""), "the session is not readable from another origin: {results}");
+    // Last, the classic form post (text/plain): the browser lands on the refusal.
+    h.client.execute("document.getElementById('f').submit()", vec![]).await.unwrap();
+    h.until("the form post's answer", || async { h.client.current_url().await.is_ok_and(|u| u.as_str().starts_with(&h.base)) }).await;
+    let answer = h.client.source().await.unwrap();
+    assert!(answer.contains("cross-origin write refused") || answer.contains("Content-Type"), "{answer}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let envs: Vec<serde_json::Value> = h
+        .http
+        .get(format!("{}/api/v1/environments?project=fastnum%2Ffastnum", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(envs.iter().all(|e| e["name"] != marker.as_str()), "no recipe was stored: {envs:?}");
+    assert!(!std::path::Path::new(&format!("/tmp/{marker}")).exists(), "no command ran");
+    // The admin's own page writes fine: the session was real, the origin was the difference.
+    h.client.goto(&format!("{}/runners", h.base)).await.unwrap();
+    let status = h
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; fetch('/api/v1/environments', {method: 'POST', headers: {'content-type': 'application/json'}, \
+             body: JSON.stringify({project: 'fastnum/fastnum', name: 'from-own-page', role: 'release', recipe: {setup: []}})}).then(r => done(r.status), e => done(String(e)));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.as_i64(), Some(201), "{status:?}");
     h.finish().await;
 }

@@ -83,6 +83,11 @@ pub async fn chart(src: String) -> Result<String, ClientError> {
     get_text(&src).await
 }
 
+/// Who the dashboard's user is and what they may do.
+pub async fn me() -> Result<failpass_shared::api::session::Me, ClientError> {
+    get_json("/api/v1/session").await
+}
+
 pub async fn queue() -> Result<failpass_shared::api::jobs::QueueOverview, ClientError> {
     get_json("/api/v1/jobs").await
 }

@@ -22,11 +22,26 @@ const NAV: &[(&str, &str, &[&str])] = &[
     ("/runners", "Runners", &[]),
 ];
 
+/// Who uses the dashboard; anonymous until `/api/v1/session` answers.
+pub type MeSignal = RwSignal<failpass_shared::api::session::Me>;
+
+/// The signed-in user (for the header and the buttons a page offers).
+pub fn use_me() -> MeSignal {
+    use_context::<MeSignal>().unwrap_or_else(|| RwSignal::new(Default::default()))
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     provide_router();
     let path = use_path();
     let query = use_query();
+    let me: MeSignal = RwSignal::new(Default::default());
+    provide_context(me);
+    leptos::task::spawn_local(async move {
+        if let Ok(m) = crate::api::me().await {
+            me.set(m);
+        }
+    });
     // The filters pages share travel with the navigation links, so a team
     // lead who picked a project and a window keeps them page to page.
     let carried = move |keys: &[&str]| {
@@ -83,6 +98,18 @@ pub fn App() -> impl IntoView {
                     })
                     .collect_view()}
             </nav>
+            <div class="account">
+                {move || me.with(|m| match &m.user {
+                    Some(name) => view! {
+                        <span class="account-name" data-testid="signed-in-as">{name.clone()}{m.admin.then_some(" (admin)")}</span>
+                        {m.maintains_any().then(|| view! { <a href="/settings/tokens">"Tokens"</a> })}
+                        <form class="inline" method="post" action="/signout"><button class="link-button" type="submit">"Sign out"</button></form>
+                    }.into_any(),
+                    None => view! {
+                        <a data-testid="sign-in" href=move || format!("/signin?{}", failpass_shared::api::query::to_query_string(&[("next", path.get())]))>"Sign in"</a>
+                    }.into_any(),
+                })}
+            </div>
         </header>
         <main class="page" id="main" tabindex="-1">{page}</main>
     }

@@ -54,9 +54,10 @@ pub fn provide_router() {
             return;
         }
         let href = link.get_attribute("href").unwrap_or_default();
-        // The app's own pages only: the API and static files load for real.
+        // The app's own pages only: the API, static files and the server's
+        // account pages (sign-in, tokens) load for real.
         let own = href.starts_with('/') && !href.starts_with("//") && !href.contains('\\');
-        if !own || href.starts_with("/api/") || href.starts_with("/pkg/") {
+        if !own || ["/api/", "/pkg/", "/signin", "/settings/"].iter().any(|p| href.starts_with(p)) {
             return;
         }
         ev.prevent_default();

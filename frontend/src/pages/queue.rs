@@ -57,6 +57,7 @@ pub fn QueuePage() -> impl IntoView {
     let go_until = go.clone();
 
     // Bulk rerun: every failed or errored attempt of the reports these filters select.
+    let me = crate::app::use_me();
     let bulk_message = RwSignal::new(String::new());
     let rerun_view = move |_| {
         let filter = query.get_untracked().map(|q| q.filter).unwrap_or_default();
@@ -76,11 +77,14 @@ pub fn QueuePage() -> impl IntoView {
         <section class="queue">
             <div class="page-head">
                 <h1>"Triage queue"</h1>
-                <div class="actions">
-                    <button type="button" data-testid="bulk-rerun" on:click=rerun_view
-                        title="Rerun every failed or errored attempt of the reports these filters select">"Rerun failed in this view"</button>
-                    <span class="message" role="status" aria-live="polite" data-testid="bulk-message">{move || bulk_message.get()}</span>
-                </div>
+                // Reruns are for maintainers (of the projects the view selects; the server checks each).
+                {move || me.with(|m| m.maintains_any()).then(|| view! {
+                    <div class="actions">
+                        <button type="button" data-testid="bulk-rerun" on:click=rerun_view
+                            title="Rerun every failed or errored attempt of the reports these filters select, in the projects you maintain">"Rerun failed in this view"</button>
+                        <span class="message" role="status" aria-live="polite" data-testid="bulk-message">{move || bulk_message.get()}</span>
+                    </div>
+                })}
             </div>
             <form class="filters" role="search" on:submit=on_search>
                 <Suspense fallback=|| ()>

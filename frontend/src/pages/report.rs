@@ -174,6 +174,9 @@ fn ReportActions(report: Report) -> impl IntoView {
 fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
     let s = report.summary.clone();
     let actions = report.clone();
+    let me = crate::app::use_me();
+    let project = s.project.clone();
+    let maintains = Memo::new(move |_| me.with(|m| m.maintains(&project)));
     view! {
         <article class="report">
             <p class="crumbs"><a href="/queue">"Triage queue"</a>" / "{s.project.clone()}" #"{s.external_id.clone()}</p>
@@ -189,7 +192,8 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 {s.url.clone().filter(|u| u.starts_with("https://") || u.starts_with("http://"))
                     .map(|u| view! { " · " <a href=u rel="noopener noreferrer">"original"</a> })}
             </p>
-            <ReportActions report=actions/>
+            // Reruns, refine and re-checks are the project's maintainers' to start.
+            {move || maintains.get().then(|| view! { <ReportActions report=actions.clone()/> })}
             <section class="panel">
                 <h2>"Why this route"</h2>
                 <table class="explanation" data-testid="explanation">
@@ -240,7 +244,7 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                                 <th scope="col">"Grading"</th>
                             </tr></thead>
                             <tbody>
-                                {attempts.into_iter().map(|a| view! { <AttemptRow a=a/> }).collect_view()}
+                                {attempts.into_iter().map(|a| view! { <AttemptRow a=a maintains=maintains/> }).collect_view()}
                             </tbody>
                         </table>
                         </div>
@@ -253,7 +257,7 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
 
 /// One attempt: a summary row, and on demand its grading, signals, runs and candidate.
 #[component]
-fn AttemptRow(a: Attempt) -> impl IntoView {
+fn AttemptRow(a: Attempt, maintains: Memo<bool>) -> impl IntoView {
     let open = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let id = a.id;
@@ -297,8 +301,8 @@ fn AttemptRow(a: Attempt) -> impl IntoView {
                     <button type="button" aria-expanded=move || open.get().to_string() on:click=move |_| open.update(|o| *o = !*o)>
                         {move || if open.get() { "Hide" } else { "Details" }}
                     </button>
-                    {can_rerun.then(|| view! { <button type="button" on:click=rerun data-testid="rerun">"Rerun"</button> })}
-                    {reviewable.then(|| view! {
+                    {move || (can_rerun && maintains.get()).then(|| view! { <button type="button" on:click=rerun data-testid="rerun">"Rerun"</button> })}
+                    {move || (reviewable && maintains.get()).then(|| view! {
                         <button type="button" data-testid="review" on:click=move |_| reviewing.update(|r| *r = !*r)>"Review"</button>
                     })}
                 </span>
@@ -408,18 +412,16 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
     }
 }
 
-/// Accept or reject an attempt, with who and why.
+/// Accept or reject an attempt, and why (the reviewer is the signed-in user).
 #[component]
 fn ReviewForm(id: i64) -> impl IntoView {
-    let reviewer: NodeRef<leptos::html::Input> = NodeRef::new();
     let comment: NodeRef<leptos::html::Textarea> = NodeRef::new();
     let message = RwSignal::new(String::new());
     let refetch = use_context::<Refetch>();
     let send = move |review: Review| {
-        let who = reviewer.get().map(|i| i.value()).unwrap_or_default();
         let why = comment.get().map(|t| t.value()).filter(|c| !c.trim().is_empty());
         leptos::task::spawn_local(async move {
-            let req = failpass_shared::api::attempts::ReviewRequest { review, reviewer: who, comment: why };
+            let req = failpass_shared::api::attempts::ReviewRequest { review, comment: why };
             match api::review(id, &req).await {
                 Ok(_) => {
                     if let Some(Refetch(r)) = refetch {
@@ -432,7 +434,6 @@ fn ReviewForm(id: i64) -> impl IntoView {
     };
     view! {
         <form class="review" data-testid="review-form" on:submit=|ev| ev.prevent_default()>
-            <label class="field"><span>"Reviewer"</span><input type="text" node_ref=reviewer data-testid="reviewer" required=true placeholder="your name"/></label>
             <label class="field field-grow"><span>"Comment"</span><textarea node_ref=comment data-testid="review-comment" rows="2" placeholder="why (optional)"></textarea></label>
             <button type="button" data-testid="accept" on:click=move |_| send(Review::Accepted)>"Accept"</button>
             <button type="button" data-testid="reject" on:click=move |_| send(Review::Rejected)>"Reject"</button>

@@ -1,0 +1,6 @@
+// Starts the dashboard (a file of its own: the Content-Security-Policy allows no inline script).
+import init from '/pkg/failpass_frontend.js';
+init().catch((e) => {
+  const boot = document.getElementById('boot');
+  if (boot) boot.textContent = 'failpass could not start in this browser: ' + e;
+});
