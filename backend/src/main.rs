@@ -43,8 +43,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut out = std::io::stdout();
             let _ = writeln!(out, "failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
             if args.demo {
-                if let Some(text) = failpass::demo::credentials(&args.database.data_dir) {
-                    let _ = write!(out, "{text}");
+                match failpass::demo::credentials(&args.database.data_dir) {
+                    Some(text) => {
+                        let _ = write!(out, "{text}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "no demo users in this data directory (its data predates accounts): add an admin with `failpass user add NAME --admin`");
+                    }
                 }
             }
             let _ = out.flush();
