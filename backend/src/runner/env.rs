@@ -184,6 +184,8 @@ impl EnvCache {
         let mut cmd = Command::new("/bin/sh", ["-c", script]);
         cmd.network = true;
         cmd.user = user;
+        // Other environments (other projects') stay out of sight; this build's tree is the run's own directory.
+        cmd.hide = vec![self.root.clone()];
         cmd.limits = self.setup_limits;
         log.push_str(&format!("$ {script}\n"));
         let r = sandbox::run_in(&cmd, tree).await.map_err(|e| SetupFailed { reason: e.to_string(), log: log.clone() })?;

@@ -134,7 +134,7 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
     let mut stop = "budget";
     for i in 1..=budget.max(1) {
         let t = Instant::now();
-        let proposal = match propose(generator, &report, i, &history, &verifier.scratch).await {
+        let proposal = match propose(generator, &report, i, &history, &verifier.scratch, &verifier.hidden()).await {
             Ok(Some(p)) => p,
             Ok(None) => {
                 stop = "no_candidate";
@@ -244,7 +244,14 @@ fn tail_of(s: &str, max: usize) -> String {
     s[start..].to_owned()
 }
 
-async fn propose(generator: &Generator, report: &Report, iteration: u32, history: &[Feedback], scratch: &std::path::Path) -> Result<Option<Proposal>, String> {
+async fn propose(
+    generator: &Generator,
+    report: &Report,
+    iteration: u32,
+    history: &[Feedback],
+    scratch: &std::path::Path,
+    hide: &[std::path::PathBuf],
+) -> Result<Option<Proposal>, String> {
     match generator {
         Generator::Snippet => Ok(snippet(&report.body, iteration).map(|candidate| Proposal { candidate, ..Default::default() })),
         Generator::Command { command, timeout, env, .. } => {
@@ -256,7 +263,7 @@ async fn propose(generator: &Generator, report: &Report, iteration: u32, history
                 "iteration": iteration,
                 "history": history,
             });
-            agent_command(command, &input, *timeout, env, scratch).await.map(Some)
+            agent_command(command, &input, *timeout, env, scratch, hide).await.map(Some)
         }
     }
 }
@@ -271,8 +278,10 @@ pub async fn agent_command(
     timeout: Duration,
     env: &[(String, String)],
     scratch: &std::path::Path,
+    hide: &[std::path::PathBuf],
 ) -> Result<Proposal, String> {
     let mut cmd = super::sandbox::Command::new("/bin/sh", ["-c", command]);
+    cmd.hide = hide.to_vec();
     cmd.stdin = Some(input.to_string().into_bytes());
     cmd.network = true;
     cmd.split_stderr = true;

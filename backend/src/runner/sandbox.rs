@@ -83,6 +83,10 @@ pub struct Command {
     /// Host paths the run needs besides its own directory (an environment's
     /// tree), read-only unless said otherwise.
     pub binds: Vec<(PathBuf, bool)>,
+    /// Host directories the run must not see (the environment cache: other
+    /// projects' environments), covered by an empty tmpfs; what `binds`
+    /// needs from under them is mounted back.
+    pub hide: Vec<PathBuf>,
     /// Keep stderr apart from stdout (in [`Finished::stderr`]), for commands
     /// whose stdout is an answer (the refine loop's agent).
     pub split_stderr: bool,
@@ -100,6 +104,7 @@ impl Command {
             network: false,
             user: None,
             binds: Vec::new(),
+            hide: Vec::new(),
             split_stderr: false,
         }
     }
@@ -258,17 +263,23 @@ const MASKED: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 struct Bind {
     /// The host directory, which is also where it goes.
     target: std::ffi::CString,
-    /// Directories to create in a fresh tmpfs first, outermost first.
-    mkdirs: Vec<std::ffi::CString>,
+    /// Create the target first (it is the top directory under a fresh tmpfs).
+    mkdir: bool,
     writable: bool,
+}
+
+/// One step of a run's file system, in order.
+enum Step {
+    /// A fresh, empty tmpfs over this directory.
+    Mask(std::ffi::CString),
+    Bind(Bind),
 }
 
 /// What the child does in its own mount namespace, computed before the fork
 /// (between fork and exec nothing may allocate).
 struct MountPlan {
-    masks: Vec<std::ffi::CString>,
+    steps: Vec<Step>,
     tmpfs_options: std::ffi::CString,
-    binds: Vec<Bind>,
     /// The run's directory: the working directory again once mounts are done.
     workdir: std::ffi::CString,
 }
@@ -282,42 +293,51 @@ fn cstring(p: &Path) -> std::io::Result<std::ffi::CString> {
 const MAX_BINDS: usize = 16;
 
 impl MountPlan {
-    /// The run's directory writable, `extra` paths as asked. A path under a
-    /// masked directory is reached through its top directory there (say
-    /// `/tmp/data`), mounted read-only with the host's permissions.
-    fn new(dir: &Path, extra: &[(PathBuf, bool)], limits: &Limits) -> std::io::Result<MountPlan> {
-        let masks: Vec<&str> = MASKED.iter().copied().filter(|m| Path::new(m).is_dir()).collect();
-        let mut binds: Vec<Bind> = Vec::new();
-        let mut seen: Vec<PathBuf> = Vec::new();
-        let wanted = std::iter::once((dir.to_path_buf(), true)).chain(extra.iter().cloned());
-        for (path, writable) in wanted {
-            let path = path.canonicalize()?;
-            if let Some(mask) = masks.iter().find(|m| path.starts_with(m) && path != Path::new(m)) {
-                let rel = path.strip_prefix(mask).unwrap_or(&path);
-                let top = Path::new(mask).join(rel.components().next().map(|c| c.as_os_str()).unwrap_or_default());
-                if !seen.contains(&top) {
-                    seen.push(top.clone());
-                    binds.push(Bind { target: cstring(&top)?, mkdirs: vec![cstring(&top)?], writable: false });
+    /// The run's directory writable, `extra` paths as asked (read-only
+    /// unless marked writable), and `hide` (such as the environment cache)
+    /// covered like `/tmp`. A path under a covered directory is reached
+    /// through its top directory there (`/tmp/data`, `envs/<hash>`), mounted
+    /// read-only with the host's permissions; nothing else under it shows.
+    fn new(dir: &Path, extra: &[(PathBuf, bool)], hide: &[PathBuf], limits: &Limits) -> std::io::Result<MountPlan> {
+        let wanted: Vec<(PathBuf, bool)> = std::iter::once((dir.to_path_buf(), true))
+            .chain(extra.iter().cloned())
+            .map(|(p, w)| Ok((p.canonicalize()?, w)))
+            .collect::<std::io::Result<_>>()?;
+        let hide: Vec<PathBuf> = hide.iter().filter_map(|h| h.canonicalize().ok()).filter(|h| h.is_dir()).collect();
+        let masks: Vec<PathBuf> = MASKED.iter().map(PathBuf::from).filter(|m| m.is_dir()).chain(hide.iter().cloned()).collect();
+        let mut steps = Vec::new();
+        let mut tops: Vec<PathBuf> = Vec::new();
+        for (i, mask) in masks.iter().enumerate() {
+            steps.push(Step::Mask(cstring(mask)?));
+            // What must show under this mask: the wanted paths, and the masks after it (mounted on top).
+            let under: Vec<&PathBuf> = wanted.iter().map(|(p, _)| p).chain(masks[i + 1..].iter()).filter(|p| p.starts_with(mask) && *p != mask).collect();
+            for p in under {
+                let first = p.strip_prefix(mask).ok().and_then(|r| r.components().next()).map(|c| c.as_os_str().to_owned()).unwrap_or_default();
+                let top = mask.join(first);
+                if !tops.contains(&top) {
+                    steps.push(Step::Bind(Bind { target: cstring(&top)?, mkdir: true, writable: false }));
+                    tops.push(top);
                 }
             }
-            if writable || !seen.iter().any(|t| path.starts_with(t)) {
-                binds.push(Bind { target: cstring(&path)?, mkdirs: vec![], writable });
+        }
+        for (p, writable) in &wanted {
+            if *writable || !tops.iter().any(|t| p.starts_with(t)) {
+                steps.push(Step::Bind(Bind { target: cstring(p)?, mkdir: false, writable: *writable }));
             }
         }
-        if binds.len() > MAX_BINDS {
+        if steps.iter().filter(|s| matches!(s, Step::Bind(_))).count() > MAX_BINDS {
             return Err(std::io::Error::other(format!("a run may bind at most {MAX_BINDS} host directories")));
         }
         Ok(MountPlan {
-            masks: masks.iter().map(|m| cstring(Path::new(m))).collect::<Result<_, _>>()?,
+            steps,
             tmpfs_options: std::ffi::CString::new(format!("mode=1777,size={}", limits.file_bytes.max(1 << 20)))
                 .map_err(std::io::Error::other)?,
-            binds,
             workdir: cstring(dir)?,
         })
     }
 
-    /// In the child, in its new mount namespace: everything read-only, the
-    /// masks fresh, the binds in place, back in the working directory.
+    /// In the child, in its new mount namespace: everything read-only, then
+    /// the steps in order, back in the working directory.
     ///
     /// # Safety
     /// Called between fork and exec: only syscalls, on values made before the fork.
@@ -325,44 +345,48 @@ impl MountPlan {
         let fail = || Err(std::io::Error::last_os_error());
         unsafe {
             // The bind sources, opened in this namespace (a mount of another
-            // namespace cannot be bound) and before the masks hide them.
+            // namespace cannot be bound) and before any mask hides them.
             let mut fds = [-1i32; MAX_BINDS];
-            for (i, b) in self.binds.iter().enumerate() {
-                fds[i] = libc::open(b.target.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY);
-                if fds[i] < 0 {
-                    return fail();
+            let mut n = 0;
+            for step in &self.steps {
+                if let Step::Bind(b) = step {
+                    fds[n] = libc::open(b.target.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY);
+                    if fds[n] < 0 {
+                        return fail();
+                    }
+                    n += 1;
                 }
             }
-            // The whole tree read-only (mount_setattr, Linux 5.12); else at least `/`.
-            if set_mount_attr(c"/".as_ptr(), true, true) != 0
-                && libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, std::ptr::null()) != 0
-            {
+            // The whole tree read-only (mount_setattr, Linux 5.12). Without it
+            // the run is refused: a half read-only host is not what it says.
+            if set_mount_attr(c"/".as_ptr(), true, true) != 0 {
                 return fail();
             }
-            for m in &self.masks {
-                let flags = libc::MS_NOSUID | libc::MS_NODEV;
-                if libc::mount(c"tmpfs".as_ptr(), m.as_ptr(), c"tmpfs".as_ptr(), flags, self.tmpfs_options.as_ptr().cast()) != 0 {
-                    return fail();
-                }
-            }
             let mut source = [0u8; 32];
-            for (i, b) in self.binds.iter().enumerate() {
-                for d in &b.mkdirs {
-                    if libc::mkdir(d.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
-                        return fail();
+            let mut i = 0;
+            for step in &self.steps {
+                match step {
+                    Step::Mask(m) => {
+                        let flags = libc::MS_NOSUID | libc::MS_NODEV;
+                        if libc::mount(c"tmpfs".as_ptr(), m.as_ptr(), c"tmpfs".as_ptr(), flags, self.tmpfs_options.as_ptr().cast()) != 0 {
+                            return fail();
+                        }
+                    }
+                    Step::Bind(b) => {
+                        if b.mkdir && libc::mkdir(b.target.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
+                            return fail();
+                        }
+                        proc_fd_path(fds[i], &mut source);
+                        if libc::mount(source.as_ptr().cast(), b.target.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                            return fail();
+                        }
+                        if set_mount_attr(b.target.as_ptr(), !b.writable, false) != 0 {
+                            return fail();
+                        }
+                        libc::close(fds[i]);
+                        i += 1;
                     }
                 }
-                proc_fd_path(fds[i], &mut source);
-                if libc::mount(source.as_ptr().cast(), b.target.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
-                    return fail();
-                }
-                if set_mount_attr(b.target.as_ptr(), !b.writable, false) != 0 {
-                    let flags = libc::MS_REMOUNT | libc::MS_BIND | if b.writable { 0 } else { libc::MS_RDONLY };
-                    if libc::mount(std::ptr::null(), b.target.as_ptr(), std::ptr::null(), flags, std::ptr::null()) != 0 {
-                        return fail();
-                    }
-                }
-                libc::close(fds[i]);
             }
             if libc::chdir(self.workdir.as_ptr()) != 0 {
                 return fail();
@@ -454,7 +478,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     let isolate = !cmd.network && network_isolation_available();
     let own_pids = pid_isolation_available();
     // A private mount namespace comes with the PID namespace (both need root).
-    let mounts = if own_pids { Some(std::sync::Arc::new(MountPlan::new(dir, &cmd.binds, &cmd.limits)?)) } else { None };
+    let mounts = if own_pids { Some(std::sync::Arc::new(MountPlan::new(dir, &cmd.binds, &cmd.hide, &cmd.limits)?)) } else { None };
     // RLIMIT_NPROC counts every thread of the real user: a fresh user starts
     // at none; the worker's own user (not root) already runs the server.
     let nproc = match uid {

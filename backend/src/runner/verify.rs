@@ -87,6 +87,12 @@ impl Verifier {
         }
     }
 
+    /// What a run must not see: the environment cache (other projects'
+    /// environments); its own environment is mounted back.
+    pub fn hidden(&self) -> Vec<PathBuf> {
+        vec![self.envs.root().to_path_buf()]
+    }
+
     /// Fails (transiently, with what to do) when candidates would run as a
     /// user that cannot read the environment cache: every run would fail
     /// for a reason that is not the candidate's.
@@ -187,7 +193,7 @@ impl Verifier {
         };
         let mut signals = Signals::default();
         if let Some(code) = candidate {
-            let (syntax, quality) = static_signals(code, &self.scratch).await?;
+            let (syntax, quality) = static_signals(code, &self.scratch, &self.hidden()).await?;
             let (relevant, detail) = grading::relevance(&format!("{}\n{}", report.summary.title, report.body), code);
             signals.relevance = Some(Signal { passed: relevant, source: SignalSource::Deterministic, detail: Some(detail) });
             signals.quality = quality;
@@ -332,6 +338,7 @@ impl Verifier {
         let mut cmd = Command::new("/bin/sh", ["-c", script.as_str()]);
         cmd.limits = self.limits;
         cmd.binds.push((env.dir.clone(), false));
+        cmd.hide = self.hidden();
         cmd.env = env.vars.clone();
         cmd.env.push(("FAILPASS_ENV".into(), env.dir.to_string_lossy().into_owned()));
         let junit = dir.path().join("junit.xml");
@@ -340,7 +347,9 @@ impl Verifier {
             cmd.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
         }
         let finished = sandbox::run_in(&cmd, dir.path()).await?;
-        let (failing_tests, passing_tests) = match std::fs::read_to_string(&junit).ok().and_then(|x| crate::import::junit::parse(&x).ok()) {
+        let run_uid = finished.uid;
+        let report = tokio::task::spawn_blocking(move || read_run_file(&junit, run_uid)).await.ok().flatten();
+        let (failing_tests, passing_tests) = match report.and_then(|x| crate::import::junit::parse(&x).ok()) {
             Some(r) => (r.failing, r.passing),
             None => (Vec::new(), Vec::new()),
         };
@@ -374,6 +383,27 @@ impl Verifier {
 }
 
 /// The directory run directories go in, open for the run user to pass through.
+/// A file the run wrote (its JUnit report), read by the worker without
+/// trusting it: not followed through a symlink, not a FIFO or device (which
+/// could block or never end), owned by the run's user, and at most the
+/// import's document limit. `None` for anything else.
+fn read_run_file(path: &Path, uid: Option<u32>) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.file_type().is_file() || uid.is_some_and(|u| meta.uid() != u) {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(crate::input::DOCUMENT_LIMIT).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 fn prepare_scratch(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
@@ -431,11 +461,12 @@ async fn pyflakes_available(scratch: &Path) -> bool {
 
 /// Syntax from Python's own compiler; quality from pyflakes when installed
 /// (`None`, not computed, otherwise).
-pub async fn static_signals(code: &str, scratch: &Path) -> Result<(Signal, Option<Signal>), JobError> {
+pub async fn static_signals(code: &str, scratch: &Path, hide: &[PathBuf]) -> Result<(Signal, Option<Signal>), JobError> {
     let check = |args: &[&str]| {
         let mut c = Command::new("python3", args.iter().copied());
         c.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
         c.limits = Limits { wall: Duration::from_secs(30), cpu_seconds: 30, ..Limits::default() };
+        c.hide = hide.to_vec();
         c
     };
     let _ = prepare_scratch(scratch);

@@ -181,7 +181,8 @@ fn a_full_disk_answers_503_naming_the_cause() {
     let token = inside(&["token", "create", "--user", "root-admin"], "").trim().to_owned();
     assert!(token.starts_with("fp_"), "{token}");
     rt.block_on(async {
-        let client = reqwest::Client::new();
+        // A fresh connection per request: the server may close one after refusing a write.
+        let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
         let health = client.get(format!("{base}/healthz")).send().await.unwrap();
         assert_eq!(health.status(), 200);
         // Fill the disk from inside the server's namespace.

@@ -530,14 +530,24 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
         assert_eq!((meta.uid(), meta.mode() & 0o022), (0, 0), "{f}: root's, and nobody else may write it");
         assert_eq!(meta.mode() & 0o004, 0o004, "{f}: everyone may read it");
     }
-    // A candidate with the environment bound in, as verification runs it.
-    let mut c = failpass::runner::sandbox::Command::new("/bin/sh", ["-c", "cat \"$ENV/lib.txt\"; echo tampered >> \"$ENV/lib.txt\" 2>&1; rm -f \"$ENV/lib.txt\" 2>&1; echo done"]);
+    // Another project's environment in the same cache.
+    let other = failpass_shared::api::jobs::Recipe { setup: vec!["echo another-projects-secret > secret.txt".into()], ..Default::default() };
+    let other = cache.get(&other, data.path()).await.unwrap();
+    // A candidate with its environment bound in and the cache hidden, as verification runs it.
+    let script = "cat \"$ENV/lib.txt\"; echo tampered >> \"$ENV/lib.txt\" 2>&1; rm -f \"$ENV/lib.txt\" 2>&1; ls \"$CACHE\"; cat \"$OTHER/secret.txt\" 2>&1; echo done";
+    let mut c = failpass::runner::sandbox::Command::new("/bin/sh", ["-c", script]);
     c.env.push(("ENV".into(), built.dir.to_string_lossy().into_owned()));
+    c.env.push(("CACHE".into(), cache.root().to_string_lossy().into_owned()));
+    c.env.push(("OTHER".into(), other.dir.to_string_lossy().into_owned()));
     c.binds.push((built.dir.clone(), false));
+    c.hide.push(cache.root().to_path_buf());
     let r = failpass::runner::sandbox::run(&c, None).await.unwrap();
     assert!(r.output.starts_with("graded-in\n"), "the run reads its environment: {}", r.output);
     assert!(r.output.contains("Read-only file system"), "{}", r.output);
     assert_eq!(std::fs::read_to_string(built.dir.join("lib.txt")).unwrap(), "graded-in\n", "the environment is unchanged");
+    assert!(!r.output.contains("secret") || r.output.contains("No such file"), "another project's environment is out of sight: {}", r.output);
+    assert!(!r.output.contains(&format!("\n{}\n", other.hash)), "the cache lists only the run's own environment: {}", r.output);
+    assert!(r.output.contains(&format!("\n{}\n", built.hash)), "{}", r.output);
 }
 
 /// The refine loop's agent command: a user of its own, and at its timeout
@@ -546,11 +556,11 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
 async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_timeout() {
     let scratch = tempfile::tempdir().unwrap();
     let input = json!({"report": {"title": "t"}, "iteration": 1, "history": []});
-    let p = failpass::runner::refine::agent_command("id -u", &input, Duration::from_secs(10), &[], scratch.path()).await.unwrap();
+    let p = failpass::runner::refine::agent_command("id -u", &input, Duration::from_secs(10), &[], scratch.path(), &[]).await.unwrap();
     assert_ne!(p.candidate.trim(), "0", "the agent ran as root");
     let key = format!("{}.{}", 61, rand_digits());
     let started = Instant::now();
-    let e = failpass::runner::refine::agent_command(&format!("sleep {key} & sleep {key}; echo late"), &input, Duration::from_secs(1), &[], scratch.path())
+    let e = failpass::runner::refine::agent_command(&format!("sleep {key} & sleep {key}; echo late"), &input, Duration::from_secs(1), &[], scratch.path(), &[])
         .await
         .unwrap_err();
     assert!(e.contains("took longer than 1 s"), "{e}");
@@ -558,7 +568,7 @@ async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_time
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(crate::sandbox::processes_with(&key).is_empty(), "the agent's children outlived its timeout");
     // Variables are the ones passed, nothing of the server's.
-    let p = failpass::runner::refine::agent_command("echo \"${API_KEY:-none} ${CARGO_MANIFEST_DIR:-none}\"", &input, Duration::from_secs(10), &[("API_KEY".into(), "k".into())], scratch.path())
+    let p = failpass::runner::refine::agent_command("echo \"${API_KEY:-none} ${CARGO_MANIFEST_DIR:-none}\"", &input, Duration::from_secs(10), &[("API_KEY".into(), "k".into())], scratch.path(), &[])
         .await
         .unwrap();
     assert_eq!(p.candidate.trim(), "k none");
