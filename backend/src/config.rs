@@ -169,6 +169,8 @@ pub struct WorkerArgs {
     /// Seconds a claimed job's lease lasts (renewed every third of it while it runs).
     #[arg(long, env = "FAILPASS_LEASE_SECONDS", default_value_t = 30)]
     pub lease_seconds: i64,
+    #[command(flatten)]
+    pub runs: RunArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -273,6 +275,18 @@ pub struct ServeArgs {
     /// Take clients' addresses from the last X-Forwarded-For entry (a reverse proxy in front appends it).
     #[arg(long, env = "FAILPASS_TRUST_X_FORWARDED_FOR")]
     pub trust_x_forwarded_for: bool,
+    #[command(flatten)]
+    pub runs: RunArgs,
+}
+
+/// Whether candidates may run without the sandbox's user switch.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Grade candidates even when this process is not root, so runs cannot
+    /// get users and namespaces of their own: they then run as failpass's
+    /// own user and could change its data. For a laptop demo, never a server.
+    #[arg(long, env = "FAILPASS_ALLOW_UNSANDBOXED_RUNS")]
+    pub allow_unsandboxed_runs: bool,
 }
 
 impl ServeArgs {
@@ -283,6 +297,7 @@ impl ServeArgs {
             private_by_default: self.private_by_default,
             secure_cookies: self.secure_cookies,
             trust_forwarded_for: self.trust_x_forwarded_for,
+            allow_unsandboxed_runs: self.runs.allow_unsandboxed_runs,
         }
     }
 }

@@ -88,6 +88,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut verifier = failpass::runner::verify::Verifier::new(storage, &args.database.data_dir, "worker");
             verifier.generator = args.refine.generator();
             verifier.refine_budget = args.refine.refine_budget;
+            verifier.allow_unsandboxed = args.runs.allow_unsandboxed_runs;
             let options = failpass::runner::worker::WorkerOptions { lease: chrono::Duration::seconds(args.lease_seconds), ..Default::default() };
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let pool = failpass::runner::worker::spawn_pool(verifier, args.concurrency, options, stopped);

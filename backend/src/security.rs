@@ -42,6 +42,9 @@ pub struct SecurityConfig {
     /// Take the client's address from the last `X-Forwarded-For` entry (set
     /// when a reverse proxy in front appends it), for sign-in limits.
     pub trust_forwarded_for: bool,
+    /// Grade candidates even where the sandbox cannot switch users (the
+    /// worker is not root): they then run as failpass's own user.
+    pub allow_unsandboxed_runs: bool,
 }
 
 /// The checks' settings, worked out once the listener is bound.

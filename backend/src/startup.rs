@@ -30,6 +30,7 @@ pub struct App {
     generator: crate::runner::refine::Generator,
     refine_budget: u32,
     recheck_every: Option<Duration>,
+    allow_unsandboxed: bool,
 }
 
 /// What to build an [`App`] from.
@@ -86,6 +87,7 @@ impl App {
             generator: cfg.generator,
             refine_budget: cfg.refine_budget,
             recheck_every: cfg.recheck_every,
+            allow_unsandboxed: cfg.security.allow_unsandboxed_runs,
         })
     }
 
@@ -113,6 +115,14 @@ impl App {
         let mut verifier = crate::runner::verify::Verifier::new(self.storage.clone(), &self.data_dir, "serve");
         verifier.generator = self.generator;
         verifier.refine_budget = self.refine_budget;
+        verifier.allow_unsandboxed = self.allow_unsandboxed;
+        if self.workers > 0 && !crate::runner::sandbox::switches_user() {
+            tracing::warn!(
+                allowed = self.allow_unsandboxed,
+                "not running as root: candidates cannot get users and namespaces of their own{}",
+                if self.allow_unsandboxed { "; they run as failpass's own user (--allow-unsandboxed-runs)" } else { ", so verification jobs are refused" }
+            );
+        }
         let pool = crate::runner::worker::spawn_pool(verifier, self.workers, Default::default(), stopped);
         if self.workers > 0 {
             tracing::info!(workers = self.workers, "verification workers running");

@@ -48,6 +48,7 @@ CREATE TABLE api_tokens (
 CREATE INDEX api_tokens_project ON api_tokens (project_id);
 
 CREATE TABLE signin_failures (
+    id  INTEGER PRIMARY KEY AUTOINCREMENT,
     key TEXT NOT NULL,                            -- `user:NAME` or `addr:IP`
     at  TEXT NOT NULL
 );

@@ -25,9 +25,14 @@ pub fn check(password: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Hashes at once, however many sign-ins arrive: each takes 19 MiB and a
+/// core for tens of milliseconds, so more would only trade memory for nothing.
+static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
 /// The PHC string for `password`, with a fresh salt.
 pub async fn hash(password: &str) -> anyhow::Result<String> {
     let password = password.to_owned();
+    let _permit = HASHING.acquire().await?;
     tokio::task::spawn_blocking(move || {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("reading randomness: {e}"))?;
@@ -40,6 +45,7 @@ pub async fn hash(password: &str) -> anyhow::Result<String> {
 /// Whether `password` matches `phc` (a stored hash). An unreadable hash matches nothing.
 pub async fn verify(password: &str, phc: &str) -> bool {
     let (password, phc) = (password.to_owned(), phc.to_owned());
+    let Ok(_permit) = HASHING.acquire().await else { return false };
     tokio::task::spawn_blocking(move || {
         PasswordHash::new(&phc).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
     })

@@ -135,8 +135,13 @@ pub trait AccountStore: Send + Sync {
     /// `NotFound` when there is no such token.
     async fn revoke_token(&self, id: i64, now: DateTime<Utc>) -> StorageResult<TokenRecord>;
 
-    /// Records a failed sign-in under each key (`user:NAME`, `addr:IP`).
-    async fn record_signin_failure(&self, keys: &[String], at: DateTime<Utc>) -> StorageResult<()>;
+    /// Records a failed sign-in under each key (`user:NAME`, `addr:IP`);
+    /// returns the rows' ids (a sign-in records first, then checks, so
+    /// parallel guesses count against each other).
+    async fn record_signin_failure(&self, keys: &[String], at: DateTime<Utc>) -> StorageResult<Vec<i64>>;
+
+    /// Forgets failures by id (the sign-in they were recorded for succeeded or was refused unchecked).
+    async fn forget_signin_failures(&self, ids: &[i64]) -> StorageResult<()>;
 
     /// Failed sign-ins under `key` since `since`, and the oldest of them.
     async fn signin_failures(&self, key: &str, since: DateTime<Utc>) -> StorageResult<(i64, Option<DateTime<Utc>>)>;
@@ -477,14 +482,26 @@ macro_rules! impl_accounts {
                 self.get_token(id).await?.ok_or_else(|| crate::db::StorageError::NotFound(format!("token {id}")))
             }
 
-            async fn record_signin_failure(&self, keys: &[String], at: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<()> {
+            async fn record_signin_failure(&self, keys: &[String], at: chrono::DateTime<chrono::Utc>) -> crate::db::StorageResult<Vec<i64>> {
                 let mut tx = self.write.begin().await?;
+                let mut ids = Vec::with_capacity(keys.len());
                 for key in keys {
-                    sqlx::query("INSERT INTO signin_failures (key, at) VALUES ($1, $2)")
-                        .bind(key)
-                        .bind(crate::db::sql::secs(at))
-                        .execute(&mut *tx)
-                        .await?;
+                    ids.push(
+                        sqlx::query_scalar("INSERT INTO signin_failures (key, at) VALUES ($1, $2) RETURNING id")
+                            .bind(key)
+                            .bind(crate::db::sql::secs(at))
+                            .fetch_one(&mut *tx)
+                            .await?,
+                    );
+                }
+                tx.commit().await?;
+                Ok(ids)
+            }
+
+            async fn forget_signin_failures(&self, ids: &[i64]) -> crate::db::StorageResult<()> {
+                let mut tx = self.write.begin().await?;
+                for id in ids {
+                    sqlx::query("DELETE FROM signin_failures WHERE id = $1").bind(*id).execute(&mut *tx).await?;
                 }
                 tx.commit().await?;
                 Ok(())

@@ -104,6 +104,12 @@ pub fn parse(xml: &str) -> Result<Results, String> {
     if r.failing.is_empty() && r.passing.is_empty() && r.skipped == 0 {
         return Err("the JUnit document lists no test cases, so it says nothing about the run".into());
     }
+    // A NUL character (`&#0;`) cannot be stored: it becomes U+FFFD.
+    for text in r.failing.iter_mut().chain(r.passing.iter_mut()).chain(std::iter::once(&mut r.output)) {
+        if text.contains('\0') {
+            *text = text.replace('\0', "\u{FFFD}");
+        }
+    }
     Ok(r)
 }
 

@@ -128,7 +128,7 @@ impl EnvCache {
         let result = async {
             let mut log = match &user {
                 Some(u) => format!("# setup runs as uid {} (not root) with network access for package installs; candidates run without network\n", u.uid),
-                None => "# setup runs as the worker's user with network access for package installs; candidates run without network\n".to_owned(),
+                None => "# setup runs as the worker's own user (not root, so no sandbox user or namespaces) with network access; so do candidates\n".to_owned(),
             };
             match (&recipe.dir, &recipe.git) {
                 (Some(dir), None) => {

@@ -595,7 +595,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         let c = captured.lock().unwrap_or_else(|p| p.into_inner());
         (c.text(), c.total, c.total > (c.head.len() + c.tail.len()) as u64)
     };
-    let stderr = String::from_utf8_lossy(&err_captured.lock().unwrap_or_else(|p| p.into_inner()).text()).into_owned();
+    let stderr = stored_text(&err_captured.lock().unwrap_or_else(|p| p.into_inner()).text());
     let signal = status.signal();
     let cpu_limited = signal == Some(libc::SIGXCPU)
         || (signal == Some(libc::SIGKILL) && !timed_out && cpu_time_exhausted(duration, cmd.limits.cpu_seconds));
@@ -606,7 +606,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         cpu_limited,
         duration,
         output_truncated: truncated,
-        output: String::from_utf8_lossy(&output).into_owned(),
+        output: stored_text(&output),
         output_bytes,
         network_isolated: isolate,
         stragglers_killed: stragglers,
@@ -688,6 +688,12 @@ unsafe fn keep_in_pid_namespace(mounts: Option<&MountPlan>) -> std::io::Result<(
         libc::kill(libc::getpid(), sig);
         libc::_exit(128 + sig)
     }
+}
+
+/// Bytes a run printed as text that can be stored anywhere: invalid UTF-8
+/// and NUL characters (which PostgreSQL refuses) become U+FFFD.
+fn stored_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace('\0', "\u{FFFD}")
 }
 
 /// A SIGKILL with no timeout after at least the CPU allowance: the hard CPU limit.

@@ -61,6 +61,8 @@ pub struct Verifier {
     /// Where the refine loop's candidates come from, and its try budget.
     pub generator: super::refine::Generator,
     pub refine_budget: u32,
+    /// Run candidates even when the sandbox cannot give them users of their own.
+    pub allow_unsandboxed: bool,
     /// Set once the run user was seen to read the environment cache
     /// (a failed check is repeated, so fixing the permissions needs no restart).
     access: Arc<std::sync::OnceLock<()>>,
@@ -83,6 +85,7 @@ impl Verifier {
             scratch: std::env::temp_dir().join("failpass-runs"),
             generator: super::refine::Generator::Snippet,
             refine_budget: super::refine::DEFAULT_BUDGET,
+            allow_unsandboxed: false,
             access: Arc::default(),
         }
     }
@@ -125,6 +128,12 @@ impl Verifier {
 
     /// Verifies (or re-checks) the attempt a job names.
     pub async fn run_job(&self, job: &Job) -> Result<Verification, JobError> {
+        if !sandbox::switches_user() && !self.allow_unsandboxed {
+            return Err(JobError::permanent(
+                "this runner is not root, so candidates cannot run as users of their own and would run as failpass's own user \
+                 (and could change its data); run the workers as root, or pass --allow-unsandboxed-runs on a machine nobody else uses",
+            ));
+        }
         self.check_access().await?;
         if job.kind == JobKind::Refine {
             return super::refine::run(self, &self.generator, self.refine_budget, job).await;

@@ -407,3 +407,20 @@ async fn a_private_project_answers_exactly_as_a_missing_one() {
     assert_eq!(a.replace("hid/den", "P"), b.replace("hid/dun", "P"));
     assert_error(&app.get("/api/v1/reports/987654").await, 404, "not_found", "987654");
 }
+
+/// A burst of guesses in parallel gets no more checks than the limit: each
+/// attempt is counted before its password is.
+#[tokio::test]
+async fn parallel_guesses_count_against_each_other() {
+    let app = spawn_app().await;
+    add_user(&app, "erin", false).await;
+    let guesses = (0..12).map(|i| {
+        let c = browser(&app, "x=y");
+        let url = format!("{}/signin", app.base);
+        async move { c.post(url).form(&[("name", "erin"), ("password", &format!("guess number {i}"))]).send().await.unwrap().status().as_u16() }
+    });
+    let statuses = futures_util::future::join_all(guesses).await;
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    assert!(checked <= failpass::auth::signin::PER_ACCOUNT as usize, "{checked} guesses were checked: {statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 401 || *s == 429), "{statuses:?}");
+}

@@ -264,3 +264,10 @@ async fn the_database_file_is_the_workers_alone() {
         }
     }
 }
+
+#[tokio::test]
+async fn output_with_nul_characters_is_stored_as_text() {
+    let r = sandbox::run(&py("import sys; sys.stdout.write('a\\0b\\xff'); sys.stdout.flush()"), None).await.unwrap();
+    assert!(!r.output.contains('\0'), "{:?}", r.output);
+    assert!(r.output.starts_with("a\u{FFFD}b"), "{:?}", r.output);
+}
