@@ -27,6 +27,8 @@ pub const ATTEMPT_BATCH: usize = 5000;
 pub const REPORT_BATCH: usize = 500;
 /// Parsed NDJSON lines handed from the reading task to the importer at a time.
 const PARSE_CHUNK: usize = 1024;
+/// …or fewer, once their text reaches this many bytes.
+const PARSE_CHUNK_BYTES: usize = 16 << 20;
 
 /// The formats `failpass import --format` and `POST /api/v1/import?format=` take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,10 +148,15 @@ impl Gate {
                     (None, None) => return Ok(None), // storage names what is missing
                 };
                 let hidden = || ("report".to_owned(), format!("{} does not exist", crate::db::sql::describe_report_ref(a)));
-                match project {
-                    Some(p) => self.allow(storage, Action::SubmitAttempt, &p, hidden).await,
-                    None => Ok(Some(hidden())),
+                let Some(p) = project else { return Ok(Some(hidden())) };
+                if let Some(refused) = self.allow(storage, Action::SubmitAttempt, &p, hidden).await? {
+                    return Ok(Some(refused));
                 }
+                // A recorded review is history a reviewer may import, not a token's claim.
+                if a.review.is_some() || a.reviewer.is_some() || a.review_comment.is_some() {
+                    return self.allow(storage, Action::Review, &p, hidden).await.map(|r| r.map(|(_, m)| ("review".to_owned(), m)));
+                }
+                Ok(None)
             }
             ImportRecord::Run(r) => {
                 let project = match (&r.attempt_id, &r.attempt) {
@@ -210,6 +217,11 @@ impl<'a> Importer<'a> {
     pub fn as_viewer(mut self, viewer: Viewer) -> Self {
         self.gate.viewer = viewer;
         self
+    }
+
+    /// The projects the importer may see.
+    pub fn scope(&self) -> crate::db::ProjectScope {
+        self.gate.viewer.scope()
     }
 
     /// New projects are private unless a record says otherwise.
@@ -486,10 +498,17 @@ where
             let reader = tokio::spawn(async move {
                 let (mut line, mut n) = (String::new(), 0u64);
                 let mut chunk = Vec::with_capacity(PARSE_CHUNK);
+                // A chunk is handed over at PARSE_CHUNK records or PARSE_CHUNK_BYTES of
+                // text, so the records in flight stay small however long the lines.
+                let mut bytes = 0usize;
                 while let Some(read) = next_line(&mut input, &mut line, &mut n).await? {
+                    bytes += line.len();
                     chunk.push((n, read.map_err(LineError::Encoding).and_then(|()| parse_line(n, line.trim()))));
-                    if chunk.len() == PARSE_CHUNK && tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(PARSE_CHUNK))).await.is_err() {
-                        return Ok(()); // the importer stopped; its error is reported
+                    if chunk.len() == PARSE_CHUNK || bytes >= PARSE_CHUNK_BYTES {
+                        bytes = 0;
+                        if tx.send(std::mem::replace(&mut chunk, Vec::with_capacity(PARSE_CHUNK))).await.is_err() {
+                            return Ok(()); // the importer stopped; its error is reported
+                        }
                     }
                 }
                 let _ = tx.send(chunk).await;

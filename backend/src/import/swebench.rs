@@ -293,16 +293,23 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
     let mut instances: Vec<&str> = entries.iter().flat_map(|e| e.details.iter().flat_map(|d| d.keys().map(String::as_str))).collect();
     instances.sort_unstable();
     instances.dedup();
+    // Looked up in the importer's scope: a report or project it may not see
+    // is treated as a missing one (and its stub refused as such).
+    let scope = importer.scope();
     let mut stubs = Vec::new();
     for id in &instances {
         let Some(repo) = repo_of_instance(id) else { continue };
-        if importer.storage().find_report(&repo, id).await?.is_none() {
+        let visible = match importer.storage().find_report(&repo, id).await? {
+            Some(report) => importer.storage().report_project(report, &scope).await?.is_some(),
+            None => false,
+        };
+        if !visible {
             stubs.push((repo, (*id).to_owned()));
         }
     }
     let mut seen_projects = HashSet::new();
     for (repo, _) in &stubs {
-        if seen_projects.insert(repo.clone()) && importer.storage().get_project(repo, &crate::db::ProjectScope::All).await?.is_none() {
+        if seen_projects.insert(repo.clone()) && importer.storage().get_project(repo, &scope).await?.is_none() {
             importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: repo.clone(), name: None, description: None, public: None })).await?;
         }
     }

@@ -25,7 +25,7 @@ pub async fn list_attempts(
 pub async fn create_attempt(
     State(state): State<AppState>,
     viewer: Viewer,
-    ApiJson(req): ApiJson<CreateAttemptRequest>,
+    ApiJson(mut req): ApiJson<CreateAttemptRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<Attempt>)> {
     req.validate()?;
     let scope = viewer.scope();
@@ -51,6 +51,14 @@ pub async fn create_attempt(
         }
         if req.review.is_some() || req.reviewer.is_some() || req.review_comment.is_some() {
             return Err(ApiError::BadRequest("review: reviews are a maintainer's, made on the report page (POST /api/v1/attempts/{id}/review)".into()));
+        }
+    }
+    // A review recorded with the attempt is the caller's own: only who may
+    // review, and under their name whatever `reviewer` says.
+    if req.review.is_some() || req.reviewer.is_some() || req.review_comment.is_some() {
+        viewer.require(Action::Review, &project)?;
+        if req.review.is_some() {
+            req.reviewer = Some(viewer.name());
         }
     }
     match state.storage.create_attempt(&req).await {

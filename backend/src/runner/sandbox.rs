@@ -142,8 +142,14 @@ impl RunUser {
         if !switches_user() {
             return Ok(None);
         }
+        use std::os::unix::fs::MetadataExt;
         let dir = if Path::new("/run").is_dir() { PathBuf::from("/run/failpass-sandbox") } else { std::env::temp_dir().join("failpass-sandbox") };
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+        // Root's own directory, never a link someone planted (the fallback is in /tmp).
+        let meta = std::fs::symlink_metadata(&dir)?;
+        if !meta.is_dir() || meta.uid() != 0 {
+            return Err(std::io::Error::other(format!("{} is not a directory of root's own; remove it", dir.display())));
+        }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
         let mut seed = [0u8; 4];
         let _ = getrandom::fill(&mut seed);

@@ -49,6 +49,7 @@ async fn vague_reports_count_only_after_a_human_accepts() {
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "needs_review");
     let b = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic", "review": "accepted", "reviewer": "m"})).await;
     assert_eq!(b["counts"], true);
+    assert_eq!(b["reviewer"], crate::helpers::TEST_ADMIN, "a review sent with an attempt is the caller's, whatever `reviewer` says");
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "reproduced");
 }
 
