@@ -75,7 +75,7 @@ impl App {
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let bound = listener.local_addr().context("reading the bound address")?;
         let security = Arc::new(crate::security::Security::new(&cfg.security, bound)?);
-        let (router, routes) = router(AppState { storage: storage.clone(), routing, security: security.clone() });
+        let (router, routes) = router(AppState { storage: storage.clone(), routing, security: security.clone(), health: Default::default() });
         let router = with_layers(router, storage.clone(), security);
         Ok(App {
             listener,

@@ -1,3 +1,6 @@
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
@@ -6,6 +9,14 @@ use super::AppState;
 use crate::db::Backend;
 use crate::error::{ApiError, ApiResult};
 
+/// A health answer is reused this long: the check writes, and `/healthz`
+/// is open to anyone, so a flood of probes must not queue behind SQLite's
+/// one writer.
+const FRESH: Duration = Duration::from_secs(1);
+
+/// The last check of one server: when, and the unhealthy cause if it failed.
+pub type LastCheck = std::sync::Arc<Mutex<Option<(Instant, Option<String>)>>>;
+
 /// `GET /healthz`: 200 when the database answers and takes a write, 503
 /// naming why otherwise (full disk, read-only, not answering).
 pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
@@ -13,10 +24,21 @@ pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
     };
-    state.storage.ping().await.map_err(|e| {
-        tracing::warn!(error.cause_chain = ?e, "health check failed");
-        let cause = e.unavailable().map(str::to_owned).unwrap_or_else(|| format!("it fails: {e}"));
-        ApiError::Unavailable(format!("{database} is unhealthy: {cause}"))
-    })?;
-    Ok(Json(json!({ "status": "ok", "database": database, "version": env!("CARGO_PKG_VERSION") })))
+    let cached = state.health.lock().unwrap_or_else(|p| p.into_inner()).clone().filter(|(at, _)| at.elapsed() < FRESH);
+    let outcome = match cached {
+        Some((_, outcome)) => outcome,
+        None => {
+            let outcome = state.storage.ping().await.err().map(|e| {
+                tracing::warn!(error.cause_chain = ?e, "health check failed");
+                let cause = e.unavailable().map(str::to_owned).unwrap_or_else(|| format!("it fails: {e}"));
+                format!("{database} is unhealthy: {cause}")
+            });
+            *state.health.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), outcome.clone()));
+            outcome
+        }
+    };
+    match outcome {
+        Some(unhealthy) => Err(ApiError::Unavailable(unhealthy)),
+        None => Ok(Json(json!({ "status": "ok", "database": database, "version": env!("CARGO_PKG_VERSION") }))),
+    }
 }

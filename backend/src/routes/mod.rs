@@ -11,7 +11,7 @@
 mod attempts;
 mod charts;
 mod figures;
-mod health;
+pub mod health;
 mod import;
 mod jobs;
 pub mod pages;
@@ -40,6 +40,8 @@ pub struct AppState {
     pub storage: Arc<dyn Storage>,
     pub routing: Arc<RoutingConfig>,
     pub security: Arc<Security>,
+    /// `/healthz`'s last answer, reused for a second.
+    pub health: health::LastCheck,
 }
 
 /// The router, and the routes it registered (for the authorization matrix test).
