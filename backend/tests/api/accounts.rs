@@ -424,3 +424,27 @@ async fn parallel_guesses_count_against_each_other() {
     assert!(checked <= failpass::auth::signin::PER_ACCOUNT as usize, "{checked} guesses were checked: {statuses:?}");
     assert!(statuses.iter().all(|s| *s == 401 || *s == 429), "{statuses:?}");
 }
+
+/// Behind TLS (`--public-url https://…`) the session cookie is Secure, and
+/// only that host is served.
+#[tokio::test]
+async fn an_https_public_url_makes_the_cookie_secure() {
+    let security = failpass::security::SecurityConfig { public_url: Some("https://failpass.example.org".into()), ..Default::default() };
+    let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, security).await;
+    add_user(&app, "fay", false).await;
+    let c = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = c
+        .post(format!("{}/signin", app.base))
+        .header("host", "failpass.example.org")
+        .header("origin", "https://failpass.example.org")
+        .form(&[("name", "fay"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.contains("Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    assert!(r.headers().contains_key("strict-transport-security"));
+    // The loopback address it happens to listen on is not that host.
+    assert_eq!(c.get(format!("{}/healthz", app.base)).send().await.unwrap().status(), 421);
+}
