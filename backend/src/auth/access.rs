@@ -29,6 +29,8 @@ pub enum Action {
     Rerun,
     /// Create, list and revoke a project's API tokens.
     ManageTokens,
+    /// Read a project's environments (recipes: paths, variables; those who rerun need them).
+    ReadEnvironments,
     /// Create or change environments (the recipes the runner builds).
     ManageEnvironments,
     /// Create projects and change their visibility.
@@ -46,6 +48,7 @@ impl Action {
             Action::Review => "review",
             Action::Rerun => "rerun",
             Action::ManageTokens => "manage tokens",
+            Action::ReadEnvironments => "read environments",
             Action::ManageEnvironments => "manage environments",
             Action::ManageProjects => "manage projects",
         }
@@ -78,6 +81,19 @@ impl Role {
             Role::AgentToken => "agent token",
             Role::CiToken => "ci token",
             Role::ReadToken => "read token",
+        }
+    }
+
+    /// The role with its article, for messages ("an agent token").
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Role::Outsider => "anonymous or non-member",
+            Role::Viewer => "a viewer",
+            Role::Maintainer => "a maintainer",
+            Role::Admin => "an admin",
+            Role::AgentToken => "an agent token",
+            Role::CiToken => "a ci token",
+            Role::ReadToken => "a read token",
         }
     }
 
@@ -120,6 +136,7 @@ pub const PERMISSIONS: &[(Action, &[Role])] = &[
     (Action::Review, &[Role::Maintainer, Role::Admin]),
     (Action::Rerun, &[Role::Maintainer, Role::Admin]),
     (Action::ManageTokens, &[Role::Maintainer, Role::Admin]),
+    (Action::ReadEnvironments, &[Role::Maintainer, Role::Admin]),
     (Action::ManageEnvironments, &[Role::Admin]),
     (Action::ManageProjects, &[Role::Admin]),
 ];
@@ -150,7 +167,7 @@ impl Body {
 
 /// The content types `POST /api/v1/import` takes (`text/plain`, forms and
 /// multipart are refused: a page on another site can send those).
-pub const IMPORT_TYPES: &[&str] = &["application/x-ndjson", "application/jsonl", "application/json", "text/csv", "application/xml", "text/xml"];
+pub const IMPORT_TYPES: &[&str] = &["application/x-ndjson", "application/jsonl", "application/json", "application/xml", "text/xml"];
 
 /// One route: method, path (axum syntax), action and body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +220,7 @@ pub const ROUTES: &[RouteSpec] = &[
     route("GET", "/api/v1/jobs", Read, Body::None, "the queue and its runners"),
     route("GET", "/api/v1/jobs/{id}", Read, Body::None, "one job"),
     route("GET", "/api/v1/jobs/{id}/events", Read, Body::None, "a job's progress as server-sent events"),
-    route("GET", "/api/v1/environments", Read, Body::None, "a project's environments"),
+    route("GET", "/api/v1/environments", ReadEnvironments, Body::None, "a project's environments (recipes may hold paths and variables)"),
     route("POST", "/api/v1/environments", ManageEnvironments, Body::Json, "create or replace an environment (admins only: the runner builds it)"),
     route("POST", "/api/v1/import", Import, Body::Import, "bulk import (streamed; each record checked against its project)"),
 ];
@@ -235,7 +252,7 @@ pub fn markdown() -> String {
     for r in ROUTES {
         let body = match r.body {
             Body::None => "".to_owned(),
-            Body::Import => "ndjson, jsonl, json, csv or xml".to_owned(),
+            Body::Import => "ndjson, jsonl, json or xml".to_owned(),
             other => other.content_types().join(", "),
         };
         out.push_str(&format!("| `{} {}` | {} | {} |\n", r.method, r.path, r.action.as_str(), body));

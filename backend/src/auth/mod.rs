@@ -157,8 +157,8 @@ impl Viewer {
         Err(ApiError::Forbidden(format!(
             "you are {} of {slug}, and to {} in a project takes: {}",
             match role {
-                Role::Outsider => "not a member".to_owned(),
-                other => format!("a {}", other.as_str()),
+                Role::Outsider => "not a member",
+                other => other.with_article(),
             },
             action.as_str(),
             allowed.join(", ")
@@ -175,7 +175,7 @@ impl Viewer {
             return Err(ApiError::Unauthorized(format!("sign in (or send an API token) to {}", action.as_str())));
         }
         let what = match &self.principal {
-            Principal::Token { scope, .. } => format!("a {scope} token"),
+            Principal::Token { scope, .. } => Role::of_token(*scope).map_or("this token", |r| r.with_article()).to_owned(),
             _ => "your account".to_owned(),
         };
         Err(ApiError::Forbidden(format!("{what} may not {} in any project", action.as_str())))

@@ -467,9 +467,16 @@ macro_rules! impl_jobs {
                         id, host, pid, started_at, last_heartbeat, current_job, jobs_done,
                     })
                     .collect();
-                // A runner busy with a job the caller may not see is just busy.
+                // What a runner did is counted in the jobs the caller may see,
+                // and a job it holds that the caller may not see is not named.
                 if *scope != crate::db::ProjectScope::All {
+                    let done: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                        "SELECT lease_owner, COUNT(*) FROM jobs WHERE status = 'done' AND lease_owner IS NOT NULL AND {visible} GROUP BY lease_owner"
+                    )))
+                    .fetch_all(&self.read)
+                    .await?;
                     for r in &mut runners {
+                        r.jobs_done = done.iter().find(|(owner, _)| *owner == r.id).map_or(0, |(_, n)| *n);
                         if let Some(job) = r.current_job {
                             if self.get_job(job, scope).await?.is_none() {
                                 r.current_job = None;

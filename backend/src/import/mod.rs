@@ -149,6 +149,12 @@ impl Gate {
                 };
                 let hidden = || ("report".to_owned(), format!("{} does not exist", crate::db::sql::describe_report_ref(a)));
                 let Some(p) = project else { return Ok(Some(hidden())) };
+                if matches!(self.viewer.principal, crate::auth::Principal::Token { .. }) && a.verdict_source != failpass_shared::model::VerdictSource::Llm {
+                    return Ok(Some((
+                        "verdict_source".to_owned(),
+                        format!("a token records `llm` verdicts only (this one says `{}`); failpass grades them (`verify: true`)", a.verdict_source),
+                    )));
+                }
                 if let Some(refused) = self.allow(storage, Action::SubmitAttempt, &p, hidden).await? {
                     return Ok(Some(refused));
                 }

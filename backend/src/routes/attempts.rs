@@ -4,8 +4,8 @@ use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, C
 use failpass_shared::api::Page;
 
 use super::AppState;
-use crate::auth::{Action, Principal, Viewer};
-use failpass_shared::model::{TokenScope, VerdictSource};
+use crate::auth::{Action, Principal, Role, Viewer};
+use failpass_shared::model::VerdictSource;
 use crate::db::sql_describe_report_ref as describe_report_ref;
 use crate::db::StorageError;
 use failpass_shared::api::import::Outcome;
@@ -40,12 +40,14 @@ pub async fn create_attempt(
         return Err(missing(describe_report_ref(&req)));
     };
     viewer.require(Action::SubmitAttempt, &project)?;
-    if let Principal::Token { scope: TokenScope::Agent, .. } = viewer.principal {
-        // An agent's word is a claim until something grades it: it may not
-        // grade itself deterministically, nor speak for a human.
+    if let Principal::Token { scope, .. } = viewer.principal {
+        // A token's word is a claim until something grades it: it may not
+        // grade itself deterministically, nor speak for a human. (CI results
+        // arrive as runs: JUnit uploads.)
         if !matches!(req.verdict_source, VerdictSource::Llm) {
             return Err(ApiError::BadRequest(format!(
-                "verdict_source: an agent token records `llm` verdicts only (this one says `{}`); send `verify: true` to have failpass grade the attempt",
+                "verdict_source: {} records `llm` verdicts only (this one says `{}`); send `verify: true` to have failpass grade the attempt",
+                Role::of_token(scope).map_or("a token", |r| r.with_article()),
                 req.verdict_source
             )));
         }

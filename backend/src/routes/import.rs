@@ -33,7 +33,7 @@ pub async fn import(
                 options.attempt = Some(v.parse().map_err(|_| ApiError::BadRequest(format!("attempt: `{v}` is not an attempt id")))?)
             }
             "environment" => {
-                options.environment = Some(v.parse().map_err(|e: failpass_shared::error::ParseEnumError| ApiError::BadRequest(e.to_string()))?)
+                options.environment = Some(v.parse().map_err(|e: failpass_shared::error::ParseEnumError| ApiError::BadRequest(format!("environment: {e}")))?)
             }
             other => {
                 return Err(ApiError::BadRequest(format!(
@@ -41,6 +41,13 @@ pub async fn import(
                 )))
             }
         }
+    }
+    if matches!(format, Format::Csv | Format::Json) {
+        return Err(ApiError::BadRequest(
+            "format: csv and json read their columns through a mapping file, which only the command line takes \
+             (`failpass import --format csv --mapping FILE.toml`); over HTTP, send NDJSON"
+                .into(),
+        ));
     }
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let input = BufReader::with_capacity(1 << 20, StreamReader::new(stream));

@@ -131,6 +131,15 @@ pub async fn refine(
     if !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
         return Err(ApiError::BadRequest(format!("report_id: report {} has no deterministic oracle to grade candidates by", req.report_id)));
     }
+    // As for verify: no environments, nothing to grade in (and no `error` attempt left behind).
+    let envs = state.storage.list_environments(&report.summary.project).await?;
+    let has = |role: EnvironmentRole| envs.iter().any(|e| e.role == role);
+    if !(has(EnvironmentRole::Buggy) && has(EnvironmentRole::Fixed)) {
+        return Err(ApiError::BadRequest(format!(
+            "report_id: project {} has no buggy and fixed environment to grade candidates in; an admin adds them first (POST /api/v1/environments)",
+            report.summary.project
+        )));
+    }
     let (job, _) = state.storage.enqueue(&NewJob::refine(req.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
     Ok((StatusCode::ACCEPTED, ApiJson(job)))
 }
@@ -206,6 +215,7 @@ pub async fn list_environments(State(state): State<AppState>, viewer: Viewer, qu
     }
     let project = project.ok_or_else(|| ApiError::BadRequest("project: required (owner/name)".into()))?;
     state.storage.get_project(&project, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("project `{project}` not found")))?;
+    viewer.require(Action::ReadEnvironments, &project)?;
     Ok(ApiJson(state.storage.list_environments(&project).await?))
 }
 

@@ -291,10 +291,9 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
 /// reproduces. Costs add up across iterations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_refine_loop_feeds_verification_back_to_an_agent_command() {
-    // The agent runs as a user of its own, so its script is where anyone may read it.
-    let dir = agent_dir();
-    let agent = dir.path().join("agent.py");
-    std::fs::write(&agent, r#"import json, sys
+    // The agent runs sandboxed (its own user, a private /tmp): its script
+    // comes in a variable, passed as `--agent-env` passes one.
+    let script = r#"import json, sys
 req = json.load(sys.stdin)
 assert req["report"]["title"].startswith("softmax"), req
 history = req["history"]
@@ -304,12 +303,12 @@ else:
     assert history[-1]["verdict"] == "not_reproduced" and "does not fail" in history[-1]["reason"], history
     code = "import math, fastnum\nassert not any(math.isnan(p) for p in fastnum.softmax([1000.0, 1000.0])), 'probabilities contain nan: [nan, nan]'\n"
 print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "tokens_out": 50, "model": "test-model"}))
-"#).unwrap();
+"#;
     let generator = failpass::runner::refine::Generator::Command {
         name: "test-agent".into(),
-        command: format!("python3 {}", agent.display()),
+        command: "python3 -c \"$AGENT_PY\"".into(),
         timeout: Duration::from_secs(30),
-        env: vec![],
+        env: vec![("AGENT_PY".into(), script.into())],
     };
     let app = crate::helpers::spawn_with(true, 2, generator).await;
     drain(&app, Duration::from_secs(180)).await;
@@ -495,15 +494,6 @@ async fn leads_regraded_in_place_score_llm_precision() {
     assert_eq!((right["verdict"].as_str(), right["verdict_source"].as_str()), (Some("reproduced"), Some("deterministic")), "{right}");
     let after = app.get("/api/v1/oracles?project=l/lib").await.body;
     assert_eq!((after["llm_precision"]["count"].as_i64(), after["llm_precision"]["of"].as_i64()), (Some(1), Some(2)), "{after}");
-}
-
-/// A directory any user may read, outside the sandbox's masked `/tmp`, for
-/// scripts an agent command runs.
-pub fn agent_dir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
 }
 
 /// Setup commands run as a sandbox user of their own (never root), with the

@@ -186,6 +186,7 @@ impl CreateRunRequest {
         if self.runner_id.as_ref().is_some_and(|r| r.len() > 200) {
             return Err(FieldError::new("runner_id", "is longer than 200 bytes"));
         }
+        super::query::check_time("started_at", self.started_at.as_ref())?;
         Ok(())
     }
 }
@@ -201,6 +202,10 @@ impl CreateAttemptRequest {
         if self.agent.trim().is_empty() || self.agent.len() > 200 {
             return Err(FieldError::new("agent", "must be 1 to 200 characters"));
         }
+        for (field, t) in [("started_at", &self.started_at), ("ended_at", &self.ended_at)] {
+            super::query::check_time(field, t.as_ref())?;
+        }
+        super::query::check_time("model_cutoff", self.model_cutoff.and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()).as_ref())?;
         if !self.verdict.allowed_for(self.goal) {
             return Err(FieldError::new(
                 "verdict",

@@ -34,6 +34,16 @@ where
     value.parse::<T>().map_err(|e| FieldError::new(field, e.to_string()))
 }
 
+/// A time stored for a report, attempt or run must fall in 1970–2199: a
+/// date outside it is a typo or garbage, and would sort beyond every figure.
+pub fn check_time(field: &str, t: Option<&chrono::DateTime<chrono::Utc>>) -> Result<(), FieldError> {
+    use chrono::Datelike;
+    match t {
+        Some(t) if !(1970..2200).contains(&t.year()) => Err(FieldError::new(field, format!("{} is outside 1970 to 2199", t.to_rfc3339()))),
+        _ => Ok(()),
+    }
+}
+
 /// Treats an empty value as absent, so `?route=` from an "any" select is fine.
 pub fn non_empty(value: &str) -> Option<&str> {
     let v = value.trim();

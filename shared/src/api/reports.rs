@@ -132,6 +132,7 @@ impl CreateReportRequest {
         if self.title.trim().is_empty() || self.title.len() > 500 {
             return Err(FieldError::new("title", "must be 1 to 500 characters"));
         }
+        super::query::check_time("filed_at", self.filed_at.as_ref())?;
         if let Some(url) = &self.url {
             let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
             if !scheme_ok || url.len() > 2000 || url.chars().any(char::is_whitespace) {
