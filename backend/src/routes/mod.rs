@@ -128,9 +128,13 @@ async fn access(State((state, spec)): State<(AppState, &'static RouteSpec)>, req
         viewer.check_route(spec.action).err()
     };
     if let Some(e) = denied {
-        // A page sends an anonymous visitor to sign in and come back.
-        if page && viewer.is_anonymous() && spec.method == "GET" {
-            return pages::to_sign_in(parts.uri.path()).into_response();
+        // A page sends an anonymous visitor to sign in and come back, and
+        // tells a signed-in one why not, as a page.
+        if page && spec.method == "GET" {
+            if viewer.is_anonymous() {
+                return pages::to_sign_in(parts.uri.path()).into_response();
+            }
+            return pages::refused(&viewer, &e);
         }
         return e.into_response();
     }

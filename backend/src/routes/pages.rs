@@ -76,6 +76,18 @@ fn page(status: StatusCode, title: &str, viewer: &Viewer, body: Markup) -> Respo
     (status, [(axum::http::header::CACHE_CONTROL, "no-store")], axum::response::Html(layout(title, viewer, body).into_string())).into_response()
 }
 
+/// A page the signed-in viewer may not use: why, as a page (not JSON).
+pub fn refused(viewer: &Viewer, error: &ApiError) -> Response {
+    let body = html! {
+        section.panel.narrow {
+            h1 { "Not for your account" }
+            p.state.state-error role="alert" data-testid="refused" { (error.to_string()) }
+            p { a href="/" { "Back to the dashboard" } }
+        }
+    };
+    page(StatusCode::FORBIDDEN, "Not allowed", viewer, body)
+}
+
 #[derive(Deserialize)]
 pub struct NextQuery {
     next: Option<String>,

@@ -448,3 +448,16 @@ async fn an_https_public_url_makes_the_cookie_secure() {
     // The loopback address it happens to listen on is not that host.
     assert_eq!(c.get(format!("{}/healthz", app.base)).send().await.unwrap().status(), 421);
 }
+
+/// A page a signed-in user may not use says why, as a page.
+#[tokio::test]
+async fn a_page_refused_to_a_signed_in_user_is_a_page() {
+    let app = spawn_app().await;
+    add_user(&app, "gus", false).await;
+    let gus = browser(&app, &sign_in(&app.base, "gus", PASSWORD).await);
+    let r = gus.get(format!("{}/settings/tokens", app.base)).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let text = r.text().await.unwrap();
+    assert!(text.contains("Not for your account") && text.contains("manage tokens"), "{text}");
+}
