@@ -123,7 +123,10 @@ impl Gate {
             return Ok(None);
         }
         let missing_project = |slug: &str| {
-            let StorageError::Invalid { field, message } = crate::db::sql::no_project(slug) else { unreachable!() };
+            let (field, message) = match crate::db::sql::no_project(slug) {
+                StorageError::Invalid { field, message } => (field, message),
+                other => ("project".to_owned(), other.to_string()),
+            };
             move || (field, message)
         };
         match record {
@@ -385,23 +388,7 @@ impl<'a> Importer<'a> {
             numbers.push(n);
             news.push(NewReport { request: r, decision });
         }
-        let out = match self.storage.import_reports(&news).await {
-            Ok(out) => out,
-            // One record the database refuses takes no other with it: store them one by one.
-            Err(e) if e.unavailable().is_none() && news.len() > 1 => {
-                tracing::warn!(error.cause_chain = ?e, "a report batch failed; storing its records one by one");
-                let mut out = Vec::with_capacity(news.len());
-                for one in &news {
-                    out.push(match self.storage.import_reports(std::slice::from_ref(one)).await {
-                        Ok(mut o) => o.pop().unwrap_or(Ok(Outcome::Unchanged)),
-                        Err(e) if e.unavailable().is_none() => Err(e),
-                        Err(e) => return Err(e),
-                    });
-                }
-                out
-            }
-            Err(e) => return Err(e),
-        };
+        let out = batch_or_each(self.storage, &news, |s, batch| s.import_reports(batch), "report").await?;
         for (n, o) in numbers.into_iter().zip(out) {
             self.record(n, o);
         }
@@ -436,22 +423,7 @@ impl<'a> Importer<'a> {
         }
         let batch = std::mem::take(&mut self.attempts);
         let (numbers, reqs): (Vec<u64>, Vec<CreateAttemptRequest>) = batch.into_iter().unzip();
-        let out = match self.storage.import_attempts(&reqs).await {
-            Ok(out) => out,
-            Err(e) if e.unavailable().is_none() && reqs.len() > 1 => {
-                tracing::warn!(error.cause_chain = ?e, "an attempt batch failed; storing its records one by one");
-                let mut out = Vec::with_capacity(reqs.len());
-                for one in &reqs {
-                    out.push(match self.storage.import_attempts(std::slice::from_ref(one)).await {
-                        Ok(mut o) => o.pop().unwrap_or(Ok(Outcome::Unchanged)),
-                        Err(e) if e.unavailable().is_none() => Err(e),
-                        Err(e) => return Err(e),
-                    });
-                }
-                out
-            }
-            Err(e) => return Err(e),
-        };
+        let out = batch_or_each(self.storage, &reqs, |s, batch| s.import_attempts(batch), "attempt").await?;
         for (n, o) in numbers.into_iter().zip(out) {
             self.record(n, o);
         }
@@ -470,6 +442,36 @@ impl<'a> Importer<'a> {
         // Attempts are judged when their batch is stored, so restore input order.
         self.summary.rejections.sort_by_key(|r| r.record);
         Ok(self.summary)
+    }
+}
+
+/// What a batch store answers: one outcome per record.
+type BatchOutcomes = Result<Vec<Result<Outcome, StorageError>>, StorageError>;
+
+/// Stores `items` as one batch with `store`. When the database refuses the
+/// batch for something about its records (not a full disk or a lost
+/// connection), they are stored one by one, so one record the database
+/// refuses takes no other with it.
+async fn batch_or_each<T>(
+    storage: &dyn Storage,
+    items: &[T],
+    store: for<'x> fn(&'x dyn Storage, &'x [T]) -> std::pin::Pin<Box<dyn std::future::Future<Output = BatchOutcomes> + Send + 'x>>,
+    what: &str,
+) -> BatchOutcomes {
+    match store(storage, items).await {
+        Err(e) if e.unavailable().is_none() && items.len() > 1 => {
+            tracing::warn!(error.cause_chain = ?e, "{what} batch failed; storing its records one by one");
+            let mut out = Vec::with_capacity(items.len());
+            for one in items {
+                out.push(match store(storage, std::slice::from_ref(one)).await {
+                    Ok(mut o) => o.pop().unwrap_or(Ok(Outcome::Unchanged)),
+                    Err(e) if e.unavailable().is_none() => Err(e),
+                    Err(e) => return Err(e),
+                });
+            }
+            Ok(out)
+        }
+        other => other,
     }
 }
 
