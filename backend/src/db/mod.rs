@@ -29,7 +29,6 @@ use failpass_shared::model::{RunEnvironment, RunTrigger};
 use failpass_shared::routing::RoutingDecision;
 
 pub use postgres::PgStorage;
-pub use sql::describe_attempt_ref as sql_describe_attempt_ref;
 pub use sql::describe_report_ref as sql_describe_report_ref;
 pub use sqlite::SqliteStorage;
 

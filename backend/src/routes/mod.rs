@@ -23,7 +23,7 @@ use std::sync::Arc;
 use axum::extract::{OriginalUri, Request, State};
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::{from_fn_with_state, Next};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
 use failpass_shared::routing::RoutingConfig;
@@ -183,9 +183,4 @@ async fn api_not_found(OriginalUri(uri): OriginalUri) -> ApiError {
 
 async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> ApiError {
     ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{}`", uri.path()))
-}
-
-/// Redirects for pages (`303 See Other` after a form).
-pub fn see_other(to: &str) -> Redirect {
-    Redirect::to(to)
 }

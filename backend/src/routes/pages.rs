@@ -19,7 +19,6 @@ use tower_sessions::Session;
 use super::AppState;
 use crate::auth::access::Action;
 use crate::auth::{sessions, signin, tokens, Viewer, SESSION_USER};
-use crate::db::ProjectScope;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 
 /// `GET /api/v1/session`: who the caller is, for the dashboard's header and buttons.
@@ -198,17 +197,8 @@ pub async fn sign_out(session: Session) -> Response {
 
 /// The projects whose tokens this viewer manages, as (id, slug).
 async fn managed_projects(state: &AppState, viewer: &Viewer) -> ApiResult<Vec<(i64, String)>> {
-    let scope = viewer.scope_for(Action::ManageTokens);
-    let all = state.storage.list_projects(&ProjectScope::All).await?;
-    Ok(all
-        .into_iter()
-        .filter(|p| match &scope {
-            ProjectScope::All => true,
-            ProjectScope::Only(ids) => ids.contains(&p.id),
-            _ => false,
-        })
-        .map(|p| (p.id, p.slug))
-        .collect())
+    let projects = state.storage.list_projects(&viewer.scope_for(Action::ManageTokens)).await?;
+    Ok(projects.into_iter().map(|p| (p.id, p.slug)).collect())
 }
 
 fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
