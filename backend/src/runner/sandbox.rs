@@ -115,6 +115,83 @@ pub fn switches_user() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Where a run's pids cgroup goes: the pids hierarchy's mount, this
+/// process's cgroup in it, and whether it is cgroup v2. `None` when no pids
+/// controller is mounted (then `RLIMIT_NPROC` alone limits processes).
+fn pids_hierarchy() -> Option<&'static (PathBuf, PathBuf, bool)> {
+    static PLACE: OnceLock<Option<(PathBuf, PathBuf, bool)>> = OnceLock::new();
+    PLACE
+        .get_or_init(|| {
+            let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+            let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
+            let line = |pick: &dyn Fn(&str) -> bool| own.lines().find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                pick(controllers).then(|| PathBuf::from(path.trim_start_matches('/')))
+            });
+            if v2 {
+                Some((PathBuf::from("/sys/fs/cgroup"), line(&|c: &str| c.is_empty())?, true))
+            } else if Path::new("/sys/fs/cgroup/pids").is_dir() {
+                Some((PathBuf::from("/sys/fs/cgroup/pids"), line(&|c: &str| c.split(',').any(|x| x == "pids"))?, false))
+            } else {
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// Whether runs get a pids cgroup of their own (`pids.max`), as root where a
+/// pids controller is mounted (cgroup v2, or v1's `pids` hierarchy).
+pub fn pids_cgroup_available() -> bool {
+    switches_user() && pids_hierarchy().is_some()
+}
+
+/// A run's own cgroup with `pids.max`; the run joins it before it starts,
+/// and it is removed when dropped (after the run's processes are gone).
+struct PidsCgroup {
+    dir: PathBuf,
+    /// `cgroup.procs`, open for the child to write `0` (itself) into.
+    procs: std::fs::File,
+}
+
+impl PidsCgroup {
+    /// A cgroup for one run of at most `max` processes, or `None` where
+    /// the hierarchy cannot take one (then `RLIMIT_NPROC` alone holds).
+    fn create(uid: u32, max: u64) -> Option<PidsCgroup> {
+        let (mount, own, v2) = pids_hierarchy()?;
+        let parent = mount.join(own);
+        if *v2 {
+            // The controller must be on for children; it may already be (or be refused: then no cgroup).
+            let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+pids");
+        }
+        let dir = parent.join(format!("failpass-run-{uid}"));
+        let _ = std::fs::remove_dir(&dir); // a leftover of a killed worker, empty by now
+        std::fs::create_dir(&dir).ok()?;
+        let made = std::fs::write(dir.join("pids.max"), max.to_string())
+            .and_then(|()| std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")));
+        match made {
+            Ok(procs) => Some(PidsCgroup { dir, procs }),
+            Err(_) => {
+                let _ = std::fs::remove_dir(&dir);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // The kernel frees a cgroup only when its last process is reaped; retry briefly.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        tracing::warn!(dir = %self.dir.display(), "a run's pids cgroup could not be removed");
+    }
+}
+
 /// The first of the user ids reserved for runs (`FAILPASS_SANDBOX_UID_BASE`,
 /// default 1,900,000,000: far from system, login and container ranges).
 fn uid_base() -> u32 {
@@ -195,6 +272,8 @@ pub struct Finished {
     pub private_tmp: bool,
     /// Its stderr, when kept apart ([`Command::split_stderr`]).
     pub stderr: String,
+    /// Whether it had a pids cgroup of its own (`pids.max`) besides `RLIMIT_NPROC`.
+    pub pids_cgroup: bool,
 }
 
 impl Finished {
@@ -491,6 +570,10 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         Some(_) => cmd.limits.processes,
         None => threads_of(unsafe { libc::getuid() }) + cmd.limits.processes,
     };
+    // Where the pids controller can be used, a cgroup of the run's own caps
+    // its processes too (and holds even for a process that changes user).
+    let cgroup = uid.and_then(|u| PidsCgroup::create(u, cmd.limits.processes));
+    let cgroup_fd = cgroup.as_ref().map(|c| std::os::fd::AsRawFd::as_raw_fd(&c.procs));
     let (read_end, write_end) = pipe()?;
     let err_pipe = if cmd.split_stderr { Some(pipe()?) } else { None };
     let mut child = tokio::process::Command::new(&cmd.program);
@@ -518,6 +601,12 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     // between fork and exec, on values computed before the fork.
     unsafe {
         child.pre_exec(move || {
+            // Into the run's cgroup first, so everything it starts is counted there.
+            if let Some(fd) = cgroup_fd {
+                if libc::write(fd, b"0\n".as_ptr().cast(), 2) != 2 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -620,6 +709,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         uid,
         private_tmp: own_pids,
         stderr,
+        pids_cgroup: cgroup.is_some(),
     })
 }
 

@@ -235,6 +235,13 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
     assert!(r.output.contains("Resource temporarily unavailable") || r.output.contains("Cannot fork") || r.output.contains("retry"), "{}", &r.output[..r.output.len().min(400)]);
     assert!(started.elapsed() < Duration::from_secs(15));
     let uid = r.uid.unwrap();
+    // Where a pids controller is mounted (cgroup v2, or v1's pids hierarchy, as here) the run had
+    // a cgroup of its own with pids.max besides RLIMIT_NPROC on its user; it is gone afterwards.
+    assert_eq!(r.pids_cgroup, sandbox::pids_cgroup_available(), "{r:?}");
+    let leftover = std::fs::read_dir("/sys/fs/cgroup").into_iter().flatten().chain(std::fs::read_dir("/sys/fs/cgroup/pids").into_iter().flatten())
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy() == format!("failpass-run-{uid}"));
+    assert!(!leftover, "the run's cgroup was removed");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left = std::fs::read_dir("/proc").unwrap().flatten().filter(|e| {
         std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(&uid.to_string())))
@@ -270,4 +277,19 @@ async fn output_with_nul_characters_is_stored_as_text() {
     let r = sandbox::run(&py("import sys; sys.stdout.write('a\\0b\\xff'); sys.stdout.flush()"), None).await.unwrap();
     assert!(!r.output.contains('\0'), "{:?}", r.output);
     assert!(r.output.starts_with("a\u{FFFD}b"), "{:?}", r.output);
+}
+
+#[tokio::test]
+async fn a_run_is_in_a_pids_cgroup_of_its_own_where_one_can_be_made() {
+    require_root();
+    if !sandbox::pids_cgroup_available() {
+        eprintln!("no pids controller mounted here: RLIMIT_NPROC on the run's own user is the limit");
+        return;
+    }
+    let mut c = sh("grep -E '(^0::|pids)' /proc/self/cgroup");
+    c.limits.processes = 37;
+    let r = sandbox::run(&c, None).await.unwrap();
+    assert!(r.pids_cgroup);
+    let uid = r.uid.unwrap();
+    assert!(r.output.contains(&format!("failpass-run-{uid}")), "{}", r.output);
 }
