@@ -2,7 +2,7 @@
 //! example share (included with `#[path]`: the crate's library has no
 //! dependencies of its own).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// chromedriver capabilities for a fresh headless Chromium with its own
 /// profile. Below 500 px (the narrowest window) the viewport is emulated.
@@ -15,7 +15,8 @@ pub fn capabilities(chromium: &str, profile: &std::path::Path, width: u32, heigh
                  format!("--window-size={width},{height}")]
     });
     if width < 500 {
-        options["mobileEmulation"] = json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 } });
+        options["mobileEmulation"] =
+            json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 } });
     }
     let mut caps = Map::new();
     caps.insert("goog:chromeOptions".into(), options);

@@ -18,7 +18,11 @@ fn stats(mut xs: Vec<Duration>) -> (f64, f64, f64) {
 #[tokio::main]
 async fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
-    println!("network namespace: {}, PID namespace: {}", sandbox::network_isolation_available(), sandbox::pid_isolation_available());
+    println!(
+        "network namespace: {}, PID namespace: {}",
+        sandbox::network_isolation_available(),
+        sandbox::pid_isolation_available()
+    );
     println!("{:<28} {:>9} {:>9} {:>9}", "command (runs)", "mean_ms", "p50_ms", "p95_ms");
     for (label, program, args) in [
         ("/bin/true", "/bin/true", vec![]),

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use failpass_shared::model::{ProjectRole, TokenScope};
 
 use crate::auth::{password, tokens};
@@ -37,7 +37,8 @@ fn read_password(from_stdin: bool) -> anyhow::Result<String> {
 }
 
 fn check_name(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    let ok =
+        !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !ok {
         bail!("user name `{name}`: 1 to 64 ASCII letters, digits, `.`, `_` or `-`");
     }
@@ -119,11 +120,24 @@ pub async fn token(args: TokenArgs) -> anyhow::Result<()> {
                     if scope == TokenScope::User {
                         bail!("--scope user: personal tokens are made with --user NAME");
                     }
-                    let p = storage.get_project(&project, &ProjectScope::All).await?.ok_or_else(|| anyhow::anyhow!("project `{project}` does not exist"))?;
-                    tokens::TokenRequest { name, scope, project_id: Some(p.id), user_id: None, created_by: "operator".into(), expires_in_days: expires }
+                    let p = storage
+                        .get_project(&project, &ProjectScope::All)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("project `{project}` does not exist"))?;
+                    tokens::TokenRequest {
+                        name,
+                        scope,
+                        project_id: Some(p.id),
+                        user_id: None,
+                        created_by: "operator".into(),
+                        expires_in_days: expires,
+                    }
                 }
                 (None, Some(user)) => {
-                    let u = storage.user_by_name(&user).await?.ok_or_else(|| anyhow::anyhow!("user `{user}` does not exist"))?;
+                    let u = storage
+                        .user_by_name(&user)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("user `{user}` does not exist"))?;
                     tokens::TokenRequest {
                         name,
                         scope: TokenScope::User,
@@ -147,7 +161,10 @@ pub async fn token(args: TokenArgs) -> anyhow::Result<()> {
         TokenCommand::List { project } => {
             let ids = match project {
                 Some(p) => {
-                    let p = storage.get_project(&p, &ProjectScope::All).await?.ok_or_else(|| anyhow::anyhow!("project `{p}` does not exist"))?;
+                    let p = storage
+                        .get_project(&p, &ProjectScope::All)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("project `{p}` does not exist"))?;
                     Some(vec![p.id])
                 }
                 None => None,

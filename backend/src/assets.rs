@@ -5,7 +5,7 @@
 //! a rebuilt frontend shows without rebuilding the server. Paths without a
 //! file fall back to `index.html`, where the client-side router takes over.
 
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use rust_embed::RustEmbed;
 
@@ -32,10 +32,7 @@ pub async fn serve_site(uri: Uri) -> Response {
 
 fn file_response(path: &str, file: rust_embed::EmbeddedFile) -> Response {
     let mime = mime_guess::from_path(path).first_or_octet_stream();
-    (
-        [(header::CONTENT_TYPE, mime.as_ref().to_owned()), (header::CACHE_CONTROL, "no-cache".to_owned())],
-        file.data,
-    )
+    ([(header::CONTENT_TYPE, mime.as_ref().to_owned()), (header::CACHE_CONTROL, "no-cache".to_owned())], file.data)
         .into_response()
 }
 

@@ -16,7 +16,13 @@ pub fn rate_bars(title: &str, x_desc: &str, rows: &[FigureRow], width: u32, heig
     let longest = rows.iter().map(|r| short_key(&r.key).chars().count()).max().unwrap_or(0);
     let across = rows.len() <= 1 || width as usize / rows.len() >= (longest * 7 + 16).max(110);
     let height = if across { height } else { (rows.len() as u32 * 34 + 110).max(height.min(260)) };
-    svg(width, height, |root| if across { draw_rate_bars(root, title, x_desc, rows) } else { draw_rate_rows(root, title, x_desc, rows, width) })
+    svg(width, height, |root| {
+        if across {
+            draw_rate_bars(root, title, x_desc, rows)
+        } else {
+            draw_rate_rows(root, title, x_desc, rows, width)
+        }
+    })
 }
 
 fn draw_rate_bars<DB: DrawingBackend>(
@@ -28,8 +34,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     // A segmented range `0..k` has k + 1 segments.
     let last = (rows.len() as i32 - 1).max(0);
-    let mut chart = frame(root, title, 52)
-        .build_cartesian_2d((0..last).into_segmented(), 0f64..134f64)?;
+    let mut chart = frame(root, title, 52).build_cartesian_2d((0..last).into_segmented(), 0f64..134f64)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -98,8 +103,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
     let last = (rows.len() as i32 - 1).max(0);
     let label_area = (width as f64 * 0.4).clamp(90.0, 240.0) as u32;
     let chars = (label_area / 7).max(8) as usize;
-    let mut chart = frame(root, title, label_area)
-        .build_cartesian_2d(0f64..150f64, (0..last).into_segmented())?;
+    let mut chart = frame(root, title, label_area).build_cartesian_2d(0f64..150f64, (0..last).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -110,7 +114,9 @@ fn draw_rate_rows<DB: DrawingBackend>(
         .x_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
         .y_label_formatter(&|v| match v {
             // The first row on top, as in the table below.
-            SegmentValue::CenterOf(i) => rows.get((last - *i) as usize).map(|r| cut(&r.key.replace('_', " "), chars)).unwrap_or_default(),
+            SegmentValue::CenterOf(i) => {
+                rows.get((last - *i) as usize).map(|r| cut(&r.key.replace('_', " "), chars)).unwrap_or_default()
+            }
             _ => String::new(),
         })
         .label_style(font(12))
@@ -124,7 +130,14 @@ fn draw_rate_rows<DB: DrawingBackend>(
     )?;
     chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
         let (lo, hi, rate) = (r.rate_low?, r.rate_high?, r.rate?);
-        Some(ErrorBar::new_horizontal(SegmentValue::CenterOf(last - i as i32), lo * 100.0, rate * 100.0, hi * 100.0, INK.stroke_width(2), 8))
+        Some(ErrorBar::new_horizontal(
+            SegmentValue::CenterOf(last - i as i32),
+            lo * 100.0,
+            rate * 100.0,
+            hi * 100.0,
+            INK.stroke_width(2),
+            8,
+        ))
     }))?;
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
         Text::new(
@@ -151,8 +164,7 @@ fn draw_count_bars<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     let last = (rows.len() as i32 - 1).max(0);
     let top = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64 * 1.18;
-    let mut chart = frame(root, title, 52)
-        .build_cartesian_2d((0..last).into_segmented(), 0f64..top)?;
+    let mut chart = frame(root, title, 52).build_cartesian_2d((0..last).into_segmented(), 0f64..top)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -168,7 +180,10 @@ fn draw_count_bars<DB: DrawingBackend>(
         .axis_desc_style(font(12))
         .draw()?;
     chart.draw_series(
-        Histogram::vertical(&chart).style(BAR.mix(0.85).filled()).margin(18).data(rows.iter().enumerate().map(|(i, r)| (i as i32, r.1 as f64))),
+        Histogram::vertical(&chart)
+            .style(BAR.mix(0.85).filled())
+            .margin(18)
+            .data(rows.iter().enumerate().map(|(i, r)| (i as i32, r.1 as f64))),
     )?;
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
         Text::new(
@@ -263,8 +278,7 @@ pub fn grouped_bars(
         let n = labels.len().max(1);
         let k = series.len().max(1);
         let top = series.iter().flat_map(|s| s.1.iter().copied()).fold(0.0_f64, f64::max).max(1e-9) * 1.45;
-        let mut chart = frame(root, title, 60)
-            .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
+        let mut chart = frame(root, title, 60).build_cartesian_2d(0f64..n as f64, 0f64..top)?;
         // One label per ~60 px, so narrow screens stay legible.
         let every = n.div_ceil((width as usize / 60).max(2)).max(1);
         chart
@@ -309,14 +323,20 @@ pub fn grouped_bars(
 }
 
 /// A histogram of `(low, high, count)` bars over a value axis in `unit`.
-pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], money: bool, width: u32, height: u32) -> String {
+pub fn histogram_chart(
+    title: &str,
+    x_desc: &str,
+    bins: &[(f64, f64, u64)],
+    money: bool,
+    width: u32,
+    height: u32,
+) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let lo = bins.first().map_or(0.0, |b| b.0);
         let hi = bins.last().map_or(1.0, |b| b.1).max(lo + 1e-9);
         let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.2;
-        let mut chart = frame(root, title, 52)
-            .build_cartesian_2d(lo..hi, 0f64..top)?;
+        let mut chart = frame(root, title, 52).build_cartesian_2d(lo..hi, 0f64..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -329,21 +349,30 @@ pub fn histogram_chart(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], mone
             .label_style(font(12))
             .axis_desc_style(font(12))
             .draw()?;
-        chart.draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], BAR.mix(0.85).filled())))?;
-        chart.draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], WHITE.stroke_width(1))))?;
+        chart.draw_series(
+            bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], BAR.mix(0.85).filled())),
+        )?;
+        chart
+            .draw_series(bins.iter().map(|b| Rectangle::new([(b.0, 0.0), (b.1, b.2 as f64)], WHITE.stroke_width(1))))?;
         Ok(())
     })
 }
 
 /// Empirical CDFs, one step line per `(name, style, points)`, each marked
 /// with its style's colour and shape, both shown in the legend.
-pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, usize, Vec<(f64, f64)>)], money: bool, width: u32, height: u32) -> String {
+pub fn cdf_chart(
+    title: &str,
+    x_desc: &str,
+    series: &[(String, usize, Vec<(f64, f64)>)],
+    money: bool,
+    width: u32,
+    height: u32,
+) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let hi = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
         let lo = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
-        let mut chart = frame(root, title, 52)
-            .build_cartesian_2d(lo..hi * 1.05, 0f64..1.05f64)?;
+        let mut chart = frame(root, title, 52).build_cartesian_2d(lo..hi * 1.05, 0f64..1.05f64)?;
         chart
             .configure_mesh()
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
@@ -367,7 +396,9 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, usize, Vec<(f64, 
                 prev = y;
             }
             let line = chart.draw_series(LineSeries::new(steps, colour.stroke_width(2)))?.label(name.as_str());
-            let key = move |(x, y): (i32, i32)| EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (16, 0)], colour.stroke_width(2));
+            let key = move |(x, y): (i32, i32)| {
+                EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (16, 0)], colour.stroke_width(2))
+            };
             let every = (points.len() / 6).max(1);
             let marks = points.iter().step_by(every).copied();
             match style % 3 {
@@ -397,13 +428,21 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[(String, usize, Vec<(f64, 
 }
 
 /// One line over labelled points (e.g. cumulative spend by week).
-pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, labels: &[String], values: &[f64], fmt: &dyn Fn(f64) -> String, width: u32, height: u32) -> String {
+pub fn line_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    labels: &[String],
+    values: &[f64],
+    fmt: &dyn Fn(f64) -> String,
+    width: u32,
+    height: u32,
+) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let n = values.len().max(1);
         let top = values.iter().copied().fold(0.0_f64, f64::max).max(1e-9) * 1.15;
-        let mut chart = frame(root, title, 60)
-            .build_cartesian_2d(0f64..(n as f64 - 0.5).max(0.5), 0f64..top)?;
+        let mut chart = frame(root, title, 60).build_cartesian_2d(0f64..(n as f64 - 0.5).max(0.5), 0f64..top)?;
         let every = n.div_ceil(6).max(1);
         chart
             .configure_mesh()
@@ -422,7 +461,10 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, labels: &[String], va
             .label_style(font(12))
             .axis_desc_style(font(12))
             .draw()?;
-        chart.draw_series(LineSeries::new(values.iter().enumerate().map(|(i, v)| (i as f64, *v)), BAR.stroke_width(2)))?;
+        chart.draw_series(LineSeries::new(
+            values.iter().enumerate().map(|(i, v)| (i as f64, *v)),
+            BAR.stroke_width(2),
+        ))?;
         chart.draw_series(values.iter().enumerate().map(|(i, v)| Circle::new((i as f64, *v), 3, BAR.filled())))?;
         Ok(())
     })
@@ -444,12 +486,18 @@ fn compact(v: f64) -> String {
 
 /// Shares as labelled bars (`share`, and the count it is of) against a
 /// dashed reference line named in the legend.
-pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], reference: (f64, &str), width: u32, height: u32) -> String {
+pub fn share_bars(
+    title: &str,
+    x_desc: &str,
+    rows: &[(String, f64, i64)],
+    reference: (f64, &str),
+    width: u32,
+    height: u32,
+) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let n = rows.len().max(1);
-        let mut chart = frame(root, title, 52)
-            .build_cartesian_2d(0f64..n as f64, 0f64..1.3f64)?;
+        let mut chart = frame(root, title, 52).build_cartesian_2d(0f64..n as f64, 0f64..1.3f64)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -468,9 +516,11 @@ pub fn share_bars(title: &str, x_desc: &str, rows: &[(String, f64, i64)], refere
             .label_style(font(12))
             .axis_desc_style(font(12))
             .draw()?;
-        chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
-            Rectangle::new([(i as f64 + 0.2, 0.0), (i as f64 + 0.8, r.1)], BAR.mix(0.85).filled())
-        }))?;
+        chart.draw_series(
+            rows.iter()
+                .enumerate()
+                .map(|(i, r)| Rectangle::new([(i as f64 + 0.2, 0.0), (i as f64 + 0.8, r.1)], BAR.mix(0.85).filled())),
+        )?;
         chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
             Text::new(
                 format!("{} (n={})", failpass_shared::format::percent(Some(r.1)), r.2),

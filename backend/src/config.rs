@@ -146,11 +146,7 @@ impl RefineArgs {
                 name: self.agent_name.clone(),
                 command: command.clone(),
                 timeout: std::time::Duration::from_secs(self.agent_timeout),
-                env: self
-                    .agent_env
-                    .iter()
-                    .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
-                    .collect(),
+                env: self.agent_env.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect(),
             },
             None => crate::runner::refine::Generator::Snippet,
         }
@@ -230,9 +226,7 @@ pub struct DatabaseArgs {
 
 impl DatabaseArgs {
     pub fn url(&self) -> String {
-        self.database_url
-            .clone()
-            .unwrap_or_else(|| self.data_dir.join("failpass.db").to_string_lossy().into_owned())
+        self.database_url.clone().unwrap_or_else(|| self.data_dir.join("failpass.db").to_string_lossy().into_owned())
     }
 }
 

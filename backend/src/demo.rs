@@ -12,7 +12,7 @@ use failpass_shared::model::{
     FailureCause, Goal, OracleKind, OracleSource, Review, Route, RunEnvironment, RunTrigger, SignalSource, Verdict,
     VerdictSource,
 };
-use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 
 use crate::db::{NewReport, NewRun, Storage};
 
@@ -26,7 +26,11 @@ pub struct DemoSummary {
 /// Loads the demo into an empty database; `None` when it already has data.
 /// Besides the recorded history, it writes the runnable `fastnum` demo
 /// package under `data_dir` and queues its candidates for real grading.
-pub async fn seed_if_empty(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &std::path::Path) -> anyhow::Result<Option<DemoSummary>> {
+pub async fn seed_if_empty(
+    storage: &dyn Storage,
+    routing: &RoutingConfig,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<Option<DemoSummary>> {
     if !storage.is_empty().await? {
         return Ok(None);
     }
@@ -49,7 +53,10 @@ pub fn credentials_file(data_dir: &std::path::Path) -> std::path::PathBuf {
 /// random passwords written to [`credentials_file`].
 pub const DEMO_USERS: &[(&str, &str)] = &[
     ("demo-admin", "admin: every project, environments and visibility"),
-    ("demo-maintainer", "maintainer of fastnum/fastnum, pytorch/pytorch, jax-ml/jax and the private acme/trainer-internal"),
+    (
+        "demo-maintainer",
+        "maintainer of fastnum/fastnum, pytorch/pytorch, jax-ml/jax and the private acme/trainer-internal",
+    ),
     ("demo-viewer", "viewer of the private acme/trainer-internal"),
 ];
 
@@ -139,41 +146,113 @@ enum Kind {
 }
 
 const REPORTS: &[(usize, Kind, &str, &str, &str)] = &[
-    (0, Kind::Crash, "torch.logsumexp returns NaN instead of inf for large inputs in float16", "torch.logsumexp", "RuntimeError: value cannot be converted to type at::Half without overflow"),
+    (
+        0,
+        Kind::Crash,
+        "torch.logsumexp returns NaN instead of inf for large inputs in float16",
+        "torch.logsumexp",
+        "RuntimeError: value cannot be converted to type at::Half without overflow",
+    ),
     (0, Kind::Numeric, "nn.functional.cross_entropy with label_smoothing ignores ignore_index", "F.cross_entropy", ""),
-    (0, Kind::Crash, "torch.compile fails on boolean mask indexing with dynamic shapes", "torch.compile", "torch._dynamo.exc.Unsupported: dynamic shape operator: aten.nonzero.default"),
+    (
+        0,
+        Kind::Crash,
+        "torch.compile fails on boolean mask indexing with dynamic shapes",
+        "torch.compile",
+        "torch._dynamo.exc.Unsupported: dynamic shape operator: aten.nonzero.default",
+    ),
     (0, Kind::Harness, "DDP hangs at first all_reduce when using torchrun with 2 nodes", "torch.distributed", ""),
     (0, Kind::InPatch, "torch.sum over dim=-1 of a channels_last tensor gives wrong result", "torch.sum", ""),
     (0, Kind::Vague, "training got slower after upgrade", "", ""),
-    (0, Kind::Crash, "index_add_ on MPS raises for int64 source", "index_add_", "RuntimeError: MPS does not support index_add with int64 source"),
+    (
+        0,
+        Kind::Crash,
+        "index_add_ on MPS raises for int64 source",
+        "index_add_",
+        "RuntimeError: MPS does not support index_add with int64 source",
+    ),
     (0, Kind::Numeric, "torch.cumsum on bfloat16 accumulates in bfloat16 and drifts", "torch.cumsum", ""),
     (0, Kind::Harness, "FSDP checkpointing saves empty optimizer state on rank 1", "FSDP", ""),
     (0, Kind::InPatch, "torch.nn.functional.interpolate antialias wrong for scale 0.5", "F.interpolate", ""),
-    (1, Kind::Crash, "generate() crashes with past_key_values and beam search", "model.generate", "IndexError: index 4 is out of bounds for dimension 0 with size 4"),
-    (1, Kind::Numeric, "LlamaRotaryEmbedding gives different outputs in fp32 and bf16 beyond tolerance", "LlamaRotaryEmbedding", ""),
+    (
+        1,
+        Kind::Crash,
+        "generate() crashes with past_key_values and beam search",
+        "model.generate",
+        "IndexError: index 4 is out of bounds for dimension 0 with size 4",
+    ),
+    (
+        1,
+        Kind::Numeric,
+        "LlamaRotaryEmbedding gives different outputs in fp32 and bf16 beyond tolerance",
+        "LlamaRotaryEmbedding",
+        "",
+    ),
     (1, Kind::Harness, "accelerate launch with deepspeed zero3 fails to resume from checkpoint", "Trainer", ""),
     (1, Kind::Judged, "Whisper transcription quality regressed on long audio", "WhisperForConditionalGeneration", ""),
     (1, Kind::InPatch, "Tokenizer fast and slow disagree on added tokens with lstrip", "AutoTokenizer", ""),
     (1, Kind::Vague, "model outputs garbage", "", ""),
-    (1, Kind::Crash, "AutoModel.from_pretrained with device_map=auto fails on CPU-only machine", "from_pretrained", "ValueError: You can't pass `load_in_8bit` or any other `BitsAndBytesConfig` argument"),
+    (
+        1,
+        Kind::Crash,
+        "AutoModel.from_pretrained with device_map=auto fails on CPU-only machine",
+        "from_pretrained",
+        "ValueError: You can't pass `load_in_8bit` or any other `BitsAndBytesConfig` argument",
+    ),
     (1, Kind::Numeric, "DataCollatorForLanguageModeling masks padding tokens", "DataCollatorForLanguageModeling", ""),
-    (1, Kind::Judged, "Loss diverges when fine-tuning with gradient checkpointing", "gradient_checkpointing_enable", ""),
-    (2, Kind::Crash, "jnp.linalg.eigh returns NaN for repeated eigenvalues on GPU", "jnp.linalg.eigh", "FloatingPointError: invalid value (nan) encountered in eigh"),
+    (
+        1,
+        Kind::Judged,
+        "Loss diverges when fine-tuning with gradient checkpointing",
+        "gradient_checkpointing_enable",
+        "",
+    ),
+    (
+        2,
+        Kind::Crash,
+        "jnp.linalg.eigh returns NaN for repeated eigenvalues on GPU",
+        "jnp.linalg.eigh",
+        "FloatingPointError: invalid value (nan) encountered in eigh",
+    ),
     (2, Kind::Numeric, "jax.nn.softmax with where= gives wrong result for all-masked rows", "jax.nn.softmax", ""),
     (2, Kind::InPatch, "lax.scan with unroll drops the last carry", "lax.scan", ""),
     (2, Kind::Harness, "multi-node jax.distributed.initialize times out on SLURM", "jax.distributed", ""),
-    (2, Kind::Crash, "jit of a function with a static list argument raises TypeError", "jax.jit", "TypeError: unhashable type: 'list'"),
+    (
+        2,
+        Kind::Crash,
+        "jit of a function with a static list argument raises TypeError",
+        "jax.jit",
+        "TypeError: unhashable type: 'list'",
+    ),
     (2, Kind::Vague, "pmap slow", "", ""),
     (2, Kind::Judged, "Memory usage grows every step with donated buffers", "jax.jit", ""),
-    (3, Kind::Crash, "keras.ops.argmax on torch backend returns int32 instead of int64", "keras.ops.argmax", "AssertionError: expected dtype int64, got int32"),
+    (
+        3,
+        Kind::Crash,
+        "keras.ops.argmax on torch backend returns int32 instead of int64",
+        "keras.ops.argmax",
+        "AssertionError: expected dtype int64, got int32",
+    ),
     (3, Kind::Numeric, "BatchNormalization momentum is inverted on the JAX backend", "BatchNormalization", ""),
     (3, Kind::InPatch, "Model.fit with validation_split shuffles before splitting", "Model.fit", ""),
     (3, Kind::Harness, "CI flaky test for mixed precision on TPU", "mixed_precision", ""),
     (3, Kind::Vague, "saving broken", "", ""),
-    (3, Kind::Crash, "Conv1DTranspose output_padding ignored with dilation", "Conv1DTranspose", "ValueError: Negative dimension size caused by subtracting 3 from 2"),
+    (
+        3,
+        Kind::Crash,
+        "Conv1DTranspose output_padding ignored with dilation",
+        "Conv1DTranspose",
+        "ValueError: Negative dimension size caused by subtracting 3 from 2",
+    ),
     (4, Kind::Harness, "Training loop resumes at wrong step after preemption", "training loop", ""),
     (4, Kind::Numeric, "Gradient clipping applied before loss scaling", "clip_grad_norm_", ""),
-    (4, Kind::Crash, "EMA weights loaded as float16 truncate to zero", "ema.load_state_dict", "RuntimeError: expected scalar type Float but found Half"),
+    (
+        4,
+        Kind::Crash,
+        "EMA weights loaded as float16 truncate to zero",
+        "ema.load_state_dict",
+        "RuntimeError: expected scalar type Float but found Half",
+    ),
     (4, Kind::Judged, "Eval accuracy lower than offline evaluation", "evaluate", ""),
 ];
 
@@ -183,7 +262,14 @@ const AGENTS: &[(&str, &str, (i32, u32, u32))] = &[
     ("openhands", "gpt-5", (2026, 10, 15)),
 ];
 
-fn body(project: usize, kind: Kind, title: &str, op: &str, error: &str, rng: &mut Rng) -> (String, Vec<String>, Option<String>) {
+fn body(
+    project: usize,
+    kind: Kind,
+    title: &str,
+    op: &str,
+    error: &str,
+    rng: &mut Rng,
+) -> (String, Vec<String>, Option<String>) {
     let versions: &[&str] = match project {
         0 => &["torch 2.4.1", "torch 2.5.0+cu121", "torch 2.6.0.dev20241020"],
         1 => &["transformers 4.44.2, torch 2.4.1", "transformers 4.46.0, torch 2.5.0"],
@@ -306,7 +392,8 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             }),
             _ => None,
         };
-        let filed_at = now - Duration::hours(6 + (i as i64 * 37) % (10 * 7 * 24)) - Duration::minutes(rng.below(60) as i64);
+        let filed_at =
+            now - Duration::hours(6 + (i as i64 * 37) % (10 * 7 * 24)) - Duration::minutes(rng.below(60) as i64);
         let mut request = CreateReportRequest {
             project: PROJECTS[*project].0.into(),
             external_id: format!("{}", 120_000 + i * 137),
@@ -335,13 +422,22 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
         let tries = 1 + rng.below(3);
         for t in 0..tries {
             let (agent, model, (y, m, d)) = AGENTS[rng.below(AGENTS.len())];
-            let started_at = (filed_at + Duration::hours(2 + rng.below(72) as i64 + t as i64 * 5)).min(now - Duration::hours(1));
+            let started_at =
+                (filed_at + Duration::hours(2 + rng.below(72) as i64 + t as i64 * 5)).min(now - Duration::hours(1));
             let wall = rng.range(40.0, 1500.0).round().min((now - started_at).num_seconds() as f64);
             let cost = (rng.range(0.04, 1.8) * 100.0).round() / 100.0;
             let (verdict, source, cause, review) = match (route, vague) {
                 (Route::AgentFirst, _) => match rng.below(10) {
                     0..=4 => (Verdict::Reproduced, VerdictSource::Deterministic, None, None),
-                    5..=7 => (Verdict::NotReproduced, VerdictSource::Deterministic, Some([FailureCause::WrongFailure, FailureCause::NoFailure, FailureCause::PoorDecision][rng.below(3)]), None),
+                    5..=7 => (
+                        Verdict::NotReproduced,
+                        VerdictSource::Deterministic,
+                        Some(
+                            [FailureCause::WrongFailure, FailureCause::NoFailure, FailureCause::PoorDecision]
+                                [rng.below(3)],
+                        ),
+                        None,
+                    ),
                     8 => (Verdict::Error, VerdictSource::Deterministic, Some(FailureCause::EnvSetup), None),
                     // An agent's own LLM judgement first, the oracle's check after it:
                     // the pairs LLM-verdict precision is measured on.
@@ -354,7 +450,12 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
                 },
                 (Route::Hypothesis, true) => match rng.below(3) {
-                    0 => (Verdict::Reproduced, VerdictSource::Deterministic, None, if rng.chance(0.5) { Some(Review::Accepted) } else { None }),
+                    0 => (
+                        Verdict::Reproduced,
+                        VerdictSource::Deterministic,
+                        None,
+                        if rng.chance(0.5) { Some(Review::Accepted) } else { None },
+                    ),
                     _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
                 },
                 (Route::Hypothesis, false) => match (i + t) % 4 {
@@ -405,7 +506,11 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             summary.attempts += 1;
             if source == VerdictSource::Deterministic {
                 for (env, exit, out) in [
-                    (RunEnvironment::Buggy, if failure_seen { 1 } else { 0 }, if error.is_empty() { "AssertionError: outputs differ" } else { error }),
+                    (
+                        RunEnvironment::Buggy,
+                        if failure_seen { 1 } else { 0 },
+                        if error.is_empty() { "AssertionError: outputs differ" } else { error },
+                    ),
                     (RunEnvironment::Fixed, 0, "ok"),
                 ] {
                     storage

@@ -14,7 +14,7 @@ use failpass_shared::api::jobs::{CreateEnvironmentRequest, Recipe};
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::{CreateReportRequest, Oracle};
 use failpass_shared::model::{EnvironmentRole, Verdict, VerdictSource};
-use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 use serde::Deserialize;
 
 use crate::db::{NewReport, Storage};
@@ -112,8 +112,11 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
         let report = storage.create_report(&NewReport { request, decision }).await?;
         summary.reports += 1;
         // The refine loop, offline (`snippet`), on every report an agent should take.
-        if report.summary.route == failpass_shared::model::Route::AgentFirst && report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
-            let job = crate::db::jobs::NewJob::refine(report.summary.id, failpass_shared::api::jobs::PRIORITY_BULK, false);
+        if report.summary.route == failpass_shared::model::Route::AgentFirst
+            && report.oracle.as_ref().is_some_and(|o| o.is_deterministic())
+        {
+            let job =
+                crate::db::jobs::NewJob::refine(report.summary.id, failpass_shared::api::jobs::PRIORITY_BULK, false);
             storage.enqueue(&job, chrono::Utc::now()).await?;
         }
         for c in r.candidates {

@@ -1,12 +1,12 @@
 //! The one error type handlers return, and the extractors that turn axum's
 //! own rejections into it, so every failure is JSON `{code, message}`.
 
+use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use failpass_shared::api::query::FieldError;
 use failpass_shared::error::ApiErrorBody;
 use serde::de::DeserializeOwned;
@@ -78,7 +78,10 @@ impl IntoResponse for ApiError {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(*seconds));
         }
         if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer realm=\"failpass\""));
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"failpass\""),
+            );
         }
         response
     }
@@ -125,7 +128,9 @@ where
         let (parts, body) = req.into_parts();
         let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| too_large())?;
         if crate::input::may_hold_nul(&bytes) {
-            if let Some(field) = serde_json::from_slice::<serde_json::Value>(&bytes).ok().as_ref().and_then(crate::input::nul_path) {
+            if let Some(field) =
+                serde_json::from_slice::<serde_json::Value>(&bytes).ok().as_ref().and_then(crate::input::nul_path)
+            {
                 return Err(ApiError::BadRequest(crate::input::nul_message(&field)));
             }
         }
@@ -178,7 +183,9 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         if parts.uri.path().to_ascii_lowercase().contains("%00") {
-            return Err(ApiError::BadRequest("path: contains a NUL character (%00), which failpass does not store".into()));
+            return Err(ApiError::BadRequest(
+                "path: contains a NUL character (%00), which failpass does not store".into(),
+            ));
         }
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(ApiPath(v)),
@@ -211,7 +218,10 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
         // A parameter given twice is ambiguous: say so rather than pick one.
         for (i, (k, v)) in pairs.iter().enumerate() {
             if k.contains('\0') || v.contains('\0') {
-                return Err(ApiError::BadRequest(format!("{}: contains a NUL character (%00), which failpass does not store", k.replace('\0', "%00"))));
+                return Err(ApiError::BadRequest(format!(
+                    "{}: contains a NUL character (%00), which failpass does not store",
+                    k.replace('\0', "%00")
+                )));
             }
             if pairs[..i].iter().any(|(earlier, _)| earlier == k) {
                 return Err(ApiError::BadRequest(format!("{k}: given more than once")));

@@ -10,7 +10,7 @@ use failpass_shared::format::thousands;
 use tokio::io::{AsyncBufRead, BufReader};
 
 use crate::config::ImportArgs;
-use crate::import::{run, Format, ImportOptions, Importer};
+use crate::import::{Format, ImportOptions, Importer, run};
 
 pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
     let format: Format = args.format.parse().map_err(|e: String| anyhow::anyhow!("--format: {e}"))?;
@@ -26,25 +26,37 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let mut last_line = Instant::now();
-    let mut importer = Importer::new(storage.as_ref(), &routing).private_by_default(args.private_by_default).on_progress(move |s: &ImportSummary| {
-        // A live line on a terminal; a line every few seconds in a log.
-        if tty || last_line.elapsed().as_secs() >= 5 {
-            last_line = Instant::now();
-            let rate = s.records as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            eprint!("{}{} records ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
-                if tty { "\r" } else { "" }, thousands(s.records as i64), thousands(rate as i64),
-                s.created, s.updated, s.unchanged, s.rejected, if tty { "   " } else { "\n" });
-        }
-    });
+    let mut importer = Importer::new(storage.as_ref(), &routing)
+        .private_by_default(args.private_by_default)
+        .on_progress(move |s: &ImportSummary| {
+            // A live line on a terminal; a line every few seconds in a log.
+            if tty || last_line.elapsed().as_secs() >= 5 {
+                last_line = Instant::now();
+                let rate = s.records as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                eprint!(
+                    "{}{} records ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
+                    if tty { "\r" } else { "" },
+                    thousands(s.records as i64),
+                    thousands(rate as i64),
+                    s.created,
+                    s.updated,
+                    s.unchanged,
+                    s.rejected,
+                    if tty { "   " } else { "\n" }
+                );
+            }
+        });
     let mapping = args.mapping.as_deref().map(crate::import::mapping::load).transpose()?;
-    let input_dir = (args.input != "-").then(|| std::path::Path::new(&args.input).parent().map(|p| p.to_path_buf())).flatten();
+    let input_dir =
+        (args.input != "-").then(|| std::path::Path::new(&args.input).parent().map(|p| p.to_path_buf())).flatten();
     let environment = args
         .environment
         .as_deref()
         .map(|e| e.parse::<failpass_shared::model::RunEnvironment>())
         .transpose()
         .map_err(|e| anyhow::anyhow!("--environment: {e}"))?;
-    let options = ImportOptions { project: args.project.clone(), mapping, input_dir, attempt: args.attempt, environment };
+    let options =
+        ImportOptions { project: args.project.clone(), mapping, input_dir, attempt: args.attempt, environment };
     run(&mut importer, format, input, &options).await.with_context(|| format!("importing {}", args.input))?;
     let summary = importer.finish().await?;
     let secs = started.elapsed().as_secs_f64();
@@ -58,11 +70,19 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
             "{} records in {secs:.1} s ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
             thousands(summary.records as i64),
             thousands((summary.records as f64 / secs.max(1e-9)) as i64),
-            summary.created, summary.updated, summary.unchanged, summary.rejected,
+            summary.created,
+            summary.updated,
+            summary.unchanged,
+            summary.rejected,
             if summary.skipped > 0 { format!(", {} skipped", summary.skipped) } else { String::new() }
         );
         for r in &summary.rejections {
-            println!("  rejected record {}: {}{}", r.record, r.field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(), r.message);
+            println!(
+                "  rejected record {}: {}{}",
+                r.record,
+                r.field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(),
+                r.message
+            );
         }
         if summary.rejected as usize > summary.rejections.len() {
             println!("  … and {} more rejections", summary.rejected as usize - summary.rejections.len());

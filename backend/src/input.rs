@@ -93,7 +93,10 @@ pub fn strip_bom(text: &str) -> &str {
 /// One line (with its `\n`, if any) into `bytes`, at most [`LINE_LIMIT`] of
 /// it kept: `Ok(None)` at the end of the input, `Ok(Some(false))` for a line
 /// longer than the limit (read to its end and dropped, never held whole).
-pub async fn read_line_capped<R: AsyncBufRead + Unpin>(input: &mut R, bytes: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+pub async fn read_line_capped<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    bytes: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
     bytes.clear();
     let mut read_any = false;
     let mut too_long = false;
@@ -148,7 +151,8 @@ mod tests {
 
     #[test]
     fn nul_paths_name_the_field() {
-        let v: Value = serde_json::from_str(r#"{"title":"ok","oracle":{"signature":"a\u0000b"},"labels":["x","y"]}"#).unwrap();
+        let v: Value =
+            serde_json::from_str(r#"{"title":"ok","oracle":{"signature":"a\u0000b"},"labels":["x","y"]}"#).unwrap();
         assert_eq!(nul_path(&v).as_deref(), Some("oracle.signature"));
         let v: Value = serde_json::from_str(r#"{"labels":["x","y\u0000"]}"#).unwrap();
         assert_eq!(nul_path(&v).as_deref(), Some("labels[1]"));

@@ -1,7 +1,7 @@
 use anyhow::Context;
 use clap::Parser;
 use failpass::config::{Cli, Command};
-use failpass::startup::{redact, shutdown_signal, App, AppConfig};
+use failpass::startup::{App, AppConfig, redact, shutdown_signal};
 
 fn main() {
     let cli = Cli::parse();
@@ -32,7 +32,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 workers: args.workers,
                 generator: args.refine.generator(),
                 refine_budget: args.refine.refine_budget,
-                recheck_every: (args.recheck_every_hours > 0).then(|| std::time::Duration::from_secs(args.recheck_every_hours * 3600)),
+                recheck_every: (args.recheck_every_hours > 0)
+                    .then(|| std::time::Duration::from_secs(args.recheck_every_hours * 3600)),
                 security: args.security(),
             })
             .await?;
@@ -41,14 +42,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             // A closed stdout (a supervisor that read the first line) must not stop the server.
             use std::io::Write;
             let mut out = std::io::stdout();
-            let _ = writeln!(out, "failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
+            let _ =
+                writeln!(out, "failpass is running at http://{addr}/  (database: {}; Ctrl-C stops it)", redact(&url));
             if args.demo {
                 match failpass::demo::credentials(&args.database.data_dir) {
                     Some(text) => {
                         let _ = write!(out, "{text}");
                     }
                     None => {
-                        let _ = writeln!(out, "no demo users in this data directory (its data predates accounts): add an admin with `failpass user add NAME --admin`");
+                        let _ = writeln!(
+                            out,
+                            "no demo users in this data directory (its data predates accounts): add an admin with `failpass user add NAME --admin`"
+                        );
                     }
                 }
             }
@@ -89,10 +94,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             verifier.generator = args.refine.generator();
             verifier.refine_budget = args.refine.refine_budget;
             verifier.allow_unsandboxed = args.runs.allow_unsandboxed_runs;
-            let options = failpass::runner::worker::WorkerOptions { lease: chrono::Duration::seconds(args.lease_seconds), ..Default::default() };
+            let options = failpass::runner::worker::WorkerOptions {
+                lease: chrono::Duration::seconds(args.lease_seconds),
+                ..Default::default()
+            };
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let pool = failpass::runner::worker::spawn_pool(verifier, args.concurrency, options, stopped);
-            println!("failpass worker: {} worker(s) on {} (Ctrl-C stops them after their current job)", args.concurrency, redact(&url));
+            println!(
+                "failpass worker: {} worker(s) on {} (Ctrl-C stops them after their current job)",
+                args.concurrency,
+                redact(&url)
+            );
             shutdown_signal().await;
             let _ = stop.send(true);
             for w in pool {

@@ -84,10 +84,15 @@ mod tests {
 
     #[test]
     fn renders_code_blocks_lists_and_tables() {
-        let html = render("# Title\n\nSee `torch.sum`:\n\n```python\nimport torch\nprint(torch.ones(2) < 3)\n```\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n");
+        let html = render(
+            "# Title\n\nSee `torch.sum`:\n\n```python\nimport torch\nprint(torch.ones(2) < 3)\n```\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+        );
         assert!(html.contains("<h1>Title</h1>"), "{html}");
         assert!(html.contains("<code>torch.sum</code>"));
-        assert!(html.contains("<pre><code class=\"language-python\">import torch\nprint(torch.ones(2) &lt; 3)"), "{html}");
+        assert!(
+            html.contains("<pre><code class=\"language-python\">import torch\nprint(torch.ones(2) &lt; 3)"),
+            "{html}"
+        );
         assert!(html.contains("<li>one</li>") && html.contains("<table>"));
     }
 
@@ -100,15 +105,26 @@ mod tests {
             "<a href=\"javascript:alert(1)\">x</a>",
         ] {
             let html = render(evil);
-            assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<iframe") && !html.contains("<a href=\"javascript"), "{evil} -> {html}");
+            assert!(
+                !html.contains("<script")
+                    && !html.contains("<img")
+                    && !html.contains("<iframe")
+                    && !html.contains("<a href=\"javascript"),
+                "{evil} -> {html}"
+            );
             assert!(html.contains("&lt;"), "shown as text: {html}");
         }
     }
 
     #[test]
     fn only_safe_links_are_followable_and_images_are_links() {
-        let html = render("[ok](https://github.com/a/b/issues/1) [bad](javascript:alert(1)) [data](DATA:text/html,x) [rel](/reports/2) ![plot](https://x.example/p.png \"t\")");
-        assert!(html.contains("<a href=\"https://github.com/a/b/issues/1\" rel=\"nofollow noopener noreferrer\">ok</a>"), "{html}");
+        let html = render(
+            "[ok](https://github.com/a/b/issues/1) [bad](javascript:alert(1)) [data](DATA:text/html,x) [rel](/reports/2) ![plot](https://x.example/p.png \"t\")",
+        );
+        assert!(
+            html.contains("<a href=\"https://github.com/a/b/issues/1\" rel=\"nofollow noopener noreferrer\">ok</a>"),
+            "{html}"
+        );
         assert!(html.contains("<a>bad</a>") && html.contains("<a>data</a>"), "{html}");
         assert!(html.contains("<a href=\"/reports/2\""));
         assert!(!html.contains("<img"), "{html}");

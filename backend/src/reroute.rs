@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort};
 use failpass_shared::model::OracleSource;
-use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 
 use crate::db::{ProjectScope, Storage, StorageResult};
 
@@ -32,7 +32,8 @@ pub struct RerouteSummary {
 /// A supplied oracle is kept; a derived one is derived again.
 pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) -> StorageResult<RerouteSummary> {
     let mut summary = RerouteSummary::default();
-    let mut query = ReportListQuery { sort: ReportSort::CreatedAt, order: Order::Asc, limit: 500, ..Default::default() };
+    let mut query =
+        ReportListQuery { sort: ReportSort::CreatedAt, order: Order::Asc, limit: 500, ..Default::default() };
     loop {
         let page = storage.list_reports(&query, &ProjectScope::All).await?;
         for item in &page.items {

@@ -20,7 +20,7 @@
 use std::net::SocketAddr;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -65,9 +65,9 @@ impl Security {
     pub fn new(cfg: &SecurityConfig, bound: SocketAddr) -> anyhow::Result<Security> {
         let (allowed_hosts, https) = match &cfg.public_url {
             Some(url) => {
-                let (scheme, rest) = url
-                    .split_once("://")
-                    .ok_or_else(|| anyhow::anyhow!("--public-url `{url}`: expected http://HOST[:PORT] or https://HOST[:PORT]"))?;
+                let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+                    anyhow::anyhow!("--public-url `{url}`: expected http://HOST[:PORT] or https://HOST[:PORT]")
+                })?;
                 let https = match scheme.to_ascii_lowercase().as_str() {
                     "https" => true,
                     "http" => false,
@@ -156,7 +156,9 @@ fn check(security: &Security, method: &Method, headers: &HeaderMap) -> Result<()
     }
     if let Some(origin) = text(header::ORIGIN) {
         if !security.is_own_origin(origin) {
-            return Err(ApiError::Forbidden(format!("cross-origin write refused: Origin `{origin}` is not this server")));
+            return Err(ApiError::Forbidden(format!(
+                "cross-origin write refused: Origin `{origin}` is not this server"
+            )));
         }
         return Ok(());
     }
@@ -181,7 +183,9 @@ fn check(security: &Security, method: &Method, headers: &HeaderMap) -> Result<()
             Some(security.is_own_origin(&format!("{scheme}://{authority}")))
         });
         if from_here != Some(true) {
-            return Err(ApiError::Forbidden("a signed-in write needs an Origin (or Referer) header from this server".into()));
+            return Err(ApiError::Forbidden(
+                "a signed-in write needs an Origin (or Referer) header from this server".into(),
+            ));
         }
     }
     Ok(())
@@ -270,7 +274,13 @@ mod tests {
         assert!(public.secure_cookies);
         let e = Security::new(&SecurityConfig::default(), "0.0.0.0:8080".parse().unwrap()).unwrap_err().to_string();
         assert!(e.contains("--public-url"), "{e}");
-        assert!(Security::new(&SecurityConfig { public_url: Some("ftp://x".into()), ..Default::default() }, "0.0.0.0:1".parse().unwrap()).is_err());
+        assert!(
+            Security::new(
+                &SecurityConfig { public_url: Some("ftp://x".into()), ..Default::default() },
+                "0.0.0.0:1".parse().unwrap()
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -279,17 +289,28 @@ mod tests {
         let host = ("host", "127.0.0.1:8080");
         let post = Method::POST;
         assert!(check(&s, &post, &headers(&[host, ("origin", "http://127.0.0.1:8080")])).is_ok());
-        assert!(matches!(check(&s, &post, &headers(&[host, ("origin", "http://127.0.0.1:9999")])), Err(ApiError::Forbidden(_))));
+        assert!(matches!(
+            check(&s, &post, &headers(&[host, ("origin", "http://127.0.0.1:9999")])),
+            Err(ApiError::Forbidden(_))
+        ));
         assert!(matches!(check(&s, &post, &headers(&[host, ("origin", "null")])), Err(ApiError::Forbidden(_))));
-        assert!(matches!(check(&s, &post, &headers(&[host, ("sec-fetch-site", "cross-site")])), Err(ApiError::Forbidden(_))));
+        assert!(matches!(
+            check(&s, &post, &headers(&[host, ("sec-fetch-site", "cross-site")])),
+            Err(ApiError::Forbidden(_))
+        ));
         // A cookie without Origin or Referer: refused; with our Referer: fine; a token: fine.
         let cookie = ("cookie", "failpass_session=abc");
         assert!(check(&s, &post, &headers(&[host, cookie])).is_err());
         assert!(check(&s, &post, &headers(&[host, cookie, ("referer", "http://127.0.0.1:8080/reports/1")])).is_ok());
-        assert!(check(&s, &post, &headers(&[host, cookie, ("referer", "http://127.0.0.1:8080.evil.example/")])).is_err());
+        assert!(
+            check(&s, &post, &headers(&[host, cookie, ("referer", "http://127.0.0.1:8080.evil.example/")])).is_err()
+        );
         assert!(check(&s, &post, &headers(&[host, ("authorization", "Bearer x")])).is_ok());
         // Reads pass whatever their origin; any request for another host does not.
         assert!(check(&s, &Method::GET, &headers(&[host, ("origin", "http://evil.example")])).is_ok());
-        assert!(matches!(check(&s, &Method::GET, &headers(&[("host", "evil.example:8080")])), Err(ApiError::MisdirectedRequest(_))));
+        assert!(matches!(
+            check(&s, &Method::GET, &headers(&[("host", "evil.example:8080")])),
+            Err(ApiError::MisdirectedRequest(_))
+        ));
     }
 }

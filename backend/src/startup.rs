@@ -18,7 +18,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 
 use crate::db::{self, Storage};
-use crate::routes::{router, AppState};
+use crate::routes::{AppState, router};
 
 pub struct App {
     listener: TcpListener,
@@ -75,7 +75,12 @@ impl App {
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let bound = listener.local_addr().context("reading the bound address")?;
         let security = Arc::new(crate::security::Security::new(&cfg.security, bound)?);
-        let (router, routes) = router(AppState { storage: storage.clone(), routing, security: security.clone(), health: Default::default() });
+        let (router, routes) = router(AppState {
+            storage: storage.clone(),
+            routing,
+            security: security.clone(),
+            health: Default::default(),
+        });
         let router = with_layers(router, storage.clone(), security);
         Ok(App {
             listener,
@@ -120,14 +125,20 @@ impl App {
             tracing::warn!(
                 allowed = self.allow_unsandboxed,
                 "not running as root: candidates cannot get users and namespaces of their own{}",
-                if self.allow_unsandboxed { "; they run as failpass's own user (--allow-unsandboxed-runs)" } else { ", so verification jobs are refused" }
+                if self.allow_unsandboxed {
+                    "; they run as failpass's own user (--allow-unsandboxed-runs)"
+                } else {
+                    ", so verification jobs are refused"
+                }
             );
         }
         let pool = crate::runner::worker::spawn_pool(verifier, self.workers, Default::default(), stopped);
         if self.workers > 0 {
             tracing::info!(workers = self.workers, "verification workers running");
         }
-        let schedule = self.recheck_every.map(|every| tokio::spawn(crate::runner::schedule::run(self.storage.clone(), every, stop.subscribe())));
+        let schedule = self
+            .recheck_every
+            .map(|every| tokio::spawn(crate::runner::schedule::run(self.storage.clone(), every, stop.subscribe())));
         let sweeper = tokio::spawn(sweep_sessions(self.storage.clone(), stop.subscribe()));
         // The peer's address reaches handlers (sign-in limits per address).
         let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
@@ -158,7 +169,11 @@ async fn sweep_sessions(storage: Arc<dyn Storage>, mut stop: tokio::sync::watch:
     }
 }
 
-fn with_layers(router: axum::Router, storage: Arc<dyn Storage>, security: Arc<crate::security::Security>) -> axum::Router {
+fn with_layers(
+    router: axum::Router,
+    storage: Arc<dyn Storage>,
+    security: Arc<crate::security::Security>,
+) -> axum::Router {
     let request_id = HeaderName::from_static("x-request-id");
     let sessions = crate::auth::sessions::layer(storage, security.secure_cookies);
     router

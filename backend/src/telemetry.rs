@@ -4,8 +4,8 @@
 use tracing_subscriber::EnvFilter;
 
 pub fn init() {
-    let filter = EnvFilter::try_from_env("FAILPASS_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    let filter =
+        EnvFilter::try_from_env("FAILPASS_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
     let json = std::env::var("FAILPASS_LOG_FORMAT").is_ok_and(|v| v == "json");
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     // A second init (tests) is harmless: keep the first subscriber.

@@ -10,9 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use failpass::startup::{App, AppConfig};
+use failpass_shared::api::Page;
 use failpass_shared::api::figures::{DistributionResponse, FiguresResponse, Throughput};
 use failpass_shared::api::reports::ReportSummary;
-use failpass_shared::api::Page;
 use failpass_shared::format::{duration_secs, hours, interval, percent, thousands, usd};
 use fantoccini::{Client, ClientBuilder, Locator};
 use tempfile::TempDir;
@@ -60,7 +60,10 @@ async fn start(width: u32, height: u32) -> Harness {
 async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-    assert!(std::path::Path::new(&chromium).exists(), "{chromium} is missing: run `cargo xtask test`, which installs it");
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "{chromium} is missing: run `cargo xtask test`, which installs it"
+    );
 
     let data = tempfile::tempdir().unwrap();
     let app = App::build(AppConfig {
@@ -95,7 +98,11 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
     let started = Instant::now();
     let client = loop {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&format!("http://127.0.0.1:{port}")).await {
+        match ClientBuilder::new(connector)
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
             Ok(c) => break c,
             Err(e) if started.elapsed() < Duration::from_secs(20) => {
                 let _ = e;
@@ -113,7 +120,12 @@ impl Harness {
     }
 
     async fn text(&self, testid: &str) -> String {
-        let el = self.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(&format!("[data-testid={testid}]"))).await
+        let el = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(&format!("[data-testid={testid}]")))
+            .await
             .unwrap_or_else(|e| panic!("[data-testid={testid}] never appeared: {e}"));
         el.text().await.unwrap()
     }
@@ -121,7 +133,12 @@ impl Harness {
     /// The SVG the server drew for figure `testid`, once the page has inlined it.
     async fn svg(&self, testid: &str) -> String {
         let css = format!("[data-testid={testid}] svg");
-        let el = self.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(&css)).await
+        let el = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(&css))
+            .await
             .unwrap_or_else(|e| panic!("{css} never appeared: {e}"));
         el.html(false).await.unwrap()
     }
@@ -162,7 +179,8 @@ impl Harness {
         self.client.wait().for_element(Locator::Css("input[name=name]")).await.unwrap().send_keys(name).await.unwrap();
         self.client.find(Locator::Css("input[name=password]")).await.unwrap().send_keys(&password).await.unwrap();
         self.client.find(Locator::Css("[data-testid=signin-submit]")).await.unwrap().click().await.unwrap();
-        self.until(&format!("{name} to be signed in"), || async { self.text("signed-in-as").await.starts_with(name) }).await;
+        self.until(&format!("{name} to be signed in"), || async { self.text("signed-in-as").await.starts_with(name) })
+            .await;
     }
 
     async fn screenshot(&self, name: &str) {
@@ -206,7 +224,11 @@ async fn overview_shows_the_same_figures_as_the_api() {
         assert!(el.text().await.unwrap().contains(&percent(row.rate)), "route {}", row.key);
         // the server drew the chart from the same figures: each bar's label
         let n = row.reports_graded;
-        assert!(svg_html.contains(&format!("(n={n})\n")) || svg_html.contains(&format!(" n={n}\n")), "route {} in the chart", row.key);
+        assert!(
+            svg_html.contains(&format!("(n={n})\n")) || svg_html.contains(&format!(" n={n}\n")),
+            "route {} in the chart",
+            row.key
+        );
     }
     assert!(h.svg("chart-route-mix").await.contains("Route mix"));
     h.screenshot("overview.png").await;
@@ -288,12 +310,18 @@ async fn regimes_show_the_apis_landscape_and_splits() {
     // "Clear filters" on the same page resets the controls with the figures
     h.client.find(Locator::Css("[data-testid=filter-clear]")).await.unwrap().click().await.unwrap();
     let all = cells.rows.len();
-    h.until("every row again", || async { h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == all }).await;
+    h.until("every row again", || async {
+        h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == all
+    })
+    .await;
     let agent = h.client.find(Locator::Css("[data-testid=filter-agent]")).await.unwrap();
     assert_eq!(agent.prop("value").await.unwrap().as_deref(), Some(""), "the agent select follows the address");
     // and Back brings the agent back, control and rows alike
     h.client.back().await.unwrap();
-    h.until("the repgen rows again", || async { h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == n }).await;
+    h.until("the repgen rows again", || async {
+        h.client.find_all(Locator::Css("[data-testid=regime-row]")).await.unwrap().len() == n
+    })
+    .await;
     let agent = h.client.find(Locator::Css("[data-testid=filter-agent]")).await.unwrap();
     assert_eq!(agent.prop("value").await.unwrap().as_deref(), Some("repgen"));
     h.finish().await;
@@ -320,11 +348,17 @@ async fn cost_and_time_follow_the_api_and_the_window() {
     assert_eq!(rows.len(), agents.rows.len());
     for (el, row) in rows.iter().zip(&agents.rows) {
         assert_eq!(el.attr("data-agent").await.unwrap().as_deref(), Some(row.key.as_str()));
-        let cell = el.find(Locator::Css("[data-testid=cost-per-reproduction-cell]")).await.unwrap().text().await.unwrap();
+        let cell =
+            el.find(Locator::Css("[data-testid=cost-per-reproduction-cell]")).await.unwrap().text().await.unwrap();
         assert_eq!(cell, usd(row.cost_per_reproduction_usd), "{}", row.key);
     }
-    for (testid, title) in [("chart-cost-histogram", "Cost per attempt"), ("chart-cost-cdf", "(CDF)"), ("chart-wall-histogram", "Wall time"),
-        ("chart-cost-both-ways", "two ways"), ("chart-spend", "Cumulative spend")] {
+    for (testid, title) in [
+        ("chart-cost-histogram", "Cost per attempt"),
+        ("chart-cost-cdf", "(CDF)"),
+        ("chart-wall-histogram", "Wall time"),
+        ("chart-cost-both-ways", "two ways"),
+        ("chart-spend", "Cumulative spend"),
+    ] {
         assert!(h.svg(testid).await.contains(title), "{testid} is titled {title}");
     }
     // the date field shows the window, and the all-time figures differ from it
@@ -421,10 +455,8 @@ async fn failures_show_an_error_never_a_blank_page() {
         assert!(msg.contains("Widen the filters"), "{path}: {msg}");
     }
     h.client.goto(&format!("{}/no/such/page", h.base)).await.unwrap();
-    h.until("the not-found page", || async {
-        h.client.source().await.unwrap_or_default().contains("Page not found")
-    })
-    .await;
+    h.until("the not-found page", || async { h.client.source().await.unwrap_or_default().contains("Page not found") })
+        .await;
     h.finish().await;
 }
 
@@ -439,16 +471,27 @@ async fn report_page_and_narrow_screen() {
     assert!(explanation.contains("deterministic oracle"), "{explanation}");
     let viewport = h.client.execute("return window.innerWidth", vec![]).await.unwrap();
     assert_eq!(viewport.as_i64(), Some(390), "a true 390 px viewport");
-    let overflow = h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
-    assert!(overflow.as_i64().unwrap_or(0) <= 0, "the page does not scroll sideways at 390 px (tables scroll inside their frame): {overflow}");
+    let overflow =
+        h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+    assert!(
+        overflow.as_i64().unwrap_or(0) <= 0,
+        "the page does not scroll sideways at 390 px (tables scroll inside their frame): {overflow}"
+    );
     h.screenshot("report-390.png").await;
     h.client.goto(&format!("{}/", h.base)).await.unwrap();
     h.text("headline-rate").await;
     h.screenshot("overview-390.png").await;
-    for (path, testid, shot) in [("/regimes", "regime-table", "regimes-390.png"), ("/cost", "cost-per-reproduction", "cost-390.png"), ("/oracles", "oracle-coverage", "oracles-390.png"), ("/runners", "queue-waiting", "runners-390.png"), ("/queue", "queue-table", "queue-390.png")] {
+    for (path, testid, shot) in [
+        ("/regimes", "regime-table", "regimes-390.png"),
+        ("/cost", "cost-per-reproduction", "cost-390.png"),
+        ("/oracles", "oracle-coverage", "oracles-390.png"),
+        ("/runners", "queue-waiting", "runners-390.png"),
+        ("/queue", "queue-table", "queue-390.png"),
+    ] {
         h.client.goto(&format!("{}{path}", h.base)).await.unwrap();
         h.text(testid).await;
-        let overflow = h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+        let overflow =
+            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
         assert!(overflow.as_i64().unwrap_or(0) <= 0, "{path} scrolls sideways at 390 px by {overflow}");
         h.screenshot(shot).await;
     }
@@ -506,10 +549,14 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     let detail = h.text("attempt-detail").await;
     assert!(detail.contains("failure behaviour") && detail.contains("deterministic"), "{detail}");
     // the candidate is highlighted, and its text is the script exactly
-    let attempts: Page<failpass_shared::api::attempts::Attempt> = h.api(&format!("/api/v1/attempts?report_id={id}&limit=50")).await;
+    let attempts: Page<failpass_shared::api::attempts::Attempt> =
+        h.api(&format!("/api/v1/attempts?report_id={id}&limit=50")).await;
     let candidate = h.client.find(Locator::Css("[data-testid=candidate]")).await.unwrap();
     let shown = candidate.text().await.unwrap();
-    assert!(attempts.items.iter().filter_map(|a| a.candidate.as_deref()).any(|c| c.trim() == shown.trim()), "the page shows a stored candidate verbatim");
+    assert!(
+        attempts.items.iter().filter_map(|a| a.candidate.as_deref()).any(|c| c.trim() == shown.trim()),
+        "the page shows a stored candidate verbatim"
+    );
     assert!(!candidate.find_all(Locator::Css(".tok-kw")).await.unwrap().is_empty(), "keywords are marked up");
     // the body is rendered markdown: its code block is a <pre>, never raw text
     let body = h.client.find(Locator::Css("[data-testid=report-body]")).await.unwrap();
@@ -542,7 +589,12 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     })
     .await;
     let attempts: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={id}")).await;
-    let rechecked = attempts["items"].as_array().unwrap().iter().filter(|a| a["grade"]["recheck"]["outcome"] == "no_longer_reproduces").count();
+    let rechecked = attempts["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["grade"]["recheck"]["outcome"] == "no_longer_reproduces")
+        .count();
     assert!(rechecked >= 1, "{attempts}");
 
     // The triage queue's bulk rerun takes the view's filters.
@@ -593,16 +645,33 @@ async fn a_maintainer_accepts_a_lead_from_the_report_page() {
     let h = start(1280, 1100).await;
     h.sign_in("demo-maintainer").await;
     let leads: serde_json::Value = h.api("/api/v1/attempts?verdict=lead&project=jax-ml%2Fjax&limit=1").await;
-    let report = leads["items"][0]["report_id"].as_i64().expect("the demo has an LLM lead in a project demo-maintainer maintains");
-    let count = |v: &serde_json::Value, verdict: &str| v["items"].as_array().unwrap().iter().filter(|a| a["verdict"] == verdict).count();
+    let report = leads["items"][0]["report_id"]
+        .as_i64()
+        .expect("the demo has an LLM lead in a project demo-maintainer maintains");
+    let count = |v: &serde_json::Value, verdict: &str| {
+        v["items"].as_array().unwrap().iter().filter(|a| a["verdict"] == verdict).count()
+    };
     let before: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={report}&limit=200")).await;
     h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
     h.client.wait().for_element(Locator::Css("[data-testid=review]")).await.unwrap().click().await.unwrap();
     // The reviewer is who signed in, not a field of the form.
-    h.client.wait().for_element(Locator::Css("[data-testid=review-comment]")).await.unwrap().send_keys("reran it by hand").await.unwrap();
-    assert!(h.client.find(Locator::Css("[data-testid=reviewer]")).await.is_err(), "no reviewer field to type a name into");
+    h.client
+        .wait()
+        .for_element(Locator::Css("[data-testid=review-comment]"))
+        .await
+        .unwrap()
+        .send_keys("reran it by hand")
+        .await
+        .unwrap();
+    assert!(
+        h.client.find(Locator::Css("[data-testid=reviewer]")).await.is_err(),
+        "no reviewer field to type a name into"
+    );
     h.client.find(Locator::Css("[data-testid=accept]")).await.unwrap().click().await.unwrap();
-    h.until("the review to show", || async { h.text("attempts").await.contains("reviewed by demo-maintainer: reran it by hand") }).await;
+    h.until("the review to show", || async {
+        h.text("attempts").await.contains("reviewed by demo-maintainer: reran it by hand")
+    })
+    .await;
     let after: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={report}&limit=200")).await;
     assert_eq!(count(&after, "confirmed"), count(&before, "confirmed") + 1, "one more confirmation");
     assert!(count(&after, "lead") + 1 == count(&before, "lead") || count(&before, "lead") == 0);
@@ -629,7 +698,11 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
     h.text("attempts").await;
     h.text("sign-in").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(buttons("[data-testid=rerun]").await + buttons("[data-testid=report-actions]").await, 0, "nothing to rerun for a visitor");
+    assert_eq!(
+        buttons("[data-testid=rerun]").await + buttons("[data-testid=report-actions]").await,
+        0,
+        "nothing to rerun for a visitor"
+    );
     h.screenshot("report-anonymous.png").await;
     // A viewer of the private project: reads it, may not rerun anything.
     h.sign_in("demo-viewer").await;
@@ -640,18 +713,30 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(buttons("[data-testid=rerun]").await, 0, "a viewer elsewhere may not rerun fastnum's attempts");
     h.client.goto(&format!("{}/queue?project=acme%2Ftrainer-internal", h.base)).await.unwrap();
-    h.client.wait().for_element(Locator::Css("[data-testid=queue-row]")).await.expect("the viewer sees the private project's reports");
+    h.client
+        .wait()
+        .for_element(Locator::Css("[data-testid=queue-row]"))
+        .await
+        .expect("the viewer sees the private project's reports");
     assert_eq!(buttons("[data-testid=bulk-rerun]").await, 0);
     // Signing out forgets it.
     h.client.find(Locator::Css(".account button")).await.unwrap().click().await.unwrap();
     h.text("sign-in").await;
     h.client.goto(&format!("{}/queue?project=acme%2Ftrainer-internal", h.base)).await.unwrap();
     // As for a project that does not exist: nothing matches.
-    assert!(h.text("empty").await.contains("No report matches"), "the private project's reports are gone after signing out");
+    assert!(
+        h.text("empty").await.contains("No report matches"),
+        "the private project's reports are gone after signing out"
+    );
     // A maintainer of fastnum: rerun buttons, the bulk rerun, and tokens.
     h.sign_in("demo-maintainer").await;
     h.client.goto(&report).await.unwrap();
-    h.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css("[data-testid=rerun]")).await.expect("a maintainer may rerun");
+    h.client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("[data-testid=rerun]"))
+        .await
+        .expect("a maintainer may rerun");
     h.client.wait().for_element(Locator::Css("[data-testid=report-actions]")).await.unwrap();
     h.screenshot("report-maintainer.png").await;
     h.client.find(Locator::LinkText("Tokens")).await.unwrap().click().await.unwrap();
@@ -664,7 +749,8 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
     h.screenshot("tokens-created.png").await;
     // It works for its project, and is never shown again.
     let agent = reqwest::Client::new();
-    let me: serde_json::Value = agent.get(format!("{}/api/v1/session", h.base)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let me: serde_json::Value =
+        agent.get(format!("{}/api/v1/session", h.base)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
     assert_eq!(me["token"]["scope"], "agent");
     h.client.goto(&format!("{}/settings/tokens", h.base)).await.unwrap();
     let listed = h.text("tokens").await;
@@ -686,7 +772,13 @@ async fn account_pages_at_390_px() {
     h.client.wait().for_element(Locator::Css("input[name=password]")).await.unwrap();
     let overflow = |h: &Harness| {
         let c = h.client.clone();
-        async move { c.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap().as_i64().unwrap_or(0) }
+        async move {
+            c.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
+                .await
+                .unwrap()
+                .as_i64()
+                .unwrap_or(0)
+        }
     };
     assert!(overflow(&h).await <= 0);
     // A wrong password is named on the page, the name kept.
@@ -751,7 +843,10 @@ go();
             tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
                 let _ = sock.read(&mut buf).await;
-                let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
                 let _ = sock.write_all(head.as_bytes()).await;
                 let _ = sock.write_all(body.as_bytes()).await;
             });
@@ -764,7 +859,10 @@ go();
     assert!(results.contains("\"read\":\"blocked\""), "the session is not readable from another origin: {results}");
     // Last, the classic form post (text/plain): the browser lands on the refusal.
     h.client.execute("document.getElementById('f').submit()", vec![]).await.unwrap();
-    h.until("the form post's answer", || async { h.client.current_url().await.is_ok_and(|u| u.as_str().starts_with(&h.base)) }).await;
+    h.until("the form post's answer", || async {
+        h.client.current_url().await.is_ok_and(|u| u.as_str().starts_with(&h.base))
+    })
+    .await;
     let answer = h.client.source().await.unwrap();
     assert!(answer.contains("cross-origin write refused") || answer.contains("Content-Type"), "{answer}");
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -778,7 +876,8 @@ go();
         )
         .await
         .unwrap();
-    let envs: Vec<serde_json::Value> = serde_json::from_str(listed.as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{listed:?}: {e}"));
+    let envs: Vec<serde_json::Value> =
+        serde_json::from_str(listed.as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{listed:?}: {e}"));
     assert!(envs.iter().all(|e| e["name"] != marker.as_str()), "no recipe was stored: {envs:?}");
     assert!(!std::path::Path::new(&format!("/tmp/{marker}")).exists(), "no command ran");
     // The admin's own page writes fine: the session was real, the origin was the difference.

@@ -1,11 +1,11 @@
 //! The only HTTP caller. Every request goes to the same origin's `/api/v1`.
 
+use failpass_shared::api::Page;
 use failpass_shared::api::attempts::{Attempt, AttemptListQuery};
 use failpass_shared::api::figures::{FiguresQuery, FiguresResponse};
 use failpass_shared::api::projects::Project;
 use failpass_shared::api::query::to_query_string;
 use failpass_shared::api::reports::{Report, ReportListQuery, ReportSummary};
-use failpass_shared::api::Page;
 use failpass_shared::error::ApiErrorBody;
 use serde::de::DeserializeOwned;
 
@@ -22,10 +22,7 @@ pub enum ClientError {
 }
 
 async fn get_text(url: &str) -> Result<String, ClientError> {
-    let resp = gloo_net::http::Request::get(url)
-        .send()
-        .await
-        .map_err(|e| ClientError::Network(e.to_string()))?;
+    let resp = gloo_net::http::Request::get(url).send().await.map_err(|e| ClientError::Network(e.to_string()))?;
     read_text(resp, url).await
 }
 
@@ -103,11 +100,16 @@ pub async fn attempt(id: i64) -> Result<failpass_shared::api::attempts::AttemptD
     Ok(failpass_shared::api::attempts::AttemptDetail { attempt, runs })
 }
 
-pub async fn rerun(req: &failpass_shared::api::jobs::RerunRequest) -> Result<failpass_shared::api::jobs::RerunResponse, ClientError> {
+pub async fn rerun(
+    req: &failpass_shared::api::jobs::RerunRequest,
+) -> Result<failpass_shared::api::jobs::RerunResponse, ClientError> {
     post_json("/api/v1/reruns", req).await
 }
 
-pub async fn review(id: i64, req: &failpass_shared::api::attempts::ReviewRequest) -> Result<failpass_shared::api::attempts::Attempt, ClientError> {
+pub async fn review(
+    id: i64,
+    req: &failpass_shared::api::attempts::ReviewRequest,
+) -> Result<failpass_shared::api::attempts::Attempt, ClientError> {
     post_json(&format!("/api/v1/attempts/{id}/review"), req).await
 }
 
@@ -146,7 +148,9 @@ pub async fn facets() -> Result<failpass_shared::api::figures::Facets, ClientErr
     get_json("/api/v1/facets").await
 }
 
-pub async fn throughput(filter: &failpass_shared::api::reports::ReportFilter) -> Result<failpass_shared::api::figures::Throughput, ClientError> {
+pub async fn throughput(
+    filter: &failpass_shared::api::reports::ReportFilter,
+) -> Result<failpass_shared::api::figures::Throughput, ClientError> {
     get_json(&format!("/api/v1/throughput?{}", to_query_string(&filter.pairs()))).await
 }
 

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use crate::pages::SHARED_FILTERS;
 use crate::pages::cost::CostPage;
 use crate::pages::oracles::OraclesPage;
 use crate::pages::overview::OverviewPage;
@@ -9,7 +10,6 @@ use crate::pages::queue::QueuePage;
 use crate::pages::regimes::RegimesPage;
 use crate::pages::report::ReportPage;
 use crate::pages::runners::RunnersPage;
-use crate::pages::SHARED_FILTERS;
 use crate::router::{provide_router, use_path, use_query};
 
 /// Each page, and which of the shared filters it understands (and so keeps).

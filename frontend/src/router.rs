@@ -5,8 +5,8 @@
 //! bundle more than the seven fixed paths here need.
 
 use leptos::prelude::*;
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
+use wasm_bindgen::closure::Closure;
 
 /// Path and query string (without `?`) of the current address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +40,13 @@ pub fn provide_router() {
     let _ = window.add_event_listener_with_callback("popstate", on_pop.as_ref().unchecked_ref());
     on_pop.forget();
     let on_click = Closure::<dyn Fn(web_sys::MouseEvent)>::new(move |ev: web_sys::MouseEvent| {
-        if ev.default_prevented() || ev.button() != 0 || ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() {
+        if ev.default_prevented()
+            || ev.button() != 0
+            || ev.ctrl_key()
+            || ev.meta_key()
+            || ev.shift_key()
+            || ev.alt_key()
+        {
             return;
         }
         let Some(link) = ev

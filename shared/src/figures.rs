@@ -289,7 +289,12 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
     use crate::model::ReportStatus;
     let mut weeks: BTreeMap<String, crate::api::figures::WeekFlow> = BTreeMap::new();
     let mut week = |key: String| {
-        weeks.entry(key.clone()).or_insert(crate::api::figures::WeekFlow { week: key, filed: 0, finished: 0, reproduced: 0 });
+        weeks.entry(key.clone()).or_insert(crate::api::figures::WeekFlow {
+            week: key,
+            filed: 0,
+            finished: 0,
+            reproduced: 0,
+        });
     };
     let mut flows: Vec<(String, u8)> = Vec::new();
     let mut backlog_days = Vec::new();
@@ -491,8 +496,12 @@ mod tests {
         ];
         let out = throughput(&reports, t("2026-11-30T00:00:00Z"));
         assert_eq!(out.reports, 4);
-        let weeks: Vec<(&str, u64, u64, u64)> = out.weeks.iter().map(|w| (w.week.as_str(), w.filed, w.finished, w.reproduced)).collect();
-        assert_eq!(weeks, [("2026-11-02", 2, 1, 0), ("2026-11-09", 0, 1, 1), ("2026-11-16", 1, 0, 0), ("2026-11-23", 1, 0, 0)]);
+        let weeks: Vec<(&str, u64, u64, u64)> =
+            out.weeks.iter().map(|w| (w.week.as_str(), w.filed, w.finished, w.reproduced)).collect();
+        assert_eq!(
+            weeks,
+            [("2026-11-02", 2, 1, 0), ("2026-11-09", 0, 1, 1), ("2026-11-16", 1, 0, 0), ("2026-11-23", 1, 0, 0)]
+        );
         assert_eq!(out.backlog, 2);
         assert_eq!(out.backlog_oldest_days, Some(10.0));
         assert_eq!(out.backlog_median_days, Some(7.5));
@@ -523,7 +532,14 @@ mod tests {
         assert_eq!(live.intake(), t("2026-06-01T00:00:00Z"));
     }
 
-    fn contribution(key: &str, attempts: u64, graded: u64, counting: u64, cost: f64, cost_ok: f64) -> ReportContribution {
+    fn contribution(
+        key: &str,
+        attempts: u64,
+        graded: u64,
+        counting: u64,
+        cost: f64,
+        cost_ok: f64,
+    ) -> ReportContribution {
         ReportContribution {
             key: key.into(),
             attempts,

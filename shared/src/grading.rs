@@ -104,7 +104,9 @@ pub fn grade(c: &Criteria, buggy: &[Observation], fixed: &[Observation]) -> Grad
         format!("breaks tests that must keep passing on fixed: {}", new_failures.join(", "))
     } else if buggy_failed < nb {
         match (buggy_failed, buggy.iter().any(|o| o.timed_out && !c.expects_hang)) {
-            (_, true) => format!("timed out on buggy ({buggy_failed} of {nb} failed), and the report describes no hang"),
+            (_, true) => {
+                format!("timed out on buggy ({buggy_failed} of {nb} failed), and the report describes no hang")
+            }
             (0, _) => match c.signature.as_deref().filter(|_| c.kind == OracleKind::CrashSignature) {
                 Some(sig) if buggy.iter().any(|o| o.exit_status.is_some_and(|s| s != 0)) => {
                     format!("fails on buggy, but not with the reported failure `{sig}`")
@@ -171,7 +173,10 @@ pub fn normalize(text: &str) -> String {
             }
             continue;
         }
-        if c == '/' && (i == 0 || matches!(chars[i - 1], ' ' | '"' | '\'' | '(' | '=')) && chars.get(i + 1).is_some_and(|n| !n.is_whitespace()) {
+        if c == '/'
+            && (i == 0 || matches!(chars[i - 1], ' ' | '"' | '\'' | '(' | '='))
+            && chars.get(i + 1).is_some_and(|n| !n.is_whitespace())
+        {
             out.push_str("<path>");
             while i < chars.len() && !matches!(chars[i], ' ' | '"' | '\'' | ')' | ',' | ':') {
                 i += 1;
@@ -184,7 +189,9 @@ pub fn normalize(text: &str) -> String {
                 let next_digit = |k: usize| chars.get(k).is_some_and(|d| d.is_ascii_digit());
                 if chars[i].is_ascii_digit() || chars[i] == '.' && next_digit(i + 1) {
                     i += 1;
-                } else if matches!(chars[i], 'e' | 'E') && (next_digit(i + 1) || matches!(chars.get(i + 1), Some('-' | '+')) && next_digit(i + 2)) {
+                } else if matches!(chars[i], 'e' | 'E')
+                    && (next_digit(i + 1) || matches!(chars.get(i + 1), Some('-' | '+')) && next_digit(i + 2))
+                {
                     i += 2;
                 } else {
                     break;
@@ -215,7 +222,8 @@ pub fn code_identifiers(text: &str) -> Vec<String> {
             continue;
         }
         let codeish = word.contains('_')
-            || word.contains('.') && word.split('.').all(|p| p.len() >= 2 && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            || word.contains('.')
+                && word.split('.').all(|p| p.len() >= 2 && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
             || word.chars().skip(1).any(|c| c.is_ascii_uppercase()) && word.chars().any(|c| c.is_ascii_lowercase());
         if codeish {
             for part in std::iter::once(word).chain(word.rsplit('.').next()) {
@@ -237,9 +245,17 @@ pub fn relevance(report_text: &str, candidate: &str) -> (bool, String) {
     }
     let used: Vec<&String> = wanted.iter().filter(|w| candidate.contains(w.as_str())).collect();
     let detail = if used.is_empty() {
-        format!("uses none of the report's identifiers ({})", wanted.iter().take(6).cloned().collect::<Vec<_>>().join(", "))
+        format!(
+            "uses none of the report's identifiers ({})",
+            wanted.iter().take(6).cloned().collect::<Vec<_>>().join(", ")
+        )
     } else {
-        format!("uses {} of {} report identifiers: {}", used.len(), wanted.len(), used.iter().take(6).map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+        format!(
+            "uses {} of {} report identifiers: {}",
+            used.len(),
+            wanted.len(),
+            used.iter().take(6).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        )
     };
     (!used.is_empty(), detail)
 }
@@ -247,9 +263,9 @@ pub fn relevance(report_text: &str, candidate: &str) -> (bool, String) {
 /// Whether a report describes a hang (so a timeout on buggy is the failure).
 pub fn describes_hang(text: &str) -> bool {
     let t = text.to_lowercase();
-    ["hang", "hangs", "deadlock", "freezes", "stuck forever", "never returns", "never finishes"].iter().any(|w| {
-        t.split(|c: char| !c.is_alphanumeric()).any(|word| word == *w) || (w.contains(' ') && t.contains(w))
-    })
+    ["hang", "hangs", "deadlock", "freezes", "stuck forever", "never returns", "never finishes"]
+        .iter()
+        .any(|w| t.split(|c: char| !c.is_alphanumeric()).any(|word| word == *w) || (w.contains(' ') && t.contains(w)))
 }
 
 #[cfg(test)]
@@ -324,7 +340,10 @@ mod tests {
             pass_to_pass: vec!["t::b".into()],
             ..Default::default()
         };
-        assert_eq!(grade(&c, &[tests(&["t::a"], &["t::b"])], &[tests(&[], &["t::a", "t::b"])]).verdict, Verdict::Reproduced);
+        assert_eq!(
+            grade(&c, &[tests(&["t::a"], &["t::b"])], &[tests(&[], &["t::a", "t::b"])]).verdict,
+            Verdict::Reproduced
+        );
         let broke = grade(&c, &[tests(&["t::a"], &["t::b"])], &[tests(&["t::b"], &["t::a"])]);
         assert_eq!((broke.verdict, broke.new_failures.clone()), (Verdict::NotReproduced, vec!["t::b".to_string()]));
         assert!(broke.reason.contains("t::b"));
@@ -333,12 +352,22 @@ mod tests {
         // another test failing on buggy is not the bug
         assert_eq!(grade(&c, &[tests(&["t::z"], &["t::a"])], &[tests(&[], &["t::a"])]).verdict, Verdict::NotReproduced);
         // a pass_to_pass test failing in one fixed repeat of two: not reproduced, and flaky
-        let split = grade(&c, &[tests(&["t::a"], &[]), tests(&["t::a"], &[])], &[tests(&["t::b"], &["t::a"]), tests(&[], &["t::a", "t::b"])]);
+        let split = grade(
+            &c,
+            &[tests(&["t::a"], &[]), tests(&["t::a"], &[])],
+            &[tests(&["t::b"], &["t::a"]), tests(&[], &["t::a", "t::b"])],
+        );
         assert_eq!((split.verdict, split.flaky), (Verdict::NotReproduced, true));
         // with two listed tests, both must fail on buggy
         let two = Criteria { fail_to_pass: vec!["t::a".into(), "t::c".into()], ..c.clone() };
-        assert_eq!(grade(&two, &[tests(&["t::a"], &["t::c"])], &[tests(&[], &["t::a", "t::c"])]).verdict, Verdict::NotReproduced);
-        assert_eq!(grade(&two, &[tests(&["t::a", "t::c"], &[])], &[tests(&[], &["t::a", "t::c"])]).verdict, Verdict::Reproduced);
+        assert_eq!(
+            grade(&two, &[tests(&["t::a"], &["t::c"])], &[tests(&[], &["t::a", "t::c"])]).verdict,
+            Verdict::NotReproduced
+        );
+        assert_eq!(
+            grade(&two, &[tests(&["t::a", "t::c"], &[])], &[tests(&[], &["t::a", "t::c"])]).verdict,
+            Verdict::Reproduced
+        );
     }
 
     #[test]
@@ -348,7 +377,10 @@ mod tests {
             signature: Some("RuntimeError: shape mismatch: (3, 4) vs (4, 3) at 0x7f00aa".into()),
             ..Default::default()
         };
-        let buggy = obs(1, "Traceback (most recent call last):\n  File \"/tmp/x/run.py\", line 3\nRuntimeError: shape mismatch: (5, 2) vs (2, 5) at 0x55d0c0ffee\n");
+        let buggy = obs(
+            1,
+            "Traceback (most recent call last):\n  File \"/tmp/x/run.py\", line 3\nRuntimeError: shape mismatch: (5, 2) vs (2, 5) at 0x55d0c0ffee\n",
+        );
         assert_eq!(grade(&c, &[buggy.clone()], &[obs(0, "ok")]).verdict, Verdict::Reproduced);
         let other = obs(1, "ValueError: shape mismatch: (5, 2) vs (2, 5)\n");
         let g = grade(&c, &[other], &[obs(0, "ok")]);
@@ -359,22 +391,32 @@ mod tests {
 
     #[test]
     fn normalisation_masks_what_varies() {
-        assert_eq!(normalize("ValueError: bad shape (3, 4) at 0xdeadbeef in /home/u/x.py"), "ValueError: bad shape <shape> at <addr> in <path>");
+        assert_eq!(
+            normalize("ValueError: bad shape (3, 4) at 0xdeadbeef in /home/u/x.py"),
+            "ValueError: bad shape <shape> at <addr> in <path>"
+        );
         assert_eq!(normalize("loss is nan after 1200 steps, lr=1e-3"), "loss is nan after <n> steps, lr=<n>");
         assert_eq!(normalize("torch.Size([2, 5])  vs   [7]"), "torch.Size(<shape>) vs <shape>");
         assert_eq!(normalize("float32 and int64"), "float32 and int64", "digits inside names stay");
-        assert_eq!(failure_signature("a\nTraceback:\nOverflowError: math range error (12)\n").as_deref(), Some("OverflowError: math range error <shape>"));
+        assert_eq!(
+            failure_signature("a\nTraceback:\nOverflowError: math range error (12)\n").as_deref(),
+            Some("OverflowError: math range error <shape>")
+        );
         assert_eq!(failure_signature("all good"), None);
     }
 
     #[test]
     fn relevance_is_overlap_with_the_report_identifiers() {
-        let report = "`fastnum.logsumexp` returns nan for large inputs\n```python\nfastnum.logsumexp([1000.0, 1000.0])\n```";
+        let report =
+            "`fastnum.logsumexp` returns nan for large inputs\n```python\nfastnum.logsumexp([1000.0, 1000.0])\n```";
         let ids = code_identifiers(report);
         assert!(ids.contains(&"fastnum.logsumexp".to_string()) && ids.contains(&"logsumexp".to_string()), "{ids:?}");
         let (ok, detail) = relevance(report, "import fastnum\nprint(fastnum.logsumexp([1e3, 1e3]))");
         assert!(ok, "{detail}");
-        assert!(!code_identifiers("that is, i.e. the e.g. case").iter().any(|w| w.contains('.')), "abbreviations are not code");
+        assert!(
+            !code_identifiers("that is, i.e. the e.g. case").iter().any(|w| w.contains('.')),
+            "abbreviations are not code"
+        );
         let (ok, detail) = relevance(report, "print(1 + 1)");
         assert!(!ok);
         assert!(detail.contains("none"), "{detail}");

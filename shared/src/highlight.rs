@@ -31,14 +31,40 @@ impl TokenKind {
 }
 
 const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
-    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
-    "pass", "raise", "return", "try", "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 ];
 
 const BUILTINS: &[&str] = &[
-    "abs", "all", "any", "bool", "dict", "enumerate", "Exception", "float", "getattr", "int", "isinstance", "len", "list",
-    "max", "min", "open", "print", "range", "repr", "round", "set", "sorted", "str", "sum", "super", "tuple", "type", "zip",
+    "abs",
+    "all",
+    "any",
+    "bool",
+    "dict",
+    "enumerate",
+    "Exception",
+    "float",
+    "getattr",
+    "int",
+    "isinstance",
+    "len",
+    "list",
+    "max",
+    "min",
+    "open",
+    "print",
+    "range",
+    "repr",
+    "round",
+    "set",
+    "sorted",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "zip",
 ];
 
 /// `source` as `(kind, text)` runs, in order, adjacent plain runs merged.
@@ -46,7 +72,9 @@ pub fn tokenize(source: &str) -> Vec<(TokenKind, &str)> {
     let bytes = source.as_bytes();
     // (kind, start, end) spans; a plain span right after a plain one extends it.
     let mut spans: Vec<(TokenKind, usize, usize)> = Vec::new();
-    let push = |kind: TokenKind, start: usize, end: usize, spans: &mut Vec<(TokenKind, usize, usize)>| match spans.last_mut() {
+    let push = |kind: TokenKind, start: usize, end: usize, spans: &mut Vec<(TokenKind, usize, usize)>| match spans
+        .last_mut()
+    {
         _ if start == end => {}
         Some((TokenKind::Plain, _, prev_end)) if kind == TokenKind::Plain => *prev_end = end,
         _ => spans.push((kind, start, end)),
@@ -74,7 +102,8 @@ pub fn tokenize(source: &str) -> Vec<(TokenKind, &str)> {
             }
             let word = &source[start..i];
             // String prefixes: r"…", b'…', f"""…""", rb"…".
-            let prefix = word.len() <= 2 && word.chars().all(|c| matches!(c.to_ascii_lowercase(), 'r' | 'b' | 'f' | 'u'));
+            let prefix =
+                word.len() <= 2 && word.chars().all(|c| matches!(c.to_ascii_lowercase(), 'r' | 'b' | 'f' | 'u'));
             if prefix && i < bytes.len() && (bytes[i] == b'\'' || bytes[i] == b'"') {
                 i = string_end(bytes, i);
                 push(TokenKind::String, start, i, &mut spans);
@@ -134,8 +163,15 @@ mod tests {
         assert_eq!(
             kinds(src),
             [
-                (Keyword, "import"), (Comment, "# the lib"), (Number, "3"), (Keyword, "None"), (Keyword, "if"),
-                (Builtin, "len"), (Number, "3.5e1"), (Keyword, "raise"), (String, "f\"bad {x!r}\""),
+                (Keyword, "import"),
+                (Comment, "# the lib"),
+                (Number, "3"),
+                (Keyword, "None"),
+                (Keyword, "if"),
+                (Builtin, "len"),
+                (Number, "3.5e1"),
+                (Keyword, "raise"),
+                (String, "f\"bad {x!r}\""),
             ]
         );
     }

@@ -346,7 +346,10 @@ pub fn attempt_awaits_review(
 ) -> bool {
     review.is_none()
         && (verdict == Verdict::Lead
-            || (report_vague && goal == Goal::Reproduce && verdict.is_success_for(goal) && source != VerdictSource::Human))
+            || (report_vague
+                && goal == Goal::Reproduce
+                && verdict.is_success_for(goal)
+                && source != VerdictSource::Human))
 }
 
 /// A report's triage status from its attempt counters.

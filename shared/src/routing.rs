@@ -38,26 +38,81 @@ impl Default for RoutingConfig {
     fn default() -> Self {
         Self {
             harness_keywords: strings(&[
-                "distributed", "ddp", "fsdp", "nccl", "gloo", "torchrun", "torch.distributed", "launcher",
-                "accelerate launch", "deepspeed", "multi-node", "multi-gpu", "slurm", "mpi", "horovod", "ci",
-                "continuous integration", "github actions", "test harness", "flaky test", "conftest",
-                "training loop", "trainer", "dataloader worker", "checkpointing", "elastic",
+                "distributed",
+                "ddp",
+                "fsdp",
+                "nccl",
+                "gloo",
+                "torchrun",
+                "torch.distributed",
+                "launcher",
+                "accelerate launch",
+                "deepspeed",
+                "multi-node",
+                "multi-gpu",
+                "slurm",
+                "mpi",
+                "horovod",
+                "ci",
+                "continuous integration",
+                "github actions",
+                "test harness",
+                "flaky test",
+                "conftest",
+                "training loop",
+                "trainer",
+                "dataloader worker",
+                "checkpointing",
+                "elastic",
             ]),
             harness_labels: strings(&[
-                "distributed", "oncall: distributed", "module: ddp", "module: fsdp", "ci", "module: ci", "infra",
-                "testing", "module: tests", "build", "trainer",
+                "distributed",
+                "oncall: distributed",
+                "module: ddp",
+                "module: fsdp",
+                "ci",
+                "module: ci",
+                "infra",
+                "testing",
+                "module: tests",
+                "build",
+                "trainer",
             ]),
             harness_paths: strings(&[
-                ".github/", "ci/", "scripts/", "tools/", "torch/distributed/", "launcher", "conftest.py",
-                "trainer.py", "accelerate/",
+                ".github/",
+                "ci/",
+                "scripts/",
+                "tools/",
+                "torch/distributed/",
+                "launcher",
+                "conftest.py",
+                "trainer.py",
+                "accelerate/",
             ]),
             short_length: 300,
             expected_actual_markers: strings(&[
-                "expected", "actual", "instead of", "should be", "should return", "but got", "returns",
+                "expected",
+                "actual",
+                "instead of",
+                "should be",
+                "should return",
+                "but got",
+                "returns",
             ]),
             version_markers: strings(&[
-                "version", "torch", "pytorch", "tensorflow", "jax", "jaxlib", "numpy", "transformers", "python",
-                "cuda", "keras", "==", "v",
+                "version",
+                "torch",
+                "pytorch",
+                "tensorflow",
+                "jax",
+                "jaxlib",
+                "numpy",
+                "transformers",
+                "python",
+                "cuda",
+                "keras",
+                "==",
+                "v",
             ]),
         }
     }
@@ -112,7 +167,8 @@ impl RoutingDecision {
 /// Report features derived from the text.
 pub fn features(cfg: &RoutingConfig, title: &str, body: &str, environment: Option<&str>) -> ReportFeatures {
     let lower = body.to_lowercase();
-    let has_code_block = body.contains("```") || body.lines().filter(|l| l.starts_with("    ") && !l.trim().is_empty()).count() >= 2;
+    let has_code_block =
+        body.contains("```") || body.lines().filter(|l| l.starts_with("    ") && !l.trim().is_empty()).count() >= 2;
     let has_traceback = body.contains("Traceback (most recent call last)") || exception_line(body).is_some();
     let has_versions = environment.is_some_and(|e| !e.trim().is_empty()) || states_version(cfg, &lower);
     let has_expected_actual = cfg.expected_actual_markers.iter().any(|m| contains_word(&lower, &m.to_lowercase()));
@@ -136,11 +192,7 @@ pub fn decide(cfg: &RoutingConfig, input: &RoutingInput<'_>) -> RoutingDecision 
     explanation.push(RuleOutcome {
         rule: "harness_or_plumbing".into(),
         fired: harness,
-        evidence: if harness {
-            harness_evidence.join("; ")
-        } else {
-            "no harness keyword, label or path".into()
-        },
+        evidence: if harness { harness_evidence.join("; ") } else { "no harness keyword, label or path".into() },
     });
 
     // 2. oracle: supplied, derivable, or cheap to write
@@ -175,7 +227,11 @@ pub fn decide(cfg: &RoutingConfig, input: &RoutingInput<'_>) -> RoutingDecision 
                 (kind, source) => format!(
                     "{kind} oracle from {}{}",
                     source.map_or("unknown source", |s| s.as_str()),
-                    if o.fail_to_pass.is_empty() { String::new() } else { format!(" ({} fail-to-pass tests)", o.fail_to_pass.len()) }
+                    if o.fail_to_pass.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} fail-to-pass tests)", o.fail_to_pass.len())
+                    }
                 ),
             },
         ),
@@ -186,9 +242,20 @@ pub fn decide(cfg: &RoutingConfig, input: &RoutingInput<'_>) -> RoutingDecision 
                 if f.has_traceback { "traceback" } else { "stated expected/actual behaviour" }
             ),
         ),
-        _ => (false, missing(&[(!f.has_code_block, "no code block"), (!f.has_traceback, "no traceback"), (!f.has_expected_actual, "no expected/actual behaviour")])),
+        _ => (
+            false,
+            missing(&[
+                (!f.has_code_block, "no code block"),
+                (!f.has_traceback, "no traceback"),
+                (!f.has_expected_actual, "no expected/actual behaviour"),
+            ]),
+        ),
     };
-    explanation.push(RuleOutcome { rule: "deterministic_oracle".into(), fired: oracle_fired, evidence: oracle_evidence });
+    explanation.push(RuleOutcome {
+        rule: "deterministic_oracle".into(),
+        fired: oracle_fired,
+        evidence: oracle_evidence,
+    });
 
     let route = if harness {
         Route::HumanFirst
@@ -222,10 +289,18 @@ pub fn decide(cfg: &RoutingConfig, input: &RoutingInput<'_>) -> RoutingDecision 
             ])
         } else {
             let mut has = Vec::new();
-            if f.has_code_block { has.push("code block") }
-            if f.has_traceback { has.push("traceback") }
-            if f.has_versions { has.push("versions") }
-            if !short { has.push("long enough") }
+            if f.has_code_block {
+                has.push("code block")
+            }
+            if f.has_traceback {
+                has.push("traceback")
+            }
+            if f.has_versions {
+                has.push("versions")
+            }
+            if !short {
+                has.push("long enough")
+            }
             format!("has {}", has.join(", "))
         },
     });
@@ -356,7 +431,10 @@ mod tests {
         let o = d.oracle.unwrap();
         assert_eq!(o.kind, OracleKind::CrashSignature);
         assert_eq!(o.source, Some(OracleSource::Derived));
-        assert_eq!(o.signature.as_deref(), Some("RuntimeError: value cannot be converted to type float without overflow"));
+        assert_eq!(
+            o.signature.as_deref(),
+            Some("RuntimeError: value cannot be converted to type float without overflow")
+        );
         assert!(d.explanation.iter().any(|r| r.rule == "deterministic_oracle" && r.fired));
     }
 
@@ -417,7 +495,8 @@ mod tests {
             repeats: None,
             authoring_minutes: None,
         };
-        let mut i = input("loss diverges", "After a few steps the loss diverges with transformers 4.40.1 on my data.", &[]);
+        let mut i =
+            input("loss diverges", "After a few steps the loss diverges with transformers 4.40.1 on my data.", &[]);
         i.oracle = Some(&o);
         let d = decide(&cfg, &i);
         assert!(d.llm_only);

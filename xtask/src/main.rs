@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const BINARYEN_VERSION: &str = "132.0.0";
@@ -32,8 +32,10 @@ const BINARYEN_VERSION: &str = "132.0.0";
 /// `Debug` formatting is compiled out. Together with the rebuilt std: 328.6 KB
 /// to 305.5 KB gzip.
 const SIZE_FLAGS: &[&str] = &[
-    "--cfg", "erase_components",
-    "-Zunstable-options", "-Cpanic=immediate-abort",
+    "--cfg",
+    "erase_components",
+    "-Zunstable-options",
+    "-Cpanic=immediate-abort",
     "-Zlocation-detail=none",
     "-Zfmt-debug=none",
 ];
@@ -55,7 +57,9 @@ fn real_main() -> Result<()> {
         "dist" => dist(),
         "frontend" => build_frontend().map(|_| ()),
         _ => {
-            eprintln!("usage: cargo xtask <run|test|dist|frontend>\n\n  run   build and start failpass with demo data (SQLite in ./data)\n  test  run every test suite (installs what is missing)\n  dist  build target/release/failpass with the dashboard embedded");
+            eprintln!(
+                "usage: cargo xtask <run|test|dist|frontend>\n\n  run   build and start failpass with demo data (SQLite in ./data)\n  test  run every test suite (installs what is missing)\n  dist  build target/release/failpass with the dashboard embedded"
+            );
             if cmd == "help" || cmd == "--help" { Ok(()) } else { bail!("unknown command `{cmd}`") }
         }
     }
@@ -90,7 +94,12 @@ fn status(cmd: &mut Command) -> Result<()> {
 }
 
 fn have(program: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {program}")).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 // ---------------------------------------------------------------- prerequisites
@@ -110,7 +119,9 @@ fn ensure_wasm_target() -> Result<()> {
 /// Whether rust-src is there for the size build (`SIZE_FLAGS`), installed if
 /// it can be; without it the dashboard builds with the stable flags only.
 fn ensure_rust_src() -> bool {
-    let installed = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim().starts_with("rust-src"));
+    let installed = |out: &std::process::Output| {
+        String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim().starts_with("rust-src"))
+    };
     match Command::new("rustup").args(["component", "list", "--installed"]).output() {
         Ok(o) if installed(&o) => return true,
         Ok(_) => {}
@@ -121,13 +132,22 @@ fn ensure_rust_src() -> bool {
 }
 
 fn apt_install(packages: &[&str]) -> Result<()> {
-    let root_user = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
     if !root_user {
         bail!("missing {packages:?}; install them with: sudo apt-get install -y {}", packages.join(" "));
     }
     step(&format!("installing {} from Debian's packages", packages.join(", ")));
     status(Command::new("apt-get").arg("update").arg("-qq"))?;
-    status(Command::new("apt-get").args(["install", "-y", "-qq", "--no-install-recommends"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive"))
+    status(
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
 }
 
 fn ensure_chromium() -> Result<()> {
@@ -150,7 +170,13 @@ fn ensure_chromium() -> Result<()> {
 /// pyflakes for the runner's quality signal, installed for the Python that
 /// sandboxed runs use (`/usr/bin/python3`) from Debian's packages.
 fn ensure_pyflakes() -> Result<()> {
-    let ok = |py: &str| Command::new(py).args(["-c", "import pyflakes"]).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success());
+    let ok = |py: &str| {
+        Command::new(py)
+            .args(["-c", "import pyflakes"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     if ok("/usr/bin/python3") {
         return Ok(());
     }
@@ -167,7 +193,10 @@ fn ensure_wasm_opt() -> Result<PathBuf> {
     let tools = target_dir().join("tools");
     let bin = tools.join("node_modules/.bin/wasm-opt");
     let version_ok = bin.exists()
-        && Command::new(&bin).arg("--version").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("132"));
+        && Command::new(&bin)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("132"));
     if version_ok {
         return Ok(bin);
     }
@@ -176,12 +205,12 @@ fn ensure_wasm_opt() -> Result<PathBuf> {
     }
     step(&format!("installing wasm-opt (npm binaryen@{BINARYEN_VERSION})"));
     fs::create_dir_all(&tools)?;
-    status(
-        Command::new("npm")
-            .args(["install", "--prefix"])
-            .arg(&tools)
-            .args(["--no-audit", "--no-fund", "--silent", &format!("binaryen@{BINARYEN_VERSION}")]),
-    )
+    status(Command::new("npm").args(["install", "--prefix"]).arg(&tools).args([
+        "--no-audit",
+        "--no-fund",
+        "--silent",
+        &format!("binaryen@{BINARYEN_VERSION}"),
+    ]))
     .context("installing binaryen from the npm registry")?;
     if !bin.exists() {
         bail!("npm installed binaryen but {} is missing", bin.display());
@@ -191,14 +220,13 @@ fn ensure_wasm_opt() -> Result<PathBuf> {
 
 /// PostgreSQL must answer: the contract suite runs there every time.
 fn ensure_postgres(url: &str) -> Result<()> {
-    let hostport = url
-        .split('@')
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or("127.0.0.1:5432")
-        .to_owned();
+    let hostport = url.split('@').nth(1).and_then(|rest| rest.split('/').next()).unwrap_or("127.0.0.1:5432").to_owned();
     let reachable = || {
-        hostport.to_socket_addrs().ok().and_then(|mut a| a.next()).is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok())
+        hostport
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok())
     };
     if reachable() {
         return Ok(());
@@ -219,7 +247,9 @@ fn ensure_postgres(url: &str) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    bail!("PostgreSQL at {hostport} is unreachable; the PostgreSQL contract suite cannot run (set TEST_DATABASE_URL to a reachable server)")
+    bail!(
+        "PostgreSQL at {hostport} is unreachable; the PostgreSQL contract suite cannot run (set TEST_DATABASE_URL to a reachable server)"
+    )
 }
 
 // ---------------------------------------------------------------- frontend
@@ -254,9 +284,10 @@ fn build_frontend() -> Result<Bundle> {
         // build of the bundle only. Set FAILPASS_STABLE_WASM=1 to build without
         // them (panic messages in the console, about 7% more bundle).
         let mut c = build();
-        c.args(["-Zbuild-std=std,panic_abort"])
-            .env("RUSTC_BOOTSTRAP", "1")
-            .env(format!("CARGO_TARGET_{}_RUSTFLAGS", WASM_TARGET.to_uppercase().replace('-', "_")), SIZE_FLAGS.join(" "));
+        c.args(["-Zbuild-std=std,panic_abort"]).env("RUSTC_BOOTSTRAP", "1").env(
+            format!("CARGO_TARGET_{}_RUSTFLAGS", WASM_TARGET.to_uppercase().replace('-', "_")),
+            SIZE_FLAGS.join(" "),
+        );
         match status(&mut c) {
             Ok(()) => true,
             Err(e) => {
@@ -283,8 +314,15 @@ fn build_frontend() -> Result<Bundle> {
     status(
         Command::new(&wasm_opt)
             .arg(&wasm)
-            .args(["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
-                   "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue"])
+            .args([
+                "-Oz",
+                "--enable-bulk-memory",
+                "--enable-nontrapping-float-to-int",
+                "--enable-sign-ext",
+                "--enable-mutable-globals",
+                "--enable-reference-types",
+                "--enable-multivalue",
+            ])
             .arg("-o")
             .arg(&optimised),
     )
@@ -319,7 +357,14 @@ fn build_frontend() -> Result<Bundle> {
     };
     println!(
         "dashboard built in {}: wasm {} B ({} B gzip), js {} B ({} B gzip), css {} B ({} B gzip); wasm+js {} B gzip",
-        site.display(), b.wasm, b.wasm_gz, b.js, b.js_gz, b.css, b.css_gz, b.wasm_gz + b.js_gz
+        site.display(),
+        b.wasm,
+        b.wasm_gz,
+        b.js,
+        b.js_gz,
+        b.css,
+        b.css_gz,
+        b.wasm_gz + b.js_gz
     );
     Ok(b)
 }
@@ -339,11 +384,17 @@ fn run(extra: &[String]) -> Result<()> {
     step(&format!("starting failpass with demo data in {}", data.display()));
     let mut cmd = Command::new(bin);
     cmd.arg("serve").arg("--demo").arg("--data-dir").arg(&data).args(extra).current_dir(root());
-    let root_user = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
     if !root_user {
         // The demo grades its candidates for real; without root the sandbox
         // cannot give them users of their own, so say so and allow it here only.
-        println!("note: not root, so the demo's candidates run as your own user (--allow-unsandboxed-runs); run a server as root");
+        println!(
+            "note: not root, so the demo's candidates run as your own user (--allow-unsandboxed-runs); run a server as root"
+        );
         cmd.arg("--allow-unsandboxed-runs");
     }
     #[cfg(unix)]

@@ -167,7 +167,8 @@ impl Body {
 
 /// The content types `POST /api/v1/import` takes (`text/plain`, forms and
 /// multipart are refused: a page on another site can send those).
-pub const IMPORT_TYPES: &[&str] = &["application/x-ndjson", "application/jsonl", "application/json", "application/xml", "text/xml"];
+pub const IMPORT_TYPES: &[&str] =
+    &["application/x-ndjson", "application/jsonl", "application/json", "application/xml", "text/xml"];
 
 /// One route: method, path (axum syntax), action and body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,7 +194,13 @@ pub const ROUTES: &[RouteSpec] = &[
     route("GET", "/signin", Open, Body::None, "the sign-in page"),
     route("POST", "/signin", Open, Body::Form, "sign in (rate-limited per account and address)"),
     route("POST", "/signout", Open, Body::Form, "sign out"),
-    route("GET", "/settings/tokens", ManageTokens, Body::None, "the API tokens page: tokens of the projects you maintain"),
+    route(
+        "GET",
+        "/settings/tokens",
+        ManageTokens,
+        Body::None,
+        "the API tokens page: tokens of the projects you maintain",
+    ),
     route("POST", "/settings/tokens", ManageTokens, Body::Form, "create a project token (shown once)"),
     route("POST", "/settings/tokens/{id}/revoke", ManageTokens, Body::Form, "revoke a token"),
     route("GET", "/api/v1/session", Open, Body::None, "who you are: user, admin, memberships, token"),
@@ -204,25 +211,73 @@ pub const ROUTES: &[RouteSpec] = &[
     route("POST", "/api/v1/reports", WriteReport, Body::Json, "file a report: it is routed and the explanation stored"),
     route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
-    route("POST", "/api/v1/attempts", SubmitAttempt, Body::Json, "submit an attempt (`verify: true` queues its grading)"),
+    route(
+        "POST",
+        "/api/v1/attempts",
+        SubmitAttempt,
+        Body::Json,
+        "submit an attempt (`verify: true` queues its grading)",
+    ),
     route("GET", "/api/v1/attempts/{id}", Read, Body::None, "one attempt with its runs"),
-    route("POST", "/api/v1/attempts/{id}/review", Review, Body::Json, "accept or reject an attempt as the signed-in user"),
+    route(
+        "POST",
+        "/api/v1/attempts/{id}/review",
+        Review,
+        Body::Json,
+        "accept or reject an attempt as the signed-in user",
+    ),
     route("GET", "/api/v1/figures", Read, Body::None, "figures per group"),
     route("GET", "/api/v1/agents", Read, Body::None, "agents' stated figures beside the computed ones"),
-    route("GET", "/api/v1/distributions", Read, Body::None, "cost or wall time per attempt: histogram, CDF, mean, median, p90"),
-    route("GET", "/api/v1/throughput", Read, Body::None, "reports filed and finished per week, backlog, time to reproduction"),
+    route(
+        "GET",
+        "/api/v1/distributions",
+        Read,
+        Body::None,
+        "cost or wall time per attempt: histogram, CDF, mean, median, p90",
+    ),
+    route(
+        "GET",
+        "/api/v1/throughput",
+        Read,
+        Body::None,
+        "reports filed and finished per week, backlog, time to reproduction",
+    ),
     route("GET", "/api/v1/facets", Read, Body::None, "agents and models for the filters"),
     route("GET", "/api/v1/charts/{name}", Read, Body::None, "a dashboard chart as SVG (may be embedded)"),
-    route("POST", "/api/v1/reruns", Rerun, Body::Json, "rerun an attempt, a report's or a filter's failed attempts, or re-check"),
+    route(
+        "POST",
+        "/api/v1/reruns",
+        Rerun,
+        Body::Json,
+        "rerun an attempt, a report's or a filter's failed attempts, or re-check",
+    ),
     route("POST", "/api/v1/refine", Rerun, Body::Json, "run the refine loop on an agent_first report"),
     route("GET", "/api/v1/signatures", Read, Body::None, "graded failures grouped by signature"),
     route("GET", "/api/v1/oracles", Read, Body::None, "oracle coverage, sources, authoring time, failure causes"),
     route("GET", "/api/v1/jobs", Read, Body::None, "the queue and its runners"),
     route("GET", "/api/v1/jobs/{id}", Read, Body::None, "one job"),
     route("GET", "/api/v1/jobs/{id}/events", Read, Body::None, "a job's progress as server-sent events"),
-    route("GET", "/api/v1/environments", ReadEnvironments, Body::None, "a project's environments (recipes may hold paths and variables)"),
-    route("POST", "/api/v1/environments", ManageEnvironments, Body::Json, "create or replace an environment (admins only: the runner builds it)"),
-    route("POST", "/api/v1/import", Import, Body::Import, "bulk import (streamed; each record checked against its project)"),
+    route(
+        "GET",
+        "/api/v1/environments",
+        ReadEnvironments,
+        Body::None,
+        "a project's environments (recipes may hold paths and variables)",
+    ),
+    route(
+        "POST",
+        "/api/v1/environments",
+        ManageEnvironments,
+        Body::Json,
+        "create or replace an environment (admins only: the runner builds it)",
+    ),
+    route(
+        "POST",
+        "/api/v1/import",
+        Import,
+        Body::Import,
+        "bulk import (streamed; each record checked against its project)",
+    ),
 ];
 
 /// The spec of `method path`, if the table has one.
@@ -267,8 +322,19 @@ mod tests {
     #[test]
     fn every_route_is_listed_once() {
         for (i, r) in ROUTES.iter().enumerate() {
-            assert!(ROUTES[..i].iter().all(|o| (o.method, o.path) != (r.method, r.path)), "{} {} twice", r.method, r.path);
-            assert_eq!(r.body == Body::None, matches!(r.method, "GET" | "HEAD"), "{} {}: reads take no body, writes declare one", r.method, r.path);
+            assert!(
+                ROUTES[..i].iter().all(|o| (o.method, o.path) != (r.method, r.path)),
+                "{} {} twice",
+                r.method,
+                r.path
+            );
+            assert_eq!(
+                r.body == Body::None,
+                matches!(r.method, "GET" | "HEAD"),
+                "{} {}: reads take no body, writes declare one",
+                r.method,
+                r.path
+            );
         }
     }
 

@@ -38,9 +38,20 @@ pub enum Principal {
     Anonymous,
     /// The local operator: the command line, with the database in hand. Never reachable over HTTP.
     Operator,
-    User { id: i64, name: String, admin: bool, memberships: Vec<Membership> },
+    User {
+        id: i64,
+        name: String,
+        admin: bool,
+        memberships: Vec<Membership>,
+    },
     /// A project token.
-    Token { id: i64, name: String, scope: TokenScope, project_id: i64, project: String },
+    Token {
+        id: i64,
+        name: String,
+        scope: TokenScope,
+        project_id: i64,
+        project: String,
+    },
 }
 
 /// How the request proved who it is.
@@ -95,7 +106,9 @@ impl Viewer {
             Principal::User { memberships, .. } => {
                 memberships.iter().find(|m| m.project == slug).map_or(Role::Outsider, |m| Role::of_membership(m.role))
             }
-            Principal::Token { scope, project, .. } if project == slug => Role::of_token(*scope).unwrap_or(Role::Outsider),
+            Principal::Token { scope, project, .. } if project == slug => {
+                Role::of_token(*scope).unwrap_or(Role::Outsider)
+            }
             Principal::Token { .. } => Role::Outsider,
         }
     }
@@ -131,7 +144,9 @@ impl Viewer {
             Principal::User { memberships, .. } => {
                 memberships.iter().filter(|m| Role::of_membership(m.role).may(action)).map(|m| m.project_id).collect()
             }
-            Principal::Token { scope, project_id, .. } if Role::of_token(*scope).is_some_and(|r| r.may(action)) => vec![*project_id],
+            Principal::Token { scope, project_id, .. } if Role::of_token(*scope).is_some_and(|r| r.may(action)) => {
+                vec![*project_id]
+            }
             _ => vec![],
         };
         match action {
@@ -152,8 +167,11 @@ impl Viewer {
         if self.is_anonymous() {
             return Err(ApiError::Unauthorized(format!("sign in (or send an API token) to {}", action.as_str())));
         }
-        let allowed: Vec<&str> =
-            access::PERMISSIONS.iter().filter(|(a, _)| *a == action).flat_map(|(_, roles)| roles.iter().map(|r| r.as_str())).collect();
+        let allowed: Vec<&str> = access::PERMISSIONS
+            .iter()
+            .filter(|(a, _)| *a == action)
+            .flat_map(|(_, roles)| roles.iter().map(|r| r.as_str()))
+            .collect();
         Err(ApiError::Forbidden(format!(
             "you are {} of {slug}, and to {} in a project takes: {}",
             match role {
@@ -175,7 +193,9 @@ impl Viewer {
             return Err(ApiError::Unauthorized(format!("sign in (or send an API token) to {}", action.as_str())));
         }
         let what = match &self.principal {
-            Principal::Token { scope, .. } => Role::of_token(*scope).map_or("this token", |r| r.with_article()).to_owned(),
+            Principal::Token { scope, .. } => {
+                Role::of_token(*scope).map_or("this token", |r| r.with_article()).to_owned()
+            }
             _ => "your account".to_owned(),
         };
         Err(ApiError::Forbidden(format!("{what} may not {} in any project", action.as_str())))
@@ -196,7 +216,9 @@ impl Viewer {
                 me.admin = *admin;
                 me.memberships = memberships.iter().map(|m| M { project: m.project.clone(), role: m.role }).collect();
             }
-            Principal::Token { scope, project, .. } => me.token = Some(TokenInfo { scope: *scope, project: Some(project.clone()) }),
+            Principal::Token { scope, project, .. } => {
+                me.token = Some(TokenInfo { scope: *scope, project: Some(project.clone()) })
+            }
         }
         me
     }
@@ -239,7 +261,10 @@ impl Viewer {
 pub async fn user_viewer(storage: &dyn Storage, id: i64, via: Via) -> Result<Option<Viewer>, ApiError> {
     let Some(user) = storage.user_by_id(id).await? else { return Ok(None) };
     let memberships = storage.memberships(user.id).await?;
-    Ok(Some(Viewer { principal: Principal::User { id: user.id, name: user.name, admin: user.admin, memberships }, via }))
+    Ok(Some(Viewer {
+        principal: Principal::User { id: user.id, name: user.name, admin: user.admin, memberships },
+        via,
+    }))
 }
 
 impl FromRequestParts<crate::routes::AppState> for Viewer {
@@ -261,7 +286,10 @@ mod tests {
                 id: 1,
                 name: "u".into(),
                 admin,
-                memberships: memberships.iter().map(|(id, p, r)| Membership { project_id: *id, project: (*p).into(), role: *r }).collect(),
+                memberships: memberships
+                    .iter()
+                    .map(|(id, p, r)| Membership { project_id: *id, project: (*p).into(), role: *r })
+                    .collect(),
             },
             via: Via::Session,
         }
@@ -279,7 +307,13 @@ mod tests {
         assert_eq!(Viewer::anonymous().scope(), ProjectScope::PublicOnly);
         assert!(matches!(Viewer::anonymous().check_route(Action::SubmitAttempt), Err(ApiError::Unauthorized(_))));
         let token = Viewer {
-            principal: Principal::Token { id: 1, name: "t".into(), scope: TokenScope::Agent, project_id: 7, project: "c/c".into() },
+            principal: Principal::Token {
+                id: 1,
+                name: "t".into(),
+                scope: TokenScope::Agent,
+                project_id: 7,
+                project: "c/c".into(),
+            },
             via: Via::Bearer,
         };
         assert_eq!(token.scope(), ProjectScope::PublicAnd(vec![7]));

@@ -2,8 +2,8 @@
 //! one lane, OWASP's recommendation), stored as PHC strings. Hashing is
 //! deliberately slow, so it runs off the async threads.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 
 /// Shortest password accepted.
 pub const MIN_LEN: usize = 10;
@@ -37,7 +37,10 @@ pub async fn hash(password: &str) -> anyhow::Result<String> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("reading randomness: {e}"))?;
         let salt = SaltString::encode_b64(&bytes).map_err(|e| anyhow::anyhow!("salt: {e}"))?;
-        Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| anyhow::anyhow!("hashing: {e}"))
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|h| h.to_string())
+            .map_err(|e| anyhow::anyhow!("hashing: {e}"))
     })
     .await?
 }

@@ -59,7 +59,12 @@ impl SessionStore for DbSessionStore {
     async fn create(&self, record: &mut Record) -> Result<()> {
         loop {
             let (user, data) = parts(record)?;
-            if self.storage.create_session(&digest(&record.id.to_string()), user, &data, expiry(record)).await.map_err(backend)? {
+            if self
+                .storage
+                .create_session(&digest(&record.id.to_string()), user, &data, expiry(record))
+                .await
+                .map_err(backend)?
+            {
                 return Ok(());
             }
             record.id = Id::default();
@@ -72,7 +77,9 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn load(&self, id: &Id) -> Result<Option<Record>> {
-        let Some((data, expires)) = self.storage.load_session(&digest(&id.to_string()), chrono::Utc::now()).await.map_err(backend)? else {
+        let Some((data, expires)) =
+            self.storage.load_session(&digest(&id.to_string()), chrono::Utc::now()).await.map_err(backend)?
+        else {
             return Ok(None);
         };
         let data = serde_json::from_str(&data).map_err(backend)?;

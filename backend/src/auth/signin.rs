@@ -9,8 +9,8 @@
 
 use chrono::{Duration, Utc};
 
-use crate::db::accounts::UserRecord;
 use crate::db::Storage;
+use crate::db::accounts::UserRecord;
 use crate::error::ApiError;
 
 /// The window failures are counted over.
@@ -27,7 +27,9 @@ fn address_key(address: &str) -> String {
             let s = v6.segments();
             format!("addr:{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
         }
-        Ok(std::net::IpAddr::V6(v6)) => format!("addr:{}", v6.to_ipv4_mapped().map(|a| a.to_string()).unwrap_or_default()),
+        Ok(std::net::IpAddr::V6(v6)) => {
+            format!("addr:{}", v6.to_ipv4_mapped().map(|a| a.to_string()).unwrap_or_default())
+        }
         _ => format!("addr:{address}"),
     }
 }

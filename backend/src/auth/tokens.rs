@@ -7,8 +7,8 @@ use failpass_shared::model::TokenScope;
 use sha2::{Digest, Sha256};
 
 use super::{Principal, Via, Viewer};
-use crate::db::accounts::{NewToken, TokenRecord};
 use crate::db::Storage;
+use crate::db::accounts::{NewToken, TokenRecord};
 use crate::error::ApiError;
 
 /// Characters of a token kept to recognise it (`fp_` and 8 digits).

@@ -105,10 +105,22 @@ pub trait AccountStore: Send + Sync {
     async fn load_session(&self, id_hash: &str, now: DateTime<Utc>) -> StorageResult<Option<(String, DateTime<Utc>)>>;
 
     /// Creates a session; `false` (nothing written) when the id is taken.
-    async fn create_session(&self, id_hash: &str, user_id: Option<i64>, data: &str, expires_at: DateTime<Utc>) -> StorageResult<bool>;
+    async fn create_session(
+        &self,
+        id_hash: &str,
+        user_id: Option<i64>,
+        data: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StorageResult<bool>;
 
     /// Creates or replaces a session.
-    async fn save_session(&self, id_hash: &str, user_id: Option<i64>, data: &str, expires_at: DateTime<Utc>) -> StorageResult<()>;
+    async fn save_session(
+        &self,
+        id_hash: &str,
+        user_id: Option<i64>,
+        data: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StorageResult<()>;
 
     /// Deletes a session (signing out); deleting a missing one is fine.
     async fn delete_session(&self, id_hash: &str) -> StorageResult<()>;
@@ -154,7 +166,8 @@ pub trait AccountStore: Send + Sync {
 pub const TOKEN_COLUMNS: &str = "t.id, t.name, t.prefix, t.scope, t.project_id, p.slug AS project, t.user_id, u.name AS user_name, \
      t.created_by, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
 
-pub const TOKEN_FROM: &str = "api_tokens t LEFT JOIN projects p ON p.id = t.project_id LEFT JOIN users u ON u.id = t.user_id";
+pub const TOKEN_FROM: &str =
+    "api_tokens t LEFT JOIN projects p ON p.id = t.project_id LEFT JOIN users u ON u.id = t.user_id";
 
 #[derive(sqlx::FromRow)]
 pub struct TokenRow {
@@ -179,7 +192,10 @@ impl TokenRow {
             id: self.id,
             name: self.name,
             prefix: self.prefix,
-            scope: self.scope.parse().map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
+            scope: self
+                .scope
+                .parse()
+                .map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
             project_id: self.project_id,
             project: self.project,
             user_id: self.user_id,

@@ -43,7 +43,12 @@ impl NewJob {
     pub fn recheck(attempt_id: i64, environment: &str, priority: i32, manual: bool) -> Self {
         Self {
             kind: JobKind::Recheck,
-            payload: JobPayload { attempt_id: Some(attempt_id), environment: Some(environment.to_owned()), manual, ..Default::default() },
+            payload: JobPayload {
+                attempt_id: Some(attempt_id),
+                environment: Some(environment.to_owned()),
+                manual,
+                ..Default::default()
+            },
             priority,
             max_tries: 3,
             dedup_key: Some(format!("recheck:{attempt_id}:{environment}")),
@@ -132,12 +137,25 @@ pub trait JobStore: Send + Sync {
 
     /// Completes a job held by `owner`, writing the verification (if any) in
     /// the same transaction. `Fenced` (and nothing written) if the lease is lost.
-    async fn complete(&self, id: i64, owner: &str, now: DateTime<Utc>, result: Option<&Verification>) -> StorageResult<Finish>;
+    async fn complete(
+        &self,
+        id: i64,
+        owner: &str,
+        now: DateTime<Utc>,
+        result: Option<&Verification>,
+    ) -> StorageResult<Finish>;
 
     /// Records a failed try. Transient failures go back to the queue after a
     /// backoff until the tries run out; permanent ones fail the job at once.
     /// `None` when `owner` no longer holds the lease.
-    async fn fail(&self, id: i64, owner: &str, now: DateTime<Utc>, error: &str, permanent: bool) -> StorageResult<Option<JobStatus>>;
+    async fn fail(
+        &self,
+        id: i64,
+        owner: &str,
+        now: DateTime<Utc>,
+        error: &str,
+        permanent: bool,
+    ) -> StorageResult<Option<JobStatus>>;
 
     /// A job, if the scope may see its project.
     async fn get_job(&self, id: i64, scope: &super::ProjectScope) -> StorageResult<Option<Job>>;
@@ -150,7 +168,11 @@ pub trait JobStore: Send + Sync {
     async fn heartbeat(&self, runner: &Runner) -> StorageResult<()>;
 
     /// Failure signature groups over graded attempts (optionally one project's).
-    async fn signature_groups(&self, project: Option<&str>, scope: &super::ProjectScope) -> StorageResult<Vec<failpass_shared::api::jobs::SignatureGroup>>;
+    async fn signature_groups(
+        &self,
+        project: Option<&str>,
+        scope: &super::ProjectScope,
+    ) -> StorageResult<Vec<failpass_shared::api::jobs::SignatureGroup>>;
 
     async fn create_environment(&self, project: &str, req: &CreateEnvironmentRequest) -> StorageResult<Environment>;
     async fn list_environments(&self, project: &str) -> StorageResult<Vec<Environment>>;
@@ -176,7 +198,6 @@ pub struct JobRow {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
 }
-
 
 pub const JOB_COLUMNS: &str = "id, kind, payload, status, priority, attempts, max_attempts, run_after, lease_owner, \
      lease_expires_at, last_error, created_at, started_at, finished_at";
@@ -220,7 +241,10 @@ impl EnvironmentRow {
             id: self.id,
             project: self.project,
             name: self.name,
-            role: self.role.parse().map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
+            role: self
+                .role
+                .parse()
+                .map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
             recipe: self.recipe.0,
             recipe_hash: self.recipe_hash,
             created_at: self.created_at,

@@ -18,12 +18,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use failpass_shared::api::Page;
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest};
 use failpass_shared::api::figures::FiguresQuery;
 use failpass_shared::api::import::{AgentRecord, Outcome};
 use failpass_shared::api::projects::{CreateProjectRequest, Project};
 use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
-use failpass_shared::api::Page;
 use failpass_shared::figures::ReportContribution;
 use failpass_shared::model::{RunEnvironment, RunTrigger};
 use failpass_shared::routing::RoutingDecision;
@@ -73,18 +73,24 @@ impl StorageError {
                 match (sqlite, code.as_str()) {
                     (Some(13), _) | (_, "53100") => say("its disk is full"),
                     (Some(8), _) | (_, "25006") => say("it is read-only"),
-                    (Some(10), _) | (Some(14), _) | (Some(26), _) | (_, "58030") => say("it cannot read or write its files"),
-                    (_, c) if c.starts_with("53") || c.starts_with("57P") || c.starts_with("08") => say("it refuses connections or is out of resources"),
+                    (Some(10), _) | (Some(14), _) | (Some(26), _) | (_, "58030") => {
+                        say("it cannot read or write its files")
+                    }
+                    (_, c) if c.starts_with("53") || c.starts_with("57P") || c.starts_with("08") => {
+                        say("it refuses connections or is out of resources")
+                    }
                     _ => None,
                 }
             }
-            StorageError::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)) => {
-                say("it does not answer")
-            }
+            StorageError::Database(
+                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_),
+            ) => say("it does not answer"),
             StorageError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => match e.code {
                 rusqlite::ErrorCode::DiskFull => say("its disk is full"),
                 rusqlite::ErrorCode::ReadOnly => say("it is read-only"),
-                rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::CannotOpen => say("it cannot read or write its files"),
+                rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::CannotOpen => {
+                    say("it cannot read or write its files")
+                }
                 _ => None,
             },
             _ => None,
@@ -238,7 +244,8 @@ pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'stat
     /// Upserts projects by slug: created (public unless the record or
     /// `default_public` says otherwise), updated (name, description or
     /// visibility changed; a field left out keeps its value) or unchanged.
-    async fn import_projects(&self, reqs: &[CreateProjectRequest], default_public: bool) -> StorageResult<Vec<Outcome>>;
+    async fn import_projects(&self, reqs: &[CreateProjectRequest], default_public: bool)
+    -> StorageResult<Vec<Outcome>>;
 
     /// Upserts reports by (project, external id) in one transaction, compared
     /// by content hash; a changed report is rewritten with its labels and
@@ -296,7 +303,11 @@ pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'stat
     ) -> StorageResult<Vec<i64>>;
 
     /// Oracle coverage, sources, authoring time and failure causes (optionally one project's).
-    async fn oracle_summary(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<failpass_shared::api::oracles::OracleSummary>;
+    async fn oracle_summary(
+        &self,
+        project: Option<&str>,
+        scope: &ProjectScope,
+    ) -> StorageResult<failpass_shared::api::oracles::OracleSummary>;
 
     /// A maintainer's review of an attempt, recorded under `reviewer`: an
     /// accepted lead becomes `confirmed`; counting and the report's status
@@ -316,7 +327,11 @@ pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'stat
     /// attempts of the query's goal (and agent/model) within that group summed
     /// up. Report-level groupings include reports with no attempt; per-attempt
     /// groupings only reports with an attempt in the group.
-    async fn figure_contributions(&self, query: &FiguresQuery, scope: &ProjectScope) -> StorageResult<Vec<ReportContribution>>;
+    async fn figure_contributions(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<ReportContribution>>;
 
     /// `(group key, value)` of the metric for every attempt in the query's
     /// scope that recorded it.

@@ -60,7 +60,9 @@ pub fn encode_report_cursor(sort: ReportSort, order: Order, value: &CursorValue,
 }
 
 pub fn decode_report_cursor(cursor: &str, sort: ReportSort, order: Order) -> StorageResult<(CursorValue, i64)> {
-    let bad = |why: &str| StorageError::invalid("cursor", format!("`{cursor}` {why}; use the next_cursor of a previous page"));
+    let bad = |why: &str| {
+        StorageError::invalid("cursor", format!("`{cursor}` {why}; use the next_cursor of a previous page"))
+    };
     let mut parts = cursor.splitn(3, ':');
     let (Some(prefix), Some(value), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad("is not a cursor"));
@@ -74,7 +76,9 @@ pub fn decode_report_cursor(cursor: &str, sort: ReportSort, order: Order) -> Sto
             let ts: i64 = value.parse().map_err(|_| bad("has no valid time"))?;
             CursorValue::Time(DateTime::from_timestamp(ts, 0).ok_or_else(|| bad("has no valid time"))?)
         }
-        ReportSort::Cost => CursorValue::Float(value.parse().ok().filter(|f: &f64| f.is_finite()).ok_or_else(|| bad("has no valid cost"))?),
+        ReportSort::Cost => CursorValue::Float(
+            value.parse().ok().filter(|f: &f64| f.is_finite()).ok_or_else(|| bad("has no valid cost"))?,
+        ),
         ReportSort::Attempts => CursorValue::Int(value.parse().map_err(|_| bad("has no valid count"))?),
     };
     Ok((value, id))
@@ -169,9 +173,13 @@ pub fn no_project(slug: &str) -> StorageError {
 }
 
 /// A deterministic grade needs something deterministic to grade by.
-pub fn check_grading(req: &failpass_shared::api::attempts::CreateAttemptRequest, report_has_oracle: bool) -> StorageResult<()> {
+pub fn check_grading(
+    req: &failpass_shared::api::attempts::CreateAttemptRequest,
+    report_has_oracle: bool,
+) -> StorageResult<()> {
     use failpass_shared::model::{Verdict, VerdictSource};
-    let graded_verdict = matches!(req.verdict, Verdict::Reproduced | Verdict::NotReproduced | Verdict::Resolved | Verdict::Unresolved);
+    let graded_verdict =
+        matches!(req.verdict, Verdict::Reproduced | Verdict::NotReproduced | Verdict::Resolved | Verdict::Unresolved);
     if req.verdict_source == VerdictSource::Deterministic && graded_verdict && !report_has_oracle {
         return Err(StorageError::invalid(
             "verdict_source",
@@ -197,7 +205,9 @@ pub fn describe_report_ref(req: &failpass_shared::api::attempts::CreateAttemptRe
 pub fn describe_attempt_ref(req: &failpass_shared::api::attempts::CreateRunRequest) -> String {
     match (&req.attempt_id, &req.attempt) {
         (Some(id), _) => format!("attempt {id}"),
-        (None, Some(k)) => format!("attempt `{}` by `{}` on {}#{}", k.attempt_key, k.agent, k.report.project, k.report.external_id),
+        (None, Some(k)) => {
+            format!("attempt `{}` by `{}` on {}#{}", k.attempt_key, k.agent, k.report.project, k.report.external_id)
+        }
         (None, None) => "attempt (none named)".to_owned(),
     }
 }
@@ -206,11 +216,8 @@ pub fn describe_attempt_ref(req: &failpass_shared::api::attempts::CreateRunReque
 /// after the bound ids. Ranks come from `Verdict::rank` so SQL and Rust agree.
 pub fn report_aggregate_sql() -> String {
     use failpass_shared::model::Verdict;
-    let rank = Verdict::ALL
-        .iter()
-        .map(|v| format!("WHEN '{}' THEN {}", v.as_str(), v.rank()))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let rank =
+        Verdict::ALL.iter().map(|v| format!("WHEN '{}' THEN {}", v.as_str(), v.rank())).collect::<Vec<_>>().join(" ");
     format!(
         "SELECT a.report_id AS report_id, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' THEN 1 ELSE 0 END), 0) AS attempts, \

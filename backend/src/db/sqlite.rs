@@ -9,7 +9,9 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool};
 
-use super::sql::{clean_labels, impl_storage, secs, PreparedAttempt, ATTEMPT_INSERT, LABEL_INSERT, ORACLE_INSERT, REPORT_INSERT};
+use super::sql::{
+    ATTEMPT_INSERT, LABEL_INSERT, ORACLE_INSERT, PreparedAttempt, REPORT_INSERT, clean_labels, impl_storage, secs,
+};
 use super::{Backend, NewReport, StorageError, StorageResult};
 
 pub struct SqliteStorage {
@@ -92,7 +94,10 @@ impl SqliteStorage {
         out
     }
 
-    async fn bulk_insert_attempts(tx: &mut sqlx::Transaction<'static, Sqlite>, rows: &[PreparedAttempt]) -> StorageResult<()> {
+    async fn bulk_insert_attempts(
+        tx: &mut sqlx::Transaction<'static, Sqlite>,
+        rows: &[PreparedAttempt],
+    ) -> StorageResult<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -100,7 +105,10 @@ impl SqliteStorage {
     }
 
     /// New reports of an import batch with their labels and oracles; returns their ids in order.
-    async fn bulk_insert_reports(tx: &mut sqlx::Transaction<'static, Sqlite>, rows: &[(i64, &NewReport, &str)]) -> StorageResult<Vec<i64>> {
+    async fn bulk_insert_reports(
+        tx: &mut sqlx::Transaction<'static, Sqlite>,
+        rows: &[(i64, &NewReport, &str)],
+    ) -> StorageResult<Vec<i64>> {
         Self::with_raw(tx, |conn| insert_reports_raw(conn, rows)).await
     }
 }
@@ -150,7 +158,11 @@ fn insert_reports_raw(conn: &rusqlite::Connection, rows: &[(i64, &NewReport, &st
                 ReportStatus::New.as_str(),
                 now,
             ])
-            .map_err(|e| unique_to_conflict(e, || format!("project `{}` already has a report `{}`", req.project, req.external_id.trim())))?;
+            .map_err(|e| {
+                unique_to_conflict(e, || {
+                    format!("project `{}` already has a report `{}`", req.project, req.external_id.trim())
+                })
+            })?;
         let id = conn.last_insert_rowid();
         for l in &labels {
             label.execute(params![id, l])?;
@@ -176,7 +188,9 @@ fn insert_reports_raw(conn: &rusqlite::Connection, rows: &[(i64, &NewReport, &st
 
 fn unique_to_conflict(e: rusqlite::Error, message: impl FnOnce() -> String) -> StorageError {
     match e {
-        rusqlite::Error::SqliteFailure(f, _) if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE => StorageError::Conflict(message()),
+        rusqlite::Error::SqliteFailure(f, _) if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE => {
+            StorageError::Conflict(message())
+        }
         other => other.into(),
     }
 }
@@ -184,7 +198,8 @@ fn unique_to_conflict(e: rusqlite::Error, message: impl FnOnce() -> String) -> S
 fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt]) -> StorageResult<()> {
     use rusqlite::params;
     let time = time_text;
-    let sql = format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=27).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
+    let sql =
+        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=27).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
     let mut stmt = conn.prepare(&sql)?;
     for p in rows {
         let r = &p.req;
@@ -217,7 +232,9 @@ fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt]) ->
             p.content_hash,
             time(p.created_at),
         ]);
-        inserted.map_err(|e| unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into()))?;
+        inserted.map_err(|e| {
+            unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into())
+        })?;
     }
     Ok(())
 }

@@ -10,8 +10,8 @@ use failpass_shared::api::reports::CreateReportRequest;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-use super::swebench::parse_time;
 use super::Importer;
+use super::swebench::parse_time;
 
 const BATCH: usize = 500;
 
@@ -53,7 +53,10 @@ fn convert(v: &Value, project: Option<&str>) -> Converted {
         .or_else(|| str_at(v, &["repository_url"]).and_then(repo_of))
         .or_else(|| str_at(v, &["html_url", "url"]).and_then(repo_of));
     let Some(project) = project else {
-        return Converted::Reject(Some("repository_url".into()), "no repository named: pass --project OWNER/NAME".into());
+        return Converted::Reject(
+            Some("repository_url".into()),
+            "no repository named: pass --project OWNER/NAME".into(),
+        );
     };
     let filed_at = match str_at(v, &["created_at", "createdAt"]) {
         Some(t) => match parse_time(t) {
@@ -86,13 +89,18 @@ fn convert(v: &Value, project: Option<&str>) -> Converted {
     })
 }
 
-pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>, mut input: R, project: Option<&str>) -> anyhow::Result<()> {
+pub async fn import_issues<R: AsyncBufRead + Unpin>(
+    importer: &mut Importer<'_>,
+    mut input: R,
+    project: Option<&str>,
+) -> anyhow::Result<()> {
     let mut projects = HashSet::new();
     let mut batch = Vec::new();
     let first = input.fill_buf().await?.iter().copied().find(|b| !b.is_ascii_whitespace());
     let mut values: Box<dyn Iterator<Item = (u64, Result<Value, String>)> + Send> = if first == Some(b'[') {
         let text = crate::input::read_document(&mut input, "a JSON array of issues").await?;
-        let items: Vec<Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of issues: {e}"))?;
+        let items: Vec<Value> =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of issues: {e}"))?;
         Box::new(items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))))
     } else {
         Box::new(std::iter::empty())
@@ -106,7 +114,9 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>,
             None => match super::next_line(&mut input, &mut line, &mut n).await? {
                 None => None,
                 Some(Err(e)) => Some((n, Err(e))),
-                Some(Ok(())) => Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}")))),
+                Some(Ok(())) => {
+                    Some((n, serde_json::from_str::<Value>(line.trim()).map_err(|e| format!("line {n}: {e}"))))
+                }
             },
         };
         let Some((n, value)) = next else { break };
@@ -117,7 +127,17 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>,
                 Converted::Reject(field, message) => importer.reject(n, field, format!("record {n}: {message}")),
                 Converted::Report(r) => {
                     if projects.insert(r.project.clone()) {
-                        importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: None })).await?;
+                        importer
+                            .push(
+                                0,
+                                ImportRecord::Project(CreateProjectRequest {
+                                    slug: r.project.clone(),
+                                    name: None,
+                                    description: None,
+                                    public: None,
+                                }),
+                            )
+                            .await?;
                     }
                     batch.push((n, r));
                 }
@@ -137,7 +157,10 @@ mod tests {
 
     #[test]
     fn repositories_from_urls() {
-        assert_eq!(repo_of("https://api.github.com/repos/huggingface/datasets").as_deref(), Some("huggingface/datasets"));
+        assert_eq!(
+            repo_of("https://api.github.com/repos/huggingface/datasets").as_deref(),
+            Some("huggingface/datasets")
+        );
         assert_eq!(repo_of("https://github.com/pytorch/pytorch/issues/1").as_deref(), Some("pytorch/pytorch"));
         assert_eq!(repo_of("https://example.com/x/y"), None);
     }

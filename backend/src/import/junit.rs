@@ -3,8 +3,8 @@
 //! messages as output (capped, with the cap recorded).
 
 use failpass_shared::model::{RunEnvironment, RunTrigger};
-use quick_xml::events::Event;
 use quick_xml::Reader;
+use quick_xml::events::Event;
 use tokio::io::AsyncBufRead;
 
 use super::Importer;
@@ -45,15 +45,21 @@ pub fn parse(xml: &str) -> Result<Results, String> {
         let event = reader.read_event();
         if root.is_none() {
             match &event {
-                Ok(Event::Start(e)) | Ok(Event::Empty(e)) => root = Some(String::from_utf8_lossy(e.name().as_ref()).into_owned()),
+                Ok(Event::Start(e)) | Ok(Event::Empty(e)) => {
+                    root = Some(String::from_utf8_lossy(e.name().as_ref()).into_owned())
+                }
                 Ok(Event::Text(t)) if !t.iter().all(|b| b.is_ascii_whitespace()) => {
-                    return Err("not a JUnit XML document: text where its <testsuites> or <testsuite> element should be".into())
+                    return Err(
+                        "not a JUnit XML document: text where its <testsuites> or <testsuite> element should be".into(),
+                    );
                 }
                 _ => {}
             }
             if let Some(name) = &root {
                 if name != "testsuites" && name != "testsuite" {
-                    return Err(format!("not a JUnit XML document: its root element is <{name}>, not <testsuites> or <testsuite>"));
+                    return Err(format!(
+                        "not a JUnit XML document: its root element is <{name}>, not <testsuites> or <testsuite>"
+                    ));
                 }
             }
         }
@@ -159,8 +165,14 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
     attempt_id: Option<i64>,
     environment: Option<RunEnvironment>,
 ) -> anyhow::Result<()> {
-    let attempt_id = attempt_id.ok_or_else(|| anyhow::anyhow!("JUnit results need the attempt they belong to (`--attempt ID`, or `?attempt=ID` on the API)"))?;
-    let environment = environment.ok_or_else(|| anyhow::anyhow!("JUnit results need where they ran (`--environment buggy|fixed`, or `?environment=` on the API)"))?;
+    let attempt_id = attempt_id.ok_or_else(|| {
+        anyhow::anyhow!("JUnit results need the attempt they belong to (`--attempt ID`, or `?attempt=ID` on the API)")
+    })?;
+    let environment = environment.ok_or_else(|| {
+        anyhow::anyhow!(
+            "JUnit results need where they ran (`--environment buggy|fixed`, or `?environment=` on the API)"
+        )
+    })?;
     let text = crate::input::read_document(input, "a JUnit report").await?;
     let r = match parse(&text) {
         Ok(r) => r,
@@ -190,7 +202,9 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
     }
     match importer.storage().create_run(&run).await {
         Ok((_, outcome)) => importer.count(outcome),
-        Err(StorageError::NotFound(what)) => importer.reject(1, Some("attempt".into()), format!("{what} does not exist")),
+        Err(StorageError::NotFound(what)) => {
+            importer.reject(1, Some("attempt".into()), format!("{what} does not exist"))
+        }
         Err(e) => return Err(e.into()),
     }
     Ok(())
@@ -205,11 +219,20 @@ mod tests {
         let xml = include_str!("../../tests/fixtures/pytest-junit.xml");
         let r = parse(xml).unwrap();
         assert_eq!(r.failing, ["test_ops::test_logsumexp_large", "test_ops::test_errors"]);
-        assert_eq!(r.passing, ["test_ops::test_logsumexp_small", "test_ops::test_sum_axis[1]", "test_ops::test_sum_axis[2]"]);
+        assert_eq!(
+            r.passing,
+            ["test_ops::test_logsumexp_small", "test_ops::test_sum_axis[1]", "test_ops::test_sum_axis[2]"]
+        );
         assert_eq!(r.skipped, 1);
         assert!(r.output.contains("OverflowError: math range error"), "{}", r.output);
         assert!(r.output.contains("ValueError: bad shape (3, 4)"));
-        assert_eq!(r.started_at, Some("2026-12-02T11:18:29Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap() + chrono::Duration::microseconds(95438)));
+        assert_eq!(
+            r.started_at,
+            Some(
+                "2026-12-02T11:18:29Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap()
+                    + chrono::Duration::microseconds(95438)
+            )
+        );
         assert_eq!(parse_timestamp("2024-03-01T10:00:00"), Some("2024-03-01T10:00:00Z".parse().unwrap()));
         assert_eq!(parse_timestamp("yesterday"), None);
     }

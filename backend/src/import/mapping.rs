@@ -198,9 +198,10 @@ impl Row<'_> {
                 let mapped = if map.is_empty() {
                     raw
                 } else {
-                    map.get(&raw).or_else(|| map.get("*")).cloned().ok_or_else(|| {
-                        format!("{column}: `{raw}` is none of {:?}", map.keys().collect::<Vec<_>>())
-                    })?
+                    map.get(&raw)
+                        .or_else(|| map.get("*"))
+                        .cloned()
+                        .ok_or_else(|| format!("{column}: `{raw}` is none of {:?}", map.keys().collect::<Vec<_>>()))?
                 };
                 match scale {
                     None => Ok(mapped),
@@ -221,7 +222,10 @@ where
     v.parse().map_err(|e: T::Err| (field.to_owned(), e.to_string()))
 }
 
-fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<CreateAttemptRequest>), (String, String)> {
+fn convert(
+    m: &Mapping,
+    row: &Row<'_>,
+) -> Result<(CreateReportRequest, Option<CreateAttemptRequest>), (String, String)> {
     fn at(field: &'static str) -> impl Fn(String) -> (String, String) {
         move |e| (field.to_owned(), e)
     }
@@ -241,7 +245,8 @@ fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<Cr
         url: r.url.as_deref().map(|u| row.template(u)).transpose().map_err(at("url"))?,
         title: row.template(&r.title).map_err(at("title"))?,
         body: {
-            let mut body = r.body.as_deref().map(|b| row.template(b)).transpose().map_err(at("body"))?.unwrap_or_default();
+            let mut body =
+                r.body.as_deref().map(|b| row.template(b)).transpose().map_err(at("body"))?.unwrap_or_default();
             if let Some(spec) = &r.details {
                 for line in list_lines(spec, row, "details")? {
                     body.push('\n');
@@ -262,7 +267,8 @@ fn convert(m: &Mapping, row: &Row<'_>) -> Result<(CreateReportRequest, Option<Cr
     };
     let Some(a) = &m.attempt else { return Ok((report, None)) };
     let verdict: Verdict = parse("verdict", row.value(&a.verdict).map_err(at("verdict"))?)?;
-    let verdict_source: VerdictSource = parse("verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
+    let verdict_source: VerdictSource =
+        parse("verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
     let number = |field: &'static str, v: &Option<Value>| -> Result<Option<f64>, (String, String)> {
         match v {
             None => Ok(None),
@@ -320,7 +326,12 @@ fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::repo
     Ok(failpass_shared::api::reports::Oracle {
         kind: o.kind,
         source: o.source,
-        command: o.command.as_deref().map(|c| row.template(c)).transpose().map_err(|e| ("oracle.command".to_owned(), e))?,
+        command: o
+            .command
+            .as_deref()
+            .map(|c| row.template(c))
+            .transpose()
+            .map_err(|e| ("oracle.command".to_owned(), e))?,
         fail_to_pass: tests,
         pass_to_pass: Vec::new(),
         signature: None,
@@ -330,7 +341,10 @@ fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::repo
 }
 
 /// Loads the join file into records by key.
-fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Result<HashMap<String, serde_json::Value>> {
+fn load_join(
+    j: &JoinMapping,
+    input_dir: Option<&std::path::Path>,
+) -> anyhow::Result<HashMap<String, serde_json::Value>> {
     let path = std::path::Path::new(&j.file);
     let path = match input_dir {
         Some(dir) if path.is_relative() => dir.join(path),
@@ -338,11 +352,12 @@ fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Re
     };
     let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("join file {}: {e}", path.display()))?;
     let text = crate::input::strip_bom(&text).to_owned();
-    let records: Vec<serde_json::Value> =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("join file {}: not a JSON array of objects: {e}", path.display()))?;
+    let records: Vec<serde_json::Value> = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("join file {}: not a JSON array of objects: {e}", path.display()))?;
     let mut out = HashMap::with_capacity(records.len());
     for (i, r) in records.into_iter().enumerate() {
-        let key = json_template(&j.key, &r).map_err(|e| anyhow::anyhow!("join file {} record {}: {e}", path.display(), i + 1))?;
+        let key = json_template(&j.key, &r)
+            .map_err(|e| anyhow::anyhow!("join file {} record {}: {e}", path.display(), i + 1))?;
         out.insert(key, r);
     }
     Ok(out)
@@ -365,7 +380,9 @@ fn take_row<'a>(
         };
         match records.get(&key) {
             Some(r) => row.joined = Some(r),
-            None => return importer.reject(n, Some("join".into()), format!("row {n}: no record `{key}` in the join file")),
+            None => {
+                return importer.reject(n, Some("join".into()), format!("row {n}: no record `{key}` in the join file"));
+            }
         }
     }
     match convert(mapping, &row) {
@@ -387,7 +404,15 @@ async fn store(
     attempts: Vec<(u64, CreateAttemptRequest)>,
 ) -> anyhow::Result<()> {
     importer
-        .push(0, ImportRecord::Project(CreateProjectRequest { slug: mapping.project.clone(), name: None, description: None, public: None }))
+        .push(
+            0,
+            ImportRecord::Project(CreateProjectRequest {
+                slug: mapping.project.clone(),
+                name: None,
+                description: None,
+                public: None,
+            }),
+        )
         .await?;
     importer.push_reports(reports).await?;
     for (n, a) in attempts {
@@ -433,7 +458,8 @@ pub async fn import_json<R: AsyncBufRead + Unpin>(
     let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
     let text = crate::input::read_document(&mut input, "a JSON input for a mapping").await?;
     let records: Vec<(u64, Result<serde_json::Value, String>)> = if text.trim_start().starts_with('[') {
-        let items: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array: {e}"))?;
+        let items: Vec<serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array: {e}"))?;
         items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()
     } else {
         text.lines()

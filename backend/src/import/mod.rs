@@ -13,9 +13,9 @@ pub mod junit;
 pub mod mapping;
 pub mod swebench;
 
-use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
 use failpass_shared::api::attempts::CreateAttemptRequest;
-use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
+use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 use tokio::io::AsyncBufRead;
 
 use crate::auth::{Action, Viewer};
@@ -100,7 +100,13 @@ type Refusal = Option<(String, String)>;
 
 impl Gate {
     /// Whether the importer may take `action` in `project`.
-    async fn allow(&mut self, storage: &dyn Storage, action: Action, project: &str, hidden: impl FnOnce() -> (String, String)) -> Result<Refusal, StorageError> {
+    async fn allow(
+        &mut self,
+        storage: &dyn Storage,
+        action: Action,
+        project: &str,
+        hidden: impl FnOnce() -> (String, String),
+    ) -> Result<Refusal, StorageError> {
         if self.viewer.is_admin() {
             return Ok(None);
         }
@@ -132,30 +138,45 @@ impl Gate {
         match record {
             ImportRecord::Project(p) => {
                 let Some(existing) = storage.get_project(&p.slug, &self.viewer.scope()).await? else {
-                    return Ok(Some(("slug".into(), format!("project `{}` does not exist, and only admins create projects", p.slug))));
+                    return Ok(Some((
+                        "slug".into(),
+                        format!("project `{}` does not exist, and only admins create projects", p.slug),
+                    )));
                 };
                 if p.public.is_some_and(|public| public != existing.public) {
                     return Ok(Some(("public".into(), "only admins change a project's visibility".into())));
                 }
                 self.allow(storage, Action::Import, &p.slug, missing_project(&p.slug)).await
             }
-            ImportRecord::Agent(_) => Ok(Some(("kind".into(), "agent records are shared by every project, and only admins import them".into()))),
-            ImportRecord::Environment(_) => {
-                Ok(Some(("kind".into(), "environments are recipes the runner builds, and only admins create or change them".into())))
+            ImportRecord::Agent(_) => Ok(Some((
+                "kind".into(),
+                "agent records are shared by every project, and only admins import them".into(),
+            ))),
+            ImportRecord::Environment(_) => Ok(Some((
+                "kind".into(),
+                "environments are recipes the runner builds, and only admins create or change them".into(),
+            ))),
+            ImportRecord::Report(r) => {
+                self.allow(storage, Action::WriteReport, &r.project, missing_project(&r.project)).await
             }
-            ImportRecord::Report(r) => self.allow(storage, Action::WriteReport, &r.project, missing_project(&r.project)).await,
             ImportRecord::Attempt(a) => {
                 let project = match (&a.report_id, &a.report) {
                     (Some(id), _) => self.report_project(storage, *id).await?,
                     (None, Some(k)) => Some(k.project.clone()),
                     (None, None) => return Ok(None), // storage names what is missing
                 };
-                let hidden = || ("report".to_owned(), format!("{} does not exist", crate::db::sql::describe_report_ref(a)));
+                let hidden =
+                    || ("report".to_owned(), format!("{} does not exist", crate::db::sql::describe_report_ref(a)));
                 let Some(p) = project else { return Ok(Some(hidden())) };
-                if matches!(self.viewer.principal, crate::auth::Principal::Token { .. }) && a.verdict_source != failpass_shared::model::VerdictSource::Llm {
+                if matches!(self.viewer.principal, crate::auth::Principal::Token { .. })
+                    && a.verdict_source != failpass_shared::model::VerdictSource::Llm
+                {
                     return Ok(Some((
                         "verdict_source".to_owned(),
-                        format!("a token records `llm` verdicts only (this one says `{}`); failpass grades them (`verify: true`)", a.verdict_source),
+                        format!(
+                            "a token records `llm` verdicts only (this one says `{}`); failpass grades them (`verify: true`)",
+                            a.verdict_source
+                        ),
                     )));
                 }
                 if let Some(refused) = self.allow(storage, Action::SubmitAttempt, &p, hidden).await? {
@@ -163,7 +184,10 @@ impl Gate {
                 }
                 // A recorded review is history a reviewer may import, not a token's claim.
                 if a.review.is_some() || a.reviewer.is_some() || a.review_comment.is_some() {
-                    return self.allow(storage, Action::Review, &p, hidden).await.map(|r| r.map(|(_, m)| ("review".to_owned(), m)));
+                    return self
+                        .allow(storage, Action::Review, &p, hidden)
+                        .await
+                        .map(|r| r.map(|(_, m)| ("review".to_owned(), m)));
                 }
                 Ok(None)
             }
@@ -173,7 +197,8 @@ impl Gate {
                     (None, Some(k)) => Some(k.report.project.clone()),
                     (None, None) => return Ok(None),
                 };
-                let hidden = || ("attempt".to_owned(), format!("{} does not exist", crate::db::sql::describe_attempt_ref(r)));
+                let hidden =
+                    || ("attempt".to_owned(), format!("{} does not exist", crate::db::sql::describe_attempt_ref(r)));
                 match project {
                     Some(p) => self.allow(storage, Action::SubmitAttempt, &p, hidden).await,
                     None => Ok(Some(hidden())),
@@ -328,25 +353,39 @@ impl<'a> Importer<'a> {
                 let existing = self.storage.list_environments(&e.project).await?;
                 let before = existing.iter().find(|x| x.name == e.name.trim());
                 let clash = existing.iter().find(|x| {
-                    x.role == e.role && x.name != e.name.trim() && !matches!(e.role, failpass_shared::model::EnvironmentRole::Release)
+                    x.role == e.role
+                        && x.name != e.name.trim()
+                        && !matches!(e.role, failpass_shared::model::EnvironmentRole::Release)
                 });
                 if let Some(other) = clash {
-                    self.reject(n, Some("role".into()), format!("project {} already has a {} environment, `{}`", e.project, e.role, other.name));
+                    self.reject(
+                        n,
+                        Some("role".into()),
+                        format!("project {} already has a {} environment, `{}`", e.project, e.role, other.name),
+                    );
                     return Ok(());
                 }
                 let outcome = match before {
                     Some(x) if x.role == e.role && x.recipe == e.recipe => Ok(Outcome::Unchanged),
-                    _ => self.storage.create_environment(&e.project, &e).await.map(|_| if before.is_some() { Outcome::Updated } else { Outcome::Created }),
+                    _ => self
+                        .storage
+                        .create_environment(&e.project, &e)
+                        .await
+                        .map(|_| if before.is_some() { Outcome::Updated } else { Outcome::Created }),
                 };
                 match outcome {
-                    Err(StorageError::NotFound(_)) => self.reject(n, Some("project".into()), format!("project `{}` does not exist", e.project)),
+                    Err(StorageError::NotFound(_)) => {
+                        self.reject(n, Some("project".into()), format!("project `{}` does not exist", e.project))
+                    }
                     out => self.record(n, out),
                 }
             }
             ImportRecord::Run(r) => {
                 self.flush().await?;
                 match self.storage.import_run(&r).await {
-                    Err(StorageError::NotFound(what)) => self.reject(n, Some("attempt".into()), format!("{what} does not exist")),
+                    Err(StorageError::NotFound(what)) => {
+                        self.reject(n, Some("attempt".into()), format!("{what} does not exist"))
+                    }
                     out => self.record(n, out),
                 }
             }
@@ -355,12 +394,18 @@ impl<'a> Importer<'a> {
     }
 
     /// Stores reports in one transaction (after anything pending).
-    pub async fn push_reports(&mut self, reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>) -> Result<(), StorageError> {
+    pub async fn push_reports(
+        &mut self,
+        reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
+    ) -> Result<(), StorageError> {
         self.flush().await?;
         self.store_reports(reports).await
     }
 
-    async fn store_reports(&mut self, reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>) -> Result<(), StorageError> {
+    async fn store_reports(
+        &mut self,
+        reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
+    ) -> Result<(), StorageError> {
         if reports.is_empty() {
             return Ok(());
         }
@@ -400,7 +445,9 @@ impl<'a> Importer<'a> {
         match outcome {
             Ok(o) => self.summary.count(o),
             Err(StorageError::Invalid { field, message }) => self.reject(n, Some(field), message),
-            Err(StorageError::NotFound(what)) => self.reject(n, Some("report".into()), format!("{what} does not exist")),
+            Err(StorageError::NotFound(what)) => {
+                self.reject(n, Some("report".into()), format!("{what} does not exist"))
+            }
             Err(StorageError::Conflict(m)) => self.reject(n, None, m),
             Err(other) => self.reject(n, None, format!("the database refused it: {other}")),
         }
@@ -455,7 +502,10 @@ type BatchOutcomes = Result<Vec<Result<Outcome, StorageError>>, StorageError>;
 async fn batch_or_each<T>(
     storage: &dyn Storage,
     items: &[T],
-    store: for<'x> fn(&'x dyn Storage, &'x [T]) -> std::pin::Pin<Box<dyn std::future::Future<Output = BatchOutcomes> + Send + 'x>>,
+    store: for<'x> fn(
+        &'x dyn Storage,
+        &'x [T],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = BatchOutcomes> + Send + 'x>>,
     what: &str,
 ) -> BatchOutcomes {
     match store(storage, items).await {
@@ -490,7 +540,12 @@ pub struct ImportOptions {
 }
 
 /// Reads `input` in `format` and stores it.
-pub async fn run<R>(importer: &mut Importer<'_>, format: Format, mut input: R, options: &ImportOptions) -> anyhow::Result<()>
+pub async fn run<R>(
+    importer: &mut Importer<'_>,
+    format: Format,
+    mut input: R,
+    options: &ImportOptions,
+) -> anyhow::Result<()>
 where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
@@ -528,7 +583,11 @@ where
                         Ok(record) => importer.push(n, record).await?,
                         Err(LineError::Json(e)) => importer.reject(n, json_field(&e), format!("line {n}: {e}")),
                         Err(LineError::Encoding(message)) => importer.reject(n, None, message),
-                        Err(LineError::Nul(field)) => importer.reject(n, Some(field.clone()), format!("line {n}: {}", crate::input::nul_message(&field))),
+                        Err(LineError::Nul(field)) => importer.reject(
+                            n,
+                            Some(field.clone()),
+                            format!("line {n}: {}", crate::input::nul_message(&field)),
+                        ),
                     }
                 }
             }
@@ -538,7 +597,10 @@ where
         Format::GithubIssues => github::import_issues(importer, input, options.project.as_deref()).await?,
         Format::Junit => junit::import_junit(importer, input, options.attempt, options.environment).await?,
         Format::Csv | Format::Json => {
-            let m = options.mapping.as_ref().ok_or_else(|| anyhow::anyhow!("--format csv and json need --mapping FILE.toml"))?;
+            let m = options
+                .mapping
+                .as_ref()
+                .ok_or_else(|| anyhow::anyhow!("--format csv and json need --mapping FILE.toml"))?;
             let dir = options.input_dir.as_deref();
             if format == Format::Csv {
                 mapping::import_csv(importer, input, m, dir).await?
@@ -596,7 +658,9 @@ enum LineError {
 fn parse_line(n: u64, text: &str) -> Result<ImportRecord, LineError> {
     let _ = n;
     if crate::input::may_hold_nul(text.as_bytes()) {
-        if let Some(field) = serde_json::from_str::<serde_json::Value>(text).ok().as_ref().and_then(crate::input::nul_path) {
+        if let Some(field) =
+            serde_json::from_str::<serde_json::Value>(text).ok().as_ref().and_then(crate::input::nul_path)
+        {
             return Err(LineError::Nul(field));
         }
     }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _};
 
-use super::{json_field, Importer};
+use super::{Importer, json_field};
 
 /// Reports stored per transaction.
 const REPORT_BATCH: usize = 500;
@@ -47,7 +47,9 @@ fn test_list(v: Option<Value>, field: &str) -> Result<Vec<String>, String> {
             .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| format!("{field}: every test id must be a string")))
             .collect(),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(Vec::new()),
-        Some(Value::String(s)) => serde_json::from_str::<Vec<String>>(&s).map_err(|e| format!("{field}: not a JSON list of test ids: {e}")),
+        Some(Value::String(s)) => {
+            serde_json::from_str::<Vec<String>>(&s).map_err(|e| format!("{field}: not a JSON list of test ids: {e}"))
+        }
         Some(_) => Err(format!("{field}: expected a list of test ids")),
     }
 }
@@ -90,7 +92,9 @@ fn instance_to_report(i: Instance) -> Result<CreateReportRequest, (Option<String
     let pass_to_pass = test_list(i.PASS_TO_PASS, "PASS_TO_PASS").map_err(|e| (Some("PASS_TO_PASS".to_owned()), e))?;
     let filed_at = match i.created_at.as_deref() {
         None => None,
-        Some(s) => Some(parse_time(s).ok_or_else(|| (Some("created_at".to_owned()), format!("`{s}` is not a date and time")))?),
+        Some(s) => Some(
+            parse_time(s).ok_or_else(|| (Some("created_at".to_owned()), format!("`{s}` is not a date and time")))?,
+        ),
     };
     let version = i.version.map(|v| match v {
         Value::String(s) => s,
@@ -122,7 +126,10 @@ fn instance_to_report(i: Instance) -> Result<CreateReportRequest, (Option<String
 }
 
 /// SWE-bench instances as JSON Lines (streamed) or one JSON array.
-pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'_>, mut input: R) -> anyhow::Result<()> {
+pub async fn import_instances<R: AsyncBufRead + Unpin>(
+    importer: &mut Importer<'_>,
+    mut input: R,
+) -> anyhow::Result<()> {
     let mut projects: HashSet<String> = HashSet::new();
     let mut batch: Vec<(u64, CreateReportRequest)> = Vec::new();
     let handle = |n: u64, value: Result<Instance, serde_json::Error>, importer: &mut Importer<'_>| match value {
@@ -142,7 +149,8 @@ pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'
     let mut records: Vec<(u64, CreateReportRequest)> = Vec::new();
     if first == Some(b'[') {
         let text = crate::input::read_document(&mut input, "a JSON array of instances").await?;
-        let items: Vec<Value> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of instances: {e}"))?;
+        let items: Vec<Value> =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array of instances: {e}"))?;
         for (k, v) in items.into_iter().enumerate() {
             if let Some(r) = handle(k as u64 + 1, serde_json::from_value(v), importer) {
                 records.push(r);
@@ -168,10 +176,24 @@ pub async fn import_instances<R: AsyncBufRead + Unpin>(importer: &mut Importer<'
     Ok(())
 }
 
-async fn store(importer: &mut Importer<'_>, projects: &mut HashSet<String>, batch: Vec<(u64, CreateReportRequest)>) -> anyhow::Result<()> {
+async fn store(
+    importer: &mut Importer<'_>,
+    projects: &mut HashSet<String>,
+    batch: Vec<(u64, CreateReportRequest)>,
+) -> anyhow::Result<()> {
     for (n, r) in &batch {
         if projects.insert(r.project.clone()) {
-            importer.push(*n, ImportRecord::Project(CreateProjectRequest { slug: r.project.clone(), name: None, description: None, public: None })).await?;
+            importer
+                .push(
+                    *n,
+                    ImportRecord::Project(CreateProjectRequest {
+                        slug: r.project.clone(),
+                        name: None,
+                        description: None,
+                        public: None,
+                    }),
+                )
+                .await?;
         }
     }
     importer.push_reports(batch).await?;
@@ -182,7 +204,8 @@ async fn store(importer: &mut Importer<'_>, projects: &mut HashSet<String>, batc
 pub fn repo_of_instance(instance_id: &str) -> Option<String> {
     let (owner, rest) = instance_id.split_once("__")?;
     let (name, number) = rest.rsplit_once('-')?;
-    (!owner.is_empty() && !name.is_empty() && number.chars().all(|c| c.is_ascii_digit())).then(|| format!("{owner}/{name}"))
+    (!owner.is_empty() && !name.is_empty() && number.chars().all(|c| c.is_ascii_digit()))
+        .then(|| format!("{owner}/{name}"))
 }
 
 /// Instances each board is scored on.
@@ -290,7 +313,8 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
 
     // Every instance needs a report; create a stub (with the benchmark's in-patch
     // oracle) only where none exists, so richer imported reports are kept.
-    let mut instances: Vec<&str> = entries.iter().flat_map(|e| e.details.iter().flat_map(|d| d.keys().map(String::as_str))).collect();
+    let mut instances: Vec<&str> =
+        entries.iter().flat_map(|e| e.details.iter().flat_map(|d| d.keys().map(String::as_str))).collect();
     instances.sort_unstable();
     instances.dedup();
     // Looked up in the importer's scope: a report or project it may not see
@@ -310,35 +334,50 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
     let mut seen_projects = HashSet::new();
     for (repo, _) in &stubs {
         if seen_projects.insert(repo.clone()) && importer.storage().get_project(repo, &scope).await?.is_none() {
-            importer.push(0, ImportRecord::Project(CreateProjectRequest { slug: repo.clone(), name: None, description: None, public: None })).await?;
+            importer
+                .push(
+                    0,
+                    ImportRecord::Project(CreateProjectRequest {
+                        slug: repo.clone(),
+                        name: None,
+                        description: None,
+                        public: None,
+                    }),
+                )
+                .await?;
         }
     }
     let stub_reports = stubs
         .into_iter()
         .map(|(repo, id)| {
-            (0, CreateReportRequest {
-                project: repo,
-                title: id.clone(),
-                url: None,
-                body: String::new(),
-                labels: vec!["swe-bench".into()],
-                filed_at: None,
-                reporter: None,
-                environment: None,
-                paths: Vec::new(),
-                oracle: Some(Oracle {
-                    kind: OracleKind::FailToPass,
-                    source: Some(OracleSource::InPatchTest),
-                    // The test ids come with the instance import; the leaderboard only says how it is graded.
-                    command: Some("SWE-bench evaluation harness: the instance's FAIL_TO_PASS and PASS_TO_PASS tests".into()),
-                    fail_to_pass: Vec::new(),
-                    pass_to_pass: Vec::new(),
-                    signature: None,
-                    repeats: None,
-                    authoring_minutes: None,
-                }),
-                external_id: id,
-            })
+            (
+                0,
+                CreateReportRequest {
+                    project: repo,
+                    title: id.clone(),
+                    url: None,
+                    body: String::new(),
+                    labels: vec!["swe-bench".into()],
+                    filed_at: None,
+                    reporter: None,
+                    environment: None,
+                    paths: Vec::new(),
+                    oracle: Some(Oracle {
+                        kind: OracleKind::FailToPass,
+                        source: Some(OracleSource::InPatchTest),
+                        // The test ids come with the instance import; the leaderboard only says how it is graded.
+                        command: Some(
+                            "SWE-bench evaluation harness: the instance's FAIL_TO_PASS and PASS_TO_PASS tests".into(),
+                        ),
+                        fail_to_pass: Vec::new(),
+                        pass_to_pass: Vec::new(),
+                        signature: None,
+                        repeats: None,
+                        authoring_minutes: None,
+                    }),
+                    external_id: id,
+                },
+            )
         })
         .collect::<Vec<_>>();
     if !stub_reports.is_empty() {
@@ -352,11 +391,19 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
         importer.push(entry_no, ImportRecord::Agent(e.agent)).await?;
         for (instance, result) in e.details.into_iter().flatten() {
             let Some(repo) = repo_of_instance(&instance) else {
-                importer.reject(entry_no, Some(instance.clone()), format!("`{instance}` is not an owner__repo-number instance id"));
+                importer.reject(
+                    entry_no,
+                    Some(instance.clone()),
+                    format!("`{instance}` is not an owner__repo-number instance id"),
+                );
                 continue;
             };
             let Some(resolved) = result.get("resolved").and_then(Value::as_bool) else {
-                importer.reject(entry_no, Some(format!("{instance}.resolved")), format!("{agent}: `{instance}` has no boolean `resolved`"));
+                importer.reject(
+                    entry_no,
+                    Some(format!("{instance}.resolved")),
+                    format!("{agent}: `{instance}` has no boolean `resolved`"),
+                );
                 continue;
             };
             let attempt = CreateAttemptRequest {

@@ -1,15 +1,15 @@
 use axum::extract::State;
 use axum::http::StatusCode;
-use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest};
 use failpass_shared::api::Page;
+use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest};
 
 use super::AppState;
 use crate::auth::{Action, Principal, Role, Viewer};
-use failpass_shared::model::VerdictSource;
-use crate::db::sql_describe_report_ref as describe_report_ref;
 use crate::db::StorageError;
-use failpass_shared::api::import::Outcome;
+use crate::db::sql_describe_report_ref as describe_report_ref;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
+use failpass_shared::api::import::Outcome;
+use failpass_shared::model::VerdictSource;
 
 #[tracing::instrument(skip_all)]
 pub async fn list_attempts(
@@ -52,7 +52,10 @@ pub async fn create_attempt(
             )));
         }
         if req.review.is_some() || req.reviewer.is_some() || req.review_comment.is_some() {
-            return Err(ApiError::BadRequest("review: reviews are a maintainer's, made on the report page (POST /api/v1/attempts/{id}/review)".into()));
+            return Err(ApiError::BadRequest(
+                "review: reviews are a maintainer's, made on the report page (POST /api/v1/attempts/{id}/review)"
+                    .into(),
+            ));
         }
     }
     // A review recorded with the attempt is the caller's own: only who may
@@ -96,7 +99,11 @@ pub async fn review_attempt(
 ) -> ApiResult<ApiJson<Attempt>> {
     req.validate()?;
     let scope = viewer.scope();
-    let project = state.storage.attempt_project(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
+    let project = state
+        .storage
+        .attempt_project(id, &scope)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
     viewer.require(Action::Review, &project)?;
     match state.storage.review_attempt(id, &req, &viewer.name(), &scope).await {
         Ok(a) => Ok(ApiJson(a)),

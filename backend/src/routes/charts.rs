@@ -9,15 +9,16 @@ use axum::response::{IntoResponse, Response};
 use failpass_shared::api::figures::{DistributionQuery, FigureRow, FiguresQuery, Metric, THROUGHPUT_CHART_WEEKS};
 use failpass_shared::model::GroupBy;
 
+use super::AppState;
 use super::figures::{distributions, figures, throughput_of};
 use super::jobs::oracle_summary;
-use super::AppState;
 use crate::auth::Viewer;
 use crate::charts;
 use crate::error::{ApiError, ApiResult, QueryPairs};
 
 /// The charts there are, as the 404 for any other name lists them.
-pub const CHARTS: &str = "rate, reports, throughput, cost-both-ways, spend, histogram, cdf, oracle-kinds, oracle-sources";
+pub const CHARTS: &str =
+    "rate, reports, throughput, cost-both-ways, spend, histogram, cdf, oracle-kinds, oracle-sources";
 
 /// Narrowest and widest drawing, in pixels (`width`).
 const WIDTH: std::ops::RangeInclusive<u32> = 280..=1600;
@@ -80,7 +81,16 @@ pub async fn get_chart(
                 ("Reached a final state", recent.iter().map(|w| w.finished as f64).collect()),
                 ("Of which reproduced", recent.iter().map(|w| w.reproduced as f64).collect()),
             ];
-            charts::grouped_bars("Weekly throughput", "Week starting (MM-DD, UTC)", "Reports", &labels, &series, &|v| format!("{v:.0}"), w(900), 340)
+            charts::grouped_bars(
+                "Weekly throughput",
+                "Week starting (MM-DD, UTC)",
+                "Reports",
+                &labels,
+                &series,
+                &|v| format!("{v:.0}"),
+                w(900),
+                340,
+            )
         }
         "cost-both-ways" => {
             let q = figures_query(GroupBy::Agent)?;
@@ -88,10 +98,22 @@ pub async fn get_chart(
             let rows = figures(&state, &scope, q).await?.rows;
             let labels: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
             let both = [
-                ("All spend / reproductions", rows.iter().map(|r| r.cost_per_reproduction_usd.unwrap_or(0.0)).collect()),
+                (
+                    "All spend / reproductions",
+                    rows.iter().map(|r| r.cost_per_reproduction_usd.unwrap_or(0.0)).collect(),
+                ),
                 ("Mean of successful attempts", rows.iter().map(|r| r.cost_mean_success_usd.unwrap_or(0.0)).collect()),
             ];
-            charts::grouped_bars("Cost per reproduction, two ways", &axis, "USD", &labels, &both, &|x| format!("${x:.2}"), w(900), 340)
+            charts::grouped_bars(
+                "Cost per reproduction, two ways",
+                &axis,
+                "USD",
+                &labels,
+                &both,
+                &|x| format!("${x:.2}"),
+                w(900),
+                340,
+            )
         }
         "spend" => {
             let q = figures_query(GroupBy::Week)?;
@@ -100,19 +122,39 @@ pub async fn get_chart(
             }
             let weeks = figures(&state, &scope, q).await?.rows;
             let mut running = 0.0;
-            let cumulative: Vec<f64> = weeks.iter().map(|w| { running += w.cost_total_usd; running }).collect();
+            let cumulative: Vec<f64> = weeks
+                .iter()
+                .map(|w| {
+                    running += w.cost_total_usd;
+                    running
+                })
+                .collect();
             let labels: Vec<String> = weeks.iter().map(|w| w.key.clone()).collect();
-            charts::line_chart("Cumulative spend", "Week starting (UTC)", "USD", &labels, &cumulative, &|x| format!("${x:.0}"), w(900), 320)
+            charts::line_chart(
+                "Cumulative spend",
+                "Week starting (UTC)",
+                "USD",
+                &labels,
+                &cumulative,
+                &|x| format!("${x:.0}"),
+                w(900),
+                320,
+            )
         }
         "histogram" => {
             let q = DistributionQuery::from_pairs(pairs.iter().copied()).map_err(with_width)?;
             if q.figures.group_by != GroupBy::None {
-                return Err(ApiError::BadRequest("group_by: a histogram is drawn over every attempt in the view (group_by=none)".into()));
+                return Err(ApiError::BadRequest(
+                    "group_by: a histogram is drawn over every attempt in the view (group_by=none)".into(),
+                ));
             }
             let (title, axis, money) = metric_labels(q.metric);
             let d = distributions(&state, &scope, q).await?;
-            let bins: Vec<(f64, f64, u64)> =
-                d.groups.first().map(|g| g.histogram.iter().map(|b| (b.low, b.high, b.count)).collect()).unwrap_or_default();
+            let bins: Vec<(f64, f64, u64)> = d
+                .groups
+                .first()
+                .map(|g| g.histogram.iter().map(|b| (b.low, b.high, b.count)).collect())
+                .unwrap_or_default();
             charts::histogram_chart(title, axis, &bins, money, w(560), 320)
         }
         "cdf" => {
@@ -160,7 +202,14 @@ pub async fn get_chart(
                 })
                 .collect();
             let reference = format!("in-patch reference {:.2}%", s.in_patch_reference * 100.0);
-            charts::share_bars("Share of all reports, by oracle source", "Oracle source", &shares, (s.in_patch_reference, &reference), w(640), 300)
+            charts::share_bars(
+                "Share of all reports, by oracle source",
+                "Oracle source",
+                &shares,
+                (s.in_patch_reference, &reference),
+                w(640),
+                300,
+            )
         }
         other => return Err(ApiError::NotFound(format!("no chart `{other}`; known: {CHARTS}"))),
     };
@@ -169,7 +218,10 @@ pub async fn get_chart(
     }
     // Opened on its own, an SVG is a document: it may run nothing and load nothing.
     Ok((
-        [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"), (header::CONTENT_SECURITY_POLICY, "default-src 'none'")],
+        [
+            (header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, "default-src 'none'"),
+        ],
         svg,
     )
         .into_response())

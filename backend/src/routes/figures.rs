@@ -1,8 +1,8 @@
 use axum::extract::State;
 use failpass_shared::api::figures::{
-    DistributionQuery, DistributionResponse, Facets, FiguresQuery, FiguresResponse, Throughput, KEY_SEPARATOR,
+    DistributionQuery, DistributionResponse, Facets, FiguresQuery, FiguresResponse, KEY_SEPARATOR, Throughput,
 };
-use failpass_shared::api::reports::{unknown_parameter, ReportFilter};
+use failpass_shared::api::reports::{ReportFilter, unknown_parameter};
 use failpass_shared::figures::{bin_edges, distribution, figure_rows, throughput};
 
 use super::AppState;
@@ -40,7 +40,7 @@ pub async fn list_agents(
     State(state): State<AppState>,
     viewer: Viewer,
 ) -> ApiResult<ApiJson<Vec<failpass_shared::api::import::AgentFigures>>> {
-    use failpass_shared::api::import::{discrepancies, AgentFigures};
+    use failpass_shared::api::import::{AgentFigures, discrepancies};
     use failpass_shared::model::{Goal, GroupBy};
     let scope = viewer.scope();
     let mut computed = std::collections::HashMap::new();
@@ -84,7 +84,11 @@ pub async fn get_distributions(
 }
 
 /// The distribution `query` asks for, in the viewer's scope.
-pub(super) async fn distributions(state: &AppState, scope: &ProjectScope, query: DistributionQuery) -> ApiResult<DistributionResponse> {
+pub(super) async fn distributions(
+    state: &AppState,
+    scope: &ProjectScope,
+    query: DistributionQuery,
+) -> ApiResult<DistributionResponse> {
     let values = state.storage.metric_values(&query, scope).await?;
     let mut groups: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
     for (key, v) in values {

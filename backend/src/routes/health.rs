@@ -1,9 +1,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
 use axum::Json;
-use serde_json::{json, Value};
+use axum::extract::State;
+use serde_json::{Value, json};
 
 use super::AppState;
 use crate::db::Backend;

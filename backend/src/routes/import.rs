@@ -9,7 +9,7 @@ use super::AppState;
 use crate::auth::Viewer;
 use crate::db::StorageError;
 use crate::error::{ApiError, ApiJson, ApiResult, QueryPairs};
-use crate::import::{run, Format, ImportOptions, Importer};
+use crate::import::{Format, ImportOptions, Importer, run};
 
 /// `POST /api/v1/import?format=ndjson`: the body is streamed record by record;
 /// the answer is the closing summary (rejected records listed with their line).
@@ -26,19 +26,23 @@ pub async fn import(
         match k {
             "format" => format = v.parse().map_err(|e: String| ApiError::BadRequest(format!("format: {e}")))?,
             "project" => {
-                failpass_shared::api::projects::validate_slug(v).map_err(|e| ApiError::BadRequest(format!("project: {}", e.message)))?;
+                failpass_shared::api::projects::validate_slug(v)
+                    .map_err(|e| ApiError::BadRequest(format!("project: {}", e.message)))?;
                 options.project = Some(v.to_owned());
             }
             "attempt" => {
-                options.attempt = Some(v.parse().map_err(|_| ApiError::BadRequest(format!("attempt: `{v}` is not an attempt id")))?)
+                options.attempt =
+                    Some(v.parse().map_err(|_| ApiError::BadRequest(format!("attempt: `{v}` is not an attempt id")))?)
             }
             "environment" => {
-                options.environment = Some(v.parse().map_err(|e: failpass_shared::error::ParseEnumError| ApiError::BadRequest(format!("environment: {e}")))?)
+                options.environment = Some(v.parse().map_err(|e: failpass_shared::error::ParseEnumError| {
+                    ApiError::BadRequest(format!("environment: {e}"))
+                })?)
             }
             other => {
                 return Err(ApiError::BadRequest(format!(
                     "{other}: unknown query parameter `{other}`; known: format, project, attempt, environment"
-                )))
+                )));
             }
         }
     }

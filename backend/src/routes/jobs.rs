@@ -8,7 +8,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use failpass_shared::api::jobs::{
-    CreateEnvironmentRequest, Environment, Job, QueueOverview, RerunRequest, RerunResponse, PRIORITY_BULK, PRIORITY_MANUAL,
+    CreateEnvironmentRequest, Environment, Job, PRIORITY_BULK, PRIORITY_MANUAL, QueueOverview, RerunRequest,
+    RerunResponse,
 };
 use failpass_shared::model::{EnvironmentRole, JobStatus, Verdict};
 use futures_util::Stream;
@@ -22,14 +23,26 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 /// errored attempt of a report or a filter (bulk priority), or a re-check of
 /// reproduced attempts against another environment.
 #[tracing::instrument(skip_all)]
-pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): ApiJson<RerunRequest>) -> ApiResult<(StatusCode, ApiJson<RerunResponse>)> {
+pub async fn rerun(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(req): ApiJson<RerunRequest>,
+) -> ApiResult<(StatusCode, ApiJson<RerunResponse>)> {
     req.validate()?;
     let scope = viewer.scope();
     let recheck = req.recheck_environment.as_deref().map(str::trim);
-    let verdicts: &[Verdict] = if recheck.is_some() { &[Verdict::Reproduced] } else { &[Verdict::NotReproduced, Verdict::Error] };
+    let verdicts: &[Verdict] =
+        if recheck.is_some() { &[Verdict::Reproduced] } else { &[Verdict::NotReproduced, Verdict::Error] };
     // The one attempt a single rerun names, read once for every check below.
     let single = match req.attempt_id {
-        Some(id) => Some(state.storage.get_attempt(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?.attempt),
+        Some(id) => Some(
+            state
+                .storage
+                .get_attempt(id, &scope)
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?
+                .attempt,
+        ),
         None => None,
     };
     let (targets, priority) = match &single {
@@ -37,7 +50,10 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
             viewer.require(Action::Rerun, &attempt.project)?;
             let id = attempt.id;
             let report = state.storage.get_report(attempt.report_id, &scope).await?;
-            let runnable = report.as_ref().and_then(|r| r.oracle.as_ref()).is_some_and(|o| o.is_deterministic() && (attempt.candidate.is_some() || o.command.is_some()));
+            let runnable = report
+                .as_ref()
+                .and_then(|r| r.oracle.as_ref())
+                .is_some_and(|o| o.is_deterministic() && (attempt.candidate.is_some() || o.command.is_some()));
             if !runnable {
                 return Err(ApiError::BadRequest(format!(
                     "attempt_id: attempt {id} cannot be rerun: its report needs a deterministic oracle and the attempt a candidate (or the oracle a command)"
@@ -55,15 +71,29 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
         }
         None => {
             if let Some(id) = req.report_id {
-                let report = state.storage.get_report(id, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+                let report = state
+                    .storage
+                    .get_report(id, &scope)
+                    .await?
+                    .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
                 viewer.require(Action::Rerun, &report.summary.project)?;
             }
             if let Some(p) = req.filter.as_ref().and_then(|f| f.project.as_deref()) {
-                state.storage.get_project(p, &scope).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
+                state
+                    .storage
+                    .get_project(p, &scope)
+                    .await?
+                    .ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
                 viewer.require(Action::Rerun, p)?;
             }
             // A filter across projects reruns only in those the caller maintains.
-            (state.storage.rerun_targets(req.report_id, req.filter.as_ref(), verdicts, &viewer.scope_for(Action::Rerun)).await?, PRIORITY_BULK)
+            (
+                state
+                    .storage
+                    .rerun_targets(req.report_id, req.filter.as_ref(), verdicts, &viewer.scope_for(Action::Rerun))
+                    .await?,
+                PRIORITY_BULK,
+            )
         }
     };
     if let Some(env) = recheck {
@@ -78,22 +108,27 @@ pub async fn rerun(State(state): State<AppState>, viewer: Viewer, ApiJson(req): 
                 }
                 a.project.clone()
             }
-            (None, Some(id), _) => state.storage.get_report(id, &scope).await?.map(|r| r.summary.project).unwrap_or_default(),
-            (None, None, Some(p)) => p,
-            _ => {
-                return Err(ApiError::BadRequest(
-                    "recheck_environment: environments belong to one project; give attempt_id, report_id or filter.project".into(),
-                ))
+            (None, Some(id), _) => {
+                state.storage.get_report(id, &scope).await?.map(|r| r.summary.project).unwrap_or_default()
             }
+            (None, None, Some(p)) => p,
+            _ => return Err(ApiError::BadRequest(
+                "recheck_environment: environments belong to one project; give attempt_id, report_id or filter.project"
+                    .into(),
+            )),
         };
         let envs = state.storage.list_environments(&project).await?;
         match envs.iter().find(|e| e.name == env) {
-            None => return Err(ApiError::BadRequest(format!("recheck_environment: project {project} has no environment `{env}`"))),
+            None => {
+                return Err(ApiError::BadRequest(format!(
+                    "recheck_environment: project {project} has no environment `{env}`"
+                )));
+            }
             Some(e) if e.role != EnvironmentRole::Release => {
                 return Err(ApiError::BadRequest(format!(
                     "recheck_environment: `{env}` is the project's {} environment; re-checks run against a release",
                     e.role
-                )))
+                )));
             }
             Some(_) => {}
         }
@@ -129,7 +164,10 @@ pub async fn refine(
         )));
     }
     if !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
-        return Err(ApiError::BadRequest(format!("report_id: report {} has no deterministic oracle to grade candidates by", req.report_id)));
+        return Err(ApiError::BadRequest(format!(
+            "report_id: report {} has no deterministic oracle to grade candidates by",
+            req.report_id
+        )));
     }
     // As for verify: no environments, nothing to grade in (and no `error` attempt left behind).
     let envs = state.storage.list_environments(&report.summary.project).await?;
@@ -140,20 +178,35 @@ pub async fn refine(
             report.summary.project
         )));
     }
-    let (job, _) = state.storage.enqueue(&NewJob::refine(req.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
+    let (job, _) =
+        state.storage.enqueue(&NewJob::refine(req.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
     Ok((StatusCode::ACCEPTED, ApiJson(job)))
 }
 
 /// `GET /api/v1/jobs`: the queue page's data.
-pub async fn queue(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<QueueOverview>> {
+pub async fn queue(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<QueueOverview>> {
     if let Some((k, _)) = query.iter().next() {
         return Err(ApiError::BadRequest(format!("{k}: unknown query parameter `{k}`; this list takes none")));
     }
     Ok(ApiJson(state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?))
 }
 
-pub async fn get_job(State(state): State<AppState>, viewer: Viewer, ApiPath(id): ApiPath<i64>) -> ApiResult<ApiJson<Job>> {
-    Ok(ApiJson(state.storage.get_job(id, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?))
+pub async fn get_job(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<ApiJson<Job>> {
+    Ok(ApiJson(
+        state
+            .storage
+            .get_job(id, &viewer.scope())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?,
+    ))
 }
 
 /// `GET /api/v1/jobs/{id}/events`: the job's state as server-sent events
@@ -164,7 +217,11 @@ pub async fn job_events(
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let first = state.storage.get_job(id, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
+    let first = state
+        .storage
+        .get_job(id, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     let scope = viewer.scope();
     let stream = futures_util::stream::unfold((Some(first), None::<String>, false), move |(job, last, finished)| {
         let state = state.clone();
@@ -205,16 +262,26 @@ pub async fn job_events(
 }
 
 /// `GET /api/v1/environments?project=owner/name`.
-pub async fn list_environments(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<ApiJson<Vec<Environment>>> {
+pub async fn list_environments(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<Vec<Environment>>> {
     let mut project = None;
     for (k, v) in query.iter() {
         match k {
             "project" => project = Some(v.to_owned()),
-            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project"))),
+            other => {
+                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project")));
+            }
         }
     }
     let project = project.ok_or_else(|| ApiError::BadRequest("project: required (owner/name)".into()))?;
-    state.storage.get_project(&project, &viewer.scope()).await?.ok_or_else(|| ApiError::NotFound(format!("project `{project}` not found")))?;
+    state
+        .storage
+        .get_project(&project, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("project `{project}` not found")))?;
     viewer.require(Action::ReadEnvironments, &project)?;
     Ok(ApiJson(state.storage.list_environments(&project).await?))
 }
@@ -258,7 +325,9 @@ pub async fn signatures(
     for (k, v) in query.iter() {
         match k {
             "project" => project = Some(v.to_owned()),
-            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project"))),
+            other => {
+                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project")));
+            }
         }
     }
     Ok(ApiJson(state.storage.signature_groups(project.as_deref(), &viewer.scope()).await?))
@@ -284,11 +353,17 @@ pub(super) async fn oracle_summary<'a>(
         match k {
             "project" if !v.is_empty() => project = Some(v.to_owned()),
             "project" => {}
-            other => return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project"))),
+            other => {
+                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project")));
+            }
         }
     }
     if let Some(p) = &project {
-        state.storage.get_project(p, scope).await?.ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
+        state
+            .storage
+            .get_project(p, scope)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("project `{p}` not found")))?;
     }
     Ok(state.storage.oracle_summary(project.as_deref(), scope).await?)
 }

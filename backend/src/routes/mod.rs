@@ -20,16 +20,16 @@ mod reports;
 
 use std::sync::Arc;
 
-use axum::extract::{OriginalUri, Request, State};
-use axum::extract::DefaultBodyLimit;
-use axum::middleware::{from_fn_with_state, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::extract::{OriginalUri, Request, State};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, any, get, post};
 use failpass_shared::routing::RoutingConfig;
 
-use crate::auth::access::{Action, Body, RouteSpec};
 use crate::auth::Viewer;
+use crate::auth::access::{Action, Body, RouteSpec};
 use crate::db::Storage;
 use crate::error::ApiError;
 use crate::security::Security;
@@ -105,8 +105,9 @@ impl Routes {
     /// Registers `method path` behind its access check. Panics (at start-up,
     /// and in every test) when `auth::access::ROUTES` has no entry for it.
     fn add(mut self, method: &'static str, path: &'static str, handler: MethodRouter<AppState>) -> Self {
-        let spec = crate::auth::access::spec(method, path)
-            .unwrap_or_else(|| panic!("route {method} {path} has no entry in auth::access::ROUTES: say who may use it"));
+        let spec = crate::auth::access::spec(method, path).unwrap_or_else(|| {
+            panic!("route {method} {path} has no entry in auth::access::ROUTES: say who may use it")
+        });
         let guarded = handler.route_layer(from_fn_with_state((self.state.clone(), spec), access));
         self.router = self.router.route(path, guarded);
         self.registered.push(spec);
@@ -123,7 +124,9 @@ async fn access(State((state, spec)): State<(AppState, &'static RouteSpec)>, req
     };
     let page = !spec.path.starts_with("/api/") && spec.path != "/healthz";
     let denied = if state.security.require_sign_in && viewer.is_anonymous() && spec.action != Action::Open {
-        Some(ApiError::Unauthorized("this failpass shows nothing without signing in; sign in, or send an API token".into()))
+        Some(ApiError::Unauthorized(
+            "this failpass shows nothing without signing in; sign in, or send an API token".into(),
+        ))
     } else {
         viewer.check_route(spec.action).err()
     };
@@ -160,7 +163,12 @@ async fn access(State((state, spec)): State<(AppState, &'static RouteSpec)>, req
 /// mistake a client should hear about, not a 200 HTML page. With
 /// `--require-sign-in`, an anonymous visitor's page is the sign-in page
 /// (assets still load, so that page has its styles).
-async fn site_or_405(State(state): State<AppState>, method: axum::http::Method, uri: OriginalUri, req: Request) -> Response {
+async fn site_or_405(
+    State(state): State<AppState>,
+    method: axum::http::Method,
+    uri: OriginalUri,
+    req: Request,
+) -> Response {
     if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
         if state.security.require_sign_in && !uri.path().rsplit('/').next().unwrap_or_default().contains('.') {
             let (mut parts, _) = req.into_parts();

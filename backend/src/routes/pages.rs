@@ -5,20 +5,20 @@
 
 use std::net::SocketAddr;
 
+use axum::Form;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use failpass_shared::api::session::Me;
 use failpass_shared::model::TokenScope;
-use maud::{html, Markup, DOCTYPE};
+use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 use tower_sessions::Session;
 
 use super::AppState;
 use crate::auth::access::Action;
-use crate::auth::{sessions, signin, tokens, Viewer, SESSION_USER};
+use crate::auth::{SESSION_USER, Viewer, sessions, signin, tokens};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 
 /// `GET /api/v1/session`: who the caller is, for the dashboard's header and buttons.
@@ -35,7 +35,14 @@ pub fn to_sign_in(path: &str) -> Redirect {
 /// A `next` that stays on this site (`/…`, never `//host` or `/\host`).
 fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") && !n.chars().any(char::is_control) => n.to_owned(),
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.starts_with("/\\")
+                && !n.chars().any(char::is_control) =>
+        {
+            n.to_owned()
+        }
         _ => "/".to_owned(),
     }
 }
@@ -72,7 +79,12 @@ fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
 }
 
 fn page(status: StatusCode, title: &str, viewer: &Viewer, body: Markup) -> Response {
-    (status, [(axum::http::header::CACHE_CONTROL, "no-store")], axum::response::Html(layout(title, viewer, body).into_string())).into_response()
+    (
+        status,
+        [(axum::http::header::CACHE_CONTROL, "no-store")],
+        axum::response::Html(layout(title, viewer, body).into_string()),
+    )
+        .into_response()
 }
 
 /// A page the signed-in viewer may not use: why, as a page (not JSON).
@@ -153,11 +165,25 @@ pub async fn sign_in(
     let anonymous = Viewer::anonymous();
     let Form(form) = match form {
         Ok(f) => f,
-        Err(e) => return page(StatusCode::BAD_REQUEST, "Sign in", &anonymous, signin_form("/", "", Some(&format!("The form did not arrive whole: {}", e.body_text())))),
+        Err(e) => {
+            return page(
+                StatusCode::BAD_REQUEST,
+                "Sign in",
+                &anonymous,
+                signin_form("/", "", Some(&format!("The form did not arrive whole: {}", e.body_text()))),
+            );
+        }
     };
     let next = safe_next(form.next.as_deref());
-    if let Some(field) = [("name", &form.name), ("password", &form.password)].iter().find(|(_, v)| v.contains('\0')).map(|(f, _)| *f) {
-        return page(StatusCode::BAD_REQUEST, "Sign in", &anonymous, signin_form(&next, "", Some(&crate::input::nul_message(field))));
+    if let Some(field) =
+        [("name", &form.name), ("password", &form.password)].iter().find(|(_, v)| v.contains('\0')).map(|(f, _)| *f)
+    {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Sign in",
+            &anonymous,
+            signin_form(&next, "", Some(&crate::input::nul_message(field))),
+        );
     }
     let address = crate::security::client_address(&state.security, &headers, peer);
     match signin::sign_in(state.storage.as_ref(), &form.name, &form.password, &address).await {
@@ -205,7 +231,13 @@ fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
     t.map_or_else(|| "never".to_owned(), |t| t.format("%Y-%m-%d %H:%M").to_string())
 }
 
-async fn tokens_view(state: &AppState, viewer: &Viewer, created: Option<(&str, &str)>, error: Option<&str>, status: StatusCode) -> ApiResult<Response> {
+async fn tokens_view(
+    state: &AppState,
+    viewer: &Viewer,
+    created: Option<(&str, &str)>,
+    error: Option<&str>,
+    status: StatusCode,
+) -> ApiResult<Response> {
     let projects = managed_projects(state, viewer).await?;
     let ids: Vec<i64> = projects.iter().map(|(id, _)| *id).collect();
     let list = state.storage.list_tokens(if viewer.is_admin() { None } else { Some(&ids) }).await?;
@@ -292,15 +324,24 @@ pub struct TokenForm {
 }
 
 /// `POST /settings/tokens`: the new token is shown once on the page.
-pub async fn create_token(State(state): State<AppState>, viewer: Viewer, form: Result<Form<TokenForm>, FormRejection>) -> ApiResult<Response> {
-    let Form(form) = form.map_err(|e| ApiError::BadRequest(format!("the form did not arrive whole: {}", e.body_text())))?;
-    for (field, value) in [("project", &form.project), ("scope", &form.scope), ("name", &form.name), ("expires", &form.expires)] {
+pub async fn create_token(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    form: Result<Form<TokenForm>, FormRejection>,
+) -> ApiResult<Response> {
+    let Form(form) =
+        form.map_err(|e| ApiError::BadRequest(format!("the form did not arrive whole: {}", e.body_text())))?;
+    for (field, value) in
+        [("project", &form.project), ("scope", &form.scope), ("name", &form.name), ("expires", &form.expires)]
+    {
         if value.contains('\0') {
             return refuse(&state, &viewer, crate::input::nul_message(field)).await;
         }
     }
     let scope: TokenScope = match form.scope.parse() {
-        Ok(TokenScope::User) | Err(_) => return refuse(&state, &viewer, format!("scope: `{}` is not one of agent, ci, read", form.scope)).await,
+        Ok(TokenScope::User) | Err(_) => {
+            return refuse(&state, &viewer, format!("scope: `{}` is not one of agent, ci, read", form.scope)).await;
+        }
         Ok(s) => s,
     };
     let expires = match form.expires.trim() {
@@ -340,7 +381,11 @@ async fn refuse(state: &AppState, viewer: &Viewer, message: String) -> ApiResult
 }
 
 /// `POST /settings/tokens/{id}/revoke`
-pub async fn revoke_token(State(state): State<AppState>, viewer: Viewer, ApiPath(id): ApiPath<i64>) -> ApiResult<Response> {
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Response> {
     let missing = || ApiError::NotFound(format!("token {id} not found"));
     let token = state.storage.get_token(id).await?.ok_or_else(missing)?;
     match &token.project {

@@ -1,8 +1,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
-use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
 use failpass_shared::api::Page;
-use failpass_shared::routing::{decide, RoutingInput};
+use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
+use failpass_shared::routing::{RoutingInput, decide};
 
 use super::AppState;
 use crate::auth::{Action, Viewer};

@@ -64,7 +64,12 @@ impl EnvCache {
         Self {
             root: root.into(),
             building: Arc::default(),
-            setup_limits: Limits { wall: Duration::from_secs(1200), cpu_seconds: 1200, memory_bytes: 8 << 30, ..Limits::default() },
+            setup_limits: Limits {
+                wall: Duration::from_secs(1200),
+                cpu_seconds: 1200,
+                memory_bytes: 8 << 30,
+                ..Limits::default()
+            },
         }
     }
 
@@ -92,20 +97,24 @@ impl EnvCache {
             }
         }
         let tree = done.join("tree");
-        let vars = recipe
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.replace("{env}", &tree.to_string_lossy())))
-            .collect();
+        let vars = recipe.env.iter().map(|(k, v)| (k.clone(), v.replace("{env}", &tree.to_string_lossy()))).collect();
         Ok(BuiltEnv { dir: tree, vars, version: recipe.version.clone(), hash, built_now })
     }
 
     /// An exclusive lock on `<root>/<hash>.lock`, shared by every process
     /// using this cache; released when the returned file is dropped.
     async fn lock_file(&self, hash: &str) -> Result<std::fs::File, SetupFailed> {
-        let fail = |e: std::io::Error| SetupFailed { reason: format!("locking the environment cache: {e}"), log: String::new() };
+        let fail = |e: std::io::Error| SetupFailed {
+            reason: format!("locking the environment cache: {e}"),
+            log: String::new(),
+        };
         std::fs::create_dir_all(&self.root).map_err(fail)?;
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(self.root.join(format!("{hash}.lock"))).map_err(fail)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.root.join(format!("{hash}.lock")))
+            .map_err(fail)?;
         loop {
             use std::os::fd::AsRawFd;
             // SAFETY: flock on a descriptor we own.
@@ -120,10 +129,12 @@ impl EnvCache {
         let fail = |reason: String, log: String| SetupFailed { reason, log };
         // Leftovers of a build that was killed half-way start over.
         if done.exists() {
-            std::fs::remove_dir_all(done).map_err(|e| fail(format!("clearing {}: {e}", done.display()), String::new()))?;
+            std::fs::remove_dir_all(done)
+                .map_err(|e| fail(format!("clearing {}: {e}", done.display()), String::new()))?;
         }
         let tree = done.join("tree");
-        let fail_io = |what: &str, e: std::io::Error| SetupFailed { reason: format!("{what}: {e}"), log: String::new() };
+        let fail_io =
+            |what: &str, e: std::io::Error| SetupFailed { reason: format!("{what}: {e}"), log: String::new() };
         let user = sandbox::RunUser::lease().map_err(|e| fail_io("leasing a sandbox user", e))?.map(Arc::new);
         let result = async {
             let mut log = match &user {
@@ -180,7 +191,13 @@ impl EnvCache {
     }
 
     /// One setup command, logged; a failure ends the build.
-    async fn step(&self, tree: &Path, script: &str, user: Option<Arc<sandbox::RunUser>>, log: &mut String) -> Result<(), SetupFailed> {
+    async fn step(
+        &self,
+        tree: &Path,
+        script: &str,
+        user: Option<Arc<sandbox::RunUser>>,
+        log: &mut String,
+    ) -> Result<(), SetupFailed> {
         let mut cmd = Command::new("/bin/sh", ["-c", script]);
         cmd.network = true;
         cmd.user = user;
@@ -188,14 +205,19 @@ impl EnvCache {
         cmd.hide = vec![self.root.clone()];
         cmd.limits = self.setup_limits;
         log.push_str(&format!("$ {script}\n"));
-        let r = sandbox::run_in(&cmd, tree).await.map_err(|e| SetupFailed { reason: e.to_string(), log: log.clone() })?;
+        let r =
+            sandbox::run_in(&cmd, tree).await.map_err(|e| SetupFailed { reason: e.to_string(), log: log.clone() })?;
         log.push_str(&r.output);
         if r.output_truncated {
             log.push_str(&format!("\n[output cut at {} of {} bytes]\n", r.output.len(), r.output_bytes));
         }
         let _ = std::fs::remove_dir_all(tree.join(".tmp"));
         if !r.succeeded() {
-            let why = if r.timed_out { "timed out".to_owned() } else { format!("exited with {}", describe_exit(r.exit_status, r.signal)) };
+            let why = if r.timed_out {
+                "timed out".to_owned()
+            } else {
+                format!("exited with {}", describe_exit(r.exit_status, r.signal))
+            };
             return Err(SetupFailed { reason: format!("`{script}` {why}"), log: log.clone() });
         }
         Ok(())

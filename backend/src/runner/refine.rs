@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::verify::{JobError, Verifier};
-use crate::db::jobs::{Refined, Verification};
 use crate::db::ProjectScope;
+use crate::db::jobs::{Refined, Verification};
 
 /// The loop's attempt id before the attempt is stored.
 struct Placeholder {
@@ -90,7 +90,10 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
         .await?
         .ok_or_else(|| JobError::permanent(format!("report {report_id} does not exist")))?;
     if report.summary.route != Route::AgentFirst {
-        return Err(JobError::permanent(format!("report {report_id} is routed {}, and the refine loop is for agent_first reports", report.summary.route)));
+        return Err(JobError::permanent(format!(
+            "report {report_id} is routed {}, and the refine loop is for agent_first reports",
+            report.summary.route
+        )));
     }
     let environments = storage.list_environments(&report.summary.project).await?;
     // The loop's attempt, created with its result when the job completes
@@ -155,7 +158,15 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
             stop = "stuck_in_loop";
             break;
         }
-        let v = verifier.verify(attempt.id, &report, Some(&proposal.candidate), &environments, failpass_shared::model::RunTrigger::Initial).await?;
+        let v = verifier
+            .verify(
+                attempt.id,
+                &report,
+                Some(&proposal.candidate),
+                &environments,
+                failpass_shared::model::RunTrigger::Initial,
+            )
+            .await?;
         let reason = v.grade["reason"].as_str().unwrap_or_default().to_owned();
         let tail = |env: failpass_shared::model::RunEnvironment| {
             v.runs.iter().filter(|r| r.environment == env).last().map(|r| tail_of(&r.output, 2000)).unwrap_or_default()
@@ -175,7 +186,9 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
         }));
         runs.extend(v.runs.iter().cloned());
         let failure_repeats = history.last().is_some_and(|prev| {
-            prev.verdict == v.verdict && prev.reason == feedback.reason && grading::failure_signature(&prev.buggy_output) == grading::failure_signature(&feedback.buggy_output)
+            prev.verdict == v.verdict
+                && prev.reason == feedback.reason
+                && grading::failure_signature(&prev.buggy_output) == grading::failure_signature(&feedback.buggy_output)
         });
         let done = v.verdict == Verdict::Reproduced;
         history.push(feedback);
@@ -219,7 +232,8 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
     };
     let last_reason = v.grade["reason"].clone();
     v.grade["reason"] = json!(format!("{reason}; last: {}", last_reason.as_str().unwrap_or("-")));
-    v.grade["refine"] = json!({ "generator": generator.name(), "budget": budget, "stop": stop, "iterations": iterations });
+    v.grade["refine"] =
+        json!({ "generator": generator.name(), "budget": budget, "stop": stop, "iterations": iterations });
     v.runs = runs;
     v.new_attempt = Some(new_attempt);
     v.refined = Some(Refined {
@@ -253,7 +267,9 @@ async fn propose(
     hide: &[std::path::PathBuf],
 ) -> Result<Option<Proposal>, String> {
     match generator {
-        Generator::Snippet => Ok(snippet(&report.body, iteration).map(|candidate| Proposal { candidate, ..Default::default() })),
+        Generator::Snippet => {
+            Ok(snippet(&report.body, iteration).map(|candidate| Proposal { candidate, ..Default::default() }))
+        }
         Generator::Command { command, timeout, env, .. } => {
             let input = json!({
                 "report": {
@@ -289,9 +305,14 @@ pub async fn agent_command(
     cmd.limits.wall = timeout;
     cmd.limits.cpu_seconds = timeout.as_secs().max(1);
     cmd.limits.output_bytes = 4 << 20;
-    let out = super::sandbox::run(&cmd, Some(scratch)).await.map_err(|e| format!("could not start the agent command: {e}"))?;
+    let out = super::sandbox::run(&cmd, Some(scratch))
+        .await
+        .map_err(|e| format!("could not start the agent command: {e}"))?;
     if out.timed_out {
-        return Err(format!("the agent command took longer than {} s (it and everything it started were stopped)", timeout.as_secs()));
+        return Err(format!(
+            "the agent command took longer than {} s (it and everything it started were stopped)",
+            timeout.as_secs()
+        ));
     }
     if !out.succeeded() {
         return Err(format!(
@@ -360,7 +381,8 @@ fn as_code(lang: &str, lines: &[&str]) -> Option<String> {
     if text.contains("Traceback (most recent call last)") {
         return None;
     }
-    let prompts: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix(">>> ").or_else(|| l.strip_prefix("... "))).collect();
+    let prompts: Vec<&str> =
+        lines.iter().filter_map(|l| l.strip_prefix(">>> ").or_else(|| l.strip_prefix("... "))).collect();
     let code = if !prompts.is_empty() { prompts.join("\n") } else { text };
     let looks_like_code = code.lines().any(|l| {
         let l = l.trim();
@@ -377,8 +399,16 @@ mod tests {
     fn snippet_takes_code_blocks_in_order_and_skips_tracebacks() {
         let body = "text\n```python\nimport a\na.f()\n```\n```\nTraceback (most recent call last):\nValueError: x\n```\n```pycon\n>>> import b\n>>> b.g(1)\ninf\n```\n```\n[nan, nan]\n```\n";
         assert_eq!(snippet(body, 1).as_deref(), Some("import a\na.f()\n"));
-        assert_eq!(snippet(body, 2).as_deref(), Some("import b\nb.g(1)\n"), "interactive sessions keep their input lines");
-        assert_eq!(snippet(body, 3).as_deref(), Some("import b\nb.g(1)\n"), "plain output is not code; the last block repeats");
+        assert_eq!(
+            snippet(body, 2).as_deref(),
+            Some("import b\nb.g(1)\n"),
+            "interactive sessions keep their input lines"
+        );
+        assert_eq!(
+            snippet(body, 3).as_deref(),
+            Some("import b\nb.g(1)\n"),
+            "plain output is not code; the last block repeats"
+        );
         assert_eq!(snippet("no code here", 1), None);
     }
 }

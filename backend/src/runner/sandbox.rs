@@ -123,12 +123,15 @@ fn pids_hierarchy() -> Option<&'static (PathBuf, PathBuf, bool)> {
     PLACE
         .get_or_init(|| {
             let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-            let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
-            let line = |pick: &dyn Fn(&str) -> bool| own.lines().find_map(|l| {
-                let mut parts = l.splitn(3, ':');
-                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-                pick(controllers).then(|| PathBuf::from(path.trim_start_matches('/')))
-            });
+            let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+                .is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
+            let line = |pick: &dyn Fn(&str) -> bool| {
+                own.lines().find_map(|l| {
+                    let mut parts = l.splitn(3, ':');
+                    let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                    pick(controllers).then(|| PathBuf::from(path.trim_start_matches('/')))
+                })
+            };
             if v2 {
                 Some((PathBuf::from("/sys/fs/cgroup"), line(&|c: &str| c.is_empty())?, true))
             } else if Path::new("/sys/fs/cgroup/pids").is_dir() {
@@ -196,7 +199,9 @@ impl Drop for PidsCgroup {
 /// default 1,900,000,000: far from system, login and container ranges).
 fn uid_base() -> u32 {
     static BASE: OnceLock<u32> = OnceLock::new();
-    *BASE.get_or_init(|| std::env::var("FAILPASS_SANDBOX_UID_BASE").ok().and_then(|v| v.parse().ok()).unwrap_or(1_900_000_000))
+    *BASE.get_or_init(|| {
+        std::env::var("FAILPASS_SANDBOX_UID_BASE").ok().and_then(|v| v.parse().ok()).unwrap_or(1_900_000_000)
+    })
 }
 
 /// How many ids the range holds.
@@ -220,12 +225,19 @@ impl RunUser {
             return Ok(None);
         }
         use std::os::unix::fs::MetadataExt;
-        let dir = if Path::new("/run").is_dir() { PathBuf::from("/run/failpass-sandbox") } else { std::env::temp_dir().join("failpass-sandbox") };
+        let dir = if Path::new("/run").is_dir() {
+            PathBuf::from("/run/failpass-sandbox")
+        } else {
+            std::env::temp_dir().join("failpass-sandbox")
+        };
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
         // Root's own directory, never a link someone planted (the fallback is in /tmp).
         let meta = std::fs::symlink_metadata(&dir)?;
         if !meta.is_dir() || meta.uid() != 0 {
-            return Err(std::io::Error::other(format!("{} is not a directory of root's own; remove it", dir.display())));
+            return Err(std::io::Error::other(format!(
+                "{} is not a directory of root's own; remove it",
+                dir.display()
+            )));
         }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
         let mut seed = [0u8; 4];
@@ -233,7 +245,11 @@ impl RunUser {
         let start = u32::from_le_bytes(seed) % UID_COUNT;
         for i in 0..UID_COUNT {
             let uid = uid_base() + (start + i) % UID_COUNT;
-            let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(format!("{uid}.lock")))?;
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(dir.join(format!("{uid}.lock")))?;
             // SAFETY: flock on a descriptor we own.
             if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
                 return Ok(Some(RunUser { uid, _lock: file }));
@@ -371,7 +387,8 @@ struct MountPlan {
 
 fn cstring(p: &Path) -> std::io::Result<std::ffi::CString> {
     use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| std::io::Error::other(format!("{} holds a NUL byte", p.display())))
+    std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other(format!("{} holds a NUL byte", p.display())))
 }
 
 /// Most bind mounts a run may ask for (the child keeps their descriptors on its stack).
@@ -389,15 +406,26 @@ impl MountPlan {
             .map(|(p, w)| Ok((p.canonicalize()?, w)))
             .collect::<std::io::Result<_>>()?;
         let hide: Vec<PathBuf> = hide.iter().filter_map(|h| h.canonicalize().ok()).filter(|h| h.is_dir()).collect();
-        let masks: Vec<PathBuf> = MASKED.iter().map(PathBuf::from).filter(|m| m.is_dir()).chain(hide.iter().cloned()).collect();
+        let masks: Vec<PathBuf> =
+            MASKED.iter().map(PathBuf::from).filter(|m| m.is_dir()).chain(hide.iter().cloned()).collect();
         let mut steps = Vec::new();
         let mut tops: Vec<PathBuf> = Vec::new();
         for (i, mask) in masks.iter().enumerate() {
             steps.push(Step::Mask(cstring(mask)?));
             // What must show under this mask: the wanted paths, and the masks after it (mounted on top).
-            let under: Vec<&PathBuf> = wanted.iter().map(|(p, _)| p).chain(masks[i + 1..].iter()).filter(|p| p.starts_with(mask) && *p != mask).collect();
+            let under: Vec<&PathBuf> = wanted
+                .iter()
+                .map(|(p, _)| p)
+                .chain(masks[i + 1..].iter())
+                .filter(|p| p.starts_with(mask) && *p != mask)
+                .collect();
             for p in under {
-                let first = p.strip_prefix(mask).ok().and_then(|r| r.components().next()).map(|c| c.as_os_str().to_owned()).unwrap_or_default();
+                let first = p
+                    .strip_prefix(mask)
+                    .ok()
+                    .and_then(|r| r.components().next())
+                    .map(|c| c.as_os_str().to_owned())
+                    .unwrap_or_default();
                 let top = mask.join(first);
                 if !tops.contains(&top) {
                     steps.push(Step::Bind(Bind { target: cstring(&top)?, mkdir: true, writable: false }));
@@ -453,16 +481,33 @@ impl MountPlan {
                 match step {
                     Step::Mask(m) => {
                         let flags = libc::MS_NOSUID | libc::MS_NODEV;
-                        if libc::mount(c"tmpfs".as_ptr(), m.as_ptr(), c"tmpfs".as_ptr(), flags, self.tmpfs_options.as_ptr().cast()) != 0 {
+                        if libc::mount(
+                            c"tmpfs".as_ptr(),
+                            m.as_ptr(),
+                            c"tmpfs".as_ptr(),
+                            flags,
+                            self.tmpfs_options.as_ptr().cast(),
+                        ) != 0
+                        {
                             return fail();
                         }
                     }
                     Step::Bind(b) => {
-                        if b.mkdir && libc::mkdir(b.target.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
+                        if b.mkdir
+                            && libc::mkdir(b.target.as_ptr(), 0o755) != 0
+                            && *libc::__errno_location() != libc::EEXIST
+                        {
                             return fail();
                         }
                         proc_fd_path(fds[i], &mut source);
-                        if libc::mount(source.as_ptr().cast(), b.target.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                        if libc::mount(
+                            source.as_ptr().cast(),
+                            b.target.as_ptr(),
+                            std::ptr::null(),
+                            libc::MS_BIND | libc::MS_REC,
+                            std::ptr::null(),
+                        ) != 0
+                        {
                             return fail();
                         }
                         if set_mount_attr(b.target.as_ptr(), !b.writable, false) != 0 {
@@ -519,7 +564,16 @@ unsafe fn set_mount_attr(path: *const libc::c_char, read_only: bool, recursive: 
         userns_fd: 0,
     };
     let flags = if recursive { AT_RECURSIVE } else { 0 };
-    unsafe { libc::syscall(libc::SYS_mount_setattr, libc::AT_FDCWD, path, flags, &attr as *const MountAttr, std::mem::size_of::<MountAttr>()) }
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path,
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    }
 }
 
 /// Threads the user `uid` runs now (what RLIMIT_NPROC counts).
@@ -529,8 +583,16 @@ fn threads_of(uid: u32) -> u64 {
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
         .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
-        .filter(|status| status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().next()).is_some_and(|u| u == uid.to_string()))
-        .filter_map(|status| status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse::<u64>().ok()))
+        .filter(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next())
+                .is_some_and(|u| u == uid.to_string())
+        })
+        .filter_map(|status| {
+            status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse::<u64>().ok())
+        })
         .sum()
 }
 
@@ -563,7 +625,11 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     let isolate = !cmd.network && network_isolation_available();
     let own_pids = pid_isolation_available();
     // A private mount namespace comes with the PID namespace (both need root).
-    let mounts = if own_pids { Some(std::sync::Arc::new(MountPlan::new(dir, &cmd.binds, &cmd.hide, &cmd.limits)?)) } else { None };
+    let mounts = if own_pids {
+        Some(std::sync::Arc::new(MountPlan::new(dir, &cmd.binds, &cmd.hide, &cmd.limits)?))
+    } else {
+        None
+    };
     // RLIMIT_NPROC counts every thread of the real user: a fresh user starts
     // at none; the worker's own user (not root) already runs the server.
     let nproc = match uid {
@@ -740,7 +806,13 @@ unsafe fn keep_in_pid_namespace(mounts: Option<&MountPlan>) -> std::io::Result<(
             // Its own mount namespace: its own /proc (it sees its own
             // processes, not the host's), then the file system plan.
             if libc::unshare(libc::CLONE_NEWNS) != 0
-                || libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0
+                || libc::mount(
+                    c"none".as_ptr(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0
                 || libc::mount(
                     c"proc".as_ptr(),
                     c"/proc".as_ptr(),
@@ -760,7 +832,11 @@ unsafe fn keep_in_pid_namespace(mounts: Option<&MountPlan>) -> std::io::Result<(
         // pipe until the run ends. close_range needs Linux 5.9; else close one by one.
         if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
             let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-            let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 { lim.rlim_cur.min(1 << 20) as i32 } else { 4096 };
+            let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                lim.rlim_cur.min(1 << 20) as i32
+            } else {
+                4096
+            };
             for fd in 0..max {
                 libc::close(fd);
             }

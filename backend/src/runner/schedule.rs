@@ -21,12 +21,15 @@ pub async fn enqueue_rechecks(storage: &dyn Storage) -> StorageResult<usize> {
     let mut queued = 0;
     for project in storage.list_projects(&ProjectScope::All).await? {
         let envs = storage.list_environments(&project.slug).await?;
-        let Some(release) = envs.iter().filter(|e| e.role == EnvironmentRole::Release).max_by_key(|e| (e.created_at, e.id)) else {
+        let Some(release) =
+            envs.iter().filter(|e| e.role == EnvironmentRole::Release).max_by_key(|e| (e.created_at, e.id))
+        else {
             continue;
         };
         let filter = ReportFilter { project: Some(project.slug.clone()), ..Default::default() };
         let targets = storage.rerun_targets(None, Some(&filter), &[Verdict::Reproduced], &ProjectScope::All).await?;
-        let jobs: Vec<NewJob> = targets.iter().map(|id| NewJob::recheck(*id, &release.name, PRIORITY_BULK, false)).collect();
+        let jobs: Vec<NewJob> =
+            targets.iter().map(|id| NewJob::recheck(*id, &release.name, PRIORITY_BULK, false)).collect();
         queued += storage.enqueue_many(&jobs, chrono::Utc::now()).await?.0.len();
     }
     Ok(queued)

@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::SubsecRound;
 use failpass_shared::api::attempts::{Signal, Signals};
 use failpass_shared::api::jobs::{Environment, Job, JobPayload};
 use failpass_shared::api::reports::{Oracle, Report};
 use failpass_shared::grading::{self, Criteria, Observation};
-use failpass_shared::model::{EnvironmentRole, FailureCause, JobKind, OracleKind, RunEnvironment, RunTrigger, SignalSource, Verdict};
-use chrono::SubsecRound;
+use failpass_shared::model::{
+    EnvironmentRole, FailureCause, JobKind, OracleKind, RunEnvironment, RunTrigger, SignalSource, Verdict,
+};
 use serde_json::json;
 
 use super::env::{BuiltEnv, EnvCache};
@@ -78,7 +80,12 @@ impl Verifier {
             envs: EnvCache::new(data_dir.join("envs")),
             base: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             runner_id: runner_id.into(),
-            limits: Limits { wall: Duration::from_secs(60), cpu_seconds: 60, memory_bytes: 2 << 30, ..Limits::default() },
+            limits: Limits {
+                wall: Duration::from_secs(60),
+                cpu_seconds: 60,
+                memory_bytes: 2 << 30,
+                ..Limits::default()
+            },
             // Run directories live in the system's temporary directory: a
             // candidate runs as `nobody` (when the worker is root), and the
             // data directory's parents may not be open to it.
@@ -152,7 +159,17 @@ impl Verifier {
         let environments = self.storage.list_environments(&report.summary.project).await?;
         let candidate = detail.attempt.candidate.clone();
         match job.kind {
-            JobKind::Recheck => self.recheck(attempt_id, &report, candidate.as_deref(), &environments, &job.payload, &detail.attempt.grade).await,
+            JobKind::Recheck => {
+                self.recheck(
+                    attempt_id,
+                    &report,
+                    candidate.as_deref(),
+                    &environments,
+                    &job.payload,
+                    &detail.attempt.grade,
+                )
+                .await
+            }
             _ => self.verify(attempt_id, &report, candidate.as_deref(), &environments, trigger(&job.payload)).await,
         }
     }
@@ -182,29 +199,44 @@ impl Verifier {
             new_attempt: None,
         };
         let Some(oracle) = report.oracle.as_ref().filter(|o| o.is_deterministic()) else {
-            return Ok(error(FailureCause::Other, "the report has no deterministic oracle to grade by".into(), json!(null)));
+            return Ok(error(
+                FailureCause::Other,
+                "the report has no deterministic oracle to grade by".into(),
+                json!(null),
+            ));
         };
-        let (Some(buggy), Some(fixed)) = (find(environments, EnvironmentRole::Buggy, None), find(environments, EnvironmentRole::Fixed, None)) else {
+        let (Some(buggy), Some(fixed)) =
+            (find(environments, EnvironmentRole::Buggy, None), find(environments, EnvironmentRole::Fixed, None))
+        else {
             return Ok(error(
                 FailureCause::EnvSetup,
-                format!("project {} has no buggy and fixed environment to run in (POST /api/v1/environments)", report.summary.project),
+                format!(
+                    "project {} has no buggy and fixed environment to run in (POST /api/v1/environments)",
+                    report.summary.project
+                ),
                 json!(null),
             ));
         };
         if candidate.is_none() && oracle.command.is_none() {
-            return Ok(error(FailureCause::Other, "nothing to run: the attempt has no candidate and the oracle no command".into(), json!(null)));
+            return Ok(error(
+                FailureCause::Other,
+                "nothing to run: the attempt has no candidate and the oracle no command".into(),
+                json!(null),
+            ));
         }
-        let (buggy_env, fixed_env) = match (self.envs.get(&buggy.recipe, &self.base).await, self.envs.get(&fixed.recipe, &self.base).await) {
-            (Ok(b), Ok(f)) => (b, f),
-            (Err(e), _) | (_, Err(e)) => {
-                return Ok(error(FailureCause::EnvSetup, e.to_string(), json!({ "setup_log": e.log })));
-            }
-        };
+        let (buggy_env, fixed_env) =
+            match (self.envs.get(&buggy.recipe, &self.base).await, self.envs.get(&fixed.recipe, &self.base).await) {
+                (Ok(b), Ok(f)) => (b, f),
+                (Err(e), _) | (_, Err(e)) => {
+                    return Ok(error(FailureCause::EnvSetup, e.to_string(), json!({ "setup_log": e.log })));
+                }
+            };
         let mut signals = Signals::default();
         if let Some(code) = candidate {
             let (syntax, quality) = static_signals(code, &self.scratch, &self.hidden()).await?;
             let (relevant, detail) = grading::relevance(&format!("{}\n{}", report.summary.title, report.body), code);
-            signals.relevance = Some(Signal { passed: relevant, source: SignalSource::Deterministic, detail: Some(detail) });
+            signals.relevance =
+                Some(Signal { passed: relevant, source: SignalSource::Deterministic, detail: Some(detail) });
             signals.quality = quality;
             let parses = syntax.passed;
             let syntax_detail = syntax.detail.clone().unwrap_or_default();
@@ -220,16 +252,21 @@ impl Verifier {
                     runs: Vec::new(),
                     sets_verdict: true,
                     refined: None,
-            new_attempt: None,
+                    new_attempt: None,
                 });
             }
         }
         let repeats = oracle.repeats.unwrap_or(1).clamp(1, MAX_REPEATS);
         let mut runs = Vec::new();
         let mut observed = [Vec::new(), Vec::new()];
-        for (side, (env_role, env)) in [(RunEnvironment::Buggy, &buggy_env), (RunEnvironment::Fixed, &fixed_env)].into_iter().enumerate() {
+        for (side, (env_role, env)) in
+            [(RunEnvironment::Buggy, &buggy_env), (RunEnvironment::Fixed, &fixed_env)].into_iter().enumerate()
+        {
             for _ in 0..repeats {
-                let (obs, run) = self.execute(oracle, candidate, env).await.map_err(|e| JobError::transient(format!("a run could not start: {e}")))?;
+                let (obs, run) = self
+                    .execute(oracle, candidate, env)
+                    .await
+                    .map_err(|e| JobError::transient(format!("a run could not start: {e}")))?;
                 runs.push(self.new_run(attempt_id, trigger, env_role, run, &obs));
                 observed[side].push(obs);
             }
@@ -248,7 +285,9 @@ impl Verifier {
             source: SignalSource::Deterministic,
             detail: Some(match buggy_sigs.first() {
                 Some(s) => format!("buggy shows {s}"),
-                None => format!("buggy exits {}", observed[0].iter().map(|o| exit_text(o)).collect::<Vec<_>>().join(", ")),
+                None => {
+                    format!("buggy exits {}", observed[0].iter().map(|o| exit_text(o)).collect::<Vec<_>>().join(", "))
+                }
             }),
         });
         let failure_cause = (g.verdict != Verdict::Reproduced).then(|| {
@@ -302,18 +341,29 @@ impl Verifier {
         payload: &JobPayload,
         previous: &Option<serde_json::Value>,
     ) -> Result<Verification, JobError> {
-        let name = payload.environment.as_deref().ok_or_else(|| JobError::permanent("a re-check names no environment"))?;
-        let target = environments
-            .iter()
-            .find(|e| e.name == name)
-            .ok_or_else(|| JobError::permanent(format!("project {} has no environment `{name}`", report.summary.project)))?;
+        let name =
+            payload.environment.as_deref().ok_or_else(|| JobError::permanent("a re-check names no environment"))?;
+        let target = environments.iter().find(|e| e.name == name).ok_or_else(|| {
+            JobError::permanent(format!("project {} has no environment `{name}`", report.summary.project))
+        })?;
         let oracle = report.oracle.clone().unwrap_or_default();
         let mut grade = previous.clone().filter(|g| g.is_object()).unwrap_or_else(|| json!({}));
         let env = match self.envs.get(&target.recipe, &self.base).await {
             Ok(env) => env,
             Err(e) => {
                 grade["recheck"] = json!({ "environment": name, "outcome": "error", "reason": e.to_string(), "setup_log": e.log, "at": chrono::Utc::now().trunc_subsecs(0) });
-                return Ok(Verification { attempt_id, verdict: Verdict::Error, failure_cause: None, signals: Signals::default(), flaky: false, grade, runs: Vec::new(), sets_verdict: false, refined: None, new_attempt: None });
+                return Ok(Verification {
+                    attempt_id,
+                    verdict: Verdict::Error,
+                    failure_cause: None,
+                    signals: Signals::default(),
+                    flaky: false,
+                    grade,
+                    runs: Vec::new(),
+                    sets_verdict: false,
+                    refined: None,
+                    new_attempt: None,
+                });
             }
         };
         let repeats = oracle.repeats.unwrap_or(1).clamp(1, MAX_REPEATS);
@@ -321,7 +371,8 @@ impl Verifier {
         let mut runs = Vec::new();
         let mut failed = 0;
         for _ in 0..repeats {
-            let (obs, run) = self.execute(&oracle, candidate, &env).await.map_err(|e| JobError::transient(e.to_string()))?;
+            let (obs, run) =
+                self.execute(&oracle, candidate, &env).await.map_err(|e| JobError::transient(e.to_string()))?;
             failed += u32::from(grading::failed(&criteria, &obs));
             runs.push(self.new_run(attempt_id, RunTrigger::Scheduled, RunEnvironment::Release, run, &obs));
         }
@@ -336,11 +387,27 @@ impl Verifier {
         grade["recheck"] = json!({
             "environment": name, "version": version, "outcome": outcome, "failed": failed, "runs": repeats, "at": chrono::Utc::now().trunc_subsecs(0),
         });
-        Ok(Verification { attempt_id, verdict: Verdict::Reproduced, failure_cause: None, signals: Signals::default(), flaky: outcome == "flaky", grade, runs, sets_verdict: false, refined: None, new_attempt: None })
+        Ok(Verification {
+            attempt_id,
+            verdict: Verdict::Reproduced,
+            failure_cause: None,
+            signals: Signals::default(),
+            flaky: outcome == "flaky",
+            grade,
+            runs,
+            sets_verdict: false,
+            refined: None,
+            new_attempt: None,
+        })
     }
 
     /// One run of the candidate (or the oracle's command) in `env`.
-    async fn execute(&self, oracle: &Oracle, candidate: Option<&str>, env: &BuiltEnv) -> Result<(Observation, sandbox::Finished), sandbox::SandboxError> {
+    async fn execute(
+        &self,
+        oracle: &Oracle,
+        candidate: Option<&str>,
+        env: &BuiltEnv,
+    ) -> Result<(Observation, sandbox::Finished), sandbox::SandboxError> {
         prepare_scratch(&self.scratch)?;
         let dir = tempfile::Builder::new().prefix("run-").tempdir_in(&self.scratch)?;
         let script = oracle.command.clone().unwrap_or_else(|| DEFAULT_COMMAND.to_owned());
@@ -372,7 +439,14 @@ impl Verifier {
         Ok((obs, finished))
     }
 
-    fn new_run(&self, attempt_id: i64, trigger: RunTrigger, environment: RunEnvironment, r: sandbox::Finished, obs: &Observation) -> NewRun {
+    fn new_run(
+        &self,
+        attempt_id: i64,
+        trigger: RunTrigger,
+        environment: RunEnvironment,
+        r: sandbox::Finished,
+        obs: &Observation,
+    ) -> NewRun {
         NewRun {
             attempt_id,
             trigger,
@@ -470,7 +544,11 @@ async fn pyflakes_available(scratch: &Path) -> bool {
 
 /// Syntax from Python's own compiler; quality from pyflakes when installed
 /// (`None`, not computed, otherwise).
-pub async fn static_signals(code: &str, scratch: &Path, hide: &[PathBuf]) -> Result<(Signal, Option<Signal>), JobError> {
+pub async fn static_signals(
+    code: &str,
+    scratch: &Path,
+    hide: &[PathBuf],
+) -> Result<(Signal, Option<Signal>), JobError> {
     let check = |args: &[&str]| {
         let mut c = Command::new("python3", args.iter().copied());
         c.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
@@ -480,11 +558,15 @@ pub async fn static_signals(code: &str, scratch: &Path, hide: &[PathBuf]) -> Res
     };
     let _ = prepare_scratch(scratch);
     let syntax = match sandbox::run(&check(&["-m", "py_compile", "candidate.py"]), Some(scratch)).await {
-        Ok(r) if r.succeeded() => Signal { passed: true, source: SignalSource::Static, detail: Some("python3 -m py_compile: ok".into()) },
+        Ok(r) if r.succeeded() => {
+            Signal { passed: true, source: SignalSource::Static, detail: Some("python3 -m py_compile: ok".into()) }
+        }
         Ok(r) => Signal {
             passed: false,
             source: SignalSource::Static,
-            detail: Some(r.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("does not compile").trim().to_owned()),
+            detail: Some(
+                r.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("does not compile").trim().to_owned(),
+            ),
         },
         // No Python to compile with is the runner's trouble, not the candidate's.
         Err(e) => return Err(JobError::transient(format!("python3 could not run for the syntax check: {e}"))),
@@ -494,7 +576,11 @@ pub async fn static_signals(code: &str, scratch: &Path, hide: &[PathBuf]) -> Res
             Ok(r) => Some(Signal {
                 passed: r.succeeded(),
                 source: SignalSource::Static,
-                detail: Some(if r.succeeded() { "pyflakes: clean".into() } else { format!("pyflakes: {}", r.output.lines().take(3).collect::<Vec<_>>().join("; ")) }),
+                detail: Some(if r.succeeded() {
+                    "pyflakes: clean".into()
+                } else {
+                    format!("pyflakes: {}", r.output.lines().take(3).collect::<Vec<_>>().join("; "))
+                }),
             }),
             Err(_) => None,
         }

@@ -11,8 +11,8 @@ use failpass_shared::api::jobs::{Job, Runner};
 use tokio::sync::watch;
 
 use super::verify::{JobError, Verifier};
-use crate::db::jobs::Finish;
 use crate::db::Storage;
+use crate::db::jobs::Finish;
 
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -26,12 +26,18 @@ pub struct WorkerOptions {
 
 impl Default for WorkerOptions {
     fn default() -> Self {
-        Self { lease: chrono::Duration::seconds(30), poll: Duration::from_millis(500), heartbeat: Duration::from_secs(5) }
+        Self {
+            lease: chrono::Duration::seconds(30),
+            poll: Duration::from_millis(500),
+            heartbeat: Duration::from_secs(5),
+        }
     }
 }
 
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// A runner id unique across machines and processes: `host:pid:n`.
@@ -40,7 +46,12 @@ pub fn runner_id(n: usize) -> String {
 }
 
 /// Starts `count` workers; they stop when `shutdown` turns true.
-pub fn spawn_pool(verifier: Verifier, count: usize, options: WorkerOptions, shutdown: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn_pool(
+    verifier: Verifier,
+    count: usize,
+    options: WorkerOptions,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     (0..count)
         .map(|n| {
             let mut v = verifier.clone();
@@ -56,7 +67,15 @@ pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown
     let storage = verifier.storage.clone();
     let id = verifier.runner_id.clone();
     let started = Utc::now().trunc_subsecs(0);
-    let mut me = Runner { id: id.clone(), host: hostname(), pid: std::process::id() as i64, started_at: started, last_heartbeat: started, current_job: None, jobs_done: 0 };
+    let mut me = Runner {
+        id: id.clone(),
+        host: hostname(),
+        pid: std::process::id() as i64,
+        started_at: started,
+        last_heartbeat: started,
+        current_job: None,
+        jobs_done: 0,
+    };
     let mut last_beat = std::time::Instant::now() - options.heartbeat;
     tracing::info!(runner = %id, "worker started");
     while !*shutdown.borrow() {
@@ -111,8 +130,12 @@ async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job:
     match outcome {
         None => tracing::warn!(job = job.id, runner = %id, "lease lost to another worker; result dropped"),
         Some(Ok(v)) => match storage.complete(job.id, id, now, Some(&v)).await {
-            Ok(Finish::Done) => tracing::info!(job = job.id, attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done"),
-            Ok(Finish::Fenced) => tracing::warn!(job = job.id, runner = %id, "lease lost before completing; result dropped"),
+            Ok(Finish::Done) => {
+                tracing::info!(job = job.id, attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done")
+            }
+            Ok(Finish::Fenced) => {
+                tracing::warn!(job = job.id, runner = %id, "lease lost before completing; result dropped")
+            }
             Err(e) => fail(storage, job, id, JobError::transient(format!("storing the result: {e}"))).await,
         },
         Some(Err(e)) => fail(storage, job, id, e).await,
@@ -126,7 +149,9 @@ async fn clock(storage: &Arc<dyn Storage>) -> chrono::DateTime<Utc> {
 
 async fn fail(storage: &Arc<dyn Storage>, job: &Job, id: &str, e: JobError) {
     match storage.fail(job.id, id, clock(storage).await, &e.message, e.permanent).await {
-        Ok(Some(status)) => tracing::warn!(job = job.id, error = %e.message, permanent = e.permanent, %status, "job failed"),
+        Ok(Some(status)) => {
+            tracing::warn!(job = job.id, error = %e.message, permanent = e.permanent, %status, "job failed")
+        }
         Ok(None) => tracing::warn!(job = job.id, "lease lost before recording the failure"),
         Err(err) => tracing::error!(job = job.id, error = %err, "could not record the failure"),
     }

@@ -12,16 +12,26 @@
 
 use std::collections::HashMap;
 
-use failpass::db::jobs::Verification;
 use failpass::db::Storage;
+use failpass::db::jobs::Verification;
 use failpass_shared::model::{ProjectRole, TokenScope, Verdict};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::helpers::{spawn_app, spawn_pg_app, TestApp};
+use crate::helpers::{TestApp, spawn_app, spawn_pg_app};
 
 /// The callers, in the order of each row below.
-const CALLERS: [&str; 10] =
-    ["anonymous", "viewer", "maintainer", "other maintainer", "admin", "agent token", "ci token", "read token", "other project's token", "revoked token"];
+const CALLERS: [&str; 10] = [
+    "anonymous",
+    "viewer",
+    "maintainer",
+    "other maintainer",
+    "admin",
+    "agent token",
+    "ci token",
+    "read token",
+    "other project's token",
+    "revoked token",
+];
 
 /// Each route: one expectation per caller, in `CALLERS` order.
 const MATRIX: &[(&str, &str, &str)] = &[
@@ -145,7 +155,12 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     assert_eq!(report["route"], "agent_first", "the refine loop needs an agent_first report: {report}");
     let report = report["id"].as_i64().unwrap();
     for (name, role) in [("vault-buggy", "buggy"), ("vault-fixed", "fixed"), ("vault-release", "release")] {
-        ok(app, "/api/v1/environments", json!({"project": "vault/secret", "name": name, "role": role, "recipe": {"setup": []}})).await;
+        ok(
+            app,
+            "/api/v1/environments",
+            json!({"project": "vault/secret", "name": name, "role": role, "recipe": {"setup": []}}),
+        )
+        .await;
     }
     let attempt = |verdict: &str, source: &str, verify: bool| {
         json!({"report_id": report, "agent": "vault-agent", "model": "vault-model", "verdict": verdict, "verdict_source": source,
@@ -153,7 +168,8 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     };
     // A verification the test completes by hand: a graded failure with a signature.
     let graded = ok(app, "/api/v1/attempts", attempt("hypothesis", "llm", true)).await["id"].as_i64().unwrap();
-    let job = s.claim("tests", chrono::Utc::now(), chrono::Duration::seconds(60)).await.unwrap().expect("the verify job");
+    let job =
+        s.claim("tests", chrono::Utc::now(), chrono::Duration::seconds(60)).await.unwrap().expect("the verify job");
     assert_eq!(job.payload.attempt_id, Some(graded));
     let v = Verification {
         attempt_id: graded,
@@ -168,8 +184,14 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         new_attempt: None,
     };
     s.complete(job.id, "tests", chrono::Utc::now(), Some(&v)).await.unwrap();
-    let lead = ok(app, "/api/v1/attempts", json!({"report_id": report, "agent": "vault-agent", "verdict": "lead", "verdict_source": "llm"})).await;
-    let reproduced = ok(app, "/api/v1/attempts", attempt("reproduced", "deterministic", false)).await["id"].as_i64().unwrap();
+    let lead = ok(
+        app,
+        "/api/v1/attempts",
+        json!({"report_id": report, "agent": "vault-agent", "verdict": "lead", "verdict_source": "llm"}),
+    )
+    .await;
+    let reproduced =
+        ok(app, "/api/v1/attempts", attempt("reproduced", "deterministic", false)).await["id"].as_i64().unwrap();
     // A waiting re-check whose payload names the release: the queue shows it to members only.
     ok(app, "/api/v1/reruns", json!({"attempt_id": reproduced, "recheck_environment": "vault-release"})).await;
 
@@ -202,7 +224,13 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     .into_iter()
     .map(|client| Caller { client })
     .collect();
-    let fixture = Fixture { report, lead: lead["id"].as_i64().unwrap(), job: job.id, spare_tokens, maintainer_password: password.into() };
+    let fixture = Fixture {
+        report,
+        lead: lead["id"].as_i64().unwrap(),
+        job: job.id,
+        spare_tokens,
+        maintainer_password: password.into(),
+    };
     (fixture, callers)
 }
 
@@ -256,7 +284,10 @@ async fn check_matrix(app: &TestApp, engine: &str) {
     // Every route the router serves has a row, and every row a route.
     let served: Vec<(&str, &str)> = app.routes.iter().map(|r| (r.method, r.path)).collect();
     for (m, p) in &served {
-        assert!(MATRIX.iter().any(|(rm, rp, _)| rm == m && rp == p), "{m} {p} is served but has no row in the authorization matrix");
+        assert!(
+            MATRIX.iter().any(|(rm, rp, _)| rm == m && rp == p),
+            "{m} {p} is served but has no row in the authorization matrix"
+        );
     }
     for (m, p, _) in MATRIX {
         assert!(served.contains(&(*m, *p)), "the matrix has a row for {m} {p}, which the router does not serve");
@@ -294,11 +325,21 @@ async fn check_matrix(app: &TestApp, engine: &str) {
             }
             *counts.entry(if ok { "ok" } else { "failed" }).or_default() += 1;
             if !ok {
-                failures.push(format!("{engine}: {method} {path} as {}: expected {want}, got {status}: {}", CALLERS[i], text.chars().take(300).collect::<String>()));
+                failures.push(format!(
+                    "{engine}: {method} {path} as {}: expected {want}, got {status}: {}",
+                    CALLERS[i],
+                    text.chars().take(300).collect::<String>()
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cells differ:\n{}", failures.len(), counts.values().sum::<usize>(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cells differ:\n{}",
+        failures.len(),
+        counts.values().sum::<usize>(),
+        failures.join("\n")
+    );
 }
 
 #[tokio::test]

@@ -3,10 +3,10 @@
 
 use failpass::db::ProjectScope;
 use failpass_shared::model::{ProjectRole, TokenScope};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::access::sign_in;
-use crate::helpers::{assert_error, client_with_token, spawn_app, spawn_configured, TestApp};
+use crate::helpers::{TestApp, assert_error, client_with_token, spawn_app, spawn_configured};
 
 const PASSWORD: &str = "correct horse battery staple";
 
@@ -65,12 +65,20 @@ async fn sessions_rotate_on_sign_in_and_end_on_sign_out_and_password_change() {
     assert!(app.storage.load_session(&digest, chrono::Utc::now()).await.unwrap().is_some());
     assert!(app.storage.load_session(id, chrono::Utc::now()).await.unwrap().is_none());
     // Sign-out ends it.
-    let r = browser(&app, &second).post(format!("{}/signout", app.base)).header("content-type", "application/x-www-form-urlencoded").send().await.unwrap();
+    let r = browser(&app, &second)
+        .post(format!("{}/signout", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 303);
     assert_eq!(me(&browser(&app, &second), &app).await["user"], Value::Null);
     // A new password ends every session; a removed user's cookie signs nobody in.
     let third = sign_in(&app.base, "alice", PASSWORD).await;
-    app.storage.set_password("alice", &failpass::auth::password::hash("another long password").await.unwrap()).await.unwrap();
+    app.storage
+        .set_password("alice", &failpass::auth::password::hash("another long password").await.unwrap())
+        .await
+        .unwrap();
     assert_eq!(me(&browser(&app, &third), &app).await["user"], Value::Null);
     let fourth = sign_in(&app.base, "alice", "another long password").await;
     app.storage.remove_user("alice").await.unwrap();
@@ -135,7 +143,13 @@ async fn tokens_that_expired_or_were_revoked_say_so_and_last_use_is_kept() {
     assert_eq!(r.status(), 401);
     assert!(r.text().await.unwrap().contains("was revoked"));
     assert!(get("fp_0000").await.text().await.unwrap().contains("unknown API token"));
-    let r = app.anon.get(format!("{}/api/v1/projects", app.base)).header("authorization", "Basic abc").send().await.unwrap();
+    let r = app
+        .anon
+        .get(format!("{}/api/v1/projects", app.base))
+        .header("authorization", "Basic abc")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // Stored as a digest only.
     assert!(app.storage.token_by_hash(&live).await.unwrap().is_none());
@@ -156,14 +170,26 @@ async fn an_agent_token_cannot_grade_its_own_attempt_or_speak_for_a_human() {
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         }
     };
-    let (status, body) = post(json!({"report_id": report, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
+    let (status, body) =
+        post(json!({"report_id": report, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"}))
+            .await;
     assert_eq!(status, 400, "{body}");
     assert!(body["message"].as_str().unwrap().contains("verdict_source"), "{body}");
-    let (status, _) = post(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm", "review": "accepted"})).await;
+    let (status, _) = post(
+        json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm", "review": "accepted"}),
+    )
+    .await;
     assert_eq!(status, 400);
-    let (status, body) = post(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm", "candidate": "print(1)"})).await;
+    let (status, body) = post(
+        json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm", "candidate": "print(1)"}),
+    )
+    .await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "needs_review", "a lead waits for a human; nothing counts as reproduced");
+    assert_eq!(
+        app.get(&format!("/api/v1/reports/{report}")).await.body["status"],
+        "needs_review",
+        "a lead waits for a human; nothing counts as reproduced"
+    );
 }
 
 #[tokio::test]
@@ -185,7 +211,11 @@ async fn cli_adds_users_and_tokens_and_the_token_works() {
             .unwrap();
         child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
         let out = child.wait_with_output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (code, out, err) = run(&["user", "add", "root-user", "--admin"], "long enough password\n");
     assert_eq!(code, Some(0), "{out}{err}");
@@ -218,7 +248,8 @@ async fn cli_adds_users_and_tokens_and_the_token_works() {
 
 #[tokio::test]
 async fn require_sign_in_shows_nothing_to_anonymous_callers_and_private_by_default_hides_new_projects() {
-    let security = failpass::security::SecurityConfig { require_sign_in: true, private_by_default: true, ..Default::default() };
+    let security =
+        failpass::security::SecurityConfig { require_sign_in: true, private_by_default: true, ..Default::default() };
     let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, security).await;
     let p = app.project("quiet/lib").await;
     assert_eq!(p["public"], false, "new projects are private by default");
@@ -265,16 +296,35 @@ async fn the_replayed_attacks_fail() {
     let env = json!({"project": "fastnum/fastnum", "name": "evil", "role": "release", "recipe": {"setup": ["id > /tmp/pwned"]}});
     let r = anon.post(format!("{base}/api/v1/environments")).json(&env).send().await.unwrap();
     assert_eq!(r.status(), 401);
-    let r = anon.post(format!("{base}/api/v1/attempts")).json(&json!({"report_id": 1, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "verify": true})).send().await.unwrap();
+    let r = anon
+        .post(format!("{base}/api/v1/attempts"))
+        .json(&json!({"report_id": 1, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "verify": true}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // … nor can a maintainer replace a recipe the runner would build.
     let maintainer_pw = failpass::demo::credentials(app.data_dir()).unwrap();
-    let pw = maintainer_pw.lines().find(|l| l.trim_start().starts_with("demo-maintainer")).unwrap().split_whitespace().nth(1).unwrap().to_owned();
+    let pw = maintainer_pw
+        .lines()
+        .find(|l| l.trim_start().starts_with("demo-maintainer"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_owned();
     let maint = browser(&app, &sign_in(base, "demo-maintainer", &pw).await);
     let r = maint.post(format!("{base}/api/v1/environments")).json(&env).send().await.unwrap();
     assert_eq!(r.status(), 403, "only admins' recipes are built");
     // 2. A page on another origin posts text/plain NDJSON to the import with the operator's cookie.
-    let admin_pw = maintainer_pw.lines().find(|l| l.trim_start().starts_with("demo-admin")).unwrap().split_whitespace().nth(1).unwrap().to_owned();
+    let admin_pw = maintainer_pw
+        .lines()
+        .find(|l| l.trim_start().starts_with("demo-admin"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_owned();
     let admin_cookie = sign_in(base, "demo-admin", &admin_pw).await;
     let forged = "{\"kind\":\"environment\",\"project\":\"fastnum/fastnum\",\"name\":\"evil\",\"role\":\"release\",\"recipe\":{\"setup\":[\"id\"]}}\n";
     let cross = reqwest::Client::new()
@@ -307,21 +357,40 @@ async fn the_replayed_attacks_fail() {
     assert_eq!(no_origin.status(), 403, "a cookie write without Origin or Referer is refused");
     assert!(app.storage.list_environments("fastnum/fastnum").await.unwrap().iter().all(|e| e.name != "evil"));
     // 3. DNS rebinding: another host name for the same address.
-    let r = reqwest::Client::new().get(format!("{base}/api/v1/projects")).header("host", "rebind.attacker.example").send().await.unwrap();
+    let r = reqwest::Client::new()
+        .get(format!("{base}/api/v1/projects"))
+        .header("host", "rebind.attacker.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 421);
     // 4. A forged deterministic verdict, a title overwrite and a visibility flip through the import, anonymously.
     let lines = "{\"kind\":\"attempt\",\"report_id\":1,\"agent\":\"x\",\"verdict\":\"reproduced\",\"verdict_source\":\"deterministic\"}\n\
                  {\"kind\":\"project\",\"slug\":\"acme/trainer-internal\",\"public\":true}\n";
-    let r = anon.post(format!("{base}/api/v1/import?format=ndjson")).header("content-type", "application/x-ndjson").body(lines).send().await.unwrap();
+    let r = anon
+        .post(format!("{base}/api/v1/import?format=ndjson"))
+        .header("content-type", "application/x-ndjson")
+        .body(lines)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // 5. The private project, to anyone: as missing as a project that does not exist.
     let private = anon.get(format!("{base}/api/v1/projects/acme/trainer-internal")).send().await.unwrap();
     let missing = anon.get(format!("{base}/api/v1/projects/acme/no-such-project")).send().await.unwrap();
     assert_eq!((private.status(), missing.status()), (reqwest::StatusCode::NOT_FOUND, reqwest::StatusCode::NOT_FOUND));
     let (a, b) = (private.json::<Value>().await.unwrap(), missing.json::<Value>().await.unwrap());
-    assert_eq!(a["message"].as_str().unwrap().replace("trainer-internal", "X"), b["message"].as_str().unwrap().replace("no-such-project", "X"));
+    assert_eq!(
+        a["message"].as_str().unwrap().replace("trainer-internal", "X"),
+        b["message"].as_str().unwrap().replace("no-such-project", "X")
+    );
     // 6. Anonymous reviews.
-    let r = anon.post(format!("{base}/api/v1/attempts/1/review")).json(&json!({"review": "accepted"})).send().await.unwrap();
+    let r = anon
+        .post(format!("{base}/api/v1/attempts/1/review"))
+        .json(&json!({"review": "accepted"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // 7. Every response carries the security headers; a chart may be framed, a page may not.
     let page = anon.get(format!("{base}/")).send().await.unwrap();
@@ -345,7 +414,10 @@ async fn a_private_project_answers_exactly_as_a_missing_one() {
     let app = spawn_app().await;
     app.post("/api/v1/projects", &json!({"slug": "hid/den", "public": false})).await;
     let report = app.report(json!({"project": "hid/den", "external_id": "7", "title": "hidden"})).await;
-    let attempt = app.attempt(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm"})).await["id"].as_i64().unwrap();
+    let attempt =
+        app.attempt(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm"})).await["id"]
+            .as_i64()
+            .unwrap();
     app.project("pub/lic").await;
     let outsider = client_with_token(&project_token(&app, "pub/lic", TokenScope::Ci, None).await.0);
     let ask = |method: &'static str, path: String, body: Option<Value>| {
@@ -364,9 +436,27 @@ async fn a_private_project_answers_exactly_as_a_missing_one() {
         ("GET", "/api/v1/reports?project=hid%2Fden".into(), "/api/v1/reports?project=hid%2Fdun".into(), None, None),
         ("GET", "/api/v1/figures?project=hid%2Fden".into(), "/api/v1/figures?project=hid%2Fdun".into(), None, None),
         ("GET", "/api/v1/oracles?project=hid%2Fden".into(), "/api/v1/oracles?project=hid%2Fdun".into(), None, None),
-        ("GET", "/api/v1/environments?project=hid%2Fden".into(), "/api/v1/environments?project=hid%2Fdun".into(), None, None),
-        ("GET", "/api/v1/signatures?project=hid%2Fden".into(), "/api/v1/signatures?project=hid%2Fdun".into(), None, None),
-        ("GET", "/api/v1/throughput?project=hid%2Fden".into(), "/api/v1/throughput?project=hid%2Fdun".into(), None, None),
+        (
+            "GET",
+            "/api/v1/environments?project=hid%2Fden".into(),
+            "/api/v1/environments?project=hid%2Fdun".into(),
+            None,
+            None,
+        ),
+        (
+            "GET",
+            "/api/v1/signatures?project=hid%2Fden".into(),
+            "/api/v1/signatures?project=hid%2Fdun".into(),
+            None,
+            None,
+        ),
+        (
+            "GET",
+            "/api/v1/throughput?project=hid%2Fden".into(),
+            "/api/v1/throughput?project=hid%2Fdun".into(),
+            None,
+            None,
+        ),
         (
             "POST",
             "/api/v1/reports".into(),
@@ -385,23 +475,48 @@ async fn a_private_project_answers_exactly_as_a_missing_one() {
             "POST",
             "/api/v1/attempts".into(),
             "/api/v1/attempts".into(),
-            Some(json!({"report": {"project": "hid/den", "external_id": "7"}, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})),
-            Some(json!({"report": {"project": "hid/dun", "external_id": "7"}, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})),
+            Some(
+                json!({"report": {"project": "hid/den", "external_id": "7"}, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"}),
+            ),
+            Some(
+                json!({"report": {"project": "hid/dun", "external_id": "7"}, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"}),
+            ),
         ),
     ];
     for (method, hidden, missing, hidden_body, missing_body) in pairs {
         let (s1, t1) = ask(method, hidden.clone(), hidden_body).await;
         let (s2, t2) = ask(method, missing.clone(), missing_body).await;
-        let same = |t: &str| t.replace("hid/den", "P").replace("hid%2Fden", "P").replace("hid/dun", "P").replace("hid%2Fdun", "P")
-            .replace(&report.to_string(), "N").replace(&attempt.to_string(), "N").replace("987654", "N");
+        let same = |t: &str| {
+            t.replace("hid/den", "P")
+                .replace("hid%2Fden", "P")
+                .replace("hid/dun", "P")
+                .replace("hid%2Fdun", "P")
+                .replace(&report.to_string(), "N")
+                .replace(&attempt.to_string(), "N")
+                .replace("987654", "N")
+        };
         assert_eq!((s1, same(&t1)), (s2, same(&t2)), "{method} {hidden} answers unlike {missing}");
     }
     // The same through an import, line for line.
-    let lines = |p: &str| format!("{{\"kind\":\"report\",\"project\":\"{p}\",\"external_id\":\"9\",\"title\":\"x\"}}\n{{\"kind\":\"attempt\",\"report\":{{\"project\":\"{p}\",\"external_id\":\"7\"}},\"agent\":\"a\",\"verdict\":\"hypothesis\",\"verdict_source\":\"llm\"}}\n");
+    let lines = |p: &str| {
+        format!(
+            "{{\"kind\":\"report\",\"project\":\"{p}\",\"external_id\":\"9\",\"title\":\"x\"}}\n{{\"kind\":\"attempt\",\"report\":{{\"project\":\"{p}\",\"external_id\":\"7\"}},\"agent\":\"a\",\"verdict\":\"hypothesis\",\"verdict_source\":\"llm\"}}\n"
+        )
+    };
     let import = |body: String| {
         let c = outsider.clone();
         let url = format!("{}/api/v1/import?format=ndjson", app.base);
-        async move { c.post(url).header("content-type", "application/x-ndjson").body(body).send().await.unwrap().text().await.unwrap() }
+        async move {
+            c.post(url)
+                .header("content-type", "application/x-ndjson")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
     };
     let (a, b) = (import(lines("hid/den")).await, import(lines("hid/dun")).await);
     assert_eq!(a.replace("hid/den", "P"), b.replace("hid/dun", "P"));
@@ -417,7 +532,15 @@ async fn parallel_guesses_count_against_each_other() {
     let guesses = (0..12).map(|i| {
         let c = browser(&app, "x=y");
         let url = format!("{}/signin", app.base);
-        async move { c.post(url).form(&[("name", "erin"), ("password", &format!("guess number {i}"))]).send().await.unwrap().status().as_u16() }
+        async move {
+            c.post(url)
+                .form(&[("name", "erin"), ("password", &format!("guess number {i}"))])
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
     });
     let statuses = futures_util::future::join_all(guesses).await;
     let checked = statuses.iter().filter(|s| **s == 401).count();
@@ -429,7 +552,10 @@ async fn parallel_guesses_count_against_each_other() {
 /// only that host is served.
 #[tokio::test]
 async fn an_https_public_url_makes_the_cookie_secure() {
-    let security = failpass::security::SecurityConfig { public_url: Some("https://failpass.example.org".into()), ..Default::default() };
+    let security = failpass::security::SecurityConfig {
+        public_url: Some("https://failpass.example.org".into()),
+        ..Default::default()
+    };
     let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, security).await;
     add_user(&app, "fay", false).await;
     let c = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();

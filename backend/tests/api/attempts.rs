@@ -8,8 +8,10 @@ async fn an_attempt_updates_its_report_in_the_same_write() {
     let app = spawn_app().await;
     let ids = seed_reports(&app).await;
     let r = ids[0];
-    let a = app.attempt(json!({"report_id": r, "agent": "repgen", "model": "gpt-4o", "cost_usd": 0.5,
-        "verdict": "not_reproduced", "verdict_source": "deterministic", "failure_cause": "wrong_failure"})).await;
+    let a = app
+        .attempt(json!({"report_id": r, "agent": "repgen", "model": "gpt-4o", "cost_usd": 0.5,
+        "verdict": "not_reproduced", "verdict_source": "deterministic", "failure_cause": "wrong_failure"}))
+        .await;
     assert_eq!(a["counts"], false);
     assert_eq!(a["goal"], "reproduce");
     let report = app.get(&format!("/api/v1/reports/{r}")).await.body;
@@ -44,12 +46,18 @@ async fn vague_reports_count_only_after_a_human_accepts() {
     let vague = app.report(json!({"project": "jax-ml/jax", "external_id": "301", "title": "pmap wrong", "body": "Wrong.",
         "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python repro.py", "authoring_minutes": 20}})).await;
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["vague"], true);
-    let a = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
+    let a = app
+        .attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"}))
+        .await;
     assert_eq!(a["counts"], false);
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "needs_review");
     let b = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic", "review": "accepted", "reviewer": "m"})).await;
     assert_eq!(b["counts"], true);
-    assert_eq!(b["reviewer"], crate::helpers::TEST_ADMIN, "a review sent with an attempt is the caller's, whatever `reviewer` says");
+    assert_eq!(
+        b["reviewer"],
+        crate::helpers::TEST_ADMIN,
+        "a review sent with an attempt is the caller's, whatever `reviewer` says"
+    );
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "reproduced");
 }
 
@@ -58,15 +66,69 @@ async fn bad_attempts_are_rejected_and_change_nothing() {
     let app = spawn_app().await;
     let ids = seed_reports(&app).await;
     let r = ids[1];
-    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "reproduced", "verdict_source": "llm"})).await, 400, "bad_request", "lead");
-    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "confirmed", "verdict_source": "llm"})).await, 400, "bad_request", "review");
+    assert_error(
+        &app.post(
+            "/api/v1/attempts",
+            &json!({"report_id": r, "agent": "a", "verdict": "reproduced", "verdict_source": "llm"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "lead",
+    );
+    assert_error(
+        &app.post(
+            "/api/v1/attempts",
+            &json!({"report_id": r, "agent": "a", "verdict": "confirmed", "verdict_source": "llm"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "review",
+    );
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "goal": "fix", "verdict": "reproduced", "verdict_source": "deterministic"})).await, 400, "bad_request", "goal `fix`");
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "cost_usd": -2})).await, 400, "bad_request", "cost_usd");
-    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "maybe", "verdict_source": "deterministic"})).await, 400, "bad_request", "unknown variant `maybe`");
-    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": 424242, "agent": "a", "verdict": "error", "verdict_source": "deterministic"})).await, 400, "bad_request", "report_id");
+    assert_error(
+        &app.post(
+            "/api/v1/attempts",
+            &json!({"report_id": r, "agent": "a", "verdict": "maybe", "verdict_source": "deterministic"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "unknown variant `maybe`",
+    );
+    assert_error(
+        &app.post(
+            "/api/v1/attempts",
+            &json!({"report_id": 424242, "agent": "a", "verdict": "error", "verdict_source": "deterministic"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "report_id",
+    );
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "started_at": "2026-01-02T00:00:00Z", "ended_at": "2026-01-01T00:00:00Z"})).await, 400, "bad_request", "ended_at");
-    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": ids[8], "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"})).await, 400, "bad_request", "no deterministic oracle");
-    assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "lead", "verdict_source": "deterministic"})).await, 400, "bad_request", "verdict_source");
+    assert_error(
+        &app.post(
+            "/api/v1/attempts",
+            &json!({"report_id": ids[8], "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "no deterministic oracle",
+    );
+    assert_error(
+        &app.post(
+            "/api/v1/attempts",
+            &json!({"report_id": r, "agent": "a", "verdict": "lead", "verdict_source": "deterministic"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "verdict_source",
+    );
     assert_error(&app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "cost_usd": 1e308})).await, 400, "bad_request", "cost_usd");
     let first = app.attempt(json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 0.1})).await;
     let retry = app.post("/api/v1/attempts", &json!({"report_id": r, "agent": "a", "verdict": "error", "verdict_source": "deterministic", "attempt_key": "k1", "cost_usd": 0.1})).await;
@@ -93,7 +155,10 @@ async fn attempts_list_pages_newest_first() {
     assert_eq!(p2["items"].as_array().unwrap().len(), 2);
     assert!(p2["next_cursor"].is_null());
     assert_eq!(app.get("/api/v1/attempts?agent=odd").await.body["items"].as_array().unwrap().len(), 2);
-    assert_eq!(app.get(&format!("/api/v1/attempts?report_id={}", ids[0])).await.body["items"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        app.get(&format!("/api/v1/attempts?report_id={}", ids[0])).await.body["items"].as_array().unwrap().len(),
+        3
+    );
     assert_error(&app.get("/api/v1/attempts?report_id=abc").await, 400, "bad_request", "report_id");
     assert_error(&app.get("/api/v1/attempts?cursor=abc").await, 400, "bad_request", "cursor");
 }
@@ -102,13 +167,22 @@ async fn attempts_list_pages_newest_first() {
 async fn a_human_review_turns_a_lead_into_a_confirmation_and_back() {
     let app = crate::helpers::spawn_app().await;
     app.project("r/one").await;
-    let report = app.report(serde_json::json!({"project": "r/one", "external_id": "1", "title": "loss is nan",
-        "oracle": {"kind": "llm_judge"}})).await;
-    let lead = app.attempt(serde_json::json!({"report_id": report, "agent": "x", "verdict": "lead", "verdict_source": "llm"})).await;
+    let report = app
+        .report(serde_json::json!({"project": "r/one", "external_id": "1", "title": "loss is nan",
+        "oracle": {"kind": "llm_judge"}}))
+        .await;
+    let lead = app
+        .attempt(serde_json::json!({"report_id": report, "agent": "x", "verdict": "lead", "verdict_source": "llm"}))
+        .await;
     let id = lead["id"].as_i64().unwrap();
     assert_eq!(lead["counts"], false, "a lead does not count");
     assert_eq!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "needs_review");
-    let r = app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "comment": "ran it myself"})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/attempts/{id}/review"),
+            &serde_json::json!({"review": "accepted", "comment": "ran it myself"}),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!((r.body["verdict"].as_str(), r.body["counts"].as_bool()), (Some("confirmed"), Some(true)));
     assert_eq!(r.body["review_comment"], "ran it myself");
@@ -118,9 +192,37 @@ async fn a_human_review_turns_a_lead_into_a_confirmation_and_back() {
     assert_eq!((r.body["verdict"].as_str(), r.body["counts"].as_bool()), (Some("lead"), Some(false)), "{}", r.body);
     assert_ne!(app.get(&format!("/api/v1/reports/{report}")).await.body["status"], "reproduced");
     // Wrong input is named.
-    let h = app.attempt(serde_json::json!({"report_id": report, "agent": "y", "verdict": "hypothesis", "verdict_source": "llm"})).await;
-    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{}/review", h["id"]), &serde_json::json!({"review": "accepted"})).await, 400, "bad_request", "hypothesis");
-    crate::helpers::assert_error(&app.post("/api/v1/attempts/99999/review", &serde_json::json!({"review": "accepted"})).await, 404, "not_found", "99999");
-    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "maybe"})).await, 400, "bad_request", "review");
-    crate::helpers::assert_error(&app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "accepted", "reviewer": "someone else"})).await, 400, "bad_request", "unknown field `reviewer`");
+    let h = app
+        .attempt(
+            serde_json::json!({"report_id": report, "agent": "y", "verdict": "hypothesis", "verdict_source": "llm"}),
+        )
+        .await;
+    crate::helpers::assert_error(
+        &app.post(&format!("/api/v1/attempts/{}/review", h["id"]), &serde_json::json!({"review": "accepted"})).await,
+        400,
+        "bad_request",
+        "hypothesis",
+    );
+    crate::helpers::assert_error(
+        &app.post("/api/v1/attempts/99999/review", &serde_json::json!({"review": "accepted"})).await,
+        404,
+        "not_found",
+        "99999",
+    );
+    crate::helpers::assert_error(
+        &app.post(&format!("/api/v1/attempts/{id}/review"), &serde_json::json!({"review": "maybe"})).await,
+        400,
+        "bad_request",
+        "review",
+    );
+    crate::helpers::assert_error(
+        &app.post(
+            &format!("/api/v1/attempts/{id}/review"),
+            &serde_json::json!({"review": "accepted", "reviewer": "someone else"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "unknown field `reviewer`",
+    );
 }

@@ -1,7 +1,7 @@
 //! `GET /api/v1/charts/{name}`: SVG drawn from the same figures as the JSON
 //! endpoints, for the same parameters; bad parameters are 400s naming them.
 
-use crate::helpers::{assert_error, spawn_app, spawn_app_with_demo, TestApp};
+use crate::helpers::{TestApp, assert_error, spawn_app, spawn_app_with_demo};
 
 /// The chart's SVG, after checking it is one.
 async fn svg(app: &TestApp, path: &str) -> String {
@@ -71,7 +71,12 @@ async fn names_in_a_chart_are_text_never_markup() {
     let report = app.report(serde_json::json!({"project": "a/b", "external_id": "1", "title": "t"})).await;
     let agent = "<img src=x onerror=alert(1)>";
     app.attempt(serde_json::json!({"report_id": report, "agent": agent, "model": "m&<b>", "verdict": "reproduced", "verdict_source": "human", "cost_usd": 0.5, "wall_seconds": 30.0})).await;
-    for path in ["/api/v1/charts/rate?group_by=agent", "/api/v1/charts/reports?group_by=model", "/api/v1/charts/cdf?metric=cost_usd", "/api/v1/charts/cost-both-ways"] {
+    for path in [
+        "/api/v1/charts/rate?group_by=agent",
+        "/api/v1/charts/reports?group_by=model",
+        "/api/v1/charts/cdf?metric=cost_usd",
+        "/api/v1/charts/cost-both-ways",
+    ] {
         let chart = svg(&app, path).await;
         assert!(!chart.contains("<img") && !chart.contains("<b>"), "{path}: markup from a name reached the SVG");
         assert!(chart.contains("&lt;img") || chart.contains("&lt;b&gt;"), "{path}: the name is shown, escaped");
@@ -91,15 +96,50 @@ async fn an_empty_view_still_draws_a_titled_chart() {
 async fn bad_chart_requests_name_what_is_wrong() {
     let app = spawn_app().await;
     assert_error(&app.get("/api/v1/charts/pie").await, 404, "not_found", "no chart `pie`; known: rate, reports");
-    assert_error(&app.get("/api/v1/charts/rate?width=10").await, 400, "bad_request", "width: `10` is not a width in pixels from 280 to 1600");
+    assert_error(
+        &app.get("/api/v1/charts/rate?width=10").await,
+        400,
+        "bad_request",
+        "width: `10` is not a width in pixels from 280 to 1600",
+    );
     assert_error(&app.get("/api/v1/charts/rate?width=wide").await, 400, "bad_request", "width: `wide`");
-    assert_error(&app.get("/api/v1/charts/rate?colour=red").await, 400, "bad_request", "unknown query parameter `colour`");
+    assert_error(
+        &app.get("/api/v1/charts/rate?colour=red").await,
+        400,
+        "bad_request",
+        "unknown query parameter `colour`",
+    );
     assert_error(&app.get("/api/v1/charts/rate?colour=red").await, 400, "bad_request", ", width");
-    assert_error(&app.get("/api/v1/charts/throughput?agent=x").await, 400, "bad_request", "unknown query parameter `agent`");
-    assert_error(&app.get("/api/v1/charts/rate?group_by=colour").await, 400, "bad_request", "group_by: unknown group_by `colour`");
+    assert_error(
+        &app.get("/api/v1/charts/throughput?agent=x").await,
+        400,
+        "bad_request",
+        "unknown query parameter `agent`",
+    );
+    assert_error(
+        &app.get("/api/v1/charts/rate?group_by=colour").await,
+        400,
+        "bad_request",
+        "group_by: unknown group_by `colour`",
+    );
     assert_error(&app.get("/api/v1/charts/rate?since=2026-02-30").await, 400, "bad_request", "since");
-    assert_error(&app.get("/api/v1/charts/histogram?group_by=agent").await, 400, "bad_request", "group_by: a histogram");
+    assert_error(
+        &app.get("/api/v1/charts/histogram?group_by=agent").await,
+        400,
+        "bad_request",
+        "group_by: a histogram",
+    );
     assert_error(&app.get("/api/v1/charts/spend?group_by=agent").await, 400, "bad_request", "by week only");
-    assert_error(&app.get("/api/v1/charts/oracle-kinds?project=no/such").await, 404, "not_found", "project `no/such` not found");
-    assert_error(&app.get("/api/v1/charts/rate?width=400&width=500").await, 400, "bad_request", "width: given more than once");
+    assert_error(
+        &app.get("/api/v1/charts/oracle-kinds?project=no/such").await,
+        404,
+        "not_found",
+        "project `no/such` not found",
+    );
+    assert_error(
+        &app.get("/api/v1/charts/rate?width=400&width=500").await,
+        400,
+        "bad_request",
+        "width: given more than once",
+    );
 }

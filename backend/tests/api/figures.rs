@@ -14,14 +14,27 @@ async fn every_grouping_answers_with_the_documented_fields() {
         assert_eq!(r.body["group_by"], g.as_str());
         let rows = r.body["rows"].as_array().unwrap();
         assert!(!rows.is_empty(), "{g} has rows");
-        for field in ["key", "reports", "reports_graded", "reports_reproduced", "rate", "rate_low", "rate_high", "attempts",
-            "cost_total_usd", "cost_per_reproduction_usd", "cost_mean_success_usd", "oracle_coverage"] {
+        for field in [
+            "key",
+            "reports",
+            "reports_graded",
+            "reports_reproduced",
+            "rate",
+            "rate_low",
+            "rate_high",
+            "attempts",
+            "cost_total_usd",
+            "cost_per_reproduction_usd",
+            "cost_mean_success_usd",
+            "oracle_coverage",
+        ] {
             assert!(rows[0].get(field).is_some(), "{g}: field {field} missing");
         }
         // the API's rows are exactly the shared math over storage's contributions
         let q = FiguresQuery { group_by: *g, ..Default::default() };
         let expected = figure_rows(app.storage.figure_contributions(&q, &ProjectScope::All).await.unwrap());
-        let got: Vec<failpass_shared::api::figures::FigureRow> = serde_json::from_value(r.body["rows"].clone()).unwrap();
+        let got: Vec<failpass_shared::api::figures::FigureRow> =
+            serde_json::from_value(r.body["rows"].clone()).unwrap();
         assert_rows_close(&got, &expected, g.as_str());
     }
     let week = app.get("/api/v1/figures?group_by=week").await.body;
@@ -66,7 +79,12 @@ async fn empty_database_gives_no_rows_and_no_nan() {
 #[tokio::test]
 async fn bad_figure_parameters_are_400s() {
     let app = spawn_app().await;
-    assert_error(&app.get("/api/v1/figures?group_by=colour").await, 400, "bad_request", "group_by: unknown group_by `colour`");
+    assert_error(
+        &app.get("/api/v1/figures?group_by=colour").await,
+        400,
+        "bad_request",
+        "group_by: unknown group_by `colour`",
+    );
     assert_error(&app.get("/api/v1/figures?goal=win").await, 400, "bad_request", "goal");
     assert_error(&app.get("/api/v1/figures?limit=3").await, 400, "bad_request", "unknown query parameter `limit`");
     assert_error(&app.get("/api/v1/figures?route=x").await, 400, "bad_request", "route");
@@ -74,7 +92,11 @@ async fn bad_figure_parameters_are_400s() {
 
 /// Equal but for the last bit of a float (JSON parsing is not bit-exact).
 #[track_caller]
-pub fn assert_rows_close(a: &[failpass_shared::api::figures::FigureRow], b: &[failpass_shared::api::figures::FigureRow], what: &str) {
+pub fn assert_rows_close(
+    a: &[failpass_shared::api::figures::FigureRow],
+    b: &[failpass_shared::api::figures::FigureRow],
+    what: &str,
+) {
     let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
         (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
         (None, None) => true,
@@ -83,13 +105,35 @@ pub fn assert_rows_close(a: &[failpass_shared::api::figures::FigureRow], b: &[fa
     assert_eq!(a.len(), b.len(), "{what}");
     for (x, y) in a.iter().zip(b) {
         let ints = |r: &failpass_shared::api::figures::FigureRow| {
-            (r.key.clone(), r.reports, r.reports_graded, r.reports_reproduced, r.attempts, r.attempts_graded,
-             r.attempts_counting, r.attempts_lead, r.attempts_error, r.reports_with_oracle, r.reports_in_patch_test)
+            (
+                r.key.clone(),
+                r.reports,
+                r.reports_graded,
+                r.reports_reproduced,
+                r.attempts,
+                r.attempts_graded,
+                r.attempts_counting,
+                r.attempts_lead,
+                r.attempts_error,
+                r.reports_with_oracle,
+                r.reports_in_patch_test,
+            )
         };
         assert_eq!(ints(x), ints(y), "{what}");
         let floats = |r: &failpass_shared::api::figures::FigureRow| {
-            [r.rate, r.rate_low, r.rate_high, r.attempt_rate, r.lead_rate, Some(r.cost_total_usd), r.cost_per_reproduction_usd,
-             r.cost_mean_success_usd, r.cost_ratio, r.oracle_coverage, r.in_patch_test_share]
+            [
+                r.rate,
+                r.rate_low,
+                r.rate_high,
+                r.attempt_rate,
+                r.lead_rate,
+                Some(r.cost_total_usd),
+                r.cost_per_reproduction_usd,
+                r.cost_mean_success_usd,
+                r.cost_ratio,
+                r.oracle_coverage,
+                r.in_patch_test_share,
+            ]
         };
         for (i, (p, q)) in floats(x).into_iter().zip(floats(y)).enumerate() {
             assert!(close(p, q), "{what} {}: float #{i} {p:?} != {q:?}", x.key);
@@ -102,7 +146,8 @@ async fn oracle_coverage_by_kind_and_source() {
     let app = crate::helpers::spawn_app().await;
     app.project("o/one").await;
     app.report(serde_json::json!({"project": "o/one", "external_id": "1", "title": "a",
-        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest t.py", "authoring_minutes": 6}})).await;
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest t.py", "authoring_minutes": 6}}))
+        .await;
     app.report(serde_json::json!({"project": "o/one", "external_id": "2", "title": "b",
         "oracle": {"kind": "fail_to_pass", "source": "in_patch_test", "fail_to_pass": ["t::a"], "authoring_minutes": 10}})).await;
     app.report(serde_json::json!({"project": "o/one", "external_id": "3", "title": "c", "body": "```python\nf()\n```\nTraceback (most recent call last):\nValueError: bad\n"})).await;
@@ -115,7 +160,12 @@ async fn oracle_coverage_by_kind_and_source() {
     assert_eq!(s["authored_oracles"], 2);
     assert_eq!(s["authoring_minutes_total"], 16.0);
     assert_eq!(s["authoring_minutes_median"], 8.0);
-    let kinds: Vec<(String, i64)> = s["by_kind"].as_array().unwrap().iter().map(|k| (k["kind"].as_str().unwrap().to_owned(), k["reports"].as_i64().unwrap())).collect();
+    let kinds: Vec<(String, i64)> = s["by_kind"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kind"].as_str().unwrap().to_owned(), k["reports"].as_i64().unwrap()))
+        .collect();
     assert_eq!(kinds, [("fail_to_pass".to_owned(), 2), ("crash_signature".to_owned(), 1), ("none".to_owned(), 1)]);
     let sources: Vec<Option<&str>> = s["by_source"].as_array().unwrap().iter().map(|k| k["source"].as_str()).collect();
     assert_eq!(sources.len(), 3, "authored, in_patch_test, derived: {sources:?}");
@@ -145,12 +195,30 @@ async fn crossed_groupings_carry_their_parts() {
     let route = app.get("/api/v1/figures?group_by=route&route=agent_first").await.body;
     assert_eq!(sum, route["rows"][0]["attempts"].as_u64().unwrap());
     let single = app.get("/api/v1/figures?group_by=agent").await.body;
-    assert!(single.get("then_by").is_none() && single["rows"][0].get("keys").is_none(), "one dimension stays as it was");
+    assert!(
+        single.get("then_by").is_none() && single["rows"][0].get("keys").is_none(),
+        "one dimension stays as it was"
+    );
     assert_error(&app.get("/api/v1/figures?group_by=route,route").await, 400, "bad_request", "twice");
-    assert_error(&app.get("/api/v1/figures?group_by=route,agent,model,week").await, 400, "bad_request", "at most 3 dimensions");
-    assert_error(&app.get("/api/v1/figures?since=yesterday").await, 400, "bad_request", "since: `yesterday` is not a day");
+    assert_error(
+        &app.get("/api/v1/figures?group_by=route,agent,model,week").await,
+        400,
+        "bad_request",
+        "at most 3 dimensions",
+    );
+    assert_error(
+        &app.get("/api/v1/figures?since=yesterday").await,
+        400,
+        "bad_request",
+        "since: `yesterday` is not a day",
+    );
     for path in ["figures", "reports", "throughput"] {
-        assert_error(&app.get(&format!("/api/v1/{path}?since=2026-03-02&until=2026-03-01")).await, 400, "bad_request", "is after until");
+        assert_error(
+            &app.get(&format!("/api/v1/{path}?since=2026-03-02&until=2026-03-01")).await,
+            400,
+            "bad_request",
+            "is after until",
+        );
     }
 }
 
@@ -176,9 +244,15 @@ async fn distributions_count_every_attempt_once() {
     assert_eq!(by_agent["unit"], "seconds");
     let groups = by_agent["groups"].as_array().unwrap();
     assert!(groups.len() > 1);
-    let edges = |g: &serde_json::Value| g["histogram"].as_array().unwrap().iter().map(|b| b["low"].clone()).collect::<Vec<_>>();
+    let edges =
+        |g: &serde_json::Value| g["histogram"].as_array().unwrap().iter().map(|b| b["low"].clone()).collect::<Vec<_>>();
     assert!(groups.iter().all(|g| edges(g) == edges(&groups[0])), "groups share their bins");
-    assert_error(&app.get("/api/v1/distributions?metric=tokens").await, 400, "bad_request", "metric: unknown metric `tokens`");
+    assert_error(
+        &app.get("/api/v1/distributions?metric=tokens").await,
+        400,
+        "bad_request",
+        "metric: unknown metric `tokens`",
+    );
     assert_error(&app.get("/api/v1/distributions?group_by=agent,model").await, 400, "bad_request", "one dimension");
     assert_error(&app.get("/api/v1/distributions?x=1").await, 400, "bad_request", "metric");
 }
@@ -192,7 +266,10 @@ async fn throughput_matches_the_report_statuses() {
     let count = |status: &str| {
         let app = &app;
         let status = status.to_owned();
-        async move { app.get(&format!("/api/v1/reports?status={status}&limit=500")).await.body["items"].as_array().unwrap().len() as u64 }
+        async move {
+            app.get(&format!("/api/v1/reports?status={status}&limit=500")).await.body["items"].as_array().unwrap().len()
+                as u64
+        }
     };
     let backlog = count("new").await + count("in_progress").await + count("needs_review").await;
     assert_eq!(t["backlog"].as_u64().unwrap(), backlog);
@@ -206,9 +283,17 @@ async fn throughput_matches_the_report_statuses() {
     assert!(t["time_to_reproduction_median_hours"].as_f64().unwrap() >= 0.0);
     let one = app.get("/api/v1/throughput?project=pytorch/pytorch").await.body;
     assert!(one["reports"].as_u64().unwrap() < t["reports"].as_u64().unwrap());
-    assert_error(&app.get("/api/v1/throughput?group_by=week").await, 400, "bad_request", "unknown query parameter `group_by`");
+    assert_error(
+        &app.get("/api/v1/throughput?group_by=week").await,
+        400,
+        "bad_request",
+        "unknown query parameter `group_by`",
+    );
     let facets = app.get("/api/v1/facets").await.body;
-    assert!(facets["agents"].as_array().unwrap().len() > 1 && !facets["models"].as_array().unwrap().is_empty(), "{facets}");
+    assert!(
+        facets["agents"].as_array().unwrap().len() > 1 && !facets["models"].as_array().unwrap().is_empty(),
+        "{facets}"
+    );
 }
 
 #[tokio::test]
@@ -218,15 +303,24 @@ async fn llm_precision_pairs_leads_with_later_deterministic_grades() {
     let oracle = serde_json::json!({"kind": "fail_to_pass", "source": "authored", "command": "pytest t.py"});
     let mut ids = Vec::new();
     for ext in ["a", "b", "c", "d"] {
-        ids.push(app.report(serde_json::json!({"project": "l/p", "external_id": ext, "title": ext, "oracle": oracle})).await);
+        ids.push(
+            app.report(serde_json::json!({"project": "l/p", "external_id": ext, "title": ext, "oracle": oracle})).await,
+        );
     }
     let attempt = |report: i64, verdict: &str, source: &str, day: u32| {
         serde_json::json!({"report_id": report, "agent": format!("{source}-{day}"), "verdict": verdict, "verdict_source": source,
             "started_at": format!("2026-01-{day:02}T00:00:00Z")})
     };
     // a: the lead was right; b: wrong; c: never checked; d: checked before the lead, so not a check of it
-    for (r, v, s, d) in [(0, "lead", "llm", 1), (0, "reproduced", "deterministic", 2), (1, "lead", "llm", 1), (1, "not_reproduced", "deterministic", 2),
-        (2, "lead", "llm", 1), (3, "reproduced", "deterministic", 1), (3, "lead", "llm", 2)] {
+    for (r, v, s, d) in [
+        (0, "lead", "llm", 1),
+        (0, "reproduced", "deterministic", 2),
+        (1, "lead", "llm", 1),
+        (1, "not_reproduced", "deterministic", 2),
+        (2, "lead", "llm", 1),
+        (3, "reproduced", "deterministic", 1),
+        (3, "lead", "llm", 2),
+    ] {
         app.attempt(attempt(ids[r], v, s, d)).await;
     }
     let s = app.get("/api/v1/oracles?project=l/p").await.body;

@@ -24,8 +24,14 @@ async fn unknown_api_routes_and_methods_are_json_errors() {
     assert_eq!(body["code"], "method_not_allowed");
     assert!(body["message"].as_str().unwrap().contains("/api/v1/reports"), "{body}");
     // outside /api/v1 too: JSON, and never the dashboard's 200 for a non-GET
-    for (method, path, status) in [("POST", "/api/v1", 404), ("POST", "/api/", 404), ("DELETE", "/api/v1/nope", 404),
-                                   ("POST", "/attempts", 405), ("POST", "/healthz", 405), ("GET", "/api/", 404)] {
+    for (method, path, status) in [
+        ("POST", "/api/v1", 404),
+        ("POST", "/api/", 404),
+        ("DELETE", "/api/v1/nope", 404),
+        ("POST", "/attempts", 405),
+        ("POST", "/healthz", 405),
+        ("GET", "/api/", 404),
+    ] {
         let r = app.client.request(method.parse().unwrap(), format!("{}{path}", app.base)).send().await.unwrap();
         assert_eq!(r.status(), status, "{method} {path}");
         let body: serde_json::Value = r.json().await.unwrap_or_else(|_| panic!("{method} {path}: not JSON"));
@@ -64,17 +70,23 @@ async fn demo_fills_an_empty_database_once() {
     let all = &figures["rows"][0];
     assert!(all["reports"].as_u64().unwrap() >= 30);
     // every verdict appears in the demo
-    for verdict in ["reproduced", "confirmed", "lead", "not_reproduced", "hypothesis", "error", "resolved", "unresolved"] {
+    for verdict in
+        ["reproduced", "confirmed", "lead", "not_reproduced", "hypothesis", "error", "resolved", "unresolved"]
+    {
         let page = app.get(&format!("/api/v1/attempts?verdict={verdict}&limit=1")).await;
         assert_eq!(page.body["items"].as_array().unwrap().len(), 1, "demo has no `{verdict}` attempt");
     }
     // all three routes
     let routes = app.get("/api/v1/figures?group_by=route").await.body;
-    let keys: Vec<_> = routes["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect();
+    let keys: Vec<_> =
+        routes["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect();
     assert_eq!(keys, ["agent_first", "human_first", "hypothesis"]);
     // seeding again changes nothing
     let before = app.storage.list_reports(&Default::default(), &failpass::db::ProjectScope::All).await.unwrap();
-    let again = failpass::demo::seed_if_empty(app.storage.as_ref(), &Default::default(), std::path::Path::new("unused")).await.unwrap();
+    let again =
+        failpass::demo::seed_if_empty(app.storage.as_ref(), &Default::default(), std::path::Path::new("unused"))
+            .await
+            .unwrap();
     assert!(again.is_none());
     let after = app.storage.list_reports(&Default::default(), &failpass::db::ProjectScope::All).await.unwrap();
     assert_eq!(before, after);

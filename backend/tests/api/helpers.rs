@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use failpass::db::{self, Storage};
 use failpass::startup::{App, AppConfig};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sqlx::Connection;
 use tempfile::TempDir;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use failpass::db::ProjectScope;
-use failpass::import::{run, Format, Importer};
+use failpass::import::{Format, Importer, run};
 use failpass_shared::api::import::{AgentFigures, ImportSummary};
 use failpass_shared::api::reports::ReportListQuery;
 use failpass_shared::routing::RoutingConfig;
@@ -19,7 +19,11 @@ fn real(name: &str) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/real"));
     let p = dir.join(name);
-    assert!(p.exists(), "{} is missing: the team's shared/ folder must sit beside the checkout (or set FAILPASS_SHARED_DATA)", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: the team's shared/ folder must sit beside the checkout (or set FAILPASS_SHARED_DATA)",
+        p.display()
+    );
     p
 }
 
@@ -51,7 +55,9 @@ async fn swebench_lite_instances_become_reports_with_in_patch_oracles() {
         tests += o.fail_to_pass.len();
     }
     assert_eq!(tests, 1040, "FAIL_TO_PASS tests in MANIFEST.txt");
-    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    let fig = failpass_shared::figures::figure_rows(
+        s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+    );
     assert_eq!(fig[0].in_patch_test_share, Some(1.0), "oracle coverage with source in_patch_test is 300/300");
 
     let again = import_file(s.as_ref(), Format::SwebenchInstances, "swebench_lite_test.jsonl").await;
@@ -78,7 +84,9 @@ async fn swebench_leaderboard_reproduces_the_published_figures_and_shows_its_qui
         ("Gemini 2.5 Pro", 268, 144.19),
         ("GPT-5 nano", 174, 19.04),
     ] {
-        let full = agents.iter().find(|a| a.agent.name.starts_with(name) && a.agent.name.ends_with("[bash-only]"))
+        let full = agents
+            .iter()
+            .find(|a| a.agent.name.starts_with(name) && a.agent.name.ends_with("[bash-only]"))
             .unwrap_or_else(|| panic!("no bash-only agent {name}"));
         let c = full.computed.as_ref().unwrap();
         assert_eq!((c.reports_graded, c.reports_reproduced), (500, resolved), "{name}");
@@ -91,7 +99,10 @@ async fn swebench_leaderboard_reproduces_the_published_figures_and_shows_its_qui
     assert!((c.api_calls_mean.unwrap() - 13.208).abs() < 0.0005, "{:?}", c.api_calls_mean);
 
     // The known quirks are shown, not hidden.
-    let c4 = agents.iter().find(|a| a.agent.name.starts_with("Claude 4 Sonnet") && a.agent.name.ends_with("[bash-only]")).unwrap();
+    let c4 = agents
+        .iter()
+        .find(|a| a.agent.name.starts_with("Claude 4 Sonnet") && a.agent.name.ends_with("[bash-only]"))
+        .unwrap();
     assert_eq!(c4.computed.as_ref().unwrap().reports_reproduced, 324);
     assert!(c4.discrepancies.iter().any(|d| d.contains("64.93%") && d.contains("64.80%")), "{:?}", c4.discrepancies);
     let c37 = agents.iter().find(|a| a.agent.name.starts_with("Claude 3.7 Sonnet")).unwrap();
@@ -109,7 +120,12 @@ async fn swebench_leaderboard_reproduces_the_published_figures_and_shows_its_qui
 
     // The same rows through /api/v1/figures
     let fig = app.get("/api/v1/figures?group_by=agent&goal=fix").await.body;
-    let row = fig["rows"].as_array().unwrap().iter().find(|r| r["key"].as_str().unwrap().starts_with("GPT-5 (2025-08-07)")).unwrap();
+    let row = fig["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"].as_str().unwrap().starts_with("GPT-5 (2025-08-07)"))
+        .unwrap();
     assert_eq!(row["reports_reproduced"], 325);
 
     let again = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_leaderboards_dev.json").await;
@@ -152,7 +168,12 @@ async fn ndjson_rejects_bad_lines_by_number_and_keeps_the_rest() {
     assert_eq!(status, 200);
     assert_eq!((s.records, s.created, s.rejected), (8, 3, 5), "{s:?}");
     let lines: Vec<(u64, Option<&str>)> = s.rejections.iter().map(|r| (r.record, r.field.as_deref())).collect();
-    assert_eq!(lines, [(3, None), (4, Some("title")), (5, None), (8, Some("report")), (9, Some("cost_usd"))], "{:?}", s.rejections);
+    assert_eq!(
+        lines,
+        [(3, None), (4, Some("title")), (5, None), (8, Some("report")), (9, Some("cost_usd"))],
+        "{:?}",
+        s.rejections
+    );
     assert!(s.rejections[0].message.contains("line 3"), "{:?}", s.rejections[0]);
     assert!(s.rejections[2].message.contains("robot"), "{:?}", s.rejections[2]);
     let report = app.get("/api/v1/reports?project=a/lib").await.body;
@@ -163,14 +184,20 @@ async fn ndjson_rejects_bad_lines_by_number_and_keeps_the_rest() {
     assert_eq!((again.created, again.updated, again.unchanged, again.rejected), (0, 0, 3, 5), "{again:?}");
     assert_eq!(app.get("/api/v1/attempts?project=a/lib").await.body["items"].as_array().unwrap().len(), 1);
 
-    assert_error(&app.post_raw("/api/v1/import?format=excel", Some("application/x-ndjson"), "").await, 400, "bad_request", "format: unknown format `excel`");
+    assert_error(
+        &app.post_raw("/api/v1/import?format=excel", Some("application/x-ndjson"), "").await,
+        400,
+        "bad_request",
+        "format: unknown format `excel`",
+    );
 }
 
 #[test]
 fn the_cli_prints_a_summary_and_exits_3_when_records_were_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.ndjson");
-    std::fs::write(&input, "{\"kind\":\"project\",\"slug\":\"a/b\"}\n{\"kind\":\"project\",\"slug\":\"bad slug\"}\n").unwrap();
+    std::fs::write(&input, "{\"kind\":\"project\",\"slug\":\"a/b\"}\n{\"kind\":\"project\",\"slug\":\"bad slug\"}\n")
+        .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_failpass"))
         .args(["import", "--format", "ndjson", "--data-dir"])
         .arg(dir.path())
@@ -207,8 +234,17 @@ async fn github_issues_import_skips_pull_requests_and_keeps_labels() {
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 36);
     q.filter.label = Some("enhancement".into());
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 88);
-    let one = s.list_reports(&ReportListQuery { limit: 1, ..Default::default() }, &ProjectScope::All).await.unwrap().items.remove(0);
-    assert!(one.url.as_deref().unwrap().starts_with("https://github.com/huggingface/datasets/issues/"), "{:?}", one.url);
+    let one = s
+        .list_reports(&ReportListQuery { limit: 1, ..Default::default() }, &ProjectScope::All)
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    assert!(
+        one.url.as_deref().unwrap().starts_with("https://github.com/huggingface/datasets/issues/"),
+        "{:?}",
+        one.url
+    );
     let again = import_file(s.as_ref(), Format::GithubIssues, "hf_datasets_issues_api.jsonl").await;
     assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 571), "importing twice changes nothing");
     assert_eq!(again.skipped, 430);
@@ -245,31 +281,45 @@ async fn reroute_applies_a_changed_configuration_and_counts_route_changes() {
 async fn the_shipped_dl_bug_mapping_gives_85_of_102() {
     let (s, _dir) = sqlite_storage().await;
     let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/dlbugs_manual_reproduction.toml");
-    let options = failpass::import::ImportOptions { mapping: Some(failpass::import::mapping::load(&mapping_path).unwrap()), ..Default::default() };
+    let options = failpass::import::ImportOptions {
+        mapping: Some(failpass::import::mapping::load(&mapping_path).unwrap()),
+        ..Default::default()
+    };
     let routing = RoutingConfig::default();
     let file = tokio::fs::File::open(real("dlbugs_manual_reproduction_stackoverflow.csv")).await.unwrap();
     let mut importer = Importer::new(s.as_ref(), &routing);
     run(&mut importer, Format::Csv, tokio::io::BufReader::new(file), &options).await.unwrap();
     let summary = importer.finish().await.unwrap();
     assert_eq!((summary.created, summary.rejected), (1 + 102 + 102, 0), "{:?}", summary.rejections);
-    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
-    assert_eq!((fig[0].reports, fig[0].reports_graded, fig[0].reports_reproduced), (102, 102, 85), "MANIFEST.txt: 85 of 102");
+    let fig = failpass_shared::figures::figure_rows(
+        s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+    );
+    assert_eq!(
+        (fig[0].reports, fig[0].reports_graded, fig[0].reports_reproduced),
+        (102, 102, 85),
+        "MANIFEST.txt: 85 of 102"
+    );
     let mut q = ReportListQuery { limit: 500, ..Default::default() };
     q.filter.label = Some("PyTorch".into());
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 34, "framework kept as a label");
     q.filter.label = Some("Training Bug".into());
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 29, "bug type kept as a label");
-    let a = s.list_attempts(&failpass_shared::api::attempts::AttemptListQuery { limit: 500, ..Default::default() }, &ProjectScope::All).await.unwrap().items;
+    let a = s
+        .list_attempts(
+            &failpass_shared::api::attempts::AttemptListQuery { limit: 500, ..Default::default() },
+            &ProjectScope::All,
+        )
+        .await
+        .unwrap()
+        .items;
     assert_eq!(a.len(), 102);
     assert!(a.iter().all(|a| a.agent == "human" && a.wall_seconds.is_some_and(|w| w >= 60.0)), "Time Taken is minutes");
 }
 
 #[test]
 fn mapping_errors_name_the_row_and_field() {
-    let m: failpass::import::mapping::Mapping = toml::from_str(
-        "project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{missing}\"\n",
-    )
-    .unwrap();
+    let m: failpass::import::mapping::Mapping =
+        toml::from_str("project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{missing}\"\n").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
@@ -308,19 +358,26 @@ async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>,
 async fn the_shipped_libro_mapping_joins_defects4j_and_gives_251_and_149() {
     let (s, _dir, summary) = import_libro("libro_ranking_d4j.csv").await;
     assert_eq!(summary.rejected, 0, "{:?}", summary.rejections);
-    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    let fig = failpass_shared::figures::figure_rows(
+        s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+    );
     assert_eq!((fig[0].reports, fig[0].reports_reproduced), (570, 251), "MANIFEST.txt: 251 reproduced");
     assert_eq!(fig[0].oracle_coverage, Some(1.0), "every bug has Defects4J's failing tests as its oracle");
     let chart1 = s.find_report("coinse/defects4j", "Chart_1").await.unwrap().unwrap();
     let o = s.get_report(chart1, &ProjectScope::All).await.unwrap().unwrap().oracle.unwrap();
-    assert_eq!(o.fail_to_pass, ["org.jfree.chart.renderer.category.junit.AbstractCategoryItemRendererTests::test2947660"]);
+    assert_eq!(
+        o.fail_to_pass,
+        ["org.jfree.chart.renderer.category.junit.AbstractCategoryItemRendererTests::test2947660"]
+    );
 
     let (s, _dir, summary) = import_libro("libro_ranking_d4j_selected_th1.csv").await;
     assert_eq!(summary.rejected, 0);
     let mut q = ReportListQuery { limit: 500, ..Default::default() };
     q.filter.label = Some("rank 1".into());
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 149, "first-rank successes");
-    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    let fig = failpass_shared::figures::figure_rows(
+        s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+    );
     assert_eq!((fig[0].reports, fig[0].reports_reproduced), (350, 219));
 }
 
@@ -328,13 +385,24 @@ async fn the_shipped_libro_mapping_joins_defects4j_and_gives_251_and_149() {
 async fn junit_results_become_a_run_of_an_attempt() {
     let app = spawn_app().await;
     app.project("a/lib").await;
-    let report = app.report(json!({"project": "a/lib", "external_id": "1", "title": "logsumexp overflows",
-        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest test_ops.py"}})).await;
-    let attempt = app.attempt(json!({"report_id": report, "agent": "x", "verdict": "reproduced", "verdict_source": "deterministic"})).await;
+    let report = app
+        .report(json!({"project": "a/lib", "external_id": "1", "title": "logsumexp overflows",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest test_ops.py"}}))
+        .await;
+    let attempt = app
+        .attempt(json!({"report_id": report, "agent": "x", "verdict": "reproduced", "verdict_source": "deterministic"}))
+        .await;
     let id = attempt["id"].as_i64().unwrap();
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-junit.xml");
     let xml = std::fs::read_to_string(&fixture).unwrap();
-    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).header("content-type", "application/xml").body(xml.clone()).send().await.unwrap();
+    let r = app
+        .client
+        .post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base))
+        .header("content-type", "application/xml")
+        .body(xml.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (1, 0));
@@ -345,16 +413,40 @@ async fn junit_results_become_a_run_of_an_attempt() {
     assert_eq!(run["failing_tests"], json!(["test_ops::test_logsumexp_large", "test_ops::test_errors"]));
     assert_eq!(run["passing_tests"].as_array().unwrap().len(), 3);
     assert_eq!(run["started_at"], "2026-12-02T11:18:29Z", "the suite's timestamp, in whole seconds");
-    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base)).header("content-type", "application/xml").body(xml.clone()).send().await.unwrap();
+    let r = app
+        .client
+        .post(format!("{}/api/v1/import?format=junit&attempt={id}&environment=buggy", app.base))
+        .header("content-type", "application/xml")
+        .body(xml.clone())
+        .send()
+        .await
+        .unwrap();
     let again: ImportSummary = r.json().await.unwrap();
     assert_eq!((again.created, again.unchanged), (0, 1), "the same results twice are one run");
     assert_eq!(app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].as_array().unwrap().len(), 1);
-    let r = app.client.post(format!("{}/api/v1/import?format=junit&attempt=9999&environment=fixed", app.base)).header("content-type", "application/xml").body(xml).send().await.unwrap();
+    let r = app
+        .client
+        .post(format!("{}/api/v1/import?format=junit&attempt=9999&environment=fixed", app.base))
+        .header("content-type", "application/xml")
+        .body(xml)
+        .send()
+        .await
+        .unwrap();
     let s: ImportSummary = r.json().await.unwrap();
     assert_eq!((s.created, s.rejected), (0, 1));
     assert_eq!(s.rejections[0].field.as_deref(), Some("attempt"));
-    assert_error(&app.post_raw("/api/v1/import?format=junit&environment=fixed", Some("application/xml"), "<x/>").await, 400, "bad_request", "?attempt=");
-    assert_error(&app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", Some("application/xml"), "").await, 400, "bad_request", "environment");
+    assert_error(
+        &app.post_raw("/api/v1/import?format=junit&environment=fixed", Some("application/xml"), "<x/>").await,
+        400,
+        "bad_request",
+        "?attempt=",
+    );
+    assert_error(
+        &app.post_raw("/api/v1/import?format=junit&attempt=1&environment=sideways", Some("application/xml"), "").await,
+        400,
+        "bad_request",
+        "environment",
+    );
 }
 
 #[tokio::test]
@@ -382,10 +474,22 @@ async fn ndjson_carries_runs_by_attempt_key() {
     assert_eq!((first.created, first.rejected), (5, 3), "{first:?}");
     let why: Vec<(u64, Option<&str>)> = first.rejections.iter().map(|r| (r.record, r.field.as_deref())).collect();
     assert_eq!(why, [(6, Some("attempt")), (7, None), (8, Some("attempt_id"))], "{:?}", first.rejections);
-    assert!(first.rejections[0].message.contains("attempt `nope` by `x` on a/lib#7"), "{}", first.rejections[0].message);
-    assert!(first.rejections[1].message.contains("line 7") && first.rejections[1].message.contains("sideways"), "{}", first.rejections[1].message);
+    assert!(
+        first.rejections[0].message.contains("attempt `nope` by `x` on a/lib#7"),
+        "{}",
+        first.rejections[0].message
+    );
+    assert!(
+        first.rejections[1].message.contains("line 7") && first.rejections[1].message.contains("sideways"),
+        "{}",
+        first.rejections[1].message
+    );
     let again: ImportSummary = post(body).await.json().await.unwrap();
-    assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 5), "importing twice changes nothing: {again:?}");
+    assert_eq!(
+        (again.created, again.updated, again.unchanged),
+        (0, 0, 5),
+        "importing twice changes nothing: {again:?}"
+    );
     let attempts = app.get("/api/v1/attempts?limit=5").await.body;
     let id = attempts["items"][0]["id"].as_i64().unwrap();
     let runs = app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].clone();
@@ -432,7 +536,9 @@ async fn json_records_take_the_same_mappings_as_csv() {
         assert_eq!(summary.rejections[0].record, 3);
         assert!(summary.rejections[0].message.contains("not a JSON object"));
     }
-    let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap());
+    let fig = failpass_shared::figures::figure_rows(
+        s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+    );
     assert_eq!((fig[0].reports, fig[0].reports_reproduced), (2, 1), "the second import changed nothing");
     let a = s.list_attempts(&Default::default(), &ProjectScope::All).await.unwrap().items;
     assert_eq!(a.len(), 2);

@@ -5,24 +5,36 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::helpers::{assert_error, spawn_app, spawn_pg_app, TestApp};
+use crate::helpers::{TestApp, assert_error, spawn_app, spawn_pg_app};
 
 async fn nul_is_named_everywhere(app: &TestApp) {
     app.project("n/ul").await;
-    assert_error(&app.post("/api/v1/reports", &json!({"project": "n/ul", "external_id": "1", "title": "a\u{0}b"})).await, 400, "bad_request", "title: contains a NUL character");
+    assert_error(
+        &app.post("/api/v1/reports", &json!({"project": "n/ul", "external_id": "1", "title": "a\u{0}b"})).await,
+        400,
+        "bad_request",
+        "title: contains a NUL character",
+    );
     assert_error(
         &app.post("/api/v1/reports", &json!({"project": "n/ul", "external_id": "1", "title": "t", "oracle": {"kind": "crash_signature", "source": "derived", "signature": "E\u{0}"}})).await,
         400,
         "bad_request",
         "oracle.signature",
     );
-    assert_error(&app.post("/api/v1/projects", &json!({"slug": "x/y", "description": "\u{0}"})).await, 400, "bad_request", "description: contains a NUL");
+    assert_error(
+        &app.post("/api/v1/projects", &json!({"slug": "x/y", "description": "\u{0}"})).await,
+        400,
+        "bad_request",
+        "description: contains a NUL",
+    );
     assert_error(&app.get("/api/v1/reports?q=%00").await, 400, "bad_request", "q: contains a NUL character");
     assert_error(&app.get("/api/v1/projects/a%00/b").await, 400, "bad_request", "path: contains a NUL character");
     // An escaped backslash followed by u0000 is text, not a NUL.
-    let r = app.post("/api/v1/reports", &json!({"project": "n/ul", "external_id": "2", "title": "\\u0000 in a title"})).await;
+    let r = app
+        .post("/api/v1/reports", &json!({"project": "n/ul", "external_id": "2", "title": "\\u0000 in a title"}))
+        .await;
     assert_eq!(r.status, 201, "{}", r.body);
     // An import: the bad line is rejected by name; every other record of its batch is stored.
     let lines = [
@@ -37,7 +49,10 @@ async fn nul_is_named_everywhere(app: &TestApp) {
     let summary: Value = app.import_ndjson(body).await.json().await.unwrap();
     assert_eq!((summary["created"].as_u64(), summary["rejected"].as_u64()), (Some(4), Some(2)), "{summary}");
     let rejections = summary["rejections"].to_string();
-    assert!(rejections.contains("title: contains a NUL") && rejections.contains("agent: contains a NUL"), "{rejections}");
+    assert!(
+        rejections.contains("title: contains a NUL") && rejections.contains("agent: contains a NUL"),
+        "{rejections}"
+    );
     assert_eq!(app.get("/api/v1/reports?project=n%2Few").await.body["items"].as_array().unwrap().len(), 2);
     // Through a mapping-free format too (GitHub issues), and a form.
     let issue = json!({"number": 5, "title": "bad\u{0}", "body": "b", "state": "open", "html_url": "https://github.com/n/ew/issues/5", "created_at": "2024-01-01T00:00:00Z", "labels": [], "user": {"login": "x"}});
@@ -71,11 +86,19 @@ async fn nul_characters_are_refused_by_name_on_postgres() {
 async fn a_line_over_the_limit_is_rejected_and_the_rest_stored() {
     let app = spawn_app().await;
     app.project("l/ong").await;
-    let long = format!("{{\"kind\":\"report\",\"project\":\"l/ong\",\"external_id\":\"big\",\"title\":\"{}\"}}\n", "x".repeat(failpass::input::LINE_LIMIT + 1));
-    let body = format!("{{\"kind\":\"report\",\"project\":\"l/ong\",\"external_id\":\"1\",\"title\":\"a\"}}\n{long}{{\"kind\":\"report\",\"project\":\"l/ong\",\"external_id\":\"2\",\"title\":\"b\"}}\n");
+    let long = format!(
+        "{{\"kind\":\"report\",\"project\":\"l/ong\",\"external_id\":\"big\",\"title\":\"{}\"}}\n",
+        "x".repeat(failpass::input::LINE_LIMIT + 1)
+    );
+    let body = format!(
+        "{{\"kind\":\"report\",\"project\":\"l/ong\",\"external_id\":\"1\",\"title\":\"a\"}}\n{long}{{\"kind\":\"report\",\"project\":\"l/ong\",\"external_id\":\"2\",\"title\":\"b\"}}\n"
+    );
     let summary: Value = app.import_ndjson(body).await.json().await.unwrap();
     assert_eq!((summary["created"].as_u64(), summary["rejected"].as_u64()), (Some(2), Some(1)), "{summary}");
-    assert!(summary["rejections"][0]["message"].as_str().unwrap().contains("line 2: longer than the 8 MiB limit"), "{summary}");
+    assert!(
+        summary["rejections"][0]["message"].as_str().unwrap().contains("line 2: longer than the 8 MiB limit"),
+        "{summary}"
+    );
 }
 
 #[tokio::test]
@@ -85,19 +108,48 @@ async fn a_byte_order_mark_is_accepted_in_every_text_format() {
     let post = |format: &'static str, ct: &'static str, body: String| {
         let c = app.client.clone();
         let url = format!("{}/api/v1/import?format={format}", app.base);
-        async move { c.post(url).header("content-type", ct).body(format!("\u{feff}{body}")).send().await.unwrap().json::<Value>().await.unwrap() }
+        async move {
+            c.post(url)
+                .header("content-type", ct)
+                .body(format!("\u{feff}{body}"))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
     };
-    let s = post("ndjson", "application/x-ndjson", "{\"kind\":\"report\",\"project\":\"b/om\",\"external_id\":\"1\",\"title\":\"t\"}\n".into()).await;
+    let s = post(
+        "ndjson",
+        "application/x-ndjson",
+        "{\"kind\":\"report\",\"project\":\"b/om\",\"external_id\":\"1\",\"title\":\"t\"}\n".into(),
+    )
+    .await;
     assert_eq!((s["created"].as_u64(), s["rejected"].as_u64()), (Some(1), Some(0)), "{s}");
     let issues = std::fs::read_to_string("../../shared/data/real/hf_datasets_issues_api.jsonl")
-        .or_else(|_| std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/real/hf_datasets_issues_api.jsonl")))
+        .or_else(|_| {
+            std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/data/real/hf_datasets_issues_api.jsonl"
+            ))
+        })
         .unwrap();
     let first: String = issues.lines().take(3).map(|l| format!("{l}\n")).collect();
     let s = post("github-issues", "application/x-ndjson", first.clone()).await;
     assert_eq!(s["rejected"], 0, "{s}");
     assert!(s["records"].as_u64().unwrap() >= 3, "{s}");
-    let instances = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/real/swebench_lite_test.jsonl")).unwrap();
-    let s = post("swebench-instances", "application/x-ndjson", instances.lines().take(2).map(|l| format!("{l}\n")).collect()).await;
+    let instances = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/real/swebench_lite_test.jsonl"
+    ))
+    .unwrap();
+    let s = post(
+        "swebench-instances",
+        "application/x-ndjson",
+        instances.lines().take(2).map(|l| format!("{l}\n")).collect(),
+    )
+    .await;
     assert_eq!(s["rejected"], 0, "{s}");
     assert_eq!(s["records"].as_u64().unwrap() >= 2, true, "{s}");
 }
@@ -107,8 +159,17 @@ async fn junit_that_is_not_junit_never_stores_a_passing_run() {
     let app = spawn_app().await;
     app.project("j/u").await;
     let report = app.report(json!({"project": "j/u", "external_id": "1", "title": "t"})).await;
-    let attempt = app.attempt(json!({"report_id": report, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"})).await["id"].as_i64().unwrap();
-    for (doc, says) in [("", "empty"), ("all tests passed!", "text where"), ("<html/>", "<html>"), ("<testsuite name=\"s\"></testsuite>", "no test cases")] {
+    let attempt = app
+        .attempt(json!({"report_id": report, "agent": "a", "verdict": "hypothesis", "verdict_source": "llm"}))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    for (doc, says) in [
+        ("", "empty"),
+        ("all tests passed!", "text where"),
+        ("<html/>", "<html>"),
+        ("<testsuite name=\"s\"></testsuite>", "no test cases"),
+    ] {
         let r = app
             .client
             .post(format!("{}/api/v1/import?format=junit&attempt={attempt}&environment=buggy", app.base))
@@ -121,7 +182,10 @@ async fn junit_that_is_not_junit_never_stores_a_passing_run() {
         assert_eq!(s["rejected"], 1, "{doc:?}: {s}");
         assert!(s["rejections"][0]["message"].as_str().unwrap().contains(says), "{doc:?}: {s}");
     }
-    assert!(app.get(&format!("/api/v1/attempts/{attempt}")).await.body["runs"].as_array().unwrap().is_empty(), "no run was stored");
+    assert!(
+        app.get(&format!("/api/v1/attempts/{attempt}")).await.body["runs"].as_array().unwrap().is_empty(),
+        "no run was stored"
+    );
     // The command line says so too, with exit status 3.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("results.xml");
@@ -141,7 +205,10 @@ async fn junit_that_is_not_junit_never_stores_a_passing_run() {
 /// (util-linux `unshare`) with its SQLite file on a 4 MiB tmpfs.
 #[test]
 fn a_full_disk_answers_503_naming_the_cause() {
-    assert!(unsafe { libc::geteuid() } == 0, "this test mounts a small tmpfs: run it as root (as `cargo xtask test` does here)");
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "this test mounts a small tmpfs: run it as root (as `cargo xtask test` does here)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
@@ -159,7 +226,8 @@ fn a_full_disk_answers_503_naming_the_cause() {
         .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line.split_whitespace().find(|w| w.starts_with("http://")).expect(&line).trim_end_matches('/').to_owned();
+    let base =
+        line.split_whitespace().find(|w| w.starts_with("http://")).expect(&line).trim_end_matches('/').to_owned();
     let pid = child.id().to_string();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     // An admin and a personal token, made inside the server's namespace (the database lives there).
@@ -187,7 +255,14 @@ fn a_full_disk_answers_503_naming_the_cause() {
         assert_eq!(health.status(), 200);
         // Fill the disk from inside the server's namespace.
         let fill = Command::new("nsenter")
-            .args(["-t", &pid, "-m", "sh", "-c", &format!("dd if=/dev/zero of={}/filler bs=64k 2>/dev/null; sync", data.display())])
+            .args([
+                "-t",
+                &pid,
+                "-m",
+                "sh",
+                "-c",
+                &format!("dd if=/dev/zero of={}/filler bs=64k 2>/dev/null; sync", data.display()),
+            ])
             .status()
             .unwrap();
         let _ = fill;
@@ -204,7 +279,13 @@ fn a_full_disk_answers_503_naming_the_cause() {
         assert_eq!(status, 503, "{body}");
         assert!(body.contains("disk is full"), "{body}");
         // A write says the same, and nothing is half-written.
-        let write = || client.post(format!("{base}/api/v1/projects")).bearer_auth(&token).json(&json!({"slug": "full/disk", "description": "x".repeat(200_000)})).send();
+        let write = || {
+            client
+                .post(format!("{base}/api/v1/projects"))
+                .bearer_auth(&token)
+                .json(&json!({"slug": "full/disk", "description": "x".repeat(200_000)}))
+                .send()
+        };
         let r = write().await.unwrap();
         let (s, b) = (r.status().as_u16(), r.text().await.unwrap());
         assert_eq!(s, 503, "{b}");
@@ -218,7 +299,11 @@ fn a_full_disk_answers_503_naming_the_cause() {
             if r.status() == 200 {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(10), "still unhealthy with room: {}", r.text().await.unwrap());
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "still unhealthy with room: {}",
+                r.text().await.unwrap()
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let r = client.get(format!("{base}/api/v1/projects/full/disk")).bearer_auth(&token).send().await.unwrap();
@@ -236,14 +321,20 @@ async fn a_read_only_database_answers_503_naming_the_cause() {
     use sqlx::Connection;
     let (app, pg) = spawn_pg_app(Default::default()).await;
     assert_eq!(app.get("/healthz").await.status, 200);
-    let admin_url = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| crate::helpers::DEFAULT_TEST_DATABASE_URL.to_owned());
+    let admin_url =
+        std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| crate::helpers::DEFAULT_TEST_DATABASE_URL.to_owned());
     let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
     let name = pg.url.rsplit('/').next().unwrap().to_owned();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER DATABASE {name} SET default_transaction_read_only = on"))).execute(&mut admin).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()")))
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER DATABASE {name} SET default_transaction_read_only = on")))
         .execute(&mut admin)
         .await
         .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
     let start = Instant::now();
     let health = loop {
         let r = app.get("/healthz").await;
@@ -253,9 +344,17 @@ async fn a_read_only_database_answers_503_naming_the_cause() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_error(&health, 503, "unavailable", "postgres is unhealthy: it is read-only");
-    assert_error(&app.post("/api/v1/projects", &json!({"slug": "read/only"})).await, 503, "unavailable", "it is read-only; nothing was changed");
+    assert_error(
+        &app.post("/api/v1/projects", &json!({"slug": "read/only"})).await,
+        503,
+        "unavailable",
+        "it is read-only; nothing was changed",
+    );
     assert_eq!(app.get("/api/v1/projects").await.status, 200, "reads still work");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER DATABASE {name} SET default_transaction_read_only = off"))).execute(&mut admin).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER DATABASE {name} SET default_transaction_read_only = off")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
     admin.close().await.ok();
     drop(app);
     pg.drop_now().await;

@@ -25,13 +25,33 @@ async fn create_list_and_get_projects() {
 async fn bad_project_input_is_a_4xx_naming_the_field() {
     let app = spawn_app().await;
     app.project("jax-ml/jax").await;
-    assert_error(&app.post("/api/v1/projects", &json!({"slug": "jax-ml/jax"})).await, 409, "conflict", "already exists");
+    assert_error(
+        &app.post("/api/v1/projects", &json!({"slug": "jax-ml/jax"})).await,
+        409,
+        "conflict",
+        "already exists",
+    );
     assert_error(&app.post("/api/v1/projects", &json!({"slug": "a b"})).await, 400, "bad_request", "slug");
     assert_error(&app.post("/api/v1/projects", &json!({})).await, 400, "bad_request", "missing field `slug`");
-    assert_error(&app.post("/api/v1/projects", &json!({"slug": "x", "colour": 1})).await, 400, "bad_request", "unknown field `colour`");
+    assert_error(
+        &app.post("/api/v1/projects", &json!({"slug": "x", "colour": 1})).await,
+        400,
+        "bad_request",
+        "unknown field `colour`",
+    );
     assert_error(&app.post("/api/v1/projects", &json!({"slug": 5})).await, 400, "bad_request", "invalid type");
-    assert_error(&app.post_raw("/api/v1/projects", Some("application/json"), "{\"slug\":").await, 400, "bad_request", "invalid JSON");
-    assert_error(&app.post_raw("/api/v1/projects", None, "{\"slug\":\"x\"}").await, 415, "unsupported_media_type", "Content-Type");
+    assert_error(
+        &app.post_raw("/api/v1/projects", Some("application/json"), "{\"slug\":").await,
+        400,
+        "bad_request",
+        "invalid JSON",
+    );
+    assert_error(
+        &app.post_raw("/api/v1/projects", None, "{\"slug\":\"x\"}").await,
+        415,
+        "unsupported_media_type",
+        "Content-Type",
+    );
     // nothing half-written
     assert_eq!(app.get("/api/v1/projects").await.body.as_array().unwrap().len(), 1);
 }

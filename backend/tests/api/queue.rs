@@ -43,7 +43,10 @@ async fn priorities_dedup_and_no_double_claim() {
         assert!(!s.enqueue(&NewJob::verify(1, PRIORITY_MANUAL, true), t0()).await.unwrap().1);
         assert_eq!(s.complete(first.id, "w1", t0(), None).await.unwrap(), Finish::Done);
         assert_eq!(s.complete(second.id, "w2", t0(), None).await.unwrap(), Finish::Done);
-        assert!(s.enqueue(&NewJob::verify(1, PRIORITY_BULK, false), t0()).await.unwrap().1, "done jobs do not block a new one");
+        assert!(
+            s.enqueue(&NewJob::verify(1, PRIORITY_BULK, false), t0()).await.unwrap().1,
+            "done jobs do not block a new one"
+        );
         let leftover = s.claim("w1", t0(), lease()).await.unwrap().unwrap();
         s.complete(leftover.id, "w1", t0(), None).await.unwrap();
 
@@ -83,18 +86,28 @@ async fn expired_leases_are_reclaimed_and_stale_owners_fenced() {
         let (job, _) = s.enqueue(&NewJob::verify(7, PRIORITY_BULK, false), t0()).await.unwrap();
         let a = s.claim("dead", t0(), lease()).await.unwrap().unwrap();
         assert!(s.renew(a.id, "dead", t0() + Duration::seconds(10), lease()).await.unwrap(), "the holder renews");
-        assert!(s.claim("b", t0() + Duration::seconds(39), lease()).await.unwrap().is_none(), "renewed lease still held");
+        assert!(
+            s.claim("b", t0() + Duration::seconds(39), lease()).await.unwrap().is_none(),
+            "renewed lease still held"
+        );
         let b = s.claim("b", t0() + Duration::seconds(41), lease()).await.unwrap().unwrap();
         assert_eq!((b.id, b.tries, b.lease_owner.as_deref()), (job.id, 2, Some("b")), "expired lease reclaimed");
         // The old owner wakes up: everything it tries is fenced.
         assert!(!s.renew(job.id, "dead", t0() + Duration::seconds(42), lease()).await.unwrap());
         assert_eq!(s.complete(job.id, "dead", t0() + Duration::seconds(42), None).await.unwrap(), Finish::Fenced);
         assert_eq!(s.fail(job.id, "dead", t0() + Duration::seconds(42), "late", false).await.unwrap(), None);
-        assert_eq!(s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap().lease_owner.as_deref(), Some("b"));
+        assert_eq!(
+            s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap().lease_owner.as_deref(),
+            Some("b")
+        );
         assert_eq!(s.complete(job.id, "b", t0() + Duration::seconds(50), None).await.unwrap(), Finish::Done);
         let done = s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
         assert_eq!((done.status, done.finished_at), (JobStatus::Done, Some(t0() + Duration::seconds(50))));
-        assert_eq!(s.complete(job.id, "b", t0() + Duration::seconds(51), None).await.unwrap(), Finish::Fenced, "done is final");
+        assert_eq!(
+            s.complete(job.id, "b", t0() + Duration::seconds(51), None).await.unwrap(),
+            Finish::Fenced,
+            "done is final"
+        );
     })
     .await;
 }
@@ -111,7 +124,10 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
             if try_no < 3 {
                 assert_eq!(status, JobStatus::Queued, "transient: back to the queue");
                 let wait = failpass::db::jobs::backoff(try_no);
-                assert!(s.claim("w", now + wait - Duration::seconds(1), lease()).await.unwrap().is_none(), "not before the backoff");
+                assert!(
+                    s.claim("w", now + wait - Duration::seconds(1), lease()).await.unwrap().is_none(),
+                    "not before the backoff"
+                );
                 now += wait;
             } else {
                 assert_eq!(status, JobStatus::Failed, "tries exhausted");
@@ -128,7 +144,8 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
         assert_eq!(s.fail(j.id, "w", now, "attempt 10 does not exist", true).await.unwrap(), Some(JobStatus::Failed));
 
         // A worker that dies on the last try: the expired lease fails the job.
-        let (d, _) = s.enqueue(&NewJob { max_tries: 1, ..NewJob::verify(11, PRIORITY_BULK, false) }, now).await.unwrap();
+        let (d, _) =
+            s.enqueue(&NewJob { max_tries: 1, ..NewJob::verify(11, PRIORITY_BULK, false) }, now).await.unwrap();
         s.claim("gone", now, lease()).await.unwrap().unwrap();
         assert!(s.claim("w", now + Duration::seconds(60), lease()).await.unwrap().is_none());
         let dead = s.get_job(d.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap();

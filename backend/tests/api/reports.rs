@@ -1,8 +1,8 @@
 use std::collections::HashSet;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::helpers::{assert_error, spawn_app, TestApp};
+use crate::helpers::{TestApp, assert_error, spawn_app};
 
 const CRASH_BODY: &str = "On torch 2.4.1:\n```python\nimport torch\ntorch.logsumexp(torch.full((3,), 1e4, dtype=torch.half), 0)\n```\nTraceback (most recent call last):\n  File \"r.py\", line 2\nRuntimeError: value cannot be converted to type at::Half without overflow\n";
 
@@ -20,14 +20,20 @@ pub async fn seed_reports(app: &TestApp) -> Vec<i64> {
             .await,
         );
     }
-    ids.push(app.report(json!({
-        "project": "pytorch/pytorch", "external_id": "200", "title": "DDP hangs with torchrun on two nodes",
-        "body": "Works on one node.", "labels": ["oncall: distributed"], "filed_at": "2026-02-15T08:00:00Z",
-    })).await);
-    ids.push(app.report(json!({
-        "project": "jax-ml/jax", "external_id": "300", "title": "pmap slow", "body": "It is slow.",
-        "filed_at": "2026-03-01T08:00:00Z",
-    })).await);
+    ids.push(
+        app.report(json!({
+            "project": "pytorch/pytorch", "external_id": "200", "title": "DDP hangs with torchrun on two nodes",
+            "body": "Works on one node.", "labels": ["oncall: distributed"], "filed_at": "2026-02-15T08:00:00Z",
+        }))
+        .await,
+    );
+    ids.push(
+        app.report(json!({
+            "project": "jax-ml/jax", "external_id": "300", "title": "pmap slow", "body": "It is slow.",
+            "filed_at": "2026-03-01T08:00:00Z",
+        }))
+        .await,
+    );
     ids
 }
 
@@ -61,21 +67,67 @@ async fn bad_report_input_names_the_field_and_keeps_what_is_stored() {
     let ids = seed_reports(&app).await;
     assert_error(
         &app.post("/api/v1/reports", &json!({"project": "nobody/x", "external_id": "1", "title": "t"})).await,
-        400, "bad_request", "project: no project `nobody/x`",
+        400,
+        "bad_request",
+        "project: no project `nobody/x`",
     );
     assert_error(
-        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "100", "title": "dup"})).await,
-        409, "conflict", "already has a report `100`",
+        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "100", "title": "dup"}))
+            .await,
+        409,
+        "conflict",
+        "already has a report `100`",
     );
-    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": " ", "title": "t"})).await, 400, "bad_request", "external_id");
-    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "labels": ["ok", ""]})).await, 400, "bad_request", "labels[1]");
-    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "filed_at": "yesterday"})).await, 400, "bad_request", "filed_at");
+    assert_error(
+        &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": " ", "title": "t"})).await,
+        400,
+        "bad_request",
+        "external_id",
+    );
+    assert_error(
+        &app.post(
+            "/api/v1/reports",
+            &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "labels": ["ok", ""]}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "labels[1]",
+    );
+    assert_error(
+        &app.post(
+            "/api/v1/reports",
+            &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "filed_at": "yesterday"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "filed_at",
+    );
     assert_error(
         &app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "fail_to_pass", "fail_to_pass": ["t::x"]}})).await,
         400, "bad_request", "oracle.source",
     );
-    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "magic"}})).await, 400, "bad_request", "unknown variant `magic`");
-    assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "url": "javascript:alert(1)"})).await, 400, "bad_request", "url");
+    assert_error(
+        &app.post(
+            "/api/v1/reports",
+            &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "magic"}}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "unknown variant `magic`",
+    );
+    assert_error(
+        &app.post(
+            "/api/v1/reports",
+            &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "url": "javascript:alert(1)"}),
+        )
+        .await,
+        400,
+        "bad_request",
+        "url",
+    );
     assert_error(&app.post("/api/v1/reports", &json!({"project": "pytorch/pytorch", "external_id": "9", "title": "t", "oracle": {"kind": "fail_to_pass", "source": "authored"}})).await, 400, "bad_request", "oracle.fail_to_pass");
     // the duplicate did not overwrite the original
     let original = app.get(&format!("/api/v1/reports/{}", ids[0])).await.body;
@@ -117,7 +169,9 @@ async fn list_filters_each_narrow_the_list() {
 async fn keyset_pages_cover_every_report_once_in_each_order() {
     let app = spawn_app().await;
     let all = seed_reports(&app).await;
-    for (sort, order) in [("filed_at", "desc"), ("filed_at", "asc"), ("created_at", "asc"), ("cost", "desc"), ("attempts", "asc")] {
+    for (sort, order) in
+        [("filed_at", "desc"), ("filed_at", "asc"), ("created_at", "asc"), ("cost", "desc"), ("attempts", "asc")]
+    {
         let mut seen = Vec::new();
         let mut cursor: Option<String> = None;
         let mut pages = 0;
@@ -142,7 +196,8 @@ async fn keyset_pages_cover_every_report_once_in_each_order() {
     }
     // filed_at desc is newest first
     let page = app.get("/api/v1/reports?limit=3").await.body;
-    let filed: Vec<_> = page["items"].as_array().unwrap().iter().map(|r| r["filed_at"].as_str().unwrap().to_owned()).collect();
+    let filed: Vec<_> =
+        page["items"].as_array().unwrap().iter().map(|r| r["filed_at"].as_str().unwrap().to_owned()).collect();
     let mut sorted = filed.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(filed, sorted);
@@ -156,15 +211,30 @@ async fn bad_list_parameters_are_400s_naming_the_parameter() {
     assert_error(&app.get("/api/v1/reports?status=done").await, 400, "bad_request", "status");
     assert_error(&app.get("/api/v1/reports?verdict=yes").await, 400, "bad_request", "verdict");
     assert_error(&app.get("/api/v1/reports?limit=-1").await, 400, "bad_request", "limit");
-    assert_error(&app.get("/api/v1/reports?limit=501").await, 400, "bad_request", "limit: `501` is not a whole number between 1 and 500");
+    assert_error(
+        &app.get("/api/v1/reports?limit=501").await,
+        400,
+        "bad_request",
+        "limit: `501` is not a whole number between 1 and 500",
+    );
     assert_error(&app.get("/api/v1/reports?limit=2&limit=3").await, 400, "bad_request", "limit: given more than once");
     assert_error(&app.get("/api/v1/reports?sort=title").await, 400, "bad_request", "sort");
     assert_error(&app.get("/api/v1/reports?order=up").await, 400, "bad_request", "order");
-    assert_error(&app.get("/api/v1/reports?rout=agent_first").await, 400, "bad_request", "unknown query parameter `rout`");
+    assert_error(
+        &app.get("/api/v1/reports?rout=agent_first").await,
+        400,
+        "bad_request",
+        "unknown query parameter `rout`",
+    );
     assert_error(&app.get("/api/v1/reports?cursor=nonsense").await, 400, "bad_request", "cursor");
     let page = app.get("/api/v1/reports?limit=2").await.body;
     let c = page["next_cursor"].as_str().unwrap();
-    assert_error(&app.get(&format!("/api/v1/reports?sort=cost&cursor={c}")).await, 400, "bad_request", "another ordering");
+    assert_error(
+        &app.get(&format!("/api/v1/reports?sort=cost&cursor={c}")).await,
+        400,
+        "bad_request",
+        "another ordering",
+    );
 }
 
 #[tokio::test]
@@ -172,7 +242,10 @@ async fn report_bodies_come_back_as_sanitised_html() {
     let app = crate::helpers::spawn_app().await;
     app.project("m/d").await;
     let body = "Crash in `f`:\n\n```python\nf(1 < 2)\n```\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) ![i](https://t.example/p.png)";
-    let created = app.post("/api/v1/reports", &serde_json::json!({"project": "m/d", "external_id": "7", "title": "t", "body": body})).await.body;
+    let created = app
+        .post("/api/v1/reports", &serde_json::json!({"project": "m/d", "external_id": "7", "title": "t", "body": body}))
+        .await
+        .body;
     let got = app.get(&format!("/api/v1/reports/{}", created["id"])).await.body;
     assert_eq!(got["body"], body, "the markdown is kept as filed");
     let html = got["body_html"].as_str().unwrap();

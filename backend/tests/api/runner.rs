@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::helpers::{assert_error, spawn_app_with_workers, TestApp};
+use crate::helpers::{TestApp, assert_error, spawn_app_with_workers};
 
 /// Waits until no job is queued or running.
 async fn drain(app: &TestApp, limit: Duration) -> Value {
@@ -24,7 +24,12 @@ async fn drain(app: &TestApp, limit: Duration) -> Value {
 
 async fn attempts_by_key(app: &TestApp) -> HashMap<String, Value> {
     let page = app.get("/api/v1/attempts?project=fastnum/fastnum&limit=100").await.body;
-    page["items"].as_array().unwrap().iter().map(|a| (a["attempt_key"].as_str().unwrap().trim_start_matches("fastnum-").to_owned(), a.clone())).collect()
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["attempt_key"].as_str().unwrap().trim_start_matches("fastnum-").to_owned(), a.clone()))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,9 +87,19 @@ async fn the_demo_is_graded_by_running_it() {
     // Failures group by normalised signature: the three candidates that reproduce
     // the softmax nan (the demo's good one and the refine loop's) form one group.
     let groups = app.get("/api/v1/signatures?project=fastnum/fastnum").await.body;
-    let nan = groups.as_array().unwrap().iter().find(|g| g["signature"] == "AssertionError: probabilities contain nan: [nan, nan]").expect("the softmax group");
+    let nan = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["signature"] == "AssertionError: probabilities contain nan: [nan, nan]")
+        .expect("the softmax group");
     assert_eq!((nan["reports"].as_i64(), nan["reproduced"].as_i64()), (Some(1), Some(2)), "{nan}");
-    let column = groups.as_array().unwrap().iter().find(|g| g["signature"].as_str().unwrap().starts_with("AssertionError: expected <n> column means")).expect("numbers are masked");
+    let column = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["signature"].as_str().unwrap().starts_with("AssertionError: expected <n> column means"))
+        .expect("numbers are masked");
     assert_eq!(column["reproduced"], column["attempts"], "{column}");
     assert_error(&app.get("/api/v1/signatures?projet=x").await, 400, "bad_request", "projet");
 
@@ -115,12 +130,16 @@ async fn the_demo_is_graded_by_running_it() {
     let job = r.body["queued"][0].as_i64().unwrap();
     let events = app.client.get(format!("{}/api/v1/jobs/{job}/events", app.base)).send().await.unwrap();
     assert_eq!(events.headers()["content-type"], "text/event-stream");
-    let text = tokio::time::timeout(Duration::from_secs(60), events.text()).await.expect("the event stream ends when the job does").unwrap();
+    let text = tokio::time::timeout(Duration::from_secs(60), events.text())
+        .await
+        .expect("the event stream ends when the job does")
+        .unwrap();
     assert!(text.contains("event: job"), "{text}");
     assert!(text.contains("event: done"), "{text}");
     assert!(text.contains("\"status\":\"done\""), "{text}");
     let detail = app.get(&format!("/api/v1/attempts/{target}")).await.body;
-    let triggers: Vec<&str> = detail["runs"].as_array().unwrap().iter().map(|r| r["trigger"].as_str().unwrap()).collect();
+    let triggers: Vec<&str> =
+        detail["runs"].as_array().unwrap().iter().map(|r| r["trigger"].as_str().unwrap()).collect();
     assert_eq!(triggers, ["initial", "initial", "rerun", "rerun"]);
 
     // Bulk: every failed or errored attempt of a report.
@@ -128,7 +147,12 @@ async fn the_demo_is_graded_by_running_it() {
     assert_eq!(r.status, 202, "{}", r.body);
     assert_eq!(r.body["queued"].as_array().unwrap().len(), 2, "small-logits and wrong-error: {}", r.body);
     // A re-check of the reproduced attempts against the newer release.
-    let r = app.post("/api/v1/reruns", &json!({ "filter": { "project": "fastnum/fastnum" }, "recheck_environment": "fastnum-0.4.0" })).await;
+    let r = app
+        .post(
+            "/api/v1/reruns",
+            &json!({ "filter": { "project": "fastnum/fastnum" }, "recheck_environment": "fastnum-0.4.0" }),
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.body);
     assert!(r.body["queued"].as_array().unwrap().len() >= 5, "{}", r.body);
     drain(&app, Duration::from_secs(120)).await;
@@ -143,24 +167,70 @@ async fn the_demo_is_graded_by_running_it() {
     let reproduced = after.values().filter(|a| a["verdict"] == "reproduced" && a["candidate"].is_string()).count();
     assert_eq!(queued, reproduced, "one re-check per reproduced attempt");
     let q = app.get("/api/v1/jobs").await.body;
-    assert!(q["jobs"].as_array().unwrap().iter().all(|j| j["kind"] == "recheck" && j["payload"]["environment"] == "fastnum-0.4.0"), "{q}");
-    assert_eq!(failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref()).await.unwrap(), 0, "already waiting: nothing new");
+    assert!(
+        q["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|j| j["kind"] == "recheck" && j["payload"]["environment"] == "fastnum-0.4.0"),
+        "{q}"
+    );
+    assert_eq!(
+        failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref()).await.unwrap(),
+        0,
+        "already waiting: nothing new"
+    );
     drain(&app, Duration::from_secs(120)).await;
 
     // Wrong input is named.
     assert_error(&app.post("/api/v1/reruns", &json!({})).await, 400, "bad_request", "exactly one");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": 999999 })).await, 404, "not_found", "attempt 999999");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-9" })).await, 400, "bad_request", "fastnum-9");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": target, "recheck_environment": "fastnum-0.4.0" })).await, 400, "bad_request", "only reproduced");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "filter": {}, "recheck_environment": "fastnum-0.4.0" })).await, 400, "bad_request", "one project");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-0.3.0" })).await, 400, "bad_request", "buggy environment");
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "attempt_id": 999999 })).await,
+        404,
+        "not_found",
+        "attempt 999999",
+    );
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-9" })).await,
+        400,
+        "bad_request",
+        "fastnum-9",
+    );
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "attempt_id": target, "recheck_environment": "fastnum-0.4.0" })).await,
+        400,
+        "bad_request",
+        "only reproduced",
+    );
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "filter": {}, "recheck_environment": "fastnum-0.4.0" })).await,
+        400,
+        "bad_request",
+        "one project",
+    );
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "attempt_id": good["id"], "recheck_environment": "fastnum-0.3.0" })).await,
+        400,
+        "bad_request",
+        "buggy environment",
+    );
     // Recorded history in projects with nowhere to run is never rerun into `error`.
     let recorded = app.get("/api/v1/attempts?project=pytorch/pytorch&limit=1").await.body["items"][0].clone();
-    assert_error(&app.post("/api/v1/reruns", &json!({ "attempt_id": recorded["id"] })).await, 400, "bad_request", "no buggy and fixed environment");
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "attempt_id": recorded["id"] })).await,
+        400,
+        "bad_request",
+        "no buggy and fixed environment",
+    );
     let r = app.post("/api/v1/reruns", &json!({ "filter": { "project": "pytorch/pytorch" } })).await;
     assert_eq!((r.status, r.body["queued"].as_array().map(|q| q.len())), (202, Some(0)), "{}", r.body);
     assert_error(&app.post("/api/v1/reruns", &json!({ "filter": { "bogus": 1 } })).await, 400, "bad_request", "bogus");
-    assert_error(&app.post("/api/v1/reruns", &json!({ "filter": { "project": "nope/nope" } })).await, 404, "not_found", "nope/nope");
+    assert_error(
+        &app.post("/api/v1/reruns", &json!({ "filter": { "project": "nope/nope" } })).await,
+        404,
+        "not_found",
+        "nope/nope",
+    );
     let pytorch_report = recorded["report_id"].as_i64().unwrap();
     let r = app.post("/api/v1/attempts", &json!({ "report_id": pytorch_report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "pass", "verify": true })).await;
     assert_eq!(r.status, 400, "{}", r.body);
@@ -172,10 +242,13 @@ async fn the_demo_is_graded_by_running_it() {
     assert_error(&app.post("/api/v1/environments", &second).await, 409, "conflict", "fastnum-0.3.0");
     let envs = app.get("/api/v1/environments?project=fastnum/fastnum").await.body;
     let buggy = envs.as_array().unwrap().iter().find(|e| e["role"] == "buggy").unwrap().clone();
-    let same = json!({ "project": "fastnum/fastnum", "name": buggy["name"], "role": "buggy", "recipe": buggy["recipe"] });
+    let same =
+        json!({ "project": "fastnum/fastnum", "name": buggy["name"], "role": "buggy", "recipe": buggy["recipe"] });
     let r = app.post("/api/v1/environments", &same).await;
     assert_eq!((r.status, &r.body["recipe_hash"]), (200, &buggy["recipe_hash"]), "{}", r.body);
-    let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"].as_i64().unwrap();
+    let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"]
+        .as_i64()
+        .unwrap();
     let r = app.post("/api/v1/attempts", &json!({ "report_id": vague, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "print(1)", "verify": true })).await;
     assert_error(&r, 400, "bad_request", "no deterministic oracle");
     let r = app.post("/api/v1/attempts", &json!({ "report_id": vague, "agent": "x", "verdict": "reproduced", "verdict_source": "human", "verify": true })).await;
@@ -186,12 +259,22 @@ async fn the_demo_is_graded_by_running_it() {
 async fn a_failed_setup_is_an_error_verdict_with_its_log() {
     let app = spawn_app_with_workers(false, 1).await;
     app.project("a/lib").await;
-    for (name, role, setup) in [("old", "buggy", "echo installing somelib==2.1; echo 'No matching distribution' >&2; exit 3"), ("new", "fixed", "true")] {
-        let r = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": name, "role": role, "recipe": { "setup": [setup] } })).await;
+    for (name, role, setup) in [
+        ("old", "buggy", "echo installing somelib==2.1; echo 'No matching distribution' >&2; exit 3"),
+        ("new", "fixed", "true"),
+    ] {
+        let r = app
+            .post(
+                "/api/v1/environments",
+                &json!({ "project": "a/lib", "name": name, "role": role, "recipe": { "setup": [setup] } }),
+            )
+            .await;
         assert_eq!(r.status, 201, "{}", r.body);
     }
-    let report = app.report(json!({ "project": "a/lib", "external_id": "1", "title": "crash",
-        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } })).await;
+    let report = app
+        .report(json!({ "project": "a/lib", "external_id": "1", "title": "crash",
+        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } }))
+        .await;
     let a = app.attempt(json!({ "report_id": report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "raise SystemExit(1)", "verify": true })).await;
     drain(&app, Duration::from_secs(60)).await;
     let a = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body;
@@ -201,13 +284,24 @@ async fn a_failed_setup_is_an_error_verdict_with_its_log() {
     assert!(log.contains("installing somelib==2.1") && log.contains("No matching distribution"), "{log}");
     assert!(a["grade"]["reason"].as_str().unwrap().contains("exited with status 3"), "{}", a["grade"]);
     // Bad environment requests are named.
-    let bad = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": "x y", "role": "buggy", "recipe": {} })).await;
+    let bad = app
+        .post("/api/v1/environments", &json!({ "project": "a/lib", "name": "x y", "role": "buggy", "recipe": {} }))
+        .await;
     assert_error(&bad, 400, "bad_request", "name");
-    let bad = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": "z", "role": "sideways", "recipe": {} })).await;
+    let bad = app
+        .post("/api/v1/environments", &json!({ "project": "a/lib", "name": "z", "role": "sideways", "recipe": {} }))
+        .await;
     assert_error(&bad, 400, "bad_request", "role");
-    let bad = app.post("/api/v1/environments", &json!({ "project": "no/such", "name": "z", "role": "buggy", "recipe": {} })).await;
+    let bad = app
+        .post("/api/v1/environments", &json!({ "project": "no/such", "name": "z", "role": "buggy", "recipe": {} }))
+        .await;
     assert_error(&bad, 400, "bad_request", "no/such");
-    let bad = app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": "z", "role": "buggy", "recipe": { "env": { "A": "x\u{0}y" } } })).await;
+    let bad = app
+        .post(
+            "/api/v1/environments",
+            &json!({ "project": "a/lib", "name": "z", "role": "buggy", "recipe": { "env": { "A": "x\u{0}y" } } }),
+        )
+        .await;
     assert_error(&bad, 400, "bad_request", "NUL");
 }
 
@@ -225,20 +319,32 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
     s.create_project(&serde_json::from_value(json!({ "slug": "a/lib" })).unwrap()).await.unwrap();
     for (name, role, mode) in [("b", EnvironmentRole::Buggy, "buggy"), ("f", EnvironmentRole::Fixed, "fixed")] {
         let recipe = Recipe { env: [("MODE".to_owned(), mode.to_owned())].into_iter().collect(), ..Default::default() };
-        s.create_environment("a/lib", &CreateEnvironmentRequest { project: "a/lib".into(), name: name.into(), role, recipe }).await.unwrap();
+        s.create_environment(
+            "a/lib",
+            &CreateEnvironmentRequest { project: "a/lib".into(), name: name.into(), role, recipe },
+        )
+        .await
+        .unwrap();
     }
     // A marker on the command line tells this test's runs from any other test's.
     let marker = format!("kill-test-{}", uuid::Uuid::new_v4().simple());
     let request: failpass_shared::api::reports::CreateReportRequest = serde_json::from_value(json!({
         "project": "a/lib", "external_id": "1", "title": "slow crash",
         "oracle": { "kind": "fail_to_pass", "source": "authored", "command": format!("python3 candidate.py {marker}") } })).unwrap();
-    let decision = failpass_shared::routing::decide(&Default::default(), &failpass_shared::routing::RoutingInput::from_request(&request));
+    let decision = failpass_shared::routing::decide(
+        &Default::default(),
+        &failpass_shared::routing::RoutingInput::from_request(&request),
+    );
     let report = s.create_report(&failpass::db::NewReport { request, decision }).await.unwrap();
     // Runs write nowhere but their own directory: the marker on the command line says a run is underway.
-    let candidate = "import os, time\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n".to_owned();
+    let candidate =
+        "import os, time\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n".to_owned();
     let (attempt, _) = s
-        .create_attempt(&serde_json::from_value(json!({ "report_id": report.summary.id, "agent": "x", "verdict": "hypothesis",
-            "verdict_source": "llm", "candidate": candidate, "verify": true })).unwrap())
+        .create_attempt(
+            &serde_json::from_value(json!({ "report_id": report.summary.id, "agent": "x", "verdict": "hypothesis",
+            "verdict_source": "llm", "candidate": candidate, "verify": true }))
+            .unwrap(),
+        )
         .await
         .unwrap();
     let job_id = s.queue_overview(chrono::Utc::now(), &failpass::db::ProjectScope::All).await.unwrap().jobs[0].id;
@@ -314,7 +420,10 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
     drain(&app, Duration::from_secs(180)).await;
     let by_key = attempts_by_key(&app).await;
     let softmax_report = by_key["101-good"]["report_id"].as_i64().unwrap();
-    let a = by_key.values().find(|a| a["agent"] == "test-agent" && a["report_id"] == softmax_report).expect("the agent's loop attempt");
+    let a = by_key
+        .values()
+        .find(|a| a["agent"] == "test-agent" && a["report_id"] == softmax_report)
+        .expect("the agent's loop attempt");
     assert_eq!(a["verdict"], "reproduced", "{}", a["grade"]);
     assert_eq!(a["iterations"], 2);
     assert_eq!(a["cost_usd"], 0.5);
@@ -325,7 +434,9 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
     let runs = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["runs"].as_array().unwrap().len();
     assert_eq!(runs, 4, "both iterations' runs are kept");
     // Only agent_first reports with an oracle can be refined.
-    let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"].as_i64().unwrap();
+    let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"]
+        .as_i64()
+        .unwrap();
     assert_error(&app.post("/api/v1/refine", &json!({ "report_id": vague })).await, 400, "bad_request", "agent_first");
     assert_error(&app.post("/api/v1/refine", &json!({ "report_id": 99999 })).await, 404, "not_found", "99999");
     let r = app.post("/api/v1/refine", &json!({ "report_id": softmax_report })).await;
@@ -374,24 +485,41 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
     for (version, bug) in [("2.0", false), ("2.1", true), ("2.2", false), ("2.3", true)] {
         let dir = pkgs.path().join(version);
         std::fs::create_dir_all(dir.join("somelib")).unwrap();
-        std::fs::write(dir.join("somelib/__init__.py"), format!("VERSION = {version:?}\nBUG = {}\n", if bug { "True" } else { "False" })).unwrap();
-        std::fs::write(dir.join("setup.py"), format!("from setuptools import setup\nsetup(name='somelib', version={version:?}, packages=['somelib'])\n")).unwrap();
+        std::fs::write(
+            dir.join("somelib/__init__.py"),
+            format!("VERSION = {version:?}\nBUG = {}\n", if bug { "True" } else { "False" }),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("setup.py"),
+            format!("from setuptools import setup\nsetup(name='somelib', version={version:?}, packages=['somelib'])\n"),
+        )
+        .unwrap();
     }
     app.project("a/venv").await;
-    for (name, role, version) in [("somelib-2.1", "buggy", "2.1"), ("somelib-2.0", "fixed", "2.0"), ("somelib-2.2", "release", "2.2"), ("somelib-2.3", "release", "2.3")] {
+    for (name, role, version) in [
+        ("somelib-2.1", "buggy", "2.1"),
+        ("somelib-2.0", "fixed", "2.0"),
+        ("somelib-2.2", "release", "2.2"),
+        ("somelib-2.3", "release", "2.3"),
+    ] {
         let recipe = json!({
             "dir": pkgs.path().join(version),
             "setup": ["python3 -m venv venv", "venv/bin/pip install --quiet --no-index --no-build-isolation ."],
             "env": { "PATH": "{env}/venv/bin:/usr/bin:/bin" },
             "version": format!("somelib {version}"),
         });
-        let r = app.post("/api/v1/environments", &json!({ "project": "a/venv", "name": name, "role": role, "recipe": recipe })).await;
+        let r = app
+            .post("/api/v1/environments", &json!({ "project": "a/venv", "name": name, "role": role, "recipe": recipe }))
+            .await;
         assert_eq!(r.status, 201, "{}", r.body);
     }
-    let report = app.report(json!({ "project": "a/venv", "external_id": "9", "title": "BUG is set",
+    let report = app
+        .report(json!({ "project": "a/venv", "external_id": "9", "title": "BUG is set",
         "oracle": { "kind": "fail_to_pass", "source": "authored",
             // The venv's own scripts must work where it was built (absolute shebangs).
-            "command": "pip --version > /dev/null && python candidate.py" } })).await;
+            "command": "pip --version > /dev/null && python candidate.py" } }))
+        .await;
     let candidate = "import somelib\nassert not somelib.BUG, f'somelib {somelib.VERSION} has the bug'\n";
     let mut ids = Vec::new();
     for key in ["one", "two"] {
@@ -408,7 +536,10 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
     assert!(first["runs"][0]["output"].as_str().unwrap().contains("somelib 2.1 has the bug"), "{}", first["runs"][0]);
     assert_eq!(first["grade"]["environments"]["buggy"]["built_now"], true);
     assert_eq!(second["grade"]["environments"]["buggy"]["built_now"], false, "built once, then reused");
-    assert_eq!(first["grade"]["environments"]["buggy"]["recipe_hash"], second["grade"]["environments"]["buggy"]["recipe_hash"]);
+    assert_eq!(
+        first["grade"]["environments"]["buggy"]["recipe_hash"],
+        second["grade"]["environments"]["buggy"]["recipe_hash"]
+    );
 
     for (env, outcome) in [("somelib-2.2", "no_longer_reproduces"), ("somelib-2.3", "regressed")] {
         let r = app.post("/api/v1/reruns", &json!({ "attempt_id": ids[0], "recheck_environment": env })).await;
@@ -443,10 +574,13 @@ async fn an_unreadable_environment_cache_is_named_not_graded() {
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
     app.project("a/lib").await;
     for (name, role) in [("b", "buggy"), ("f", "fixed")] {
-        app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": name, "role": role, "recipe": {} })).await;
+        app.post("/api/v1/environments", &json!({ "project": "a/lib", "name": name, "role": role, "recipe": {} }))
+            .await;
     }
-    let report = app.report(json!({ "project": "a/lib", "external_id": "1", "title": "t",
-        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } })).await;
+    let report = app
+        .report(json!({ "project": "a/lib", "external_id": "1", "title": "t",
+        "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } }))
+        .await;
     let a = app.attempt(json!({ "report_id": report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "pass\n", "verify": true })).await;
     let start = Instant::now();
     let err = loop {
@@ -458,7 +592,11 @@ async fn an_unreadable_environment_cache_is_named_not_graded() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(err.contains("cannot read the environment cache") && err.contains("chmod"), "{err}");
-    assert_eq!(app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["verdict"], "hypothesis", "not graded against the candidate");
+    assert_eq!(
+        app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["verdict"],
+        "hypothesis",
+        "not graded against the candidate"
+    );
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
     drain(&app, Duration::from_secs(60)).await;
     let graded = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body;
@@ -472,11 +610,18 @@ async fn leads_regraded_in_place_score_llm_precision() {
     let app = spawn_app_with_workers(false, 1).await;
     app.project("l/lib").await;
     for (name, role) in [("v1", "buggy"), ("v2", "fixed")] {
-        let r = app.post("/api/v1/environments", &json!({"project": "l/lib", "name": name, "role": role, "recipe": {"env": {"MODE": role}}})).await;
+        let r = app
+            .post(
+                "/api/v1/environments",
+                &json!({"project": "l/lib", "name": name, "role": role, "recipe": {"env": {"MODE": role}}}),
+            )
+            .await;
         assert!(r.status < 300, "{}", r.body);
     }
-    let report = app.report(json!({"project": "l/lib", "external_id": "1", "title": "mode bug",
-        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py"}})).await;
+    let report = app
+        .report(json!({"project": "l/lib", "external_id": "1", "title": "mode bug",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py"}}))
+        .await;
     let fails_on_buggy = "import os\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n";
     let mut ids = Vec::new();
     for (agent, candidate) in [("right", fails_on_buggy), ("wrong", "pass\n")] {
@@ -491,9 +636,17 @@ async fn leads_regraded_in_place_score_llm_precision() {
     }
     drain(&app, Duration::from_secs(60)).await;
     let right = app.get(&format!("/api/v1/attempts/{}", ids[0])).await.body;
-    assert_eq!((right["verdict"].as_str(), right["verdict_source"].as_str()), (Some("reproduced"), Some("deterministic")), "{right}");
+    assert_eq!(
+        (right["verdict"].as_str(), right["verdict_source"].as_str()),
+        (Some("reproduced"), Some("deterministic")),
+        "{right}"
+    );
     let after = app.get("/api/v1/oracles?project=l/lib").await.body;
-    assert_eq!((after["llm_precision"]["count"].as_i64(), after["llm_precision"]["of"].as_i64()), (Some(1), Some(2)), "{after}");
+    assert_eq!(
+        (after["llm_precision"]["count"].as_i64(), after["llm_precision"]["of"].as_i64()),
+        (Some(1), Some(2)),
+        "{after}"
+    );
 }
 
 /// Setup commands run as a sandbox user of their own (never root), with the
@@ -507,12 +660,21 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
     let port = listener.local_addr().unwrap().port();
     let data = tempfile::tempdir().unwrap();
     let cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
-    let probe = format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\" > net.txt");
-    let recipe = failpass_shared::api::jobs::Recipe { setup: vec!["id -u > uid.txt".into(), probe, "echo graded-in > lib.txt".into()], ..Default::default() };
+    let probe = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\" > net.txt"
+    );
+    let recipe = failpass_shared::api::jobs::Recipe {
+        setup: vec!["id -u > uid.txt".into(), probe, "echo graded-in > lib.txt".into()],
+        ..Default::default()
+    };
     let built = cache.get(&recipe, data.path()).await.unwrap();
     let uid: u32 = std::fs::read_to_string(built.dir.join("uid.txt")).unwrap().trim().parse().unwrap();
     assert_ne!(uid, 0, "setup ran as root");
-    assert_eq!(std::fs::read_to_string(built.dir.join("net.txt")).unwrap().trim(), "connected", "setup has the network");
+    assert_eq!(
+        std::fs::read_to_string(built.dir.join("net.txt")).unwrap().trim(),
+        "connected",
+        "setup has the network"
+    );
     let log = std::fs::read_to_string(built.dir.parent().unwrap().join(".built")).unwrap();
     assert!(log.starts_with(&format!("# setup runs as uid {uid} (not root) with network access")), "{log}");
     for f in ["lib.txt", "uid.txt"] {
@@ -521,7 +683,10 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
         assert_eq!(meta.mode() & 0o004, 0o004, "{f}: everyone may read it");
     }
     // Another project's environment in the same cache.
-    let other = failpass_shared::api::jobs::Recipe { setup: vec!["echo another-projects-secret > secret.txt".into()], ..Default::default() };
+    let other = failpass_shared::api::jobs::Recipe {
+        setup: vec!["echo another-projects-secret > secret.txt".into()],
+        ..Default::default()
+    };
     let other = cache.get(&other, data.path()).await.unwrap();
     // A candidate with its environment bound in and the cache hidden, as verification runs it.
     let script = "cat \"$ENV/lib.txt\"; echo tampered >> \"$ENV/lib.txt\" 2>&1; rm -f \"$ENV/lib.txt\" 2>&1; ls \"$CACHE\"; cat \"$OTHER/secret.txt\" 2>&1; echo done";
@@ -534,9 +699,21 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
     let r = failpass::runner::sandbox::run(&c, None).await.unwrap();
     assert!(r.output.starts_with("graded-in\n"), "the run reads its environment: {}", r.output);
     assert!(r.output.contains("Read-only file system"), "{}", r.output);
-    assert_eq!(std::fs::read_to_string(built.dir.join("lib.txt")).unwrap(), "graded-in\n", "the environment is unchanged");
-    assert!(!r.output.contains("secret") || r.output.contains("No such file"), "another project's environment is out of sight: {}", r.output);
-    assert!(!r.output.contains(&format!("\n{}\n", other.hash)), "the cache lists only the run's own environment: {}", r.output);
+    assert_eq!(
+        std::fs::read_to_string(built.dir.join("lib.txt")).unwrap(),
+        "graded-in\n",
+        "the environment is unchanged"
+    );
+    assert!(
+        !r.output.contains("secret") || r.output.contains("No such file"),
+        "another project's environment is out of sight: {}",
+        r.output
+    );
+    assert!(
+        !r.output.contains(&format!("\n{}\n", other.hash)),
+        "the cache lists only the run's own environment: {}",
+        r.output
+    );
     assert!(r.output.contains(&format!("\n{}\n", built.hash)), "{}", r.output);
 }
 
@@ -546,21 +723,37 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
 async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_timeout() {
     let scratch = tempfile::tempdir().unwrap();
     let input = json!({"report": {"title": "t"}, "iteration": 1, "history": []});
-    let p = failpass::runner::refine::agent_command("id -u", &input, Duration::from_secs(10), &[], scratch.path(), &[]).await.unwrap();
+    let p = failpass::runner::refine::agent_command("id -u", &input, Duration::from_secs(10), &[], scratch.path(), &[])
+        .await
+        .unwrap();
     assert_ne!(p.candidate.trim(), "0", "the agent ran as root");
     let key = format!("{}.{}", 61, rand_digits());
     let started = Instant::now();
-    let e = failpass::runner::refine::agent_command(&format!("sleep {key} & sleep {key}; echo late"), &input, Duration::from_secs(1), &[], scratch.path(), &[])
-        .await
-        .unwrap_err();
+    let e = failpass::runner::refine::agent_command(
+        &format!("sleep {key} & sleep {key}; echo late"),
+        &input,
+        Duration::from_secs(1),
+        &[],
+        scratch.path(),
+        &[],
+    )
+    .await
+    .unwrap_err();
     assert!(e.contains("took longer than 1 s"), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(crate::sandbox::processes_with(&key).is_empty(), "the agent's children outlived its timeout");
     // Variables are the ones passed, nothing of the server's.
-    let p = failpass::runner::refine::agent_command("echo \"${API_KEY:-none} ${CARGO_MANIFEST_DIR:-none}\"", &input, Duration::from_secs(10), &[("API_KEY".into(), "k".into())], scratch.path(), &[])
-        .await
-        .unwrap();
+    let p = failpass::runner::refine::agent_command(
+        "echo \"${API_KEY:-none} ${CARGO_MANIFEST_DIR:-none}\"",
+        &input,
+        Duration::from_secs(10),
+        &[("API_KEY".into(), "k".into())],
+        scratch.path(),
+        &[],
+    )
+    .await
+    .unwrap();
     assert_eq!(p.candidate.trim(), "k none");
 }
 

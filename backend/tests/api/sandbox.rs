@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use failpass::runner::sandbox::{self, alive, Command};
+use failpass::runner::sandbox::{self, Command, alive};
 
 fn sh(script: &str) -> Command {
     Command::new("/bin/sh", ["-c", script])
@@ -58,14 +58,19 @@ async fn memory_limit_fails_a_large_allocation() {
 
 #[tokio::test]
 async fn output_cap_keeps_the_start_and_the_end_and_counts_the_rest() {
-    let mut c = py("import sys\nsys.stdout.write('x' * 1_000_000)\nprint('tail')\nraise SystemExit('Error: at the very end')");
+    let mut c =
+        py("import sys\nsys.stdout.write('x' * 1_000_000)\nprint('tail')\nraise SystemExit('Error: at the very end')");
     c.limits.output_bytes = 10_000;
     let r = sandbox::run(&c, None).await.unwrap();
     assert_eq!(r.exit_status, Some(1), "a capped run still finishes");
     assert!(r.output_truncated);
     assert_eq!(r.output_bytes, 1_000_005 + "Error: at the very end\n".len() as u64);
     assert!(r.output.starts_with(&"x".repeat(5_000)), "the start is kept");
-    assert!(r.output.ends_with("tail\nError: at the very end\n"), "the end, where the failure is, is kept: {}", &r.output[r.output.len() - 80..]);
+    assert!(
+        r.output.ends_with("tail\nError: at the very end\n"),
+        "the end, where the failure is, is kept: {}",
+        &r.output[r.output.len() - 80..]
+    );
     assert!(r.output.contains("bytes cut"), "the cut is marked");
     assert!(r.output.len() < 10_100);
 }
@@ -77,7 +82,9 @@ pub fn processes_with(token: &str) -> Vec<i32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| alive(*pid))
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(token)))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
+        })
         .collect()
 }
 
@@ -132,7 +139,9 @@ async fn no_network_where_the_os_allows_it() {
     // PostgreSQL listens on 127.0.0.1:5432 on these machines; any listener will do.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let probe = format!("import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('refused', e)");
+    let probe = format!(
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('refused', e)"
+    );
     let open = sandbox::run(&Command { network: true, ..py(&probe) }, None).await.unwrap();
     assert!(open.output.contains("connected"), "{}", open.output);
     let closed = sandbox::run(&py(&probe), None).await.unwrap();
@@ -156,7 +165,10 @@ fn require_root() {
 async fn every_run_has_a_user_of_its_own_never_root() {
     require_root();
     let locked = tempfile::tempdir().unwrap(); // root's: others may not write
-    let script = format!("id -u; id -G; echo ok > mine.txt && cat mine.txt; touch {}/x 2>&1 || echo denied", locked.path().display());
+    let script = format!(
+        "id -u; id -G; echo ok > mine.txt && cat mine.txt; touch {}/x 2>&1 || echo denied",
+        locked.path().display()
+    );
     let cmd = sh(&script);
     let (a, b) = tokio::join!(sandbox::run(&cmd, None), sandbox::run(&cmd, None));
     let (a, b) = (a.unwrap(), b.unwrap());
@@ -180,17 +192,25 @@ async fn a_run_cannot_touch_another_runs_directory() {
     // A long run holding a file, and a second run in the same parent trying to read and change it.
     let mut slow = sh("echo secret > held.txt; pwd > /dev/stderr; sleep 3");
     slow.split_stderr = true;
-    let first = { let p = parent.path().to_path_buf(); tokio::spawn(async move { sandbox::run(&slow, Some(&p)).await.unwrap() }) };
+    let first = {
+        let p = parent.path().to_path_buf();
+        tokio::spawn(async move { sandbox::run(&slow, Some(&p)).await.unwrap() })
+    };
     let start = std::time::Instant::now();
     let held = loop {
-        let found = std::fs::read_dir(parent.path()).unwrap().flatten().map(|e| e.path().join("held.txt")).find(|p| p.exists());
+        let found =
+            std::fs::read_dir(parent.path()).unwrap().flatten().map(|e| e.path().join("held.txt")).find(|p| p.exists());
         if let Some(p) = found {
             break p;
         }
         assert!(start.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let probe = format!("cat {0} 2>&1; echo changed > {0} 2>&1; ls {1} 2>&1; echo done", held.display(), held.parent().unwrap().display());
+    let probe = format!(
+        "cat {0} 2>&1; echo changed > {0} 2>&1; ls {1} 2>&1; echo done",
+        held.display(),
+        held.parent().unwrap().display()
+    );
     let r = sandbox::run(&sh(&probe), Some(parent.path())).await.unwrap();
     assert!(!r.output.contains("secret"), "another run's file was read: {}", r.output);
     assert!(r.output.contains("Permission denied"), "{}", r.output);
@@ -219,7 +239,11 @@ async fn nothing_written_outside_the_runs_directory_survives() {
     }
     assert!(r.output.contains("etc-refused") && r.output.contains("parent-refused"), "{}", r.output);
     assert!(!std::path::Path::new("/etc").join(&marker).exists());
-    assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0, "the parent holds nothing, not even the run's directory");
+    assert_eq!(
+        std::fs::read_dir(parent.path()).unwrap().count(),
+        0,
+        "the parent holds nothing, not even the run's directory"
+    );
     let _ = std::fs::remove_file(std::env::temp_dir().join(format!("{marker}-host")));
 }
 
@@ -231,21 +255,40 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
     c.limits.wall = Duration::from_secs(20);
     let started = std::time::Instant::now();
     let r = sandbox::run(&c, None).await.unwrap();
-    assert!(!r.timed_out, "the bomb was contained before the wall limit: {}", r.output.chars().take(300).collect::<String>());
-    assert!(r.output.contains("Resource temporarily unavailable") || r.output.contains("Cannot fork") || r.output.contains("retry"), "{}", &r.output[..r.output.len().min(400)]);
+    assert!(
+        !r.timed_out,
+        "the bomb was contained before the wall limit: {}",
+        r.output.chars().take(300).collect::<String>()
+    );
+    assert!(
+        r.output.contains("Resource temporarily unavailable")
+            || r.output.contains("Cannot fork")
+            || r.output.contains("retry"),
+        "{}",
+        &r.output[..r.output.len().min(400)]
+    );
     assert!(started.elapsed() < Duration::from_secs(15));
     let uid = r.uid.unwrap();
     // Where a pids controller is mounted (cgroup v2, or v1's pids hierarchy, as here) the run had
     // a cgroup of its own with pids.max besides RLIMIT_NPROC on its user; it is gone afterwards.
     assert_eq!(r.pids_cgroup, sandbox::pids_cgroup_available(), "{r:?}");
-    let leftover = std::fs::read_dir("/sys/fs/cgroup").into_iter().flatten().chain(std::fs::read_dir("/sys/fs/cgroup/pids").into_iter().flatten())
+    let leftover = std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .chain(std::fs::read_dir("/sys/fs/cgroup/pids").into_iter().flatten())
         .flatten()
         .any(|e| e.file_name().to_string_lossy() == format!("failpass-run-{uid}"));
     assert!(!leftover, "the run's cgroup was removed");
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let left = std::fs::read_dir("/proc").unwrap().flatten().filter(|e| {
-        std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(&uid.to_string())))
-    }).count();
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
+                s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(&uid.to_string()))
+            })
+        })
+        .count();
     assert_eq!(left, 0, "no process of the run's user is left");
 }
 
@@ -267,7 +310,11 @@ async fn the_database_file_is_the_workers_alone() {
     for f in ["t.db", "t.db-wal", "t.db-shm"] {
         let p = dir.path().join(f);
         if p.exists() {
-            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{f}: runs as another user must not read it");
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o600,
+                "{f}: runs as another user must not read it"
+            );
         }
     }
 }

@@ -7,24 +7,35 @@ use failpass::db::{NewReport, NewRun, ProjectScope, Storage, StorageError};
 use failpass_shared::api::attempts::{AttemptListQuery, CreateAttemptRequest};
 use failpass_shared::api::figures::{FigureRow, FiguresQuery};
 use failpass_shared::api::projects::CreateProjectRequest;
-use failpass_shared::api::reports::{CreateReportRequest, Oracle, ReportListQuery, ReportSort, Order};
+use failpass_shared::api::reports::{CreateReportRequest, Oracle, Order, ReportListQuery, ReportSort};
 use failpass_shared::figures::{figure_rows, wilson_interval};
 use failpass_shared::model::*;
-use failpass_shared::routing::{decide, RoutingConfig, RoutingInput};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 
 use crate::helpers::{pg_storage, run_storage_test, sqlite_storage};
 
-const CRASH: &str = "```python\nimport torch\nf(x)\n```\nTraceback (most recent call last):\nValueError: bad shape (3, 4)\n";
+const CRASH: &str =
+    "```python\nimport torch\nf(x)\n```\nTraceback (most recent call last):\nValueError: bad shape (3, 4)\n";
 
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
 }
 
 async fn project(s: &dyn Storage, slug: &str, public: bool) {
-    s.create_project(&CreateProjectRequest { slug: slug.into(), name: None, description: None, public: Some(public) }).await.unwrap();
+    s.create_project(&CreateProjectRequest { slug: slug.into(), name: None, description: None, public: Some(public) })
+        .await
+        .unwrap();
 }
 
-async fn report(s: &dyn Storage, project: &str, id: &str, title: &str, body: &str, filed: &str, oracle: Option<Oracle>) -> i64 {
+async fn report(
+    s: &dyn Storage,
+    project: &str,
+    id: &str,
+    title: &str,
+    body: &str,
+    filed: &str,
+    oracle: Option<Oracle>,
+) -> i64 {
     let request = CreateReportRequest {
         project: project.into(),
         external_id: id.into(),
@@ -93,19 +104,46 @@ async fn dataset(s: &dyn Storage) -> [i64; 4] {
     project(s, "a/one", true).await;
     project(s, "b/two", true).await;
     let in_patch = Oracle {
-        kind: OracleKind::FailToPass, source: Some(OracleSource::InPatchTest), command: None,
-        fail_to_pass: vec!["t::x".into()], pass_to_pass: vec![], signature: None, repeats: None, authoring_minutes: None,
+        kind: OracleKind::FailToPass,
+        source: Some(OracleSource::InPatchTest),
+        command: None,
+        fail_to_pass: vec!["t::x".into()],
+        pass_to_pass: vec![],
+        signature: None,
+        repeats: None,
+        authoring_minutes: None,
     };
     // R1: agent_first, derived crash signature. R2: in-patch test. R3: vague, hypothesis. R4: no attempts.
     let r1 = report(s, "a/one", "1", "f crashes", CRASH, "2026-02-01T00:00:00Z", None).await;
-    let r2 = report(s, "a/one", "2", "sum wrong", "```python\nsum(x)\n```\nExpected 3 but got 4.", "2026-02-01T00:00:00Z", Some(in_patch)).await;
+    let r2 = report(
+        s,
+        "a/one",
+        "2",
+        "sum wrong",
+        "```python\nsum(x)\n```\nExpected 3 but got 4.",
+        "2026-02-01T00:00:00Z",
+        Some(in_patch),
+    )
+    .await;
     let r3 = report(s, "b/two", "3", "pmap slow", "slow", "2026-02-01T00:00:00Z", None).await;
     let r4 = report(s, "b/two", "4", "g crashes", CRASH, "2026-02-01T00:00:00Z", None).await;
-    attempt(s, r1, A { cutoff: Some("2026-01-15"), ..a("repgen", Verdict::NotReproduced, 1.0, "2026-03-04T12:00:00Z") }).await;
-    attempt(s, r1, A { cutoff: Some("2026-01-15"), ..a("repgen", Verdict::Reproduced, 2.0, "2026-03-08T23:00:00Z") }).await;
-    attempt(s, r2, A { cutoff: Some("2026-06-01"), ..a("swe-agent", Verdict::Reproduced, 3.0, "2026-03-09T00:30:00Z") }).await;
+    attempt(
+        s,
+        r1,
+        A { cutoff: Some("2026-01-15"), ..a("repgen", Verdict::NotReproduced, 1.0, "2026-03-04T12:00:00Z") },
+    )
+    .await;
+    attempt(s, r1, A { cutoff: Some("2026-01-15"), ..a("repgen", Verdict::Reproduced, 2.0, "2026-03-08T23:00:00Z") })
+        .await;
+    attempt(
+        s,
+        r2,
+        A { cutoff: Some("2026-06-01"), ..a("swe-agent", Verdict::Reproduced, 3.0, "2026-03-09T00:30:00Z") },
+    )
+    .await;
     attempt(s, r2, a("swe-agent", Verdict::Error, 0.5, "2026-03-10T00:00:00Z")).await;
-    attempt(s, r3, A { source: VerdictSource::Llm, ..a("repgen", Verdict::Hypothesis, 0.25, "2026-03-10T00:00:00Z") }).await;
+    attempt(s, r3, A { source: VerdictSource::Llm, ..a("repgen", Verdict::Hypothesis, 0.25, "2026-03-10T00:00:00Z") })
+        .await;
     attempt(s, r3, A { source: VerdictSource::Llm, ..a("judge", Verdict::Lead, 0.25, "2026-03-10T00:00:00Z") }).await;
     attempt(s, r2, A { goal: Goal::Fix, ..a("swe-agent", Verdict::Resolved, 4.0, "2026-03-11T00:00:00Z") }).await;
     [r1, r2, r3, r4]
@@ -138,7 +176,10 @@ async fn figures_match_the_hand_computed_dataset() {
         let (lo, hi) = wilson_interval(2, 3).unwrap();
         approx(r.rate_low, lo);
         approx(r.rate_high, hi);
-        assert_eq!((r.attempts, r.attempts_graded, r.attempts_counting, r.attempts_lead, r.attempts_error), (6, 4, 2, 1, 1));
+        assert_eq!(
+            (r.attempts, r.attempts_graded, r.attempts_counting, r.attempts_lead, r.attempts_error),
+            (6, 4, 2, 1, 1)
+        );
         approx(Some(r.cost_total_usd), 7.0);
         approx(r.cost_per_reproduction_usd, 3.5);
         approx(r.cost_mean_success_usd, 2.5);
@@ -166,7 +207,10 @@ async fn figures_match_the_hand_computed_dataset() {
         assert_eq!((g[0].reports_graded, g[0].reports_reproduced, g[0].attempts_lead), (1, 0, 1));
 
         let route = rows(s.as_ref(), by(GroupBy::Route)).await;
-        assert_eq!(route.iter().map(|r| (r.key.as_str(), r.reports)).collect::<Vec<_>>(), [("agent_first", 3), ("hypothesis", 1)]);
+        assert_eq!(
+            route.iter().map(|r| (r.key.as_str(), r.reports)).collect::<Vec<_>>(),
+            [("agent_first", 3), ("hypothesis", 1)]
+        );
 
         let c = rows(s.as_ref(), by(GroupBy::Cutoff)).await;
         let keys: Vec<_> = c.iter().map(|r| (r.key.as_str(), r.reports, r.reports_reproduced)).collect();
@@ -185,7 +229,17 @@ async fn figures_match_the_hand_computed_dataset() {
         let repgen = rows(s.as_ref(), FiguresQuery { agent: Some("repgen".into()), ..Default::default() }).await;
         assert_eq!((repgen[0].reports, repgen[0].attempts), (2, 3));
 
-        let filtered = rows(s.as_ref(), FiguresQuery { filter: failpass_shared::api::reports::ReportFilter { route: Some(Route::AgentFirst), ..Default::default() }, ..Default::default() }).await;
+        let filtered = rows(
+            s.as_ref(),
+            FiguresQuery {
+                filter: failpass_shared::api::reports::ReportFilter {
+                    route: Some(Route::AgentFirst),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await;
         assert_eq!(filtered[0].reports, 3);
 
         // report counters follow the reproduction attempts
@@ -208,7 +262,15 @@ async fn projects_scope_and_conflicts() {
         project(s.as_ref(), "pub/lic", true).await;
         project(s.as_ref(), "pri/vate", false).await;
         assert!(!s.is_empty().await.unwrap());
-        let err = s.create_project(&CreateProjectRequest { slug: "pub/lic".into(), name: None, description: None, public: Some(true) }).await.unwrap_err();
+        let err = s
+            .create_project(&CreateProjectRequest {
+                slug: "pub/lic".into(),
+                name: None,
+                description: None,
+                public: Some(true),
+            })
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
         assert_eq!(s.list_projects(&ProjectScope::All).await.unwrap().len(), 2);
         let public = s.list_projects(&ProjectScope::PublicOnly).await.unwrap();
@@ -243,10 +305,22 @@ async fn reports_round_trip_and_conflicts_keep_the_original() {
 
         let cfg = RoutingConfig::default();
         let dup = CreateReportRequest {
-            project: "a/one".into(), external_id: "17".into(), url: None, title: "other".into(), body: String::new(),
-            labels: vec![], filed_at: None, reporter: None, environment: None, paths: vec![], oracle: None,
+            project: "a/one".into(),
+            external_id: "17".into(),
+            url: None,
+            title: "other".into(),
+            body: String::new(),
+            labels: vec![],
+            filed_at: None,
+            reporter: None,
+            environment: None,
+            paths: vec![],
+            oracle: None,
         };
-        let decision = decide(&cfg, &RoutingInput { title: "other", body: "", labels: &[], paths: &[], environment: None, oracle: None });
+        let decision = decide(
+            &cfg,
+            &RoutingInput { title: "other", body: "", labels: &[], paths: &[], environment: None, oracle: None },
+        );
         let err = s.create_report(&NewReport { request: dup.clone(), decision: decision.clone() }).await.unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
         let mut missing = dup;
@@ -265,8 +339,27 @@ async fn report_lists_filter_sort_and_page_alike() {
     run_storage_test(|s: Arc<dyn Storage>| async move {
         project(s.as_ref(), "a/one", true).await;
         for i in 0..9 {
-            let id = report(s.as_ref(), "a/one", &i.to_string(), &format!("Case {i} NaN"), CRASH, &format!("2026-01-0{}T00:00:00Z", 1 + i % 4), None).await;
-            attempt(s.as_ref(), id, a("x", if i % 3 == 0 { Verdict::Reproduced } else { Verdict::NotReproduced }, (i % 5) as f64 * 0.5, "2026-02-01T00:00:00Z")).await;
+            let id = report(
+                s.as_ref(),
+                "a/one",
+                &i.to_string(),
+                &format!("Case {i} NaN"),
+                CRASH,
+                &format!("2026-01-0{}T00:00:00Z", 1 + i % 4),
+                None,
+            )
+            .await;
+            attempt(
+                s.as_ref(),
+                id,
+                a(
+                    "x",
+                    if i % 3 == 0 { Verdict::Reproduced } else { Verdict::NotReproduced },
+                    (i % 5) as f64 * 0.5,
+                    "2026-02-01T00:00:00Z",
+                ),
+            )
+            .await;
         }
         for sort in ReportSort::ALL {
             for order in [Order::Asc, Order::Desc] {
@@ -291,16 +384,35 @@ async fn report_lists_filter_sort_and_page_alike() {
         assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 3);
         q.filter.verdict = None;
         q.filter.q = Some("nan".into());
-        assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 9, "case-insensitive on both engines");
+        assert_eq!(
+            s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(),
+            9,
+            "case-insensitive on both engines"
+        );
         q.filter.q = Some("case 4".into());
         assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 1);
         q.filter.q = None;
         q.filter.status = Some(ReportStatus::NotReproduced);
         assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 6);
-        let costs: Vec<f64> = s.list_reports(&ReportListQuery { sort: ReportSort::Cost, order: Order::Asc, ..Default::default() }, &ProjectScope::All)
-            .await.unwrap().items.iter().map(|r| r.cost_usd).collect();
+        let costs: Vec<f64> = s
+            .list_reports(
+                &ReportListQuery { sort: ReportSort::Cost, order: Order::Asc, ..Default::default() },
+                &ProjectScope::All,
+            )
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|r| r.cost_usd)
+            .collect();
         assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
-        let err = s.list_reports(&ReportListQuery { cursor: Some("filed_at.desc:x:1".into()), ..Default::default() }, &ProjectScope::All).await.unwrap_err();
+        let err = s
+            .list_reports(
+                &ReportListQuery { cursor: Some("filed_at.desc:x:1".into()), ..Default::default() },
+                &ProjectScope::All,
+            )
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::Invalid { ref field, .. } if field == "cursor"), "{err}");
     })
     .await;
@@ -388,25 +500,47 @@ async fn imported_reports_equal_created_ones_and_later_lines_win() {
         let cfg = RoutingConfig::default();
         let new = |id: &str, title: &str, labels: &[&str], oracle: Option<Oracle>| {
             let request = CreateReportRequest {
-                project: "a/one".into(), external_id: id.into(), url: Some("https://example.org/1".into()), title: title.into(),
-                body: CRASH.into(), labels: labels.iter().map(|l| l.to_string()).collect(), filed_at: Some(t("2026-01-02T03:04:05Z")),
-                reporter: Some("someone".into()), environment: Some("torch 2.4.1".into()), paths: vec!["torch/nn.py".into()], oracle,
+                project: "a/one".into(),
+                external_id: id.into(),
+                url: Some("https://example.org/1".into()),
+                title: title.into(),
+                body: CRASH.into(),
+                labels: labels.iter().map(|l| l.to_string()).collect(),
+                filed_at: Some(t("2026-01-02T03:04:05Z")),
+                reporter: Some("someone".into()),
+                environment: Some("torch 2.4.1".into()),
+                paths: vec!["torch/nn.py".into()],
+                oracle,
             };
             NewReport { decision: decide(&cfg, &RoutingInput::from_request(&request)), request }
         };
-        let f2p = Oracle { kind: OracleKind::FailToPass, source: Some(OracleSource::InPatchTest), command: Some("pytest t.py".into()),
-            fail_to_pass: vec!["t.py::a".into()], pass_to_pass: vec!["t.py::b".into()], signature: None, repeats: Some(3), authoring_minutes: Some(12.5) };
+        let f2p = Oracle {
+            kind: OracleKind::FailToPass,
+            source: Some(OracleSource::InPatchTest),
+            command: Some("pytest t.py".into()),
+            fail_to_pass: vec!["t.py::a".into()],
+            pass_to_pass: vec!["t.py::b".into()],
+            signature: None,
+            repeats: Some(3),
+            authoring_minutes: Some(12.5),
+        };
         // A report written by the bulk path reads back exactly as one created through the API.
         let via_api = s.create_report(&new("api", "same", &["bug", "cuda"], Some(f2p.clone()))).await.unwrap();
-        let out = s.import_reports(&[
-            new("bulk", "same", &["bug", "cuda"], Some(f2p.clone())),
-            new("other", "first title", &["bug"], None),
-            new("other", "second title", &["regression", "bug"], Some(f2p.clone())),
-            new("other", "second title", &["regression", "bug"], Some(f2p.clone())),
-        ]).await.unwrap();
+        let out = s
+            .import_reports(&[
+                new("bulk", "same", &["bug", "cuda"], Some(f2p.clone())),
+                new("other", "first title", &["bug"], None),
+                new("other", "second title", &["regression", "bug"], Some(f2p.clone())),
+                new("other", "second title", &["regression", "bug"], Some(f2p.clone())),
+            ])
+            .await
+            .unwrap();
         let out: Vec<Outcome> = out.into_iter().map(Result::unwrap).collect();
         assert_eq!(out, [Outcome::Created, Outcome::Created, Outcome::Updated, Outcome::Unchanged]);
-        let id_of = |ext: &'static str| { let s = s.clone(); async move { s.find_report("a/one", ext).await.unwrap().unwrap() } };
+        let id_of = |ext: &'static str| {
+            let s = s.clone();
+            async move { s.find_report("a/one", ext).await.unwrap().unwrap() }
+        };
         let bulk = s.get_report(id_of("bulk").await, &ProjectScope::All).await.unwrap().unwrap();
         let mut a = serde_json::to_value(&via_api).unwrap();
         let mut b = serde_json::to_value(&bulk).unwrap();
@@ -420,7 +554,19 @@ async fn imported_reports_equal_created_ones_and_later_lines_win() {
         assert_eq!(other.summary.title, "second title", "the later line of a batch wins");
         assert_eq!(other.summary.labels, ["regression", "bug"]);
         assert_eq!(other.oracle.as_ref().map(|o| o.fail_to_pass.clone()), Some(vec!["t.py::a".to_string()]));
-        let by_label = s.list_reports(&ReportListQuery { filter: failpass_shared::api::reports::ReportFilter { label: Some("regression".into()), ..Default::default() }, ..Default::default() }, &ProjectScope::All).await.unwrap();
+        let by_label = s
+            .list_reports(
+                &ReportListQuery {
+                    filter: failpass_shared::api::reports::ReportFilter {
+                        label: Some("regression".into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                &ProjectScope::All,
+            )
+            .await
+            .unwrap();
         assert_eq!(by_label.items.len(), 1, "labels of the later line are indexed");
     })
     .await;
@@ -428,9 +574,19 @@ async fn imported_reports_equal_created_ones_and_later_lines_win() {
 
 fn run_input(attempt_id: i64) -> NewRun {
     NewRun {
-        attempt_id, trigger: RunTrigger::Rerun, environment: RunEnvironment::Fixed, exit_status: Some(0), timed_out: false,
-        duration_ms: 1, output: String::new(), output_truncated: false, output_bytes: 0, failing_tests: vec![], started_at: None,
-        passing_tests: vec![], runner_id: None,
+        attempt_id,
+        trigger: RunTrigger::Rerun,
+        environment: RunEnvironment::Fixed,
+        exit_status: Some(0),
+        timed_out: false,
+        duration_ms: 1,
+        output: String::new(),
+        output_truncated: false,
+        output_bytes: 0,
+        failing_tests: vec![],
+        started_at: None,
+        passing_tests: vec![],
+        runner_id: None,
     }
 }
 
@@ -465,16 +621,27 @@ async fn both_engines_agree_on_the_demo_figures() {
     let qb = s_list(pg.storage.as_ref()).await;
     assert_eq!(qa, qb, "the queue lists the same reports in the same order");
     // the crossed landscape, the distributions, the flows and the oracle summary
-    let crossed = FiguresQuery { group_by: GroupBy::Route, then_by: vec![GroupBy::Agent, GroupBy::Model], ..Default::default() };
-    crate::figures::assert_rows_close(&rows(sqlite.as_ref(), crossed.clone()).await, &rows(pg.storage.as_ref(), crossed).await, "crossed");
+    let crossed =
+        FiguresQuery { group_by: GroupBy::Route, then_by: vec![GroupBy::Agent, GroupBy::Model], ..Default::default() };
+    crate::figures::assert_rows_close(
+        &rows(sqlite.as_ref(), crossed.clone()).await,
+        &rows(pg.storage.as_ref(), crossed).await,
+        "crossed",
+    );
     let dq = failpass_shared::api::figures::DistributionQuery { figures: by(GroupBy::Agent), ..Default::default() };
     let mut va = sqlite.metric_values(&dq, &ProjectScope::All).await.unwrap();
     let mut vb = pg.storage.metric_values(&dq, &ProjectScope::All).await.unwrap();
     va.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
     vb.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
     assert_eq!(va, vb);
-    let fa = failpass_shared::figures::throughput(&sqlite.report_flows(&Default::default(), &ProjectScope::All).await.unwrap(), now);
-    let fb = failpass_shared::figures::throughput(&pg.storage.report_flows(&Default::default(), &ProjectScope::All).await.unwrap(), now);
+    let fa = failpass_shared::figures::throughput(
+        &sqlite.report_flows(&Default::default(), &ProjectScope::All).await.unwrap(),
+        now,
+    );
+    let fb = failpass_shared::figures::throughput(
+        &pg.storage.report_flows(&Default::default(), &ProjectScope::All).await.unwrap(),
+        now,
+    );
     assert_eq!(fa, fb);
     assert!(fa.time_to_reproduction_n > 0 && fa.backlog > 0, "{fa:?}");
     let oa = sqlite.oracle_summary(None, &ProjectScope::All).await.unwrap();
@@ -486,7 +653,13 @@ async fn both_engines_agree_on_the_demo_figures() {
 async fn s_list(s: &dyn Storage) -> Vec<(String, String, i64)> {
     let mut q = ReportListQuery { limit: 500, ..Default::default() };
     q.filter.route = Some(Route::AgentFirst);
-    s.list_reports(&q, &ProjectScope::All).await.unwrap().items.into_iter().map(|r| (r.project, r.external_id, r.attempts)).collect()
+    s.list_reports(&q, &ProjectScope::All)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|r| (r.project, r.external_id, r.attempts))
+        .collect()
 }
 
 #[tokio::test]
@@ -496,15 +669,29 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
     run_storage_test(|s: Arc<dyn Storage>| async move {
         let [r1, ..] = dataset(s.as_ref()).await;
         // crossed: agent × model, each part a dimension's value
-        let crossed = rows(s.as_ref(), FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() }).await;
+        let crossed = rows(
+            s.as_ref(),
+            FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() },
+        )
+        .await;
         let keys: Vec<&str> = crossed.iter().map(|r| r.key.as_str()).collect();
-        assert_eq!(keys, ["judge\u{1f}judge-model", "repgen\u{1f}repgen-model", "swe-agent\u{1f}swe-agent-model"], "one part per dimension");
+        assert_eq!(
+            keys,
+            ["judge\u{1f}judge-model", "repgen\u{1f}repgen-model", "swe-agent\u{1f}swe-agent-model"],
+            "one part per dimension"
+        );
         let by_agent = rows(s.as_ref(), by(GroupBy::Agent)).await;
         for (c, a) in crossed.iter().zip(&by_agent) {
-            assert_eq!((c.reports, c.attempts, c.reports_reproduced), (a.reports, a.attempts, a.reports_reproduced), "{}", c.key);
+            assert_eq!(
+                (c.reports, c.attempts, c.reports_reproduced),
+                (a.reports, a.attempts, a.reports_reproduced),
+                "{}",
+                c.key
+            );
         }
         // vague against clear: the split follows the reports' flag
-        let page = s.list_reports(&ReportListQuery { limit: 100, ..Default::default() }, &ProjectScope::All).await.unwrap();
+        let page =
+            s.list_reports(&ReportListQuery { limit: 100, ..Default::default() }, &ProjectScope::All).await.unwrap();
         let vague = page.items.iter().filter(|r| r.vague).count() as u64;
         let split = rows(s.as_ref(), by(GroupBy::Vagueness)).await;
         let get = |k: &str| split.iter().find(|r| r.key == k).map_or(0, |r| r.reports);
@@ -532,7 +719,10 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
         approx(Some(values.iter().map(|v| v.1).sum()), 7.0);
         let repgen: f64 = values.iter().filter(|v| v.0 == "repgen").map(|v| v.1).sum();
         approx(Some(repgen), 3.25);
-        let walls = s.metric_values(&DistributionQuery { metric: Metric::WallSeconds, ..Default::default() }, &ProjectScope::All).await.unwrap();
+        let walls = s
+            .metric_values(&DistributionQuery { metric: Metric::WallSeconds, ..Default::default() }, &ProjectScope::All)
+            .await
+            .unwrap();
         assert!(walls.iter().all(|v| v.0 == "all" && v.1 == 60.0) && walls.len() == 6, "{walls:?}");
         // flows: R1's first counting verdict is its second attempt's (no end recorded: its start)
         let flows = s.report_flows(&ReportFilter::default(), &ProjectScope::All).await.unwrap();
@@ -555,7 +745,11 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
         assert_eq!(count(window(Some("2026-02-02"), Some("2026-02-02"))).await, 1);
         // a name holding the display separator still makes one part per dimension
         attempt(s.as_ref(), late, a("a · b", Verdict::NotReproduced, 1.0, "2026-03-01T00:00:00Z")).await;
-        let crossed = rows(s.as_ref(), FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() }).await;
+        let crossed = rows(
+            s.as_ref(),
+            FiguresQuery { group_by: GroupBy::Agent, then_by: vec![GroupBy::Model], ..Default::default() },
+        )
+        .await;
         let odd = crossed.iter().find(|r| r.key.starts_with("a · b")).expect("the odd agent's group");
         assert_eq!(odd.key.split('\u{1f}').collect::<Vec<_>>(), ["a · b", "a · b-model"]);
     })

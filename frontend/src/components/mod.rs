@@ -20,7 +20,9 @@ pub fn ErrorPanel(error: ClientError) -> impl IntoView {
         ClientError::Network(_) => ("The server did not answer", "Check that failpass is running, then reload."),
         ClientError::Api { status, .. } if *status >= 500 => ("The server failed", "The server log has the cause."),
         ClientError::Api { status: 404, .. } => ("Not found", "It may have been removed, or the address is mistyped."),
-        ClientError::Api { .. } | ClientError::Input(_) => ("This view cannot be shown", "Check the address or the filters."),
+        ClientError::Api { .. } | ClientError::Input(_) => {
+            ("This view cannot be shown", "Check the address or the filters.")
+        }
         ClientError::Decode(_) => ("Unexpected response", "The dashboard and server versions may differ; reload."),
     };
     view! {

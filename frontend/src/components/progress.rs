@@ -2,8 +2,8 @@
 
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
-use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 
 /// The `done` event's body, as far as the progress line reads it.
 #[derive(serde::Deserialize)]
@@ -24,10 +24,19 @@ pub fn JobProgress(job_id: i64, on_done: Callback<()>) -> impl IntoView {
     if let Ok(es) = web_sys::EventSource::new(&url) {
         let es_done = es.clone();
         let on_job = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-            if let Some(job) = e.data().as_string().and_then(|t| crate::api::decode::<failpass_shared::api::jobs::Job>(&t).ok()) {
+            if let Some(job) =
+                e.data().as_string().and_then(|t| crate::api::decode::<failpass_shared::api::jobs::Job>(&t).ok())
+            {
                 status.set(match job.status.as_str() {
-                    "running" => format!("job {job_id}: running (try {} of {}) on {}", job.tries, job.max_tries, job.lease_owner.unwrap_or_default()),
-                    "queued" if job.tries > 0 => format!("job {job_id}: waiting to retry ({})", job.last_error.unwrap_or_default()),
+                    "running" => format!(
+                        "job {job_id}: running (try {} of {}) on {}",
+                        job.tries,
+                        job.max_tries,
+                        job.lease_owner.unwrap_or_default()
+                    ),
+                    "queued" if job.tries > 0 => {
+                        format!("job {job_id}: waiting to retry ({})", job.last_error.unwrap_or_default())
+                    }
                     other => format!("job {job_id}: {other}"),
                 });
             }

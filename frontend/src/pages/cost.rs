@@ -6,7 +6,7 @@ use failpass_shared::format::{duration_secs, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{chart_src, Figure, FigurePage};
+use super::{Figure, FigurePage, chart_src};
 use crate::api::{self, ClientError};
 use crate::components::Stat;
 
@@ -61,7 +61,8 @@ fn body(v: Views) -> Option<AnyView> {
     };
     let wall_by_agent = v.wall_by_agent.groups.clone();
     let agents = v.agents.clone();
-    let spend_caption = format!("Spend on attempts started each week, summed up: {} in all.", usd(Some(t.cost_total_usd)));
+    let spend_caption =
+        format!("Spend on attempts started each week, summed up: {} in all.", usd(Some(t.cost_total_usd)));
     let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"

@@ -35,11 +35,8 @@ pub fn figures_query(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientE
 
 /// `pairs` with `key` set to `value` (dropped when empty) and any cursor removed.
 pub fn with_param<K: AsRef<str>>(pairs: &[(K, String)], key: &str, value: &str) -> String {
-    let mut out: Vec<(&str, String)> = pairs
-        .iter()
-        .map(|(k, v)| (k.as_ref(), v.clone()))
-        .filter(|(k, _)| *k != key && *k != "cursor")
-        .collect();
+    let mut out: Vec<(&str, String)> =
+        pairs.iter().map(|(k, v)| (k.as_ref(), v.clone())).filter(|(k, _)| *k != key && *k != "cursor").collect();
     if !value.trim().is_empty() {
         out.push((key, value.trim().to_owned()));
     }
@@ -50,7 +47,8 @@ pub fn with_param<K: AsRef<str>>(pairs: &[(K, String)], key: &str, value: &str) 
 /// page's padding on a narrow screen, so its text stays readable (an SVG
 /// drawn wide and scaled down shrinks its labels with it).
 pub fn chart_width(preferred: u32) -> u32 {
-    let viewport = web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(preferred as f64);
+    let viewport =
+        web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(preferred as f64);
     (viewport as u32).saturating_sub(64).clamp(280, preferred)
 }
 

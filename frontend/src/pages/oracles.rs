@@ -61,7 +61,11 @@ fn share_detail(s: &Share, what: &str) -> String {
 }
 
 #[component]
-fn OracleView(s: OracleSummary, groups: Vec<failpass_shared::api::jobs::SignatureGroup>, project: Option<String>) -> impl IntoView {
+fn OracleView(
+    s: OracleSummary,
+    groups: Vec<failpass_shared::api::jobs::SignatureGroup>,
+    project: Option<String>,
+) -> impl IntoView {
     let chart = |name: &str| super::chart_src(name, project.iter().map(|p| ("project", p.clone())).collect(), 640);
     let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
     view! {

@@ -6,7 +6,7 @@ use failpass_shared::format::{hours, interval, percent, thousands, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{chart_src, figures_query, query_pairs, ChartSvg, Figure};
+use super::{ChartSvg, Figure, chart_src, figures_query, query_pairs};
 use crate::api::{self, ClientError};
 use crate::components::filters::FilterBar;
 use crate::components::{Empty, ErrorPanel, Loading, Stat};
@@ -25,7 +25,8 @@ pub fn OverviewPage() -> impl IntoView {
             let route_q = FiguresQuery { group_by: GroupBy::Route, ..q.clone() };
             // The three requests in flight together: this page has a time budget.
             let (total, by_route, flow) =
-                futures_util::future::join3(api::figures(&total_q), api::figures(&route_q), api::throughput(&q.filter)).await;
+                futures_util::future::join3(api::figures(&total_q), api::figures(&route_q), api::throughput(&q.filter))
+                    .await;
             Ok::<_, ClientError>((total?.rows.into_iter().next(), by_route?.rows, flow?, q))
         }
     });

@@ -209,9 +209,10 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
     let count = ids.len();
     let selected = RwSignal::new(None::<usize>);
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
-        let typing = ev.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok()).is_some_and(|el| {
-            matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON")
-        });
+        let typing = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON"));
         if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || count == 0 {
             return;
         }

@@ -7,7 +7,7 @@ use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
 use super::agents::AgentsTable;
-use super::{chart_src, Figure, FigurePage};
+use super::{Figure, FigurePage, chart_src};
 use crate::api::{self, ClientError};
 
 /// The figures of every view on this page, fetched together.
@@ -107,7 +107,13 @@ fn body(v: Views) -> AnyView {
 }
 
 /// A rate chart with its numbers underneath.
-fn rate_figure(testid: &'static str, chart: String, caption: &'static str, rows: &[FigureRow], what: &'static str) -> AnyView {
+fn rate_figure(
+    testid: &'static str,
+    chart: String,
+    caption: &'static str,
+    rows: &[FigureRow],
+    what: &'static str,
+) -> AnyView {
     let rows = rows.to_vec();
     view! {
         <Figure testid=testid chart=chart caption=caption>

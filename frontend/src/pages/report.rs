@@ -29,7 +29,8 @@ pub fn ReportPage() -> impl IntoView {
         async move {
             let id = id.ok_or_else(|| ClientError::Input("the address has no valid report id".into()))?;
             let report = api::report(id).await?;
-            let attempts = api::attempts(&AttemptListQuery { report_id: Some(id), limit: 200, ..Default::default() }).await?;
+            let attempts =
+                api::attempts(&AttemptListQuery { report_id: Some(id), limit: 200, ..Default::default() }).await?;
             Ok::<_, ClientError>((report, attempts.items))
         }
     });
@@ -70,7 +71,6 @@ impl Started {
     }
 }
 
-
 /// Buttons that queue work for the whole report, and the progress they started.
 #[component]
 fn ReportActions(report: Report) -> impl IntoView {
@@ -103,7 +103,9 @@ fn ReportActions(report: Report) -> impl IntoView {
         leptos::task::spawn_local(async move {
             match api::refine(id).await {
                 Ok(job) => {
-                    message.set("Refine loop queued: the generator proposes, failpass grades, the feedback goes back.".into());
+                    message.set(
+                        "Refine loop queued: the generator proposes, failpass grades, the feedback goes back.".into(),
+                    );
                     push(vec![job.id]);
                 }
                 Err(e) => message.set(format!("Could not start the refine loop: {e}")),
@@ -114,7 +116,13 @@ fn ReportActions(report: Report) -> impl IntoView {
     let project = report.summary.project.clone();
     let releases = crate::load::Load::new(move || {
         let project = project.clone();
-        async move { api::environments(&project).await.map(|envs| envs.into_iter().filter(|e| e.role == failpass_shared::model::EnvironmentRole::Release).collect::<Vec<_>>()) }
+        async move {
+            api::environments(&project).await.map(|envs| {
+                envs.into_iter()
+                    .filter(|e| e.role == failpass_shared::model::EnvironmentRole::Release)
+                    .collect::<Vec<_>>()
+            })
+        }
     });
     let chosen = RwSignal::new(String::new());
     let recheck = move |_| {
@@ -124,9 +132,12 @@ fn ReportActions(report: Report) -> impl IntoView {
             return;
         }
         leptos::task::spawn_local(async move {
-            let req = RerunRequest { report_id: Some(id), recheck_environment: Some(env.clone()), ..Default::default() };
+            let req =
+                RerunRequest { report_id: Some(id), recheck_environment: Some(env.clone()), ..Default::default() };
             match api::rerun(&req).await {
-                Ok(r) if r.queued.is_empty() => message.set(format!("Nothing to re-check on {env}: no reproduced attempt with a candidate (or already waiting).")),
+                Ok(r) if r.queued.is_empty() => message.set(format!(
+                    "Nothing to re-check on {env}: no reproduced attempt with a candidate (or already waiting)."
+                )),
                 Ok(r) => {
                     message.set(format!("Re-checking {} reproduced attempt(s) on {env}.", r.queued.len()));
                     push(r.queued);
@@ -333,7 +344,11 @@ fn AttemptDetails(id: i64) -> impl IntoView {
 fn signal_row(name: &'static str, s: Option<Signal>) -> impl IntoView {
     let (state, source, detail) = match s {
         None => ("not computed".to_owned(), "—".to_owned(), String::new()),
-        Some(s) => ((if s.passed { "passed" } else { "failed" }).to_owned(), s.source.as_str().to_owned(), s.detail.unwrap_or_default()),
+        Some(s) => (
+            (if s.passed { "passed" } else { "failed" }).to_owned(),
+            s.source.as_str().to_owned(),
+            s.detail.unwrap_or_default(),
+        ),
     };
     view! { <tr><th scope="row">{name}</th><td>{state}</td><td>{source}</td><td>{detail}</td></tr> }
 }
@@ -344,7 +359,8 @@ fn count(grade: &serde_json::Value, key: &str) -> u64 {
 }
 
 fn run_cell(r: &Run) -> String {
-    let status = if r.timed_out { "timeout".to_owned() } else { r.exit_status.map_or("killed".into(), |s| format!("exit {s}")) };
+    let status =
+        if r.timed_out { "timeout".to_owned() } else { r.exit_status.map_or("killed".into(), |s| format!("exit {s}")) };
     format!("{status} · {} ms", r.duration_ms)
 }
 

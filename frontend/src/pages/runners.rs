@@ -14,7 +14,8 @@ const REFRESH_MS: u64 = 2000;
 #[component]
 pub fn RunnersPage() -> impl IntoView {
     let tick = RwSignal::new(0u32);
-    let handle = set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_millis(REFRESH_MS)).ok();
+    let handle =
+        set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_millis(REFRESH_MS)).ok();
     on_cleanup(move || {
         if let Some(h) = handle {
             h.clear();

@@ -3,12 +3,10 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::query::{non_empty, parse_field, FieldError};
-use super::reports::{parse_limit, unknown_parameter};
 use super::DEFAULT_LIMIT;
-use crate::model::{
-    FailureCause, Goal, Review, RunEnvironment, RunTrigger, SignalSource, Verdict, VerdictSource,
-};
+use super::query::{FieldError, non_empty, parse_field};
+use super::reports::{parse_limit, unknown_parameter};
+use crate::model::{FailureCause, Goal, Review, RunEnvironment, RunTrigger, SignalSource, Verdict, VerdictSource};
 
 /// One verification signal and where its value came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,14 +164,22 @@ impl CreateRunRequest {
     pub fn validate(&self) -> Result<(), FieldError> {
         match (&self.attempt_id, &self.attempt) {
             (Some(_), None) | (None, Some(_)) => {}
-            (None, None) => return Err(FieldError::new("attempt_id", "give attempt_id or attempt {report, agent, attempt_key}")),
+            (None, None) => {
+                return Err(FieldError::new("attempt_id", "give attempt_id or attempt {report, agent, attempt_key}"));
+            }
             (Some(_), Some(_)) => return Err(FieldError::new("attempt", "give attempt_id or attempt, not both")),
         }
         if !(0..=(MAX_WALL_SECONDS as i64) * 1000).contains(&self.duration_ms) {
-            return Err(FieldError::new("duration_ms", format!("must be between 0 and {}", (MAX_WALL_SECONDS as i64) * 1000)));
+            return Err(FieldError::new(
+                "duration_ms",
+                format!("must be between 0 and {}", (MAX_WALL_SECONDS as i64) * 1000),
+            ));
         }
         if self.output.len() > MAX_RUN_OUTPUT {
-            return Err(FieldError::new("output", format!("is longer than {MAX_RUN_OUTPUT} bytes; keep the first part and set output_truncated")));
+            return Err(FieldError::new(
+                "output",
+                format!("is longer than {MAX_RUN_OUTPUT} bytes; keep the first part and set output_truncated"),
+            ));
         }
         if self.output_bytes.is_some_and(|b| b < self.output.len() as i64 || b > MAX_COUNT) {
             return Err(FieldError::new("output_bytes", "must be at least the kept output's length"));
@@ -196,7 +202,9 @@ impl CreateAttemptRequest {
     pub fn validate(&self) -> Result<(), FieldError> {
         match (&self.report_id, &self.report) {
             (Some(_), None) | (None, Some(_)) => {}
-            (None, None) => return Err(FieldError::new("report_id", "give report_id or report {project, external_id}")),
+            (None, None) => {
+                return Err(FieldError::new("report_id", "give report_id or report {project, external_id}"));
+            }
             (Some(_), Some(_)) => return Err(FieldError::new("report", "give report_id or report, not both")),
         }
         if self.agent.trim().is_empty() || self.agent.len() > 200 {
@@ -205,15 +213,17 @@ impl CreateAttemptRequest {
         for (field, t) in [("started_at", &self.started_at), ("ended_at", &self.ended_at)] {
             super::query::check_time(field, t.as_ref())?;
         }
-        super::query::check_time("model_cutoff", self.model_cutoff.and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()).as_ref())?;
+        super::query::check_time(
+            "model_cutoff",
+            self.model_cutoff.and_then(|d| d.and_hms_opt(0, 0, 0)).map(|d| d.and_utc()).as_ref(),
+        )?;
         if !self.verdict.allowed_for(self.goal) {
             return Err(FieldError::new(
                 "verdict",
                 format!("`{}` is not a verdict for goal `{}`", self.verdict, self.goal),
             ));
         }
-        if self.verdict_source == VerdictSource::Llm
-            && matches!(self.verdict, Verdict::Reproduced | Verdict::Resolved)
+        if self.verdict_source == VerdictSource::Llm && matches!(self.verdict, Verdict::Reproduced | Verdict::Resolved)
         {
             return Err(FieldError::new(
                 "verdict",
@@ -232,7 +242,9 @@ impl CreateAttemptRequest {
                 return Err(FieldError::new("wall_seconds", format!("must be between 0 and {MAX_WALL_SECONDS}")));
             }
         }
-        for (field, v) in [("tokens_in", Some(self.tokens_in)), ("tokens_out", Some(self.tokens_out)), ("api_calls", self.api_calls)] {
+        for (field, v) in
+            [("tokens_in", Some(self.tokens_in)), ("tokens_out", Some(self.tokens_out)), ("api_calls", self.api_calls)]
+        {
             if v.is_some_and(|v| !(0..=MAX_COUNT).contains(&v)) {
                 return Err(FieldError::new(field, format!("must be between 0 and {MAX_COUNT}")));
             }
@@ -243,10 +255,16 @@ impl CreateAttemptRequest {
         // The verdict rules of DOMAIN.md: who may say what.
         match (self.verdict, self.verdict_source) {
             (Verdict::Lead, s) if s != VerdictSource::Llm => {
-                return Err(FieldError::new("verdict_source", "a `lead` is an LLM's verdict: use verdict_source `llm`"));
+                return Err(FieldError::new(
+                    "verdict_source",
+                    "a `lead` is an LLM's verdict: use verdict_source `llm`",
+                ));
             }
             (Verdict::Hypothesis, VerdictSource::Deterministic) => {
-                return Err(FieldError::new("verdict_source", "a `hypothesis` is ungraded, so it cannot be `deterministic`"));
+                return Err(FieldError::new(
+                    "verdict_source",
+                    "a `hypothesis` is ungraded, so it cannot be `deterministic`",
+                ));
             }
             _ => {}
         }
@@ -277,7 +295,10 @@ impl CreateAttemptRequest {
             return Err(FieldError::new("verify", "grading by execution is for `reproduce` attempts"));
         }
         if self.verify && self.verdict != Verdict::Hypothesis {
-            return Err(FieldError::new("verdict", "with `verify`, grading sets the verdict: send `hypothesis` until it is graded"));
+            return Err(FieldError::new(
+                "verdict",
+                "with `verify`, grading sets the verdict: send `hypothesis` until it is graded",
+            ));
         }
         Ok(())
     }
@@ -374,7 +395,16 @@ pub struct AttemptListQuery {
 impl Default for AttemptListQuery {
     /// No filter, the default page size (a zero limit would be an empty page).
     fn default() -> Self {
-        Self { report_id: None, project: None, agent: None, model: None, verdict: None, goal: None, limit: DEFAULT_LIMIT, cursor: None }
+        Self {
+            report_id: None,
+            project: None,
+            agent: None,
+            model: None,
+            verdict: None,
+            goal: None,
+            limit: DEFAULT_LIMIT,
+            cursor: None,
+        }
     }
 }
 
@@ -395,7 +425,9 @@ impl AttemptListQuery {
                 "goal" => q.goal = val.map(|v| parse_field(k, v)).transpose()?,
                 "limit" => q.limit = val.map(parse_limit).transpose()?.unwrap_or(DEFAULT_LIMIT),
                 "cursor" => q.cursor = val.map(str::to_owned),
-                _ => return Err(unknown_parameter(k, "report_id, project, agent, model, verdict, goal, limit, cursor")),
+                _ => {
+                    return Err(unknown_parameter(k, "report_id, project, agent, model, verdict, goal, limit, cursor"));
+                }
             }
         }
         Ok(q)
@@ -442,8 +474,14 @@ mod tests {
 
     #[test]
     fn contradictory_verdicts_are_refused() {
-        assert_eq!(request(Verdict::Lead, VerdictSource::Deterministic).validate().unwrap_err().field, "verdict_source");
-        assert_eq!(request(Verdict::Hypothesis, VerdictSource::Deterministic).validate().unwrap_err().field, "verdict_source");
+        assert_eq!(
+            request(Verdict::Lead, VerdictSource::Deterministic).validate().unwrap_err().field,
+            "verdict_source"
+        );
+        assert_eq!(
+            request(Verdict::Hypothesis, VerdictSource::Deterministic).validate().unwrap_err().field,
+            "verdict_source"
+        );
         let mut r = request(Verdict::Lead, VerdictSource::Llm);
         r.review = Some(Review::Accepted);
         assert_eq!(r.validate().unwrap_err().field, "verdict");

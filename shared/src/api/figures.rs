@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::query::{non_empty, parse_field, FieldError};
-use super::reports::{unknown_parameter, ReportFilter};
+use super::query::{FieldError, non_empty, parse_field};
+use super::reports::{ReportFilter, unknown_parameter};
 use crate::model::{Goal, GroupBy};
 
 /// The most dimensions one `group_by` may cross.
@@ -52,7 +52,10 @@ impl FiguresQuery {
                 "agent" => q.agent = val.map(str::to_owned),
                 "model" => q.model = val.map(str::to_owned),
                 _ => {
-                    return Err(unknown_parameter(k, &format!("group_by, goal, agent, model, {}", ReportFilter::PARAMETERS)))
+                    return Err(unknown_parameter(
+                        k,
+                        &format!("group_by, goal, agent, model, {}", ReportFilter::PARAMETERS),
+                    ));
                 }
             }
         }
@@ -225,10 +228,11 @@ impl DistributionQuery {
                 rest.push((k, v));
             }
         }
-        let figures = FiguresQuery::from_pairs(rest).map_err(|e| match e.message.starts_with("unknown query parameter") {
-            true => FieldError::new(e.field, format!("{}, metric", e.message)),
-            false => e,
-        })?;
+        let figures =
+            FiguresQuery::from_pairs(rest).map_err(|e| match e.message.starts_with("unknown query parameter") {
+                true => FieldError::new(e.field, format!("{}, metric", e.message)),
+                false => e,
+            })?;
         if !figures.then_by.is_empty() {
             return Err(FieldError::new("group_by", "a distribution takes one dimension"));
         }
@@ -319,7 +323,9 @@ mod tests {
 
     #[test]
     fn parses_groupings_and_filters() {
-        let q = FiguresQuery::from_pairs([("group_by", "week"), ("goal", "fix"), ("route", "hypothesis"), ("agent", "x")]).unwrap();
+        let q =
+            FiguresQuery::from_pairs([("group_by", "week"), ("goal", "fix"), ("route", "hypothesis"), ("agent", "x")])
+                .unwrap();
         assert_eq!(q.group_by, GroupBy::Week);
         assert_eq!(q.goal, Goal::Fix);
         assert_eq!(q.agent.as_deref(), Some("x"));
@@ -338,7 +344,12 @@ mod tests {
         assert_eq!(pairs[0], ("group_by", "route,agent,model".to_owned()));
         let back = FiguresQuery::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
         assert_eq!(back, q);
-        for (bad, says) in [("route,route", "twice"), ("none,route", "none"), ("route,agent,model,week", "at most 3"), ("route,", "unknown")] {
+        for (bad, says) in [
+            ("route,route", "twice"),
+            ("none,route", "none"),
+            ("route,agent,model,week", "at most 3"),
+            ("route,", "unknown"),
+        ] {
             let e = FiguresQuery::from_pairs([("group_by", bad)]).unwrap_err();
             assert!(e.message.contains(says), "{bad}: {e}");
         }

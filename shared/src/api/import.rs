@@ -172,7 +172,8 @@ mod tests {
         assert!(a.validate().is_ok());
         let e = serde_json::from_str::<ImportRecord>(r#"{"kind":"bogus"}"#).unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
-        let e = serde_json::from_str::<ImportRecord>(r#"{"kind":"project","slug":"a/b","x":1}"#).unwrap_err().to_string();
+        let e =
+            serde_json::from_str::<ImportRecord>(r#"{"kind":"project","slug":"a/b","x":1}"#).unwrap_err().to_string();
         assert!(e.contains("unknown field `x`"), "{e}");
     }
 
@@ -242,19 +243,32 @@ pub fn discrepancies(agent: &AgentRecord, computed: Option<&super::figures::Figu
 #[cfg(test)]
 mod discrepancy_tests {
     use super::*;
-    use crate::figures::{figure_rows, ReportContribution};
+    use crate::figures::{ReportContribution, figure_rows};
 
     fn agent(rate: f64, cost: f64) -> AgentRecord {
         AgentRecord {
-            name: "a".into(), source: None, model: None, date: None, stated_rate: Some(rate), stated_instances: Some(500),
-            stated_cost_usd: Some(cost), stated_instance_cost_usd: None, stated_instance_calls: None, notes: None,
+            name: "a".into(),
+            source: None,
+            model: None,
+            date: None,
+            stated_rate: Some(rate),
+            stated_instances: Some(500),
+            stated_cost_usd: Some(cost),
+            stated_instance_cost_usd: None,
+            stated_instance_calls: None,
+            notes: None,
         }
     }
 
     fn rows(resolved: u64, n: u64, cost_each: f64) -> crate::api::figures::FigureRow {
         let cs = (0..n).map(|i| ReportContribution {
-            key: "a".into(), attempts: 1, attempts_graded: 1, attempts_counting: u64::from(i < resolved),
-            cost_usd: cost_each, cost_counting_usd: if i < resolved { cost_each } else { 0.0 }, ..Default::default()
+            key: "a".into(),
+            attempts: 1,
+            attempts_graded: 1,
+            attempts_counting: u64::from(i < resolved),
+            cost_usd: cost_each,
+            cost_counting_usd: if i < resolved { cost_each } else { 0.0 },
+            ..Default::default()
         });
         figure_rows(cs).remove(0)
     }

@@ -100,7 +100,8 @@ pub struct RerunRequest {
 
 impl RerunRequest {
     pub fn validate(&self) -> Result<(), FieldError> {
-        let given = [self.attempt_id.is_some(), self.report_id.is_some(), self.filter.is_some()].iter().filter(|b| **b).count();
+        let given =
+            [self.attempt_id.is_some(), self.report_id.is_some(), self.filter.is_some()].iter().filter(|b| **b).count();
         if given != 1 {
             return Err(FieldError::new("attempt_id", "give exactly one of attempt_id, report_id or filter"));
         }

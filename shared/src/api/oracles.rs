@@ -40,7 +40,13 @@ pub struct Share {
 impl Share {
     pub fn new(count: i64, of: i64) -> Self {
         let interval = wilson_interval(count.max(0) as u64, of.max(0) as u64);
-        Share { count, of, rate: (of > 0).then(|| count as f64 / of as f64), low: interval.map(|i| i.0), high: interval.map(|i| i.1) }
+        Share {
+            count,
+            of,
+            rate: (of > 0).then(|| count as f64 / of as f64),
+            low: interval.map(|i| i.0),
+            high: interval.map(|i| i.1),
+        }
     }
 }
 

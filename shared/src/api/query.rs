@@ -39,7 +39,9 @@ where
 pub fn check_time(field: &str, t: Option<&chrono::DateTime<chrono::Utc>>) -> Result<(), FieldError> {
     use chrono::Datelike;
     match t {
-        Some(t) if !(1970..2200).contains(&t.year()) => Err(FieldError::new(field, format!("{} is outside 1970 to 2199", t.to_rfc3339()))),
+        Some(t) if !(1970..2200).contains(&t.year()) => {
+            Err(FieldError::new(field, format!("{} is outside 1970 to 2199", t.to_rfc3339())))
+        }
         _ => Ok(()),
     }
 }
@@ -64,11 +66,7 @@ pub fn encode_component(s: &str) -> String {
 
 /// Joins pairs into `a=1&b=two`, encoding each value.
 pub fn to_query_string(pairs: &[(&str, String)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k}={}", encode_component(v)))
-        .collect::<Vec<_>>()
-        .join("&")
+    pairs.iter().map(|(k, v)| format!("{k}={}", encode_component(v))).collect::<Vec<_>>().join("&")
 }
 
 /// Decodes a query component: `+` is a space, `%XX` a byte; invalid UTF-8
@@ -81,15 +79,13 @@ pub fn decode_component(s: &str) -> String {
         let hex = |b: u8| (b as char).to_digit(16);
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push((h * 16 + l) as u8);
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;

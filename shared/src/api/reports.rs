@@ -3,7 +3,7 @@
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::query::{non_empty, parse_field, FieldError};
+use super::query::{FieldError, non_empty, parse_field};
 use super::{DEFAULT_LIMIT, MAX_LIMIT};
 use crate::model::{Category, OracleKind, OracleSource, ReportStatus, Route, Verdict};
 
@@ -44,13 +44,22 @@ impl Oracle {
         let has_command = self.command.as_deref().is_some_and(|c| !c.trim().is_empty());
         match self.kind {
             OracleKind::FailToPass if self.fail_to_pass.is_empty() && !has_command => {
-                return Err(FieldError::new("oracle.fail_to_pass", "a `fail_to_pass` oracle needs test ids or a command"));
+                return Err(FieldError::new(
+                    "oracle.fail_to_pass",
+                    "a `fail_to_pass` oracle needs test ids or a command",
+                ));
             }
             OracleKind::CrashSignature if self.signature.as_deref().is_none_or(|s| s.trim().is_empty()) => {
-                return Err(FieldError::new("oracle.signature", "a `crash_signature` oracle needs the signature it expects"));
+                return Err(FieldError::new(
+                    "oracle.signature",
+                    "a `crash_signature` oracle needs the signature it expects",
+                ));
             }
             OracleKind::LlmJudge | OracleKind::None if self.source.is_some() => {
-                return Err(FieldError::new("oracle.source", format!("a `{}` oracle has no source: only deterministic oracles do", self.kind)));
+                return Err(FieldError::new(
+                    "oracle.source",
+                    format!("a `{}` oracle has no source: only deterministic oracles do", self.kind),
+                ));
             }
             _ => {}
         }
@@ -71,7 +80,9 @@ impl Oracle {
             }
         }
         let tests = self.fail_to_pass.iter().chain(&self.pass_to_pass);
-        if self.fail_to_pass.len() + self.pass_to_pass.len() > 100_000 || tests.map(String::len).sum::<usize>() > 10_000_000 {
+        if self.fail_to_pass.len() + self.pass_to_pass.len() > 100_000
+            || tests.map(String::len).sum::<usize>() > 10_000_000
+        {
             return Err(FieldError::new("oracle", "too many test ids"));
         }
         Ok(())
@@ -136,13 +147,15 @@ impl CreateReportRequest {
         if let Some(url) = &self.url {
             let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
             if !scheme_ok || url.len() > 2000 || url.chars().any(char::is_whitespace) {
-                return Err(FieldError::new("url", "must be an http(s) address without spaces, at most 2000 characters"));
+                return Err(FieldError::new(
+                    "url",
+                    "must be an http(s) address without spaces, at most 2000 characters",
+                ));
             }
         }
-        for (field, v, max) in [
-            ("reporter", self.reporter.as_ref(), 200),
-            ("environment", self.environment.as_ref(), 10_000),
-        ] {
+        for (field, v, max) in
+            [("reporter", self.reporter.as_ref(), 200), ("environment", self.environment.as_ref(), 10_000)]
+        {
             if v.is_some_and(|v| v.len() > max) {
                 return Err(FieldError::new(field, format!("is longer than {max} bytes")));
             }
@@ -309,7 +322,9 @@ impl ReportFilter {
     /// A window that ends before it starts is a mistake worth naming.
     pub fn check_window(&self) -> Result<(), FieldError> {
         match (self.since, self.until) {
-            (Some(s), Some(u)) if s > u => Err(FieldError::new("since", format!("{s} is after until ({u}): the window holds no day"))),
+            (Some(s), Some(u)) if s > u => {
+                Err(FieldError::new("since", format!("{s} is after until ({u}): the window holds no day")))
+            }
             _ => Ok(()),
         }
     }
@@ -325,7 +340,12 @@ impl ReportFilter {
 pub fn parse_day(field: &str, value: &str) -> Result<NaiveDate, FieldError> {
     // By hand: chrono's general format parser would weigh on the dashboard's bundle.
     let mut parts = value.split('-');
-    let mut num = |len: usize| parts.next().filter(|p| p.len() == len && p.bytes().all(|b| b.is_ascii_digit())).and_then(|p| p.parse::<u32>().ok());
+    let mut num = |len: usize| {
+        parts
+            .next()
+            .filter(|p| p.len() == len && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+    };
     let day = match (num(4), num(2), num(2), parts.next()) {
         (Some(y), Some(m), Some(d), None) => NaiveDate::from_ymd_opt(y as i32, m, d),
         _ => None,
@@ -411,7 +431,13 @@ pub struct ReportListQuery {
 
 impl Default for ReportListQuery {
     fn default() -> Self {
-        Self { filter: ReportFilter::default(), sort: ReportSort::default(), order: Order::default(), limit: DEFAULT_LIMIT, cursor: None }
+        Self {
+            filter: ReportFilter::default(),
+            sort: ReportSort::default(),
+            order: Order::default(),
+            limit: DEFAULT_LIMIT,
+            cursor: None,
+        }
     }
 }
 
@@ -433,7 +459,12 @@ impl ReportListQuery {
                 "order" => q.order = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
                 "limit" => q.limit = val.map(|v| parse_limit(v)).transpose()?.unwrap_or(DEFAULT_LIMIT),
                 "cursor" => q.cursor = val.map(str::to_owned),
-                _ => return Err(unknown_parameter(k, &format!("{}, sort, order, limit, cursor", ReportFilter::PARAMETERS))),
+                _ => {
+                    return Err(unknown_parameter(
+                        k,
+                        &format!("{}, sort, order, limit, cursor", ReportFilter::PARAMETERS),
+                    ));
+                }
             }
         }
         q.filter.check_window()?;
@@ -477,7 +508,17 @@ mod tests {
     #[test]
     fn days_parse_strictly() {
         assert_eq!(parse_day("since", "2026-02-28").unwrap().to_string(), "2026-02-28");
-        for bad in ["2026-02-30", "2026-2-28", "26-02-28", "2026-02-28x", "2026-02-28-01", "", "1969-12-31", "+202-01-01", "2026-0a-01"] {
+        for bad in [
+            "2026-02-30",
+            "2026-2-28",
+            "26-02-28",
+            "2026-02-28x",
+            "2026-02-28-01",
+            "",
+            "1969-12-31",
+            "+202-01-01",
+            "2026-0a-01",
+        ] {
             let e = parse_day("since", bad).unwrap_err();
             assert_eq!(e.field, "since", "{bad}");
         }
