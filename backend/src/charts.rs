@@ -258,11 +258,13 @@ const SERIES: [RGBColor; 4] = [BAR, RGBColor(0xc0, 0x5a, 0x1a), RGBColor(0x4a, 0
 
 fn series_style(i: usize) -> ShapeStyle {
     let c = SERIES[i % SERIES.len()];
-    if i % 2 == 0 { c.mix(0.85).filled() } else { c.stroke_width(2) }
+    if i.is_multiple_of(2) { c.mix(0.85).filled() } else { c.stroke_width(2) }
 }
 
 /// Bars per label for each series side by side (a hollow bar for every
 /// second series), with a legend. `fmt` writes the y axis's ticks.
+// A chart is its titles, its data, its tick format and its size.
+#[allow(clippy::too_many_arguments)]
 pub fn grouped_bars(
     title: &str,
     x_desc: &str,
@@ -290,7 +292,7 @@ pub fn grouped_bars(
                 let i = (x - 0.5).round();
                 let centred = ((x - 0.5) - i).abs() < 1e-6 && i >= 0.0;
                 match labels.get(i as usize) {
-                    Some(l) if centred && (i as usize) % every == 0 => short_key(l),
+                    Some(l) if centred && (i as usize).is_multiple_of(every) => short_key(l),
                     _ => String::new(),
                 }
             })
@@ -358,16 +360,12 @@ pub fn histogram_chart(
     })
 }
 
+/// One CDF: its name, its style (an agent keeps its colour whatever the filter) and its points.
+pub type CdfSeries = (String, usize, Vec<(f64, f64)>);
+
 /// Empirical CDFs, one step line per `(name, style, points)`, each marked
 /// with its style's colour and shape, both shown in the legend.
-pub fn cdf_chart(
-    title: &str,
-    x_desc: &str,
-    series: &[(String, usize, Vec<(f64, f64)>)],
-    money: bool,
-    width: u32,
-    height: u32,
-) -> String {
+pub fn cdf_chart(title: &str, x_desc: &str, series: &[CdfSeries], money: bool, width: u32, height: u32) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let hi = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
@@ -428,6 +426,8 @@ pub fn cdf_chart(
 }
 
 /// One line over labelled points (e.g. cumulative spend by week).
+// A chart is its titles, its data, its tick format and its size.
+#[allow(clippy::too_many_arguments)]
 pub fn line_chart(
     title: &str,
     x_desc: &str,
@@ -451,7 +451,7 @@ pub fn line_chart(
             .x_label_formatter(&|x| {
                 let i = x.round();
                 match labels.get(i as usize) {
-                    Some(l) if (x - i).abs() < 1e-6 && (i as usize) % every == 0 => l.clone(),
+                    Some(l) if (x - i).abs() < 1e-6 && (i as usize).is_multiple_of(every) => l.clone(),
                     _ => String::new(),
                 }
             })

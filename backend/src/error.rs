@@ -127,12 +127,11 @@ where
         // else reads the body (PostgreSQL cannot store one).
         let (parts, body) = req.into_parts();
         let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| too_large())?;
-        if crate::input::may_hold_nul(&bytes) {
-            if let Some(field) =
+        if crate::input::may_hold_nul(&bytes)
+            && let Some(field) =
                 serde_json::from_slice::<serde_json::Value>(&bytes).ok().as_ref().and_then(crate::input::nul_path)
-            {
-                return Err(ApiError::BadRequest(crate::input::nul_message(&field)));
-            }
+        {
+            return Err(ApiError::BadRequest(crate::input::nul_message(&field)));
         }
         let req = Request::from_parts(parts, axum::body::Body::from(bytes));
         match Json::<T>::from_request(req, state).await {

@@ -54,24 +54,18 @@ fn open_link(url: &str, title: &str) -> String {
 /// The body's markdown as HTML that is safe to insert into the page.
 pub fn render(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let mut in_image = false;
-    let events = Parser::new_ext(markdown, options).filter_map(|event| match event {
-        Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
+    let events = Parser::new_ext(markdown, options).map(|event| match event {
+        Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
         Event::Start(Tag::Link { link_type, dest_url, title, .. }) => {
             let url = if link_type == LinkType::Email { format!("mailto:{dest_url}") } else { dest_url.to_string() };
-            Some(Event::InlineHtml(CowStr::from(open_link(&url, &title))))
+            Event::InlineHtml(CowStr::from(open_link(&url, &title)))
         }
-        Event::End(TagEnd::Link) => Some(Event::InlineHtml(CowStr::Borrowed("</a>"))),
+        Event::End(TagEnd::Link) => Event::InlineHtml(CowStr::Borrowed("</a>")),
         Event::Start(Tag::Image { dest_url, .. }) => {
-            in_image = true;
-            Some(Event::InlineHtml(CowStr::from(format!("{}[image: ", open_link(&dest_url, "")))))
+            Event::InlineHtml(CowStr::from(format!("{}[image: ", open_link(&dest_url, ""))))
         }
-        Event::End(TagEnd::Image) => {
-            in_image = false;
-            Some(Event::InlineHtml(CowStr::Borrowed("]</a>")))
-        }
-        Event::Text(t) if in_image => Some(Event::Text(t)),
-        e => Some(e),
+        Event::End(TagEnd::Image) => Event::InlineHtml(CowStr::Borrowed("]</a>")),
+        e => e,
     });
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut out, events);

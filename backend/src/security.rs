@@ -107,7 +107,7 @@ impl Security {
     /// Whether `authority` (a Host header, or an Origin's host part) is this server.
     pub fn is_own_host(&self, authority: &str) -> bool {
         let a = normalise_authority(authority, self.https);
-        self.allowed_hosts.iter().any(|h| *h == a)
+        self.allowed_hosts.contains(&a)
     }
 
     /// Whether `origin` (`scheme://host[:port]`) is this server's.
@@ -227,18 +227,16 @@ pub fn content_type(headers: &HeaderMap) -> Option<String> {
 /// The client's address: the peer, or the last `X-Forwarded-For` entry when
 /// a proxy in front is trusted to append it.
 pub fn client_address(security: &Security, headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
-    if security.trust_forwarded_for {
-        if let Some(last) = headers
+    if security.trust_forwarded_for
+        && let Some(last) = headers
             .get_all("x-forwarded-for")
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .last()
-        {
-            return last.to_owned();
-        }
+            .rfind(|s| !s.is_empty())
+    {
+        return last.to_owned();
     }
     peer.map(|p| p.ip().to_string()).unwrap_or_else(|| "unknown".into())
 }

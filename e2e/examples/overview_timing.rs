@@ -107,4 +107,5 @@ async fn main() {
     );
     client.close().await.unwrap();
     let _ = driver.kill();
+    let _ = driver.wait();
 }

@@ -828,7 +828,7 @@ async function go() {{
 go();
 </script>"#,
         base = h.base,
-        env_prefix = format!("{}", &evil_env.to_string()[..evil_env.to_string().len() - 1]).replace('\'', "&#39;") + ",\"x\":\"",
+        env_prefix = evil_env.to_string()[..evil_env.to_string().len() - 1].to_string().replace('\'', "&#39;") + ",\"x\":\"",
         ndjson = ndjson,
         json = serde_json::json!({"project": "fastnum/fastnum", "name": marker, "role": "release", "recipe": {"setup": ["true"]}}).to_string(),
     );

@@ -381,12 +381,16 @@ mod tests {
             1,
             "Traceback (most recent call last):\n  File \"/tmp/x/run.py\", line 3\nRuntimeError: shape mismatch: (5, 2) vs (2, 5) at 0x55d0c0ffee\n",
         );
-        assert_eq!(grade(&c, &[buggy.clone()], &[obs(0, "ok")]).verdict, Verdict::Reproduced);
+        assert_eq!(grade(&c, std::slice::from_ref(&buggy), &[obs(0, "ok")]).verdict, Verdict::Reproduced);
         let other = obs(1, "ValueError: shape mismatch: (5, 2) vs (2, 5)\n");
         let g = grade(&c, &[other], &[obs(0, "ok")]);
         assert_eq!(g.verdict, Verdict::NotReproduced, "another exception is another failure");
         assert!(g.reason.contains("not with the reported failure"), "{}", g.reason);
-        assert_eq!(grade(&c, &[buggy.clone()], &[buggy]).verdict, Verdict::NotReproduced, "still crashing on fixed");
+        assert_eq!(
+            grade(&c, std::slice::from_ref(&buggy), std::slice::from_ref(&buggy)).verdict,
+            Verdict::NotReproduced,
+            "still crashing on fixed"
+        );
     }
 
     #[test]

@@ -88,6 +88,8 @@ string_enum!(
     }
 );
 
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
 impl Default for OracleKind {
     fn default() -> Self {
         OracleKind::None
@@ -119,6 +121,8 @@ string_enum!(
     }
 );
 
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
 impl Default for Goal {
     fn default() -> Self {
         Goal::Reproduce
@@ -295,12 +299,16 @@ string_enum!(
     }
 );
 
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
 impl Default for RunTrigger {
     fn default() -> Self {
         RunTrigger::Initial
     }
 }
 
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
 impl Default for GroupBy {
     fn default() -> Self {
         GroupBy::None

@@ -1,10 +1,10 @@
 //! `cargo xtask <command>`: the project's build tool.
 //!
-//! - `run`:  build the dashboard and the server, start failpass with demo data
-//!           on an embedded SQLite file (`data/failpass.db`).
+//! - `run`: build the dashboard and the server, start failpass with demo data
+//!   on an embedded SQLite file (`data/failpass.db`).
 //! - `test`: install what is missing, then run every test suite (unit,
-//!           API integration, the storage contract suite on SQLite and
-//!           PostgreSQL, browser tests in headless Chromium).
+//!   API integration, the storage contract suite on SQLite and
+//!   PostgreSQL, browser tests in headless Chromium).
 //! - `dist`: build `target/release/failpass` with the dashboard embedded.
 //! - `frontend`: only build the dashboard into `target/site`.
 //!
@@ -129,6 +129,19 @@ fn ensure_rust_src() -> bool {
     }
     step("installing rust-src (the dashboard's std is rebuilt for size)");
     Command::new("rustup").args(["component", "add", "rust-src"]).status().is_ok_and(|s| s.success())
+}
+
+/// A rustup component the gate needs (`rustfmt`, `clippy`), added if missing.
+fn ensure_component(name: &str) -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["component", "list", "--installed"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim().starts_with(name)));
+    if installed {
+        return Ok(());
+    }
+    step(&format!("installing rustup's {name}"));
+    status(Command::new("rustup").args(["component", "add", name]))
 }
 
 fn apt_install(packages: &[&str]) -> Result<()> {
@@ -415,10 +428,16 @@ fn test(extra: &[String]) -> Result<()> {
     ensure_postgres(&database_url)?;
     ensure_chromium()?;
     ensure_pyflakes()?;
+    ensure_component("rustfmt")?;
+    ensure_component("clippy")?;
+    step("the gate: formatting, and clippy with warnings as errors (native and wasm)");
+    status(cargo().args(["fmt", "--all", "--", "--check"])).context("`cargo fmt --all` formats the tree")?;
+    status(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    status(cargo().args(["clippy", "-p", "failpass-frontend", "--target", WASM_TARGET, "--all-targets", "--", "-D", "warnings"]))?;
     let bundle = build_frontend()?;
-    step("running every test suite (unit, API, storage contract on SQLite and PostgreSQL, browser)");
+    step("running every test suite (unit, the dashboard's own, API, storage contract on SQLite and PostgreSQL, browser)");
     let mut cmd = cargo();
-    cmd.args(["test", "--workspace", "--exclude", "failpass-frontend", "--no-fail-fast"])
+    cmd.args(["test", "--workspace", "--no-fail-fast"])
         .args(extra)
         .env("TEST_DATABASE_URL", &database_url)
         .env("FAILPASS_REQUIRE_POSTGRES", "1")

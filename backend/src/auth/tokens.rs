@@ -50,10 +50,10 @@ pub async fn create(storage: &dyn Storage, req: TokenRequest) -> Result<(String,
     if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
         return Err(ApiError::BadRequest("name: 1 to 100 characters, no control characters".into()));
     }
-    if let Some(days) = req.expires_in_days {
-        if days == 0 || days > MAX_DAYS {
-            return Err(ApiError::BadRequest(format!("expires: 1 to {MAX_DAYS} days (or none)")));
-        }
+    if let Some(days) = req.expires_in_days
+        && (days == 0 || days > MAX_DAYS)
+    {
+        return Err(ApiError::BadRequest(format!("expires: 1 to {MAX_DAYS} days (or none)")));
     }
     let token = generate()?;
     let new = NewToken {

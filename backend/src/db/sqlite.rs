@@ -23,7 +23,7 @@ impl SqliteStorage {
     /// Opens (creating if needed) the database file at `path`.
     pub async fn open(path: &Path) -> StorageResult<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| sqlx::Error::Io(e))?;
+            std::fs::create_dir_all(dir).map_err(sqlx::Error::Io)?;
         }
         let options = SqliteConnectOptions::from_str("sqlite:")?
             .filename(path)

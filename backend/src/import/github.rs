@@ -33,7 +33,7 @@ fn str_at<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
 }
 
 enum Converted {
-    Report(CreateReportRequest),
+    Report(Box<CreateReportRequest>),
     Skip(String),
     Reject(Option<String>, String),
 }
@@ -74,7 +74,7 @@ fn convert(v: &Value, project: Option<&str>) -> Converted {
         .map(str::to_owned)
         .collect();
     let url = str_at(v, &["html_url"]).or_else(|| str_at(v, &["url"]).filter(|u| u.starts_with("https://github.com/")));
-    Converted::Report(CreateReportRequest {
+    Converted::Report(Box::new(CreateReportRequest {
         project,
         external_id: number.to_string(),
         url: url.map(str::to_owned),
@@ -86,7 +86,7 @@ fn convert(v: &Value, project: Option<&str>) -> Converted {
         environment: None,
         paths: Vec::new(),
         oracle: None,
-    })
+    }))
 }
 
 pub async fn import_issues<R: AsyncBufRead + Unpin>(
@@ -139,7 +139,7 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(
                             )
                             .await?;
                     }
-                    batch.push((n, r));
+                    batch.push((n, *r));
                 }
             },
         }

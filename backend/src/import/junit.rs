@@ -55,12 +55,13 @@ pub fn parse(xml: &str) -> Result<Results, String> {
                 }
                 _ => {}
             }
-            if let Some(name) = &root {
-                if name != "testsuites" && name != "testsuite" {
-                    return Err(format!(
-                        "not a JUnit XML document: its root element is <{name}>, not <testsuites> or <testsuite>"
-                    ));
-                }
+            if let Some(name) = &root
+                && name != "testsuites"
+                && name != "testsuite"
+            {
+                return Err(format!(
+                    "not a JUnit XML document: its root element is <{name}>, not <testsuites> or <testsuite>"
+                ));
             }
         }
         match event {

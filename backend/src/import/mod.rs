@@ -67,6 +67,9 @@ impl std::str::FromStr for Format {
     }
 }
 
+/// Called after every stored batch with the summary so far.
+type Progress<'a> = Box<dyn FnMut(&ImportSummary) + Send + 'a>;
+
 /// Stores records in order, batching attempts, and keeps the summary.
 pub struct Importer<'a> {
     storage: &'a dyn Storage,
@@ -74,7 +77,7 @@ pub struct Importer<'a> {
     summary: ImportSummary,
     attempts: Vec<(u64, CreateAttemptRequest)>,
     reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
-    progress: Option<Box<dyn FnMut(&ImportSummary) + Send + 'a>>,
+    progress: Option<Progress<'a>>,
     gate: Gate,
     /// Records were checked for NUL characters as they were read (NDJSON lines).
     nul_checked: bool,
@@ -308,18 +311,18 @@ impl<'a> Importer<'a> {
             self.reject(n, Some(e.field), e.message);
             return Ok(());
         }
-        if !self.nul_checked {
-            if let Some(field) = crate::input::record_nul_field(&record) {
-                self.reject(n, Some(field.clone()), crate::input::nul_message(&field));
-                return Ok(());
-            }
+        if !self.nul_checked
+            && let Some(field) = crate::input::record_nul_field(&record)
+        {
+            self.reject(n, Some(field.clone()), crate::input::nul_message(&field));
+            return Ok(());
         }
         // Reports are checked as their batch is stored (they also arrive through `push_reports`).
-        if !matches!(record, ImportRecord::Report(_)) {
-            if let Some((field, message)) = self.gate.check(self.storage, &record).await? {
-                self.reject(n, Some(field), message);
-                return Ok(());
-            }
+        if !matches!(record, ImportRecord::Report(_))
+            && let Some((field, message)) = self.gate.check(self.storage, &record).await?
+        {
+            self.reject(n, Some(field), message);
+            return Ok(());
         }
         match record {
             // Runs of one kind are batched; a record of another kind first
@@ -418,11 +421,11 @@ impl<'a> Importer<'a> {
                 continue;
             }
             let record = ImportRecord::Report(r);
-            if !self.nul_checked {
-                if let Some(field) = crate::input::record_nul_field(&record) {
-                    self.reject(n, Some(field.clone()), crate::input::nul_message(&field));
-                    continue;
-                }
+            if !self.nul_checked
+                && let Some(field) = crate::input::record_nul_field(&record)
+            {
+                self.reject(n, Some(field.clone()), crate::input::nul_message(&field));
+                continue;
             }
             if let Some((field, message)) = self.gate.check(self.storage, &record).await? {
                 self.reject(n, Some(field), message);
@@ -495,6 +498,9 @@ impl<'a> Importer<'a> {
 /// What a batch store answers: one outcome per record.
 type BatchOutcomes = Result<Vec<Result<Outcome, StorageError>>, StorageError>;
 
+/// A batch store in progress (a storage method's future).
+type StoreFuture<'x> = std::pin::Pin<Box<dyn std::future::Future<Output = BatchOutcomes> + Send + 'x>>;
+
 /// Stores `items` as one batch with `store`. When the database refuses the
 /// batch for something about its records (not a full disk or a lost
 /// connection), they are stored one by one, so one record the database
@@ -502,10 +508,7 @@ type BatchOutcomes = Result<Vec<Result<Outcome, StorageError>>, StorageError>;
 async fn batch_or_each<T>(
     storage: &dyn Storage,
     items: &[T],
-    store: for<'x> fn(
-        &'x dyn Storage,
-        &'x [T],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = BatchOutcomes> + Send + 'x>>,
+    store: for<'x> fn(&'x dyn Storage, &'x [T]) -> StoreFuture<'x>,
     what: &str,
 ) -> BatchOutcomes {
     match store(storage, items).await {
@@ -657,12 +660,11 @@ enum LineError {
 /// One NDJSON line as a record, refused when a field holds a NUL character.
 fn parse_line(n: u64, text: &str) -> Result<ImportRecord, LineError> {
     let _ = n;
-    if crate::input::may_hold_nul(text.as_bytes()) {
-        if let Some(field) =
+    if crate::input::may_hold_nul(text.as_bytes())
+        && let Some(field) =
             serde_json::from_str::<serde_json::Value>(text).ok().as_ref().and_then(crate::input::nul_path)
-        {
-            return Err(LineError::Nul(field));
-        }
+    {
+        return Err(LineError::Nul(field));
     }
     parse_record(text).map_err(LineError::Json)
 }

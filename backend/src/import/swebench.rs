@@ -68,10 +68,10 @@ pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
 fn diff_paths(patch: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in patch.lines() {
-        if let Some(p) = line.strip_prefix("+++ b/") {
-            if !out.iter().any(|o| o == p) {
-                out.push(p.to_owned());
-            }
+        if let Some(p) = line.strip_prefix("+++ b/")
+            && !out.iter().any(|o| o == p)
+        {
+            out.push(p.to_owned());
         }
     }
     out

@@ -175,7 +175,7 @@ pub async fn get_chart(
                 _ => Vec::new(),
             };
             let d = distributions(&state, &scope, q).await?;
-            let series: Vec<(String, usize, Vec<(f64, f64)>)> = d
+            let series: Vec<crate::charts::CdfSeries> = d
                 .groups
                 .into_iter()
                 .enumerate()

@@ -246,14 +246,13 @@ pub async fn job_events(
             }
             let ended = matches!(job.status, JobStatus::Done | JobStatus::Failed | JobStatus::Cancelled);
             let mut event = Event::default().event("job").data(text.clone());
-            if ended {
-                if let Some(a) = job.payload.attempt_id {
-                    if let Ok(Some(d)) = state.storage.get_attempt(a, &scope).await {
-                        // The final event carries the job and the graded attempt.
-                        let both = serde_json::json!({ "job": job, "attempt": d });
-                        event = Event::default().event("done").data(both.to_string());
-                    }
-                }
+            if ended
+                && let Some(a) = job.payload.attempt_id
+                && let Ok(Some(d)) = state.storage.get_attempt(a, &scope).await
+            {
+                // The final event carries the job and the graded attempt.
+                let both = serde_json::json!({ "job": job, "attempt": d });
+                event = Event::default().event("done").data(both.to_string());
             }
             Some((Ok(event), (None, Some(text), ended)))
         }
@@ -272,7 +271,9 @@ pub async fn list_environments(
         match k {
             "project" => project = Some(v.to_owned()),
             other => {
-                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project")));
+                return Err(ApiError::BadRequest(format!(
+                    "{other}: unknown query parameter `{other}`; known: project"
+                )));
             }
         }
     }
@@ -301,13 +302,13 @@ pub async fn create_environment(
     // those); releases may be many. Posting an existing name replaces it.
     let existing = state.storage.list_environments(&req.project).await?;
     let name = req.name.trim();
-    if matches!(req.role, EnvironmentRole::Buggy | EnvironmentRole::Fixed) {
-        if let Some(other) = existing.iter().find(|e| e.role == req.role && e.name != name) {
-            return Err(ApiError::Conflict(format!(
-                "project {} already has a {} environment, `{}`; post with that name to replace it, or use role `release`",
-                req.project, req.role, other.name
-            )));
-        }
+    if matches!(req.role, EnvironmentRole::Buggy | EnvironmentRole::Fixed)
+        && let Some(other) = existing.iter().find(|e| e.role == req.role && e.name != name)
+    {
+        return Err(ApiError::Conflict(format!(
+            "project {} already has a {} environment, `{}`; post with that name to replace it, or use role `release`",
+            req.project, req.role, other.name
+        )));
     }
     let replaced = existing.iter().any(|e| e.name == name);
     let env = state.storage.create_environment(&req.project, &req).await?;
@@ -326,7 +327,9 @@ pub async fn signatures(
         match k {
             "project" => project = Some(v.to_owned()),
             other => {
-                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project")));
+                return Err(ApiError::BadRequest(format!(
+                    "{other}: unknown query parameter `{other}`; known: project"
+                )));
             }
         }
     }
@@ -354,7 +357,9 @@ pub(super) async fn oracle_summary<'a>(
             "project" if !v.is_empty() => project = Some(v.to_owned()),
             "project" => {}
             other => {
-                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: project")));
+                return Err(ApiError::BadRequest(format!(
+                    "{other}: unknown query parameter `{other}`; known: project"
+                )));
             }
         }
     }

@@ -355,7 +355,7 @@ pub async fn create_token(
         return refuse(&state, &viewer, format!("project: `{}` does not exist", form.project)).await;
     };
     if let Err(e) = viewer.require(Action::ManageTokens, &project.slug) {
-        return Ok(tokens_view(&state, &viewer, None, Some(&e.to_string()), StatusCode::FORBIDDEN).await?);
+        return tokens_view(&state, &viewer, None, Some(&e.to_string()), StatusCode::FORBIDDEN).await;
     }
     let req = tokens::TokenRequest {
         name: form.name,

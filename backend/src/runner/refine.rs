@@ -169,7 +169,7 @@ pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &
             .await?;
         let reason = v.grade["reason"].as_str().unwrap_or_default().to_owned();
         let tail = |env: failpass_shared::model::RunEnvironment| {
-            v.runs.iter().filter(|r| r.environment == env).last().map(|r| tail_of(&r.output, 2000)).unwrap_or_default()
+            v.runs.iter().rfind(|r| r.environment == env).map(|r| tail_of(&r.output, 2000)).unwrap_or_default()
         };
         let feedback = Feedback {
             iteration: i,

@@ -668,10 +668,10 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     unsafe {
         child.pre_exec(move || {
             // Into the run's cgroup first, so everything it starts is counted there.
-            if let Some(fd) = cgroup_fd {
-                if libc::write(fd, b"0\n".as_ptr().cast(), 2) != 2 {
-                    return Err(std::io::Error::last_os_error());
-                }
+            if let Some(fd) = cgroup_fd
+                && libc::write(fd, b"0\n".as_ptr().cast(), 2) != 2
+            {
+                return Err(std::io::Error::last_os_error());
             }
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());

@@ -286,7 +286,7 @@ impl Verifier {
             detail: Some(match buggy_sigs.first() {
                 Some(s) => format!("buggy shows {s}"),
                 None => {
-                    format!("buggy exits {}", observed[0].iter().map(|o| exit_text(o)).collect::<Vec<_>>().join(", "))
+                    format!("buggy exits {}", observed[0].iter().map(exit_text).collect::<Vec<_>>().join(", "))
                 }
             }),
         });

@@ -429,8 +429,10 @@ async fn a_private_project_answers_exactly_as_a_missing_one() {
             (r.status().as_u16(), r.text().await.unwrap())
         }
     };
-    let pairs: Vec<(&str, String, String, Option<Value>, Option<Value>)> = vec![
-        ("GET", format!("/api/v1/projects/hid/den"), "/api/v1/projects/hid/dun".into(), None, None),
+    // (method, the hidden project's request, the missing one's, their bodies)
+    type Pair = (&'static str, String, String, Option<Value>, Option<Value>);
+    let pairs: Vec<Pair> = vec![
+        ("GET", "/api/v1/projects/hid/den".to_string(), "/api/v1/projects/hid/dun".into(), None, None),
         ("GET", format!("/api/v1/reports/{report}"), "/api/v1/reports/987654".into(), None, None),
         ("GET", format!("/api/v1/attempts/{attempt}"), "/api/v1/attempts/987654".into(), None, None),
         ("GET", "/api/v1/reports?project=hid%2Fden".into(), "/api/v1/reports?project=hid%2Fdun".into(), None, None),

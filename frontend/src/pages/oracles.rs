@@ -33,7 +33,7 @@ pub fn OraclesPage() -> impl IntoView {
                 <h1>"Oracles"</h1>
                 <Suspense fallback=|| ()>
                     {move || {
-                        let on_project = on_project.clone();
+                        let on_project = on_project;
                         Suspend::new(async move {
                             match projects.get().await {
                                 Ok(list) => view! { <ProjectSelect projects=list selected=project.get_untracked() on_change=on_project/> }.into_any(),

@@ -47,14 +47,14 @@ pub fn QueuePage() -> impl IntoView {
         }
         navigate_to(&pairs);
     };
-    let go_project = go.clone();
-    let go_route = go.clone();
-    let go_status = go.clone();
-    let go_verdict = go.clone();
-    let go_sort = go.clone();
-    let go_order = go.clone();
-    let go_since = go.clone();
-    let go_until = go.clone();
+    let go_project = go;
+    let go_route = go;
+    let go_status = go;
+    let go_verdict = go;
+    let go_sort = go;
+    let go_order = go;
+    let go_since = go;
+    let go_until = go;
 
     // Bulk rerun: every failed or errored attempt of the reports these filters select.
     let me = crate::app::use_me();
@@ -89,7 +89,7 @@ pub fn QueuePage() -> impl IntoView {
             <form class="filters" role="search" on:submit=on_search>
                 <Suspense fallback=|| ()>
                     {move || {
-                        let go_project = go_project.clone();
+                        let go_project = go_project;
                         Suspend::new(async move {
                             let selected = query.get_untracked().ok().and_then(|q| q.filter.project);
                             match projects.get().await {
@@ -230,10 +230,9 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
         // Keep the selected row in view and say which one it is.
         if let Some(row) = selected.get_untracked().and_then(|i| {
             web_sys::window()?.document()?.query_selector_all("[data-testid=queue-row]").ok()?.item(i as u32)
-        }) {
-            if let Ok(el) = wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(row) {
-                el.scroll_into_view_with_bool(false);
-            }
+        }) && let Ok(el) = wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(row)
+        {
+            el.scroll_into_view_with_bool(false);
         }
     });
     on_cleanup(move || keys.remove());

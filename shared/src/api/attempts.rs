@@ -237,10 +237,10 @@ impl CreateAttemptRequest {
         if !(self.cost_usd.is_finite() && (0.0..=MAX_COST_USD).contains(&self.cost_usd)) {
             return Err(FieldError::new("cost_usd", format!("must be between 0 and {MAX_COST_USD} (US dollars)")));
         }
-        if let Some(w) = self.wall_seconds {
-            if !(w.is_finite() && (0.0..=MAX_WALL_SECONDS).contains(&w)) {
-                return Err(FieldError::new("wall_seconds", format!("must be between 0 and {MAX_WALL_SECONDS}")));
-            }
+        if let Some(w) = self.wall_seconds
+            && !(w.is_finite() && (0.0..=MAX_WALL_SECONDS).contains(&w))
+        {
+            return Err(FieldError::new("wall_seconds", format!("must be between 0 and {MAX_WALL_SECONDS}")));
         }
         for (field, v) in
             [("tokens_in", Some(self.tokens_in)), ("tokens_out", Some(self.tokens_out)), ("api_calls", self.api_calls)]
@@ -286,10 +286,10 @@ impl CreateAttemptRequest {
                 return Err(FieldError::new(field, format!("is longer than {max} bytes")));
             }
         }
-        if let (Some(s), Some(e)) = (self.started_at, self.ended_at) {
-            if e < s {
-                return Err(FieldError::new("ended_at", "is before started_at"));
-            }
+        if let (Some(s), Some(e)) = (self.started_at, self.ended_at)
+            && e < s
+        {
+            return Err(FieldError::new("ended_at", "is before started_at"));
         }
         if self.verify && self.goal != Goal::Reproduce {
             return Err(FieldError::new("verify", "grading by execution is for `reproduce` attempts"));

@@ -81,10 +81,10 @@ impl AgentRecord {
         if self.name.trim().is_empty() || self.name.len() > 200 {
             return Err(FieldError::new("name", "must be 1 to 200 characters"));
         }
-        if let Some(r) = self.stated_rate {
-            if !(0.0..=1.0).contains(&r) {
-                return Err(FieldError::new("stated_rate", "must be a fraction between 0 and 1"));
-            }
+        if let Some(r) = self.stated_rate
+            && !(0.0..=1.0).contains(&r)
+        {
+            return Err(FieldError::new("stated_rate", "must be a fraction between 0 and 1"));
         }
         for (field, v) in [
             ("stated_cost_usd", self.stated_cost_usd),
@@ -212,30 +212,30 @@ pub fn discrepancies(agent: &AgentRecord, computed: Option<&super::figures::Figu
         return out;
     };
     let denominator = agent.stated_instances.unwrap_or(c.reports_graded);
-    if let Some(n) = agent.stated_instances {
-        if c.reports_graded != n {
-            out.push(format!("rows cover {} of the {} instances the source scores on", c.reports_graded, n));
+    if let Some(n) = agent.stated_instances
+        && c.reports_graded != n
+    {
+        out.push(format!("rows cover {} of the {} instances the source scores on", c.reports_graded, n));
+    }
+    if let Some(stated) = agent.stated_rate
+        && denominator > 0
+    {
+        let rows = c.reports_reproduced as f64 / denominator as f64;
+        // Sources round to two decimals of a percent.
+        if (rows - stated).abs() > 0.00006 {
+            out.push(format!(
+                "stated rate {:.2}% but the rows give {} of {} = {:.2}%",
+                stated * 100.0,
+                c.reports_reproduced,
+                denominator,
+                rows * 100.0
+            ));
         }
     }
-    if let Some(stated) = agent.stated_rate {
-        if denominator > 0 {
-            let rows = c.reports_reproduced as f64 / denominator as f64;
-            // Sources round to two decimals of a percent.
-            if (rows - stated).abs() > 0.00006 {
-                out.push(format!(
-                    "stated rate {:.2}% but the rows give {} of {} = {:.2}%",
-                    stated * 100.0,
-                    c.reports_reproduced,
-                    denominator,
-                    rows * 100.0
-                ));
-            }
-        }
-    }
-    if let Some(stated) = agent.stated_cost_usd {
-        if (stated - c.cost_total_usd).abs() > 0.005 {
-            out.push(format!("stated cost ${stated:.2} but the rows add up to ${:.2}", c.cost_total_usd));
-        }
+    if let Some(stated) = agent.stated_cost_usd
+        && (stated - c.cost_total_usd).abs() > 0.005
+    {
+        out.push(format!("stated cost ${stated:.2} but the rows add up to ${:.2}", c.cost_total_usd));
     }
     out
 }

@@ -25,10 +25,10 @@ impl CreateProjectRequest {
     /// Checks the fields a database constraint would otherwise reject less clearly.
     pub fn validate(&self) -> Result<(), FieldError> {
         validate_slug(&self.slug)?;
-        if let Some(name) = &self.name {
-            if name.trim().is_empty() || name.len() > 200 {
-                return Err(FieldError::new("name", "must be 1 to 200 characters"));
-            }
+        if let Some(name) = &self.name
+            && (name.trim().is_empty() || name.len() > 200)
+        {
+            return Err(FieldError::new("name", "must be 1 to 200 characters"));
         }
         if self.description.as_ref().is_some_and(|d| d.len() > 10_000) {
             return Err(FieldError::new("description", "is longer than 10000 bytes"));

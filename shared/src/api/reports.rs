@@ -69,15 +69,15 @@ impl Oracle {
                 format!("a `{}` oracle needs a source (in_patch_test, authored, reporter or derived)", self.kind),
             ));
         }
-        if let Some(r) = self.repeats {
-            if !(1..=100).contains(&r) {
-                return Err(FieldError::new("oracle.repeats", "must be between 1 and 100"));
-            }
+        if let Some(r) = self.repeats
+            && !(1..=100).contains(&r)
+        {
+            return Err(FieldError::new("oracle.repeats", "must be between 1 and 100"));
         }
-        if let Some(m) = self.authoring_minutes {
-            if !(m.is_finite() && (0.0..=100_000.0).contains(&m)) {
-                return Err(FieldError::new("oracle.authoring_minutes", "must be between 0 and 100000"));
-            }
+        if let Some(m) = self.authoring_minutes
+            && !(m.is_finite() && (0.0..=100_000.0).contains(&m))
+        {
+            return Err(FieldError::new("oracle.authoring_minutes", "must be between 0 and 100000"));
         }
         let tests = self.fail_to_pass.iter().chain(&self.pass_to_pass);
         if self.fail_to_pass.len() + self.pass_to_pass.len() > 100_000
@@ -457,7 +457,7 @@ impl ReportListQuery {
             match k {
                 "sort" => q.sort = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
                 "order" => q.order = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
-                "limit" => q.limit = val.map(|v| parse_limit(v)).transpose()?.unwrap_or(DEFAULT_LIMIT),
+                "limit" => q.limit = val.map(parse_limit).transpose()?.unwrap_or(DEFAULT_LIMIT),
                 "cursor" => q.cursor = val.map(str::to_owned),
                 _ => {
                     return Err(unknown_parameter(
