@@ -431,11 +431,24 @@ fn test(extra: &[String]) -> Result<()> {
     ensure_component("rustfmt")?;
     ensure_component("clippy")?;
     step("the gate: formatting, and clippy with warnings as errors (native and wasm)");
-    status(cargo().args(["fmt", "--all", "--", "--check"])).context("`cargo fmt --all` formats the tree")?;
+    status(cargo().args(["fmt", "--all", "--", "--check"]))
+        .context("the tree is not formatted: run `cargo fmt --all`")?;
     status(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    status(cargo().args(["clippy", "-p", "failpass-frontend", "--target", WASM_TARGET, "--all-targets", "--", "-D", "warnings"]))?;
+    status(cargo().args([
+        "clippy",
+        "-p",
+        "failpass-frontend",
+        "--target",
+        WASM_TARGET,
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     let bundle = build_frontend()?;
-    step("running every test suite (unit, the dashboard's own, API, storage contract on SQLite and PostgreSQL, browser)");
+    step(
+        "running every test suite (unit, the dashboard's own, API, storage contract on SQLite and PostgreSQL, browser)",
+    );
     let mut cmd = cargo();
     cmd.args(["test", "--workspace", "--no-fail-fast"])
         .args(extra)
