@@ -1,4 +1,4 @@
-//! The figure math of DOMAIN.md ("Figures"), as pure functions.
+//! The figure math of docs/domain.md ("Figures"), as pure functions.
 //!
 //! Storage hands over one [`ReportContribution`] per (group, report): what that
 //! report's attempts inside the group add up to. Everything a figure row says
@@ -280,7 +280,7 @@ pub fn week_of(t: chrono::DateTime<chrono::Utc>) -> String {
     monday.format("%Y-%m-%d").to_string()
 }
 
-/// DOMAIN.md's throughput: reports reaching a final state per week (a
+/// docs/domain.md's throughput: reports reaching a final state per week (a
 /// reproduction when its first counting verdict lands; a report graded and
 /// not reproduced when its last graded attempt ends), the backlog and its
 /// age (since filing) at `now`, and the time from intake

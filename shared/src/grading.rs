@@ -1,4 +1,4 @@
-//! Fail-to-pass grading (DOMAIN.md "Fail-to-pass grading", "Nondeterminism"):
+//! Fail-to-pass grading (docs/domain.md, "Grading"):
 //! pure rules over what runs observed, so the runner, the tests and the
 //! dashboard agree on what a set of runs means.
 

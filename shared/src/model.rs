@@ -1,4 +1,4 @@
-//! The domain's closed vocabularies (DOMAIN.md), each with `as_str`/`FromStr`
+//! The domain's closed vocabularies (docs/domain.md), each with `as_str`/`FromStr`
 //! so the database, the URL query and the JSON all spell them one way.
 
 use std::fmt;
@@ -130,7 +130,7 @@ impl Default for Goal {
 }
 
 string_enum!(
-    /// The outcome of an attempt (DOMAIN.md, Verdicts and Goals).
+    /// The outcome of an attempt (docs/domain.md, "Verdicts and what counts").
     Verdict, "verdict" {
         Reproduced => "reproduced",
         Confirmed => "confirmed",

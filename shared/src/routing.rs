@@ -1,4 +1,4 @@
-//! The triage decision rule of DOMAIN.md ("Routing"), as a pure function.
+//! The triage decision rule of docs/domain.md ("Routing"), as a pure function.
 //!
 //! Rules run in order; the first route that applies wins and flags
 //! accumulate. Every rule is recorded with whether it fired and on what

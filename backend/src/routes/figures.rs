@@ -10,7 +10,7 @@ use crate::auth::Viewer;
 use crate::db::ProjectScope;
 use crate::error::{ApiJson, ApiResult, QueryPairs};
 
-/// `GET /api/v1/figures`: one row per group, every figure as DOMAIN.md defines it.
+/// `GET /api/v1/figures`: one row per group, every figure as docs/domain.md defines it.
 #[tracing::instrument(skip_all)]
 pub async fn get_figures(
     State(state): State<AppState>,

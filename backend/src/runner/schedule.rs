@@ -1,7 +1,7 @@
 //! Scheduled re-checks: every reproduced attempt is re-run, now and then,
 //! against its project's newest release environment, so a report fixed
 //! upstream shows `no longer reproduces` and one that breaks again shows
-//! `regressed` (DOMAIN.md, "Nondeterminism, grouping and re-checking").
+//! `regressed` (docs/domain.md, "Grading").
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -198,7 +198,7 @@ impl CreateRunRequest {
 }
 
 impl CreateAttemptRequest {
-    /// Checks what the verdict rules of DOMAIN.md forbid.
+    /// Checks what the verdict rules of docs/domain.md forbid.
     pub fn validate(&self) -> Result<(), FieldError> {
         match (&self.report_id, &self.report) {
             (Some(_), None) | (None, Some(_)) => {}
@@ -252,7 +252,7 @@ impl CreateAttemptRequest {
         if !(1..=MAX_ITERATIONS).contains(&self.iterations) {
             return Err(FieldError::new("iterations", format!("must be between 1 and {MAX_ITERATIONS}")));
         }
-        // The verdict rules of DOMAIN.md: who may say what.
+        // The verdict rules of docs/domain.md: who may say what.
         match (self.verdict, self.verdict_source) {
             (Verdict::Lead, s) if s != VerdictSource::Llm => {
                 return Err(FieldError::new(
@@ -338,7 +338,7 @@ pub struct Attempt {
     pub reviewer: Option<String>,
     pub review_comment: Option<String>,
     pub attempt_key: Option<String>,
-    /// Whether it counts towards the figures (DOMAIN.md's counting rule).
+    /// Whether it counts towards the figures (docs/domain.md's counting rule).
     pub counts: bool,
     /// Repeated runs disagreed (see `grade` for the counts).
     #[serde(default)]

@@ -109,7 +109,7 @@ pub fn parse_grouping(value: &str) -> Result<Vec<GroupBy>, FieldError> {
     Ok(dims)
 }
 
-/// One group's figures. Every definition is DOMAIN.md's; a ratio whose
+/// One group's figures. Every definition is docs/domain.md's; a ratio whose
 /// denominator is zero is `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FigureRow {
@@ -290,7 +290,7 @@ pub struct WeekFlow {
     pub reproduced: u64,
 }
 
-/// `GET /api/v1/throughput`: DOMAIN.md's throughput, backlog and time to reproduction.
+/// `GET /api/v1/throughput`: docs/domain.md's throughput, backlog and time to reproduction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     pub reports: u64,

@@ -1,4 +1,4 @@
-//! `GET /api/v1/oracles`: oracle coverage (DOMAIN.md "Figures").
+//! `GET /api/v1/oracles`: oracle coverage (docs/domain.md "Figures").
 
 use serde::{Deserialize, Serialize};
 
