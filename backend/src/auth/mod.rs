@@ -18,7 +18,6 @@ pub mod sessions;
 pub mod signin;
 pub mod tokens;
 
-use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use failpass_shared::api::session::Me;
 use failpass_shared::model::TokenScope;
@@ -265,14 +264,6 @@ pub async fn user_viewer(storage: &dyn Storage, id: i64, via: Via) -> Result<Opt
         principal: Principal::User { id: user.id, name: user.name, admin: user.admin, memberships },
         via,
     }))
-}
-
-impl FromRequestParts<crate::routes::AppState> for Viewer {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &crate::routes::AppState) -> Result<Self, Self::Rejection> {
-        Viewer::resolve(parts, state.storage.as_ref()).await
-    }
 }
 
 #[cfg(test)]

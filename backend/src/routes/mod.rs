@@ -95,6 +95,18 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
     (router, r.registered)
 }
 
+/// Handlers take the caller as an argument; it is worked out once per request.
+impl axum::extract::FromRequestParts<AppState> for Viewer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Viewer::resolve(parts, state.storage.as_ref()).await
+    }
+}
+
 struct Routes {
     router: Router<AppState>,
     state: AppState,
