@@ -18,4 +18,5 @@ pub mod routes;
 pub mod runner;
 pub mod security;
 pub mod startup;
+pub mod summaries;
 pub mod telemetry;

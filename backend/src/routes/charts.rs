@@ -10,11 +10,10 @@ use failpass_shared::api::figures::{DistributionQuery, FigureRow, FiguresQuery, 
 use failpass_shared::model::GroupBy;
 
 use super::AppState;
-use super::figures::{distributions, figures, throughput_of};
-use super::jobs::oracle_summary;
 use crate::auth::Viewer;
 use crate::charts;
 use crate::error::{ApiError, ApiResult, QueryPairs};
+use crate::summaries::{distributions, figures, oracle_summary, throughput_of};
 
 /// The charts there are, as the 404 for any other name lists them.
 pub const CHARTS: &str =
@@ -57,7 +56,7 @@ pub async fn get_chart(
             let q = figures_query(GroupBy::Route)?;
             let (title, axis) = rate_labels(&q);
             let cutoff = q.dimensions().contains(&GroupBy::Cutoff);
-            let rows = figures(&state, &scope, q).await?.rows;
+            let rows = figures(state.storage.as_ref(), &scope, q).await?.rows;
             let rows = if cutoff { short_cutoffs(rows) } else { rows };
             charts::rate_bars(&title, &axis, &rows, w(560), if cutoff { 360 } else { 340 })
         }
@@ -68,12 +67,17 @@ pub async fn get_chart(
                 _ => format!("Reports by {}", dims_named(&q, " × ")),
             };
             let axis = axis_label(&q);
-            let rows: Vec<(String, i64)> =
-                figures(&state, &scope, q).await?.rows.into_iter().map(|r| (r.key, r.reports as i64)).collect();
+            let rows: Vec<(String, i64)> = figures(state.storage.as_ref(), &scope, q)
+                .await?
+                .rows
+                .into_iter()
+                .map(|r| (r.key, r.reports as i64))
+                .collect();
             charts::count_bars(&title, &axis, "Reports", &rows, w(560), 340)
         }
         "throughput" => {
-            let flow = throughput_of(&state, &scope, pairs.iter().copied()).await.map_err(with_width)?;
+            let flow =
+                throughput_of(state.storage.as_ref(), &scope, pairs.iter().copied()).await.map_err(with_width)?;
             let recent = &flow.weeks[flow.weeks.len().saturating_sub(THROUGHPUT_CHART_WEEKS)..];
             let labels: Vec<String> = recent.iter().map(|w| w.week.get(5..).unwrap_or(&w.week).to_owned()).collect();
             let series = [
@@ -95,7 +99,7 @@ pub async fn get_chart(
         "cost-both-ways" => {
             let q = figures_query(GroupBy::Agent)?;
             let axis = axis_label(&q);
-            let rows = figures(&state, &scope, q).await?.rows;
+            let rows = figures(state.storage.as_ref(), &scope, q).await?.rows;
             let labels: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
             let both = [
                 (
@@ -120,7 +124,7 @@ pub async fn get_chart(
             if q.dimensions() != [GroupBy::Week] {
                 return Err(ApiError::BadRequest("group_by: cumulative spend is drawn by week only".into()));
             }
-            let weeks = figures(&state, &scope, q).await?.rows;
+            let weeks = figures(state.storage.as_ref(), &scope, q).await?.rows;
             let mut running = 0.0;
             let cumulative: Vec<f64> = weeks
                 .iter()
@@ -149,7 +153,7 @@ pub async fn get_chart(
                 ));
             }
             let (title, axis, money) = metric_labels(q.metric);
-            let d = distributions(&state, &scope, q).await?;
+            let d = distributions(state.storage.as_ref(), &scope, q).await?;
             let bins: Vec<(f64, f64, u64)> = d
                 .groups
                 .first()
@@ -174,7 +178,7 @@ pub async fn get_chart(
                 GroupBy::Model => state.storage.facets(&scope).await?.models,
                 _ => Vec::new(),
             };
-            let d = distributions(&state, &scope, q).await?;
+            let d = distributions(state.storage.as_ref(), &scope, q).await?;
             let series: Vec<crate::charts::CdfSeries> = d
                 .groups
                 .into_iter()
@@ -187,12 +191,12 @@ pub async fn get_chart(
             charts::cdf_chart(&title, axis, &series, money, w(560), 320)
         }
         "oracle-kinds" => {
-            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width)?;
+            let s = oracle_summary(state.storage.as_ref(), &scope, pairs.iter().copied()).await.map_err(with_width)?;
             let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
             charts::count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, w(640), 300)
         }
         "oracle-sources" => {
-            let s = oracle_summary(&state, &scope, pairs.iter().copied()).await.map_err(with_width)?;
+            let s = oracle_summary(state.storage.as_ref(), &scope, pairs.iter().copied()).await.map_err(with_width)?;
             let shares: Vec<(String, f64, i64)> = s
                 .by_source
                 .iter()

@@ -8,15 +8,22 @@
 //! action, and the body's declared content type. Handlers then check the
 //! project at hand with `Viewer::require`.
 
+mod agents;
 mod attempts;
 mod charts;
+mod environments;
+mod facets;
 mod figures;
 pub mod health;
 mod import;
 mod jobs;
+mod oracles;
 pub mod pages;
 mod projects;
+mod refine;
 mod reports;
+mod reruns;
+mod signatures;
 
 use std::sync::Arc;
 
@@ -66,20 +73,20 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))
         .add("POST", "/api/v1/attempts/{id}/review", post(attempts::review_attempt))
         .add("GET", "/api/v1/figures", get(figures::get_figures))
-        .add("GET", "/api/v1/agents", get(figures::list_agents))
+        .add("GET", "/api/v1/agents", get(agents::list_agents))
         .add("GET", "/api/v1/distributions", get(figures::get_distributions))
         .add("GET", "/api/v1/throughput", get(figures::get_throughput))
-        .add("GET", "/api/v1/facets", get(figures::get_facets))
+        .add("GET", "/api/v1/facets", get(facets::get_facets))
         .add("GET", "/api/v1/charts/{name}", get(charts::get_chart))
-        .add("POST", "/api/v1/reruns", post(jobs::rerun))
-        .add("POST", "/api/v1/refine", post(jobs::refine))
-        .add("GET", "/api/v1/signatures", get(jobs::signatures))
-        .add("GET", "/api/v1/oracles", get(jobs::oracles))
+        .add("POST", "/api/v1/reruns", post(reruns::rerun))
+        .add("POST", "/api/v1/refine", post(refine::refine))
+        .add("GET", "/api/v1/signatures", get(signatures::signatures))
+        .add("GET", "/api/v1/oracles", get(oracles::oracles))
         .add("GET", "/api/v1/jobs", get(jobs::queue))
         .add("GET", "/api/v1/jobs/{id}", get(jobs::get_job))
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
-        .add("GET", "/api/v1/environments", get(jobs::list_environments))
-        .add("POST", "/api/v1/environments", post(jobs::create_environment))
+        .add("GET", "/api/v1/environments", get(environments::list_environments))
+        .add("POST", "/api/v1/environments", post(environments::create_environment))
         // Imports stream their body, so no size limit applies (lines are capped instead).
         .add("POST", "/api/v1/import", post(import::import).layer(DefaultBodyLimit::disable()));
     let router = r

@@ -1,0 +1,49 @@
+//! `POST /api/v1/refine`: queue the refine loop for a report.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use failpass_shared::api::jobs::{Job, PRIORITY_MANUAL};
+use failpass_shared::model::EnvironmentRole;
+
+use super::AppState;
+use crate::auth::{Action, Viewer};
+use crate::db::jobs::NewJob;
+use crate::error::{ApiError, ApiJson, ApiResult};
+
+/// `POST /api/v1/refine`: queues the refine loop for an `agent_first` report.
+pub async fn refine(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(req): ApiJson<failpass_shared::api::jobs::RefineRequest>,
+) -> ApiResult<(StatusCode, ApiJson<Job>)> {
+    let report = state
+        .storage
+        .get_report(req.report_id, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("report {} not found", req.report_id)))?;
+    viewer.require(Action::Rerun, &report.summary.project)?;
+    if report.summary.route != failpass_shared::model::Route::AgentFirst {
+        return Err(ApiError::BadRequest(format!(
+            "report_id: report {} is routed {}; the refine loop is for agent_first reports",
+            req.report_id, report.summary.route
+        )));
+    }
+    if !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
+        return Err(ApiError::BadRequest(format!(
+            "report_id: report {} has no deterministic oracle to grade candidates by",
+            req.report_id
+        )));
+    }
+    // As for verify: no environments, nothing to grade in (and no `error` attempt left behind).
+    let envs = state.storage.list_environments(&report.summary.project).await?;
+    let has = |role: EnvironmentRole| envs.iter().any(|e| e.role == role);
+    if !(has(EnvironmentRole::Buggy) && has(EnvironmentRole::Fixed)) {
+        return Err(ApiError::BadRequest(format!(
+            "report_id: project {} has no buggy and fixed environment to grade candidates in; an admin adds them first (POST /api/v1/environments)",
+            report.summary.project
+        )));
+    }
+    let (job, _) =
+        state.storage.enqueue(&NewJob::refine(req.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
+    Ok((StatusCode::ACCEPTED, ApiJson(job)))
+}
