@@ -295,3 +295,12 @@ impl ServeArgs {
         }
     }
 }
+
+/// The routing rule's configuration from `--routing-config FILE` (keys left
+/// out keep their defaults; `docs/routing.toml` documents them), or the defaults.
+pub fn load_routing(path: Option<&std::path::Path>) -> anyhow::Result<failpass_shared::routing::RoutingConfig> {
+    use anyhow::Context;
+    let Some(path) = path else { return Ok(Default::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading routing config {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("routing config {}: {e}", path.display()))
+}

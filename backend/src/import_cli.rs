@@ -22,7 +22,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
         let file = tokio::fs::File::open(&args.input).await.with_context(|| format!("opening {}", args.input))?;
         Box::new(BufReader::with_capacity(1 << 20, file))
     };
-    let routing = crate::reroute::load_config(args.routing_config.as_deref())?;
+    let routing = crate::config::load_routing(args.routing_config.as_deref())?;
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let mut last_line = Instant::now();

@@ -7,7 +7,6 @@ pub mod charts;
 pub mod config;
 pub mod db;
 pub mod demo;
-pub mod demo_fastnum;
 pub mod error;
 pub mod import;
 pub mod import_cli;

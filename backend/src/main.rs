@@ -22,7 +22,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             let url = args.database.url();
-            let routing = failpass::reroute::load_config(args.routing_config.as_deref())?;
+            let routing = failpass::config::load_routing(args.routing_config.as_deref())?;
             let app = App::build(AppConfig {
                 database_url: url.clone(),
                 bind: args.bind,
@@ -66,7 +66,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::Reroute(args) => {
-            let cfg = failpass::reroute::load_config(args.routing_config.as_deref())?;
+            let cfg = failpass::config::load_routing(args.routing_config.as_deref())?;
             let url = args.database.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
             storage.migrate().await.context("applying migrations")?;

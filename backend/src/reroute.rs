@@ -1,22 +1,13 @@
-//! Routing configuration files and `failpass reroute`: apply a changed rule
-//! to every stored report and say what changed.
+//! `failpass reroute`: apply a changed routing rule to every stored report
+//! and say what changed (the rule's file is read by `config::load_routing`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use anyhow::Context;
 use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort};
 use failpass_shared::model::OracleSource;
 use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 
 use crate::db::{ProjectScope, Storage, StorageResult};
-
-/// The defaults, overridden key by key by the TOML file when one is given.
-pub fn load_config(path: Option<&Path>) -> anyhow::Result<RoutingConfig> {
-    let Some(path) = path else { return Ok(RoutingConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading routing config {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| anyhow::anyhow!("routing config {}: {e}", path.display()))
-}
 
 #[derive(Debug, Default, PartialEq)]
 pub struct RerouteSummary {

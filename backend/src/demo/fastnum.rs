@@ -17,13 +17,13 @@ use failpass_shared::model::{EnvironmentRole, Verdict, VerdictSource};
 use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 use serde::Deserialize;
 
+use super::DemoSummary;
 use crate::db::{NewReport, Storage};
-use crate::demo::DemoSummary;
 
 pub const PROJECT: &str = "fastnum/fastnum";
-const BUGGY: &str = include_str!("../../demo/fastnum/buggy/fastnum/__init__.py");
-const FIXED: &str = include_str!("../../demo/fastnum/fixed/fastnum/__init__.py");
-const REPORTS: &str = include_str!("../../demo/fastnum/reports.json");
+const BUGGY: &str = include_str!("../../../demo/fastnum/buggy/fastnum/__init__.py");
+const FIXED: &str = include_str!("../../../demo/fastnum/fixed/fastnum/__init__.py");
+const REPORTS: &str = include_str!("../../../demo/fastnum/reports.json");
 
 #[derive(Deserialize)]
 struct DemoReport {
