@@ -75,7 +75,7 @@ async fn post_json<B: serde::Serialize, T: DeserializeOwned>(url: &str, body: &B
     read_json(resp, url).await
 }
 
-/// A chart's SVG, drawn by the server (`src` from `pages::chart_src`).
+/// A chart's SVG, drawn by the server (`src` from `components::figures::chart_src`).
 pub async fn chart(src: String) -> Result<String, ClientError> {
     get_text(&src).await
 }

@@ -2,7 +2,8 @@
 
 use leptos::prelude::*;
 
-use crate::pages::SHARED_FILTERS;
+use crate::components::figures::SHARED_FILTERS;
+use crate::me::MeSignal;
 use crate::pages::cost::CostPage;
 use crate::pages::oracles::OraclesPage;
 use crate::pages::overview::OverviewPage;
@@ -21,14 +22,6 @@ const NAV: &[(&str, &str, &[&str])] = &[
     ("/oracles", "Oracles", &["project"]),
     ("/runners", "Runners", &[]),
 ];
-
-/// Who uses the dashboard; anonymous until `/api/v1/session` answers.
-pub type MeSignal = RwSignal<failpass_shared::api::session::Me>;
-
-/// The signed-in user (for the header and the buttons a page offers).
-pub fn use_me() -> MeSignal {
-    use_context::<MeSignal>().unwrap_or_else(|| RwSignal::new(Default::default()))
-}
 
 #[component]
 pub fn App() -> impl IntoView {

@@ -4,6 +4,7 @@ mod api;
 mod app;
 mod components;
 mod load;
+mod me;
 mod pages;
 mod router;
 

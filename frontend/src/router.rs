@@ -104,3 +104,18 @@ pub fn use_query() -> Memo<Vec<(String, String)>> {
     let address = router();
     Memo::new(move |_| address.with(|a| failpass_shared::api::query::parse_query_string(&a.query)))
 }
+
+/// The current URL's query as owned pairs (the same parameters as the API's).
+pub fn query_pairs() -> Memo<Vec<(String, String)>> {
+    use_query()
+}
+
+/// `pairs` with `key` set to `value` (dropped when empty) and any cursor removed.
+pub fn with_param<K: AsRef<str>>(pairs: &[(K, String)], key: &str, value: &str) -> String {
+    let mut out: Vec<(&str, String)> =
+        pairs.iter().map(|(k, v)| (k.as_ref(), v.clone())).filter(|(k, _)| *k != key && *k != "cursor").collect();
+    if !value.trim().is_empty() {
+        out.push((key, value.trim().to_owned()));
+    }
+    failpass_shared::api::query::to_query_string(&out)
+}

@@ -9,7 +9,7 @@ use crate::api;
 /// The address `path` with `key` set to `value` (removed when empty); any
 /// paging cursor is dropped, since it belongs to the old filters.
 pub fn href_with(path: &str, pairs: &[(String, String)], key: &str, value: &str) -> String {
-    let q = crate::pages::with_param(pairs, key, value);
+    let q = crate::router::with_param(pairs, key, value);
     if q.is_empty() { path.to_owned() } else { format!("{path}?{q}") }
 }
 

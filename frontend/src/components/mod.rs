@@ -1,6 +1,8 @@
 //! Pieces every page uses: loading, error and empty states, headline cards,
 //! badges and the project filter.
 
+pub mod agents_table;
+pub mod figures;
 pub mod filters;
 pub mod progress;
 

@@ -6,9 +6,9 @@ use failpass_shared::format::{duration_secs, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{Figure, FigurePage, chart_src};
 use crate::api::{self, ClientError};
 use crate::components::Stat;
+use crate::components::figures::{Figure, FigurePage, chart_src};
 
 #[derive(Clone)]
 struct Views {

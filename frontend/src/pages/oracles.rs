@@ -6,9 +6,10 @@ use failpass_shared::api::oracles::{OracleSummary, Share};
 use failpass_shared::format::{interval, percent, thousands};
 use leptos::prelude::*;
 
-use super::query_pairs;
 use crate::api::{self, ClientError};
+use crate::components::figures::{ChartSvg, chart_src};
 use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect, Stat};
+use crate::router::query_pairs;
 
 #[component]
 pub fn OraclesPage() -> impl IntoView {
@@ -66,7 +67,7 @@ fn OracleView(
     groups: Vec<failpass_shared::api::jobs::SignatureGroup>,
     project: Option<String>,
 ) -> impl IntoView {
-    let chart = |name: &str| super::chart_src(name, project.iter().map(|p| ("project", p.clone())).collect(), 640);
+    let chart = |name: &str| chart_src(name, project.iter().map(|p| ("project", p.clone())).collect(), 640);
     let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
     view! {
         <section class="stats" aria-label="Oracle figures">
@@ -84,7 +85,7 @@ fn OracleView(
         </section>
         <section class="panel">
             <h2>"Oracle kinds"</h2>
-            <div data-testid="chart-oracle-kinds"><super::ChartSvg src=chart("oracle-kinds")/></div>
+            <div data-testid="chart-oracle-kinds"><ChartSvg src=chart("oracle-kinds")/></div>
             <table class="chart-table" data-testid="oracle-kinds">
                 <thead><tr><th scope="col">"Kind"</th><th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Share"</th></tr></thead>
                 <tbody>
@@ -97,7 +98,7 @@ fn OracleView(
         </section>
         <section class="panel">
             <h2>"Deterministic oracles by source"</h2>
-            <div data-testid="chart-oracle-sources"><super::ChartSvg src=chart("oracle-sources")/></div>
+            <div data-testid="chart-oracle-sources"><ChartSvg src=chart("oracle-sources")/></div>
             <table class="chart-table" data-testid="oracle-sources">
                 <thead><tr><th scope="col">"Source"</th><th scope="col" class="num">"Reports"</th></tr></thead>
                 <tbody>

@@ -6,10 +6,11 @@ use failpass_shared::format::{hours, interval, percent, thousands, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::{ChartSvg, Figure, chart_src, figures_query, query_pairs};
 use crate::api::{self, ClientError};
+use crate::components::figures::{ChartSvg, Figure, chart_src, figures_query};
 use crate::components::filters::FilterBar;
 use crate::components::{Empty, ErrorPanel, Loading, Stat};
+use crate::router::query_pairs;
 
 use failpass_shared::api::figures::THROUGHPUT_CHART_WEEKS as CHART_WEEKS;
 

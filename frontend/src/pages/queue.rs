@@ -6,9 +6,9 @@ use failpass_shared::format::usd;
 use failpass_shared::model::{ReportStatus, Route, Verdict};
 use leptos::prelude::*;
 
-use super::{query_pairs, with_param};
 use crate::api::{self, ClientError};
 use crate::components::{Badge, Empty, ErrorPanel, Loading, ProjectSelect};
+use crate::router::{query_pairs, with_param};
 
 fn parse(pairs: &[(String, String)]) -> Result<ReportListQuery, ClientError> {
     ReportListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -57,7 +57,7 @@ pub fn QueuePage() -> impl IntoView {
     let go_until = go;
 
     // Bulk rerun: every failed or errored attempt of the reports these filters select.
-    let me = crate::app::use_me();
+    let me = crate::me::use_me();
     let bulk_message = RwSignal::new(String::new());
     let rerun_view = move |_| {
         let filter = query.get_untracked().map(|q| q.filter).unwrap_or_default();

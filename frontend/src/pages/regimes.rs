@@ -6,9 +6,9 @@ use failpass_shared::format::{interval, percent};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
-use super::agents::AgentsTable;
-use super::{Figure, FigurePage, chart_src};
 use crate::api::{self, ClientError};
+use crate::components::agents_table::AgentsTable;
+use crate::components::figures::{Figure, FigurePage, chart_src};
 
 /// The figures of every view on this page, fetched together.
 #[derive(Clone)]

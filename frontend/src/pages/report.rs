@@ -185,7 +185,7 @@ fn ReportActions(report: Report) -> impl IntoView {
 fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
     let s = report.summary.clone();
     let actions = report.clone();
-    let me = crate::app::use_me();
+    let me = crate::me::use_me();
     let project = s.project.clone();
     let maintains = Memo::new(move |_| me.with(|m| m.maintains(&project)));
     view! {
