@@ -90,16 +90,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if args.concurrency == 0 || args.lease_seconds < 1 {
                 anyhow::bail!("--concurrency and --lease-seconds must be at least 1");
             }
-            let mut verifier = failpass::runner::verify::Verifier::new(storage, &args.database.data_dir, "worker");
-            verifier.generator = args.refine.generator();
-            verifier.refine_budget = args.refine.refine_budget;
-            verifier.allow_unsandboxed = args.runs.allow_unsandboxed_runs;
+            let config = failpass::runner::executors::RunnerConfig {
+                generator: args.refine.generator(),
+                refine_budget: args.refine.refine_budget,
+                allow_unsandboxed: args.runs.allow_unsandboxed_runs,
+            };
+            let executor = std::sync::Arc::new(failpass::runner::executors::ByKind::new(
+                storage.clone(),
+                &args.database.data_dir,
+                config,
+            ));
             let options = failpass::runner::worker::WorkerOptions {
                 lease: chrono::Duration::seconds(args.lease_seconds),
                 ..Default::default()
             };
             let (stop, stopped) = tokio::sync::watch::channel(false);
-            let pool = failpass::runner::worker::spawn_pool(verifier, args.concurrency, options, stopped);
+            let pool = failpass::runner::worker::spawn_pool(executor, storage, args.concurrency, options, stopped);
             println!(
                 "failpass worker: {} worker(s) on {} (Ctrl-C stops them after their current job)",
                 args.concurrency,

@@ -117,10 +117,12 @@ impl App {
     /// in-flight requests and lets the workers finish their jobs.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let mut verifier = crate::runner::verify::Verifier::new(self.storage.clone(), &self.data_dir, "serve");
-        verifier.generator = self.generator;
-        verifier.refine_budget = self.refine_budget;
-        verifier.allow_unsandboxed = self.allow_unsandboxed;
+        let config = crate::runner::executors::RunnerConfig {
+            generator: self.generator,
+            refine_budget: self.refine_budget,
+            allow_unsandboxed: self.allow_unsandboxed,
+        };
+        let executor = Arc::new(crate::runner::executors::ByKind::new(self.storage.clone(), &self.data_dir, config));
         if self.workers > 0 && !crate::runner::sandbox::switches_user() {
             tracing::warn!(
                 allowed = self.allow_unsandboxed,
@@ -132,7 +134,13 @@ impl App {
                 }
             );
         }
-        let pool = crate::runner::worker::spawn_pool(verifier, self.workers, Default::default(), stopped);
+        let pool = crate::runner::worker::spawn_pool(
+            executor,
+            self.storage.clone(),
+            self.workers,
+            Default::default(),
+            stopped,
+        );
         if self.workers > 0 {
             tracing::info!(workers = self.workers, "verification workers running");
         }

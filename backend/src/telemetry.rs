@@ -11,3 +11,20 @@ pub fn init() {
     // A second init (tests) is harmless: keep the first subscriber.
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
+
+/// An error with its causes, `outer: inner: innermost`, each cause left out
+/// when the message before it already says it (errors that print their
+/// source).
+pub fn cause_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        next = cause.source();
+    }
+    text
+}

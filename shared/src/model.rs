@@ -1,13 +1,6 @@
 //! The domain's closed vocabularies (docs/domain.md), each with `as_str`/`FromStr`
 //! so the database, the URL query and the JSON all spell them one way.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
-use crate::error::ParseEnumError;
-
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident => $s:literal),+ $(,)? }) => {
         $(#[$meta])*
@@ -16,16 +9,16 @@ macro_rules! string_enum {
 
         // By hand through `as_str`/`FromStr` rather than derived: one
         // spelling, and a fraction of the derive's code in the dashboard.
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
             }
         }
 
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(deserializer)?;
-                s.parse().map_err(|_| serde::de::Error::unknown_variant(&s, &[$($s),+]))
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let s = <String as ::serde::Deserialize>::deserialize(deserializer)?;
+                s.parse().map_err(|_| ::serde::de::Error::unknown_variant(&s, &[$($s),+]))
             }
         }
 
@@ -38,18 +31,18 @@ macro_rules! string_enum {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
 
-        impl FromStr for $name {
-            type Err = ParseEnumError;
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::error::ParseEnumError;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($s => Ok($name::$variant),)+
-                    _ => Err(ParseEnumError {
+                    _ => Err($crate::error::ParseEnumError {
                         what: $what,
                         value: s.to_owned(),
                         expected: [$($s),+].join(", "),
@@ -59,6 +52,8 @@ macro_rules! string_enum {
         }
     };
 }
+
+pub(crate) use string_enum;
 
 string_enum!(
     /// Where the triage rule sends a report.
@@ -296,6 +291,53 @@ string_enum!(
         Fixed => "fixed",
         /// A newer release that reproduced reports are re-checked against.
         Release => "release",
+    }
+);
+
+string_enum!(
+    /// What re-checking a reproduced attempt against a newer release found.
+    RecheckOutcome, "re-check outcome" {
+        /// The candidate still fails there: the bug is still in the release.
+        StillReproduces => "still_reproduces",
+        /// It passes there: the release fixed the bug.
+        NoLongerReproduces => "no_longer_reproduces",
+        /// It fails again after an earlier re-check found it fixed.
+        Regressed => "regressed",
+        /// The repeats disagreed.
+        Flaky => "flaky",
+        /// The release's environment could not be built.
+        Error => "error",
+    }
+);
+
+impl RecheckOutcome {
+    /// The outcome of `failed` failing runs out of `runs`, given whether the
+    /// previous re-check found the bug fixed.
+    pub fn of(failed: u32, runs: u32, was_fixed: bool) -> Self {
+        match (failed == runs, failed == 0) {
+            (true, _) if was_fixed => RecheckOutcome::Regressed,
+            (true, _) => RecheckOutcome::StillReproduces,
+            (_, true) => RecheckOutcome::NoLongerReproduces,
+            _ => RecheckOutcome::Flaky,
+        }
+    }
+}
+
+string_enum!(
+    /// Why a refine loop stopped.
+    RefineStop, "refine stop" {
+        /// A candidate reproduced the bug.
+        Reproduced => "reproduced",
+        /// A candidate, or its failure, repeated.
+        StuckInLoop => "stuck_in_loop",
+        /// The generator had no further candidate.
+        NoCandidate => "no_candidate",
+        /// The generator failed.
+        GeneratorFailed => "generator_failed",
+        /// A candidate could not be graded (an `error` verdict).
+        Error => "error",
+        /// The try budget ran out.
+        Budget => "budget",
     }
 );
 

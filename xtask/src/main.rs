@@ -25,6 +25,7 @@ use anyhow::{Context, Result, bail};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const BINARYEN_VERSION: &str = "132.0.0";
+const TERSER_VERSION: &str = "5.51.4";
 /// The bundle's size flags beyond the profile, `.cargo/config.toml`'s
 /// `erase_components` repeated (this variable replaces that setting, and an
 /// extra `--cfg` is harmless): with std rebuilt from rust-src, a panic is a plain
@@ -200,35 +201,50 @@ fn ensure_pyflakes() -> Result<()> {
     Ok(())
 }
 
-/// wasm-opt from the npm registry's `binaryen` (Debian's is too old and
-/// breaks the module), installed once under `target/tools`.
-fn ensure_wasm_opt() -> Result<PathBuf> {
+/// The bundle's tools from the npm registry, installed once under
+/// `target/tools`: wasm-opt from `binaryen` (Debian's is too old and breaks
+/// the module) and `terser`, which minifies wasm-bindgen's glue.
+struct JsTools {
+    wasm_opt: PathBuf,
+    terser: PathBuf,
+}
+
+fn ensure_js_tools() -> Result<JsTools> {
     let tools = target_dir().join("tools");
-    let bin = tools.join("node_modules/.bin/wasm-opt");
-    let version_ok = bin.exists()
-        && Command::new(&bin)
+    let bin = tools.join("node_modules/.bin");
+    let wanted = [("binaryen", BINARYEN_VERSION, "wasm-opt"), ("terser", TERSER_VERSION, "terser")];
+    let installed = |program: &str, version: &str| {
+        Command::new(bin.join(program))
             .arg("--version")
             .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("132"));
-    if version_ok {
-        return Ok(bin);
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(version.trim_end_matches(".0")))
+    };
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|(_, version, program)| !installed(program, version))
+        .map(|(package, version, _)| format!("{package}@{version}"))
+        .collect();
+    if !missing.is_empty() {
+        if !have("npm") {
+            apt_install(&["nodejs", "npm"])?;
+        }
+        step(&format!("installing {} from the npm registry", missing.join(" and ")));
+        fs::create_dir_all(&tools)?;
+        status(
+            Command::new("npm")
+                .args(["install", "--prefix"])
+                .arg(&tools)
+                .args(["--no-audit", "--no-fund", "--silent"])
+                .args(&missing),
+        )
+        .with_context(|| format!("installing {} from the npm registry", missing.join(" and ")))?;
     }
-    if !have("npm") {
-        apt_install(&["nodejs", "npm"])?;
+    for (package, version, program) in wanted {
+        if !installed(program, version) {
+            bail!("npm installed {package}@{version} but {} does not run", bin.join(program).display());
+        }
     }
-    step(&format!("installing wasm-opt (npm binaryen@{BINARYEN_VERSION})"));
-    fs::create_dir_all(&tools)?;
-    status(Command::new("npm").args(["install", "--prefix"]).arg(&tools).args([
-        "--no-audit",
-        "--no-fund",
-        "--silent",
-        &format!("binaryen@{BINARYEN_VERSION}"),
-    ]))
-    .context("installing binaryen from the npm registry")?;
-    if !bin.exists() {
-        bail!("npm installed binaryen but {} is missing", bin.display());
-    }
-    Ok(bin)
+    Ok(JsTools { wasm_opt: bin.join("wasm-opt"), terser: bin.join("terser") })
 }
 
 /// PostgreSQL must answer: the contract suite runs there every time.
@@ -285,7 +301,7 @@ fn gzip_len(bytes: &[u8]) -> Result<u64> {
 /// Builds the dashboard into `target/site`: index.html, style.css, pkg/.
 fn build_frontend() -> Result<Bundle> {
     ensure_wasm_target()?;
-    let wasm_opt = ensure_wasm_opt()?;
+    let tools = ensure_js_tools()?;
     let build = || {
         let mut c = cargo();
         c.args(["build", "-p", "failpass-frontend", "--target", WASM_TARGET, "--profile", "wasm-release"]);
@@ -325,10 +341,11 @@ fn build_frontend() -> Result<Bundle> {
     let wasm = pkg.join("failpass_frontend_bg.wasm");
     let optimised = pkg.join("failpass_frontend_bg.opt.wasm");
     status(
-        Command::new(&wasm_opt)
+        Command::new(&tools.wasm_opt)
             .arg(&wasm)
             .args([
                 "-Oz",
+                "--converge",
                 "--enable-bulk-memory",
                 "--enable-nontrapping-float-to-int",
                 "--enable-sign-ext",
@@ -341,6 +358,11 @@ fn build_frontend() -> Result<Bundle> {
     )
     .context("optimising the wasm with wasm-opt")?;
     fs::rename(&optimised, &wasm)?;
+    let glue = pkg.join("failpass_frontend.js");
+    let minified = pkg.join("failpass_frontend.min.js");
+    status(Command::new(&tools.terser).arg(&glue).args(["--module", "--compress", "--mangle", "-o"]).arg(&minified))
+        .context("minifying the wasm-bindgen glue with terser")?;
+    fs::rename(&minified, &glue)?;
 
     fs::copy(root().join("frontend/index.html"), site.join("index.html"))?;
     fs::copy(root().join("frontend/boot.js"), site.join("boot.js"))?;

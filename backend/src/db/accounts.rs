@@ -192,10 +192,7 @@ impl TokenRow {
             id: self.id,
             name: self.name,
             prefix: self.prefix,
-            scope: self
-                .scope
-                .parse()
-                .map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
+            scope: super::rows::parse(&self.scope, "api_tokens.scope")?,
             project_id: self.project_id,
             project: self.project,
             user_id: self.user_id,
@@ -225,7 +222,7 @@ impl From<UserRow> for UserRecord {
 }
 
 pub fn parse_role(role: &str) -> StorageResult<ProjectRole> {
-    role.parse().map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))
+    super::rows::parse(role, "memberships.role")
 }
 
 macro_rules! impl_accounts {

@@ -74,8 +74,9 @@ pub struct Verification {
     pub failure_cause: Option<FailureCause>,
     pub signals: Signals,
     pub flaky: bool,
-    /// The grading's counts, reason and signatures (JSON, shown on the report page).
-    pub grade: serde_json::Value,
+    /// The grading's counts, reason and signatures (stored as JSON, shown on the
+    /// report page); a re-check's carries only its re-check.
+    pub grade: failpass_shared::grading::GradeRecord,
     pub runs: Vec<NewRun>,
     /// Replace the attempt's verdict (an initial verification or a rerun);
     /// `false` for a re-check, which only adds runs and the re-check outcome.
@@ -87,6 +88,25 @@ pub struct Verification {
     /// transaction as the job's completion; `attempt_id` and the runs'
     /// attempt ids are then placeholders.
     pub new_attempt: Option<failpass_shared::api::attempts::CreateAttemptRequest>,
+}
+
+impl Verification {
+    /// A verdict for `attempt_id` and nothing else: no signals, runs or
+    /// grade yet, replacing the attempt's verdict.
+    pub fn new(attempt_id: i64, verdict: Verdict) -> Self {
+        Self {
+            attempt_id,
+            verdict,
+            failure_cause: None,
+            signals: Signals::default(),
+            flaky: false,
+            grade: Default::default(),
+            runs: Vec::new(),
+            sets_verdict: true,
+            refined: None,
+            new_attempt: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +126,15 @@ pub enum Finish {
     Done,
     /// The caller no longer holds the lease; nothing was written.
     Fenced,
+}
+
+/// Whether a failed try may be tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Back to the queue after a backoff, until the tries run out.
+    Later,
+    /// Retrying cannot help: the job fails now.
+    Never,
 }
 
 /// Backoff before try `tries + 1` after a transient failure: 5 s, 10 s, 20 s … capped at 10 minutes.
@@ -154,7 +183,7 @@ pub trait JobStore: Send + Sync {
         owner: &str,
         now: DateTime<Utc>,
         error: &str,
-        permanent: bool,
+        retry: Retry,
     ) -> StorageResult<Option<JobStatus>>;
 
     /// A job, if the scope may see its project.
@@ -177,9 +206,6 @@ pub trait JobStore: Send + Sync {
     async fn create_environment(&self, project: &str, req: &CreateEnvironmentRequest) -> StorageResult<Environment>;
     async fn list_environments(&self, project: &str) -> StorageResult<Vec<Environment>>;
 }
-
-/// Runners count as alive while their heartbeat is younger than this.
-pub const RUNNER_ALIVE: i64 = 30;
 
 #[derive(sqlx::FromRow)]
 pub struct JobRow {
@@ -204,12 +230,11 @@ pub const JOB_COLUMNS: &str = "id, kind, payload, status, priority, attempts, ma
 
 impl JobRow {
     pub fn into_job(self) -> StorageResult<Job> {
-        let corrupt = |e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string());
         Ok(Job {
             id: self.id,
-            kind: self.kind.parse().map_err(corrupt)?,
+            kind: super::rows::parse(&self.kind, "jobs.kind")?,
             payload: self.payload.0,
-            status: self.status.parse().map_err(corrupt)?,
+            status: super::rows::parse(&self.status, "jobs.status")?,
             priority: self.priority,
             tries: self.attempts,
             max_tries: self.max_attempts,
@@ -241,10 +266,7 @@ impl EnvironmentRow {
             id: self.id,
             project: self.project,
             name: self.name,
-            role: self
-                .role
-                .parse()
-                .map_err(|e: failpass_shared::error::ParseEnumError| super::StorageError::Corrupt(e.to_string()))?,
+            role: super::rows::parse(&self.role, "environments.role")?,
             recipe: self.recipe.0,
             recipe_hash: self.recipe_hash,
             created_at: self.created_at,
@@ -386,7 +408,7 @@ macro_rules! impl_jobs {
                 owner: &str,
                 now: chrono::DateTime<chrono::Utc>,
                 error: &str,
-                permanent: bool,
+                retry: crate::db::jobs::Retry,
             ) -> crate::db::StorageResult<Option<failpass_shared::model::JobStatus>> {
                 use failpass_shared::model::JobStatus;
                 let now = crate::db::sql::secs(now);
@@ -399,7 +421,7 @@ macro_rules! impl_jobs {
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some((tries, max)) = held else { return Ok(None) };
-                let status = if permanent || tries >= max { JobStatus::Failed } else { JobStatus::Queued };
+                let status = if retry == crate::db::jobs::Retry::Never || tries >= max { JobStatus::Failed } else { JobStatus::Queued };
                 let error: String = error.chars().take(4000).collect();
                 sqlx::query(
                     "UPDATE jobs SET status = $1, last_error = $2, run_after = $3, lease_owner = NULL, lease_expires_at = NULL, \
@@ -460,9 +482,9 @@ macro_rules! impl_jobs {
                 )))
                 .fetch_all(&self.read)
                 .await?;
-                let mean_job_seconds = (!finished.is_empty()).then(|| {
-                    finished.iter().map(|(s, f)| (*f - *s).num_milliseconds().max(0) as f64 / 1000.0).sum::<f64>() / finished.len() as f64
-                });
+                let durations: Vec<f64> =
+                    finished.iter().map(|(s, f)| (*f - *s).num_milliseconds().max(0) as f64 / 1000.0).collect();
+                let mean_job_seconds = failpass_shared::figures::mean_seconds(&durations);
                 let jobs: Vec<crate::db::jobs::JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT {} FROM jobs WHERE status IN ('queued', 'running') AND {} \
                      ORDER BY CASE WHEN status = 'running' THEN 0 ELSE 1 END, priority DESC, id LIMIT 200",
@@ -508,12 +530,8 @@ macro_rules! impl_jobs {
                         }
                     }
                 }
-                let alive = runners.iter().filter(|r| (now - r.last_heartbeat).num_seconds() < crate::db::jobs::RUNNER_ALIVE).count();
-                let estimated_wait_seconds = match (alive, mean_job_seconds) {
-                    (0, _) => None,
-                    (n, Some(mean)) => Some(mean * (queued + running) as f64 / n as f64),
-                    (_, None) => Some(0.0).filter(|_| queued + running == 0),
-                };
+                let alive = runners.iter().filter(|r| failpass_shared::figures::runner_alive(r, now)).count();
+                let estimated_wait_seconds = failpass_shared::figures::queue_wait(alive, mean_job_seconds, queued + running);
                 Ok(failpass_shared::api::jobs::QueueOverview {
                     queued,
                     running,
@@ -719,31 +737,17 @@ macro_rules! impl_jobs {
                 let Some((report_id, goal, review, vague, stored, old_verdict, old_source)) = row else {
                     return Err(crate::db::StorageError::NotFound(format!("attempt {attempt_id}")));
                 };
-                // Merge with what is stored now (a verification and a re-check may
-                // have run side by side): a verification keeps the last re-check,
-                // a re-check replaces only its own part.
-                let stored = stored.map(|g| g.0).filter(|g| g.is_object());
-                let grade = if v.sets_verdict {
-                    let mut g = v.grade.clone();
-                    if let (Some(obj), Some(r)) = (g.as_object_mut(), stored.as_ref().and_then(|s| s.get("recheck"))) {
-                        obj.entry("recheck").or_insert_with(|| r.clone());
-                    }
-                    g
-                } else {
-                    let mut g = stored.unwrap_or_else(|| serde_json::json!({}));
-                    if let Some(r) = v.grade.get("recheck") {
-                        g["recheck"] = r.clone();
-                    }
-                    g
-                };
+                // Merged with what is stored now (a verification and a re-check may
+                // have run side by side); an unreadable stored grade is replaced.
+                let stored = stored.and_then(|g| serde_json::from_value(g.0).ok());
+                let grade = v.grade.clone().stored_over(stored, v.sets_verdict);
                 for run in &v.runs {
                     // Repeats of one run may be alike, so no content hash: each is kept.
                     Self::insert_run_tx(tx, &crate::db::NewRun { attempt_id, ..run.clone() }, now, None).await?;
                 }
                 if v.sets_verdict {
-                    let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
-                    let goal: Goal = goal.parse().map_err(corrupt)?;
-                    let review: Option<Review> = review.map(|r| r.parse()).transpose().map_err(corrupt)?;
+                    let goal: Goal = crate::db::rows::parse(&goal, "attempts.goal")?;
+                    let review: Option<Review> = crate::db::rows::parse_opt(review.as_deref(), "attempts.review")?;
                     let source = VerdictSource::Deterministic;
                     // An LLM's lead regraded by execution: keep what the LLM said,
                     // so LLM-verdict precision can score it.
@@ -762,7 +766,7 @@ macro_rules! impl_jobs {
                     .bind(attempt_counts(goal, v.verdict, source, review, vague))
                     .bind(attempt_awaits_review(goal, v.verdict, source, review, vague))
                     .bind(attempt_id)
-                    .bind(grade.pointer("/buggy_signatures/0").and_then(|s| s.as_str()))
+                    .bind(grade.buggy_signature())
                     .bind(llm_verdict)
                     .execute(&mut **tx)
                     .await?;

@@ -100,6 +100,9 @@ impl StorageError {
 
 pub type StorageResult<T> = Result<T, StorageError>;
 
+/// Most attempts one bulk rerun queues.
+pub const RERUN_LIMIT: usize = 10_000;
+
 /// Which projects a caller may see. Every list and figure query takes one,
 /// so authorisation narrows queries in SQL rather than after the fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -292,8 +295,9 @@ pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'stat
     async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)>;
 
     /// Attempts a rerun selects: those of one report or of the reports a
-    /// filter selects, whose verdict is one of `verdicts`, that have something
-    /// to run (a candidate, or an oracle command) and a deterministic oracle.
+    /// filter selects, whose verdict is one of `verdicts`, and that
+    /// `failpass_shared::grading::verifiable` lets run; oldest first, at most
+    /// [`RERUN_LIMIT`].
     async fn rerun_targets(
         &self,
         report_id: Option<i64>,

@@ -6,18 +6,19 @@ use chrono::{DateTime, NaiveDate, Utc};
 use failpass_shared::api::attempts::{Attempt, Run, Signals};
 use failpass_shared::api::projects::Project;
 use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RuleOutcome};
+use failpass_shared::grading::GradeRecord;
 use sqlx::types::Json;
 
 use super::{StorageError, StorageResult};
 
-fn parse<T: FromStr>(value: &str, what: &str) -> StorageResult<T>
+pub(crate) fn parse<T: FromStr>(value: &str, what: &str) -> StorageResult<T>
 where
     T::Err: std::fmt::Display,
 {
     value.parse().map_err(|e| StorageError::Corrupt(format!("{what}: {e}")))
 }
 
-fn parse_opt<T: FromStr>(value: Option<&str>, what: &str) -> StorageResult<Option<T>>
+pub(crate) fn parse_opt<T: FromStr>(value: Option<&str>, what: &str) -> StorageResult<Option<T>>
 where
     T::Err: std::fmt::Display,
 {
@@ -224,9 +225,16 @@ impl AttemptRow {
             counts: self.counts,
             created_at: self.created_at,
             flaky: self.flaky,
-            grade: self.grade.map(|g| g.0),
+            grade: self.grade.map(|g| read_grade(g.0)),
         })
     }
+}
+
+/// A stored grade. Every grade failpass wrote reads; one that does not (a
+/// hand-edited row) says so instead of hiding the attempt.
+fn read_grade(stored: serde_json::Value) -> GradeRecord {
+    serde_json::from_value(stored)
+        .unwrap_or_else(|e| GradeRecord::because(format!("the stored grade could not be read: {e}")))
 }
 
 #[derive(sqlx::FromRow)]

@@ -445,12 +445,12 @@ macro_rules! impl_storage {
                         .bind(report_id)
                         .fetch_all(&mut **tx)
                         .await?;
-                let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
+                use crate::db::rows::{parse, parse_opt};
                 for (id, goal, verdict, source, review) in rows {
-                    let goal: Goal = goal.parse().map_err(corrupt)?;
-                    let verdict: Verdict = verdict.parse().map_err(corrupt)?;
-                    let source: VerdictSource = source.parse().map_err(corrupt)?;
-                    let review: Option<Review> = review.map(|r| r.parse()).transpose().map_err(corrupt)?;
+                    let goal: Goal = parse(&goal, "attempts.goal")?;
+                    let verdict: Verdict = parse(&verdict, "attempts.verdict")?;
+                    let source: VerdictSource = parse(&source, "attempts.verdict_source")?;
+                    let review: Option<Review> = parse_opt(review.as_deref(), "attempts.review")?;
                     sqlx::query("UPDATE attempts SET counts = $1, awaiting = $2 WHERE id = $3")
                         .bind(attempt_counts(goal, verdict, source, review, vague))
                         .bind(attempt_awaits_review(goal, verdict, source, review, vague))
@@ -641,37 +641,44 @@ macro_rules! impl_storage {
                 req: &failpass_shared::api::attempts::CreateAttemptRequest,
                 report_id: i64,
             ) -> crate::db::StorageResult<()> {
+                use failpass_shared::grading::Unverifiable;
                 let oracle: Option<(String, Option<String>)> = sqlx::query_as("SELECT kind, command FROM oracles WHERE report_id = $1")
                     .bind(report_id)
                     .fetch_optional(&mut **tx)
                     .await?;
-                let deterministic = oracle.as_ref().is_some_and(|(k, _)| k == "fail_to_pass" || k == "crash_signature");
-                if !deterministic {
-                    return Err(crate::db::StorageError::invalid(
-                        "verify",
-                        format!("report {report_id} has no deterministic oracle to grade by; add one to the report first"),
-                    ));
-                }
-                match (&req.candidate, oracle.and_then(|(_, c)| c)) {
-                    (None, None) => return Err(crate::db::StorageError::invalid("candidate", "nothing to run: give a candidate (the oracle has no command)")),
-                    (None, Some(c)) if c.contains("candidate") => {
-                        return Err(crate::db::StorageError::invalid("candidate", format!("the oracle's command `{c}` runs the candidate: give one")))
-                    }
-                    _ => {}
-                }
                 let roles: Vec<String> = sqlx::query_scalar(
                     "SELECT e.role FROM environments e JOIN reports r ON r.project_id = e.project_id WHERE r.id = $1",
                 )
                 .bind(report_id)
                 .fetch_all(&mut **tx)
                 .await?;
-                if !(roles.iter().any(|r| r == "buggy") && roles.iter().any(|r| r == "fixed")) {
-                    return Err(crate::db::StorageError::invalid(
+                let kind = match &oracle {
+                    Some((k, _)) => Some(crate::db::rows::parse::<failpass_shared::model::OracleKind>(k, "oracles.kind")?),
+                    None => None,
+                };
+                let roles = roles
+                    .iter()
+                    .map(|r| crate::db::rows::parse(r, "environments.role"))
+                    .collect::<crate::db::StorageResult<Vec<failpass_shared::model::EnvironmentRole>>>()?;
+                let command = oracle.as_ref().and_then(|(_, c)| c.as_deref());
+                let invalid = crate::db::StorageError::invalid;
+                match failpass_shared::grading::verifiable(kind.map(|k| (k, command)), req.candidate.is_some(), &roles) {
+                    Ok(()) => Ok(()),
+                    Err(Unverifiable::NoOracle) => Err(invalid(
+                        "verify",
+                        format!("report {report_id} has no deterministic oracle to grade by; add one to the report first"),
+                    )),
+                    Err(Unverifiable::NothingToRun) => {
+                        Err(invalid("candidate", "nothing to run: give a candidate (the oracle has no command)".to_owned()))
+                    }
+                    Err(Unverifiable::NoCandidate { command }) => {
+                        Err(invalid("candidate", format!("the oracle's command `{command}` runs the candidate: give one")))
+                    }
+                    Err(Unverifiable::NoEnvironments) => Err(invalid(
                         "verify",
                         format!("report {report_id}'s project has no buggy and fixed environment to run in; add them (POST /api/v1/environments) first"),
-                    ));
+                    )),
                 }
-                Ok(())
             }
 
             /// Writes one run; `None` when a run with the same content hash is
@@ -1455,13 +1462,23 @@ macro_rules! impl_storage {
                 verdicts: &[failpass_shared::model::Verdict],
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<Vec<i64>> {
+                use failpass_shared::model::{EnvironmentRole, OracleKind};
+                use futures_util::TryStreamExt;
+                // The database narrows to deterministic oracles; the shared rule decides.
+                let kinds: Vec<&str> =
+                    OracleKind::ALL.iter().filter(|k| k.is_deterministic()).map(|k| k.as_str()).collect();
                 let mut qb = sqlx::QueryBuilder::<$db>::new(
-                    "SELECT a.id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-                     JOIN oracles o ON o.report_id = r.id \
-                     WHERE o.kind IN ('fail_to_pass', 'crash_signature') AND (a.candidate IS NOT NULL OR o.command IS NOT NULL) \
-                     AND EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'buggy') \
-                     AND EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'fixed')",
+                    "SELECT a.id, o.kind, o.command, a.candidate IS NOT NULL, \
+                     EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'buggy'), \
+                     EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'fixed') \
+                     FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+                     JOIN oracles o ON o.report_id = r.id WHERE o.kind IN (",
                 );
+                let mut sep = qb.separated(", ");
+                for k in kinds {
+                    sep.push_bind(k);
+                }
+                qb.push(")");
                 Self::push_report_filter(&mut qb, filter.unwrap_or(&Default::default()), scope);
                 if let Some(id) = report_id {
                     qb.push(" AND r.id = ").push_bind(id);
@@ -1471,8 +1488,23 @@ macro_rules! impl_storage {
                 for v in verdicts {
                     sep.push_bind(v.as_str());
                 }
-                qb.push(") ORDER BY a.id LIMIT 10000");
-                Ok(qb.build_query_scalar().fetch_all(&self.read).await?)
+                qb.push(") ORDER BY a.id");
+                let mut rows = qb.build_query_as::<(i64, String, Option<String>, bool, bool, bool)>().fetch(&self.read);
+                let mut out = Vec::new();
+                while let Some((id, kind, command, has_candidate, buggy, fixed)) = rows.try_next().await? {
+                    let kind: OracleKind = crate::db::rows::parse(&kind, "oracles.kind")?;
+                    let roles: Vec<EnvironmentRole> = [(buggy, EnvironmentRole::Buggy), (fixed, EnvironmentRole::Fixed)]
+                        .into_iter()
+                        .filter_map(|(has, role)| has.then_some(role))
+                        .collect();
+                    if failpass_shared::grading::verifiable(Some((kind, command.as_deref())), has_candidate, &roles).is_ok() {
+                        out.push(id);
+                        if out.len() == crate::db::RERUN_LIMIT {
+                            break;
+                        }
+                    }
+                }
+                Ok(out)
             }
 
             async fn oracle_summary(
@@ -1480,9 +1512,8 @@ macro_rules! impl_storage {
                 project: Option<&str>,
                 scope: &crate::db::ProjectScope,
             ) -> crate::db::StorageResult<failpass_shared::api::oracles::OracleSummary> {
-                use failpass_shared::api::oracles::*;
-                use failpass_shared::model::{OracleKind, OracleSource};
-                let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
+                use failpass_shared::figures::{OracleCounts, oracle_summary};
+                use crate::db::rows::{parse, parse_opt};
                 let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT o.kind, o.source, COUNT(*) FROM reports r JOIN projects p ON p.id = r.project_id \
                      LEFT JOIN oracles o ON o.report_id = r.id \
@@ -1492,33 +1523,14 @@ macro_rules! impl_storage {
                 .bind(project)
                 .fetch_all(&self.read)
                 .await?;
-                let mut reports = 0;
-                let mut by_kind: Vec<KindCount> = Vec::new();
-                let mut by_source: Vec<SourceCount> = Vec::new();
-                let (mut deterministic, mut in_patch) = (0, 0);
-                for (kind, source, n) in rows {
-                    reports += n;
-                    let kind: OracleKind = kind.as_deref().map(str::parse).transpose().map_err(corrupt)?.unwrap_or(OracleKind::None);
-                    let source: Option<OracleSource> = source.as_deref().map(str::parse).transpose().map_err(corrupt)?;
-                    match by_kind.iter_mut().find(|k| k.kind == kind) {
-                        Some(k) => k.reports += n,
-                        None => by_kind.push(KindCount { kind, reports: n }),
-                    }
-                    if kind.is_deterministic() {
-                        deterministic += n;
-                        if source == Some(OracleSource::InPatchTest) {
-                            in_patch += n;
-                        }
-                        match by_source.iter_mut().find(|s| s.source == source) {
-                            Some(s) => s.reports += n,
-                            None => by_source.push(SourceCount { source, reports: n }),
-                        }
-                    }
-                }
-                by_kind.sort_by(|a, b| b.reports.cmp(&a.reports).then(a.kind.cmp(&b.kind)));
-                by_source.sort_by(|a, b| b.reports.cmp(&a.reports).then(a.source.cmp(&b.source)));
+                let reports = rows
+                    .into_iter()
+                    .map(|(kind, source, n)| {
+                        Ok((parse_opt(kind.as_deref(), "oracles.kind")?, parse_opt(source.as_deref(), "oracles.source")?, n))
+                    })
+                    .collect::<crate::db::StorageResult<Vec<_>>>()?;
                 let visible = scope.sql("p");
-                let mut minutes: Vec<f64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                let minutes: Vec<f64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
                     "SELECT o.authoring_minutes FROM oracles o JOIN reports r ON r.id = o.report_id JOIN projects p ON p.id = r.project_id \
                      WHERE o.authoring_minutes IS NOT NULL AND {visible} AND ($1 IS NULL OR p.slug = $1)",
                 )))
@@ -1555,22 +1567,16 @@ macro_rules! impl_storage {
                 .bind(project)
                 .fetch_one(&self.read)
                 .await?;
-                Ok(OracleSummary {
-                    llm_precision: Share::new(right, judged),
+                Ok(oracle_summary(OracleCounts {
                     reports,
-                    by_kind,
-                    by_source,
-                    coverage: Share::new(deterministic, reports),
-                    in_patch: Share::new(in_patch, reports),
-                    in_patch_reference: IN_PATCH_REFERENCE,
-                    authored_oracles: minutes.len() as i64,
-                    authoring_minutes_total: minutes.iter().sum(),
-                    authoring_minutes_median: median(&mut minutes),
+                    authoring_minutes: minutes,
                     failure_causes: causes
                         .into_iter()
-                        .map(|(c, n)| Ok(CauseCount { cause: c.parse().map_err(corrupt)?, attempts: n }))
-                        .collect::<Result<_, crate::db::StorageError>>()?,
-                })
+                        .map(|(c, n)| Ok((parse(&c, "attempts.failure_cause")?, n)))
+                        .collect::<crate::db::StorageResult<_>>()?,
+                    llm_judged: judged,
+                    llm_right: right,
+                }))
             }
 
             async fn review_attempt(
@@ -1593,10 +1599,10 @@ macro_rules! impl_storage {
                 let Some((report_id, goal, verdict, source, vague)) = row else {
                     return Err(crate::db::StorageError::NotFound(format!("attempt {id}")));
                 };
-                let corrupt = |e: failpass_shared::error::ParseEnumError| crate::db::StorageError::Corrupt(e.to_string());
-                let goal: Goal = goal.parse().map_err(corrupt)?;
-                let mut verdict: Verdict = verdict.parse().map_err(corrupt)?;
-                let source: VerdictSource = source.parse().map_err(corrupt)?;
+                use crate::db::rows::parse;
+                let goal: Goal = parse(&goal, "attempts.goal")?;
+                let mut verdict: Verdict = parse(&verdict, "attempts.verdict")?;
+                let source: VerdictSource = parse(&source, "attempts.verdict_source")?;
                 // The verdict rules: an accepted lead is confirmed; a rejected confirmation is a lead again.
                 match (verdict, req.review) {
                     (Verdict::Lead, Review::Accepted) => verdict = Verdict::Confirmed,

@@ -122,30 +122,13 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
         for c in r.candidates {
             storage
                 .create_attempt(&CreateAttemptRequest {
-                    report_id: Some(report.summary.id),
-                    report: None,
-                    goal: Default::default(),
-                    agent: c.agent,
                     model: c.model,
-                    model_cutoff: None,
                     started_at: Some(filed + chrono::Duration::hours(i as i64 * 5 + 1)),
-                    ended_at: None,
-                    wall_seconds: None,
                     cost_usd: c.cost_usd,
-                    tokens_in: 0,
-                    tokens_out: 0,
-                    api_calls: None,
-                    iterations: 1,
                     candidate: Some(c.code),
-                    signals: Default::default(),
-                    verdict: Verdict::Hypothesis,
-                    verdict_source: VerdictSource::Llm,
-                    failure_cause: None,
-                    review: None,
-                    reviewer: None,
-                    review_comment: None,
                     attempt_key: Some(format!("fastnum-{}-{}", r.external_id, c.key)),
                     verify: true,
+                    ..CreateAttemptRequest::new(report.summary.id, c.agent, Verdict::Hypothesis, VerdictSource::Llm)
                 })
                 .await?;
             summary.attempts += 1;

@@ -398,10 +398,6 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             let failure_seen = verdict == Verdict::Reproduced;
             let (attempt, _) = storage
                 .create_attempt(&CreateAttemptRequest {
-                    report_id: Some(report.summary.id),
-                    report: None,
-                    goal: Goal::Reproduce,
-                    agent: agent.into(),
                     model: Some(model.into()),
                     model_cutoff: NaiveDate::from_ymd_opt(y, m, d),
                     started_at: Some(started_at),
@@ -414,8 +410,6 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                     iterations: 1 + rng.below(5) as u32,
                     candidate: Some(format!("import torch\n# candidate {t} for {title}\nraise SystemExit(1)\n")),
                     signals: signals(&mut rng, failure_seen),
-                    verdict,
-                    verdict_source: source,
                     failure_cause: cause,
                     review,
                     reviewer: review.map(|_| "maintainer".to_owned()),
@@ -424,7 +418,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                         Review::Rejected => "Shows a different failure than the report.".to_owned(),
                     }),
                     attempt_key: Some(format!("demo-{i}-{t}")),
-                    verify: false,
+                    ..CreateAttemptRequest::new(report.summary.id, agent, verdict, source)
                 })
                 .await?;
             summary.attempts += 1;
@@ -463,30 +457,22 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             let resolved = i % 2 == 0;
             storage
                 .create_attempt(&CreateAttemptRequest {
-                    report_id: Some(report.summary.id),
-                    report: None,
                     goal: Goal::Fix,
-                    agent: "swe-agent".into(),
                     model: Some("claude-3-5-sonnet-20241022".into()),
                     model_cutoff: NaiveDate::from_ymd_opt(2024, 4, 1),
                     started_at: Some(filed_at + Duration::days(1)),
-                    ended_at: None,
                     wall_seconds: Some(rng.range(200.0, 900.0).round()),
                     cost_usd: (rng.range(0.3, 2.5) * 100.0).round() / 100.0,
                     tokens_in: 400_000,
                     tokens_out: 30_000,
                     api_calls: Some(40),
-                    iterations: 1,
-                    candidate: None,
-                    signals: Signals::default(),
-                    verdict: if resolved { Verdict::Resolved } else { Verdict::Unresolved },
-                    verdict_source: VerdictSource::Deterministic,
-                    failure_cause: None,
-                    review: None,
-                    reviewer: None,
-                    review_comment: None,
                     attempt_key: Some(format!("demo-fix-{i}")),
-                    verify: false,
+                    ..CreateAttemptRequest::new(
+                        report.summary.id,
+                        "swe-agent",
+                        if resolved { Verdict::Resolved } else { Verdict::Unresolved },
+                        VerdictSource::Deterministic,
+                    )
                 })
                 .await?;
             summary.attempts += 1;

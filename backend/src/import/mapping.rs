@@ -278,31 +278,15 @@ fn convert(
             }
         }
     };
+    let key = ReportKey { project: report.project.clone(), external_id: report.external_id.clone() };
+    let agent = row.template(&a.agent).map_err(at("agent"))?;
     let attempt = CreateAttemptRequest {
-        report_id: None,
-        report: Some(ReportKey { project: report.project.clone(), external_id: report.external_id.clone() }),
         goal: a.goal.unwrap_or_default(),
-        agent: row.template(&a.agent).map_err(at("agent"))?,
         model: a.model.as_deref().map(|m| row.template(m)).transpose().map_err(at("model"))?,
-        model_cutoff: None,
-        started_at: None,
-        ended_at: None,
         wall_seconds: number("wall_seconds", &a.wall_seconds)?,
         cost_usd: number("cost_usd", &a.cost_usd)?.unwrap_or(0.0),
-        tokens_in: 0,
-        tokens_out: 0,
-        api_calls: None,
-        iterations: 1,
-        candidate: None,
-        signals: Default::default(),
-        verdict,
-        verdict_source,
-        failure_cause: None,
-        review: None,
-        reviewer: None,
-        review_comment: None,
         attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
-        verify: false,
+        ..CreateAttemptRequest::for_key(key, agent, verdict, verdict_source)
     };
     Ok((report, Some(attempt)))
 }

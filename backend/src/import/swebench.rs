@@ -406,31 +406,15 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                 );
                 continue;
             };
+            let verdict = if resolved { Verdict::Resolved } else { Verdict::Unresolved };
+            let key = ReportKey { project: repo, external_id: instance.clone() };
             let attempt = CreateAttemptRequest {
-                report_id: None,
-                report: Some(ReportKey { project: repo, external_id: instance.clone() }),
                 goal: Goal::Fix,
-                agent: agent.clone(),
                 model: model.clone(),
-                model_cutoff: None,
-                started_at: None,
-                ended_at: None,
-                wall_seconds: None,
                 cost_usd: result.get("cost").and_then(Value::as_f64).unwrap_or(0.0),
-                tokens_in: 0,
-                tokens_out: 0,
                 api_calls: result.get("api_calls").and_then(Value::as_i64),
-                iterations: 1,
-                candidate: None,
-                signals: Default::default(),
-                verdict: if resolved { Verdict::Resolved } else { Verdict::Unresolved },
-                verdict_source: VerdictSource::Deterministic,
-                failure_cause: None,
-                review: None,
-                reviewer: None,
-                review_comment: None,
                 attempt_key: Some(e.attempt_key.clone()),
-                verify: false,
+                ..CreateAttemptRequest::for_key(key, agent.clone(), verdict, VerdictSource::Deterministic)
             };
             importer.push(entry_no, ImportRecord::Attempt(attempt)).await?;
         }

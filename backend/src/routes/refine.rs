@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use failpass_shared::api::jobs::{Job, PRIORITY_MANUAL};
-use failpass_shared::model::EnvironmentRole;
+use failpass_shared::grading::{self, Unverifiable};
 
 use super::AppState;
 use crate::auth::{Action, Viewer};
@@ -28,20 +28,25 @@ pub async fn refine(
             req.report_id, report.summary.route
         )));
     }
-    if !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
-        return Err(ApiError::BadRequest(format!(
-            "report_id: report {} has no deterministic oracle to grade candidates by",
-            req.report_id
-        )));
-    }
-    // As for verify: no environments, nothing to grade in (and no `error` attempt left behind).
+    // As for verify: nothing to grade by or in, no job (and no `error` attempt left behind).
     let envs = state.storage.list_environments(&report.summary.project).await?;
-    let has = |role: EnvironmentRole| envs.iter().any(|e| e.role == role);
-    if !(has(EnvironmentRole::Buggy) && has(EnvironmentRole::Fixed)) {
-        return Err(ApiError::BadRequest(format!(
-            "report_id: project {} has no buggy and fixed environment to grade candidates in; an admin adds them first (POST /api/v1/environments)",
-            report.summary.project
-        )));
+    let roles: Vec<_> = envs.iter().map(|e| e.role).collect();
+    let oracle = report.oracle.as_ref().map(|o| o.kind_and_command());
+    // The loop brings its own candidates.
+    match grading::verifiable(oracle, true, &roles) {
+        Ok(()) => {}
+        Err(Unverifiable::NoEnvironments) => {
+            return Err(ApiError::BadRequest(format!(
+                "report_id: project {} has no buggy and fixed environment to grade candidates in; an admin adds them first (POST /api/v1/environments)",
+                report.summary.project
+            )));
+        }
+        Err(_) => {
+            return Err(ApiError::BadRequest(format!(
+                "report_id: report {} has no deterministic oracle to grade candidates by",
+                req.report_id
+            )));
+        }
     }
     let (job, _) =
         state.storage.enqueue(&NewJob::refine(req.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;

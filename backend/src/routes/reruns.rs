@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use failpass_shared::api::jobs::{PRIORITY_BULK, PRIORITY_MANUAL, RerunRequest, RerunResponse};
+use failpass_shared::grading::{self, Unverifiable};
 use failpass_shared::model::{EnvironmentRole, Verdict};
 
 use super::AppState;
@@ -41,22 +42,22 @@ pub async fn rerun(
             viewer.require(Action::Rerun, &attempt.project)?;
             let id = attempt.id;
             let report = state.storage.get_report(attempt.report_id, &scope).await?;
-            let runnable = report
-                .as_ref()
-                .and_then(|r| r.oracle.as_ref())
-                .is_some_and(|o| o.is_deterministic() && (attempt.candidate.is_some() || o.command.is_some()));
-            if !runnable {
-                return Err(ApiError::BadRequest(format!(
-                    "attempt_id: attempt {id} cannot be rerun: its report needs a deterministic oracle and the attempt a candidate (or the oracle a command)"
-                )));
-            }
             let envs = state.storage.list_environments(&attempt.project).await?;
-            let has = |role: EnvironmentRole| envs.iter().any(|e| e.role == role);
-            if !(has(EnvironmentRole::Buggy) && has(EnvironmentRole::Fixed)) {
-                return Err(ApiError::BadRequest(format!(
-                    "attempt_id: project {} has no buggy and fixed environment to run in, so its recorded verdict stays; add them first (POST /api/v1/environments)",
-                    attempt.project
-                )));
+            let roles: Vec<_> = envs.iter().map(|e| e.role).collect();
+            let oracle = report.as_ref().and_then(|r| r.oracle.as_ref()).map(|o| o.kind_and_command());
+            match grading::verifiable(oracle, attempt.candidate.is_some(), &roles) {
+                Ok(()) => {}
+                Err(Unverifiable::NoEnvironments) => {
+                    return Err(ApiError::BadRequest(format!(
+                        "attempt_id: project {} has no buggy and fixed environment to run in, so its recorded verdict stays; add them first (POST /api/v1/environments)",
+                        attempt.project
+                    )));
+                }
+                Err(why) => {
+                    return Err(ApiError::BadRequest(format!(
+                        "attempt_id: attempt {id} cannot be rerun: its report needs a deterministic oracle and the attempt a candidate (or the oracle a command): {why}"
+                    )));
+                }
             }
             (vec![id], PRIORITY_MANUAL)
         }

@@ -13,22 +13,20 @@
 
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use failpass_shared::api::attempts::CreateAttemptRequest;
 use failpass_shared::api::jobs::Job;
 use failpass_shared::api::reports::Report;
-use failpass_shared::grading;
-use failpass_shared::model::{FailureCause, Route, Verdict, VerdictSource};
+use failpass_shared::grading::{self, GradeRecord, RefineIteration, RefineLog};
+use failpass_shared::model::{FailureCause, RefineStop, Route, RunEnvironment, RunTrigger, Verdict, VerdictSource};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tracing::Instrument;
 
-use super::verify::{JobError, Verifier};
+use super::verify::Verify;
+use super::{Executor, JobError};
 use crate::db::ProjectScope;
 use crate::db::jobs::{Refined, Verification};
-
-/// The loop's attempt id before the attempt is stored.
-struct Placeholder {
-    id: i64,
-}
 
 /// Iterations a loop may take unless configured otherwise (RepGen's default).
 pub const DEFAULT_BUDGET: u32 = 5;
@@ -81,170 +79,170 @@ pub struct Proposal {
     pub model: Option<String>,
 }
 
-/// Runs the loop for the report a refine job names.
-pub async fn run(verifier: &Verifier, generator: &Generator, budget: u32, job: &Job) -> Result<Verification, JobError> {
-    let report_id = job.payload.report_id.ok_or_else(|| JobError::permanent("a refine job names no report_id"))?;
-    let storage = verifier.storage.clone();
-    let report = storage
-        .get_report(report_id, &ProjectScope::All)
-        .await?
-        .ok_or_else(|| JobError::permanent(format!("report {report_id} does not exist")))?;
-    if report.summary.route != Route::AgentFirst {
-        return Err(JobError::permanent(format!(
-            "report {report_id} is routed {}, and the refine loop is for agent_first reports",
-            report.summary.route
-        )));
-    }
-    let environments = storage.list_environments(&report.summary.project).await?;
-    // The loop's attempt, created with its result when the job completes
-    // (so a worker that loses its lease leaves nothing behind); keyed by the
-    // job, so a retried job finds the same one.
-    let new_attempt = CreateAttemptRequest {
-        report_id: Some(report_id),
-        report: None,
-        goal: Default::default(),
-        agent: generator.name().to_owned(),
-        model: None,
-        model_cutoff: None,
-        started_at: Some(job.created_at),
-        ended_at: None,
-        wall_seconds: None,
-        cost_usd: 0.0,
-        tokens_in: 0,
-        tokens_out: 0,
-        api_calls: None,
-        iterations: 1,
-        candidate: None,
-        signals: Default::default(),
-        verdict: Verdict::Hypothesis,
-        verdict_source: VerdictSource::Llm,
-        failure_cause: None,
-        review: None,
-        reviewer: None,
-        review_comment: None,
-        attempt_key: Some(format!("refine:{}", job.id)),
-        verify: false,
-    };
-    /// Runs and verifications carry this until the attempt exists.
-    const PENDING_ATTEMPT: i64 = 0;
-    let attempt = Placeholder { id: PENDING_ATTEMPT };
-    let started = Instant::now();
-    let mut history: Vec<Feedback> = Vec::new();
-    let mut iterations = Vec::new();
-    let mut runs = Vec::new();
-    let (mut cost, mut tokens_in, mut tokens_out) = (0.0, 0i64, 0i64);
-    let mut last: Option<Verification> = None;
-    let mut stop = "budget";
-    for i in 1..=budget.max(1) {
-        let t = Instant::now();
-        let proposal = match propose(generator, &report, i, &history, &verifier.scratch, &verifier.hidden()).await {
-            Ok(Some(p)) => p,
-            Ok(None) => {
-                stop = "no_candidate";
-                break;
-            }
-            Err(e) => {
-                stop = "generator_failed";
-                iterations.push(json!({ "iteration": i, "error": e }));
-                break;
-            }
+/// Runs the loop for the report a refine job names, grading each candidate
+/// with [`Verify::grade`].
+#[derive(Clone)]
+pub struct Refine {
+    pub verify: Verify,
+    pub generator: Generator,
+    /// Iterations the loop may take.
+    pub budget: u32,
+}
+
+/// Runs and verifications carry this attempt id until the loop's attempt
+/// exists (it is created with the job's completion).
+const PENDING_ATTEMPT: i64 = 0;
+
+#[async_trait]
+impl Executor for Refine {
+    #[tracing::instrument(name = "refine", skip_all, fields(job = job.id, report = job.payload.report_id))]
+    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
+        let (generator, budget) = (&self.generator, self.budget);
+        let bench = &self.verify.bench;
+        let report_id = job.payload.report_id.ok_or_else(|| JobError::permanent("a refine job names no report_id"))?;
+        let report = bench
+            .storage
+            .get_report(report_id, &ProjectScope::All)
+            .await?
+            .ok_or_else(|| JobError::permanent(format!("report {report_id} does not exist")))?;
+        if report.summary.route != Route::AgentFirst {
+            return Err(JobError::permanent(format!(
+                "report {report_id} is routed {}, and the refine loop is for agent_first reports",
+                report.summary.route
+            )));
+        }
+        let environments = bench.storage.list_environments(&report.summary.project).await?;
+        // The loop's attempt, created with its result when the job completes
+        // (so a worker that loses its lease leaves nothing behind); keyed by the
+        // job, so a retried job finds the same one.
+        let new_attempt = CreateAttemptRequest {
+            started_at: Some(job.created_at),
+            attempt_key: Some(format!("refine:{}", job.id)),
+            ..CreateAttemptRequest::new(report_id, generator.name(), Verdict::Hypothesis, VerdictSource::Llm)
         };
-        cost += proposal.cost_usd;
-        tokens_in += proposal.tokens_in;
-        tokens_out += proposal.tokens_out;
-        let hash = failpass_shared::hash::content_hash(&proposal.candidate);
-        if history.iter().any(|h| h.candidate == proposal.candidate) {
-            iterations.push(json!({ "iteration": i, "candidate_hash": hash, "repeated": "candidate", "cost_usd": proposal.cost_usd, "seconds": t.elapsed().as_secs_f64() }));
-            stop = "stuck_in_loop";
+        let started = Instant::now();
+        let mut history: Vec<Feedback> = Vec::new();
+        let mut iterations = Vec::new();
+        let mut runs = Vec::new();
+        let (mut cost, mut tokens_in, mut tokens_out) = (0.0, 0i64, 0i64);
+        let mut last: Option<Verification> = None;
+        let mut stop = RefineStop::Budget;
+        for i in 1..=budget.max(1) {
+            let t = Instant::now();
+            let span = tracing::info_span!("iteration", iteration = i);
+            let proposal = match propose(generator, &report, i, &history, &bench.scratch, &bench.hidden())
+                .instrument(span.clone())
+                .await
+            {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    stop = RefineStop::NoCandidate;
+                    break;
+                }
+                Err(e) => {
+                    stop = RefineStop::GeneratorFailed;
+                    iterations.push(RefineIteration { iteration: i, error: Some(e), ..Default::default() });
+                    break;
+                }
+            };
+            cost += proposal.cost_usd;
+            tokens_in += proposal.tokens_in;
+            tokens_out += proposal.tokens_out;
+            let hash = failpass_shared::hash::content_hash(&proposal.candidate);
+            if history.iter().any(|h| h.candidate == proposal.candidate) {
+                iterations.push(RefineIteration {
+                    iteration: i,
+                    candidate_hash: Some(hash),
+                    repeated: Some("candidate".into()),
+                    cost_usd: Some(proposal.cost_usd),
+                    seconds: Some(t.elapsed().as_secs_f64()),
+                    ..Default::default()
+                });
+                stop = RefineStop::StuckInLoop;
+                break;
+            }
+            let v = self
+                .verify
+                .grade(runner, PENDING_ATTEMPT, &report, Some(&proposal.candidate), &environments, RunTrigger::Initial)
+                .instrument(span)
+                .await?;
+            let reason = v.grade.reason.clone().unwrap_or_default();
+            let tail = |env: RunEnvironment| {
+                v.runs.iter().rfind(|r| r.environment == env).map(|r| tail_of(&r.output, 2000)).unwrap_or_default()
+            };
+            let feedback = Feedback {
+                iteration: i,
+                candidate: proposal.candidate.clone(),
+                verdict: v.verdict,
+                reason: reason.clone(),
+                signals: v.signals.clone(),
+                buggy_output: tail(RunEnvironment::Buggy),
+                fixed_output: tail(RunEnvironment::Fixed),
+            };
+            iterations.push(RefineIteration {
+                iteration: i,
+                candidate_hash: Some(hash),
+                verdict: Some(v.verdict),
+                reason: Some(reason),
+                flaky: Some(v.flaky),
+                cost_usd: Some(proposal.cost_usd),
+                seconds: Some(t.elapsed().as_secs_f64()),
+                model: proposal.model,
+                ..Default::default()
+            });
+            runs.extend(v.runs.iter().cloned());
+            let failure_repeats = history.last().is_some_and(|prev| {
+                prev.verdict == v.verdict
+                    && prev.reason == feedback.reason
+                    && grading::failure_signature(&prev.buggy_output)
+                        == grading::failure_signature(&feedback.buggy_output)
+            });
+            let verdict = v.verdict;
+            history.push(feedback);
+            last = Some(Verification { refined: None, ..v });
+            match verdict {
+                Verdict::Reproduced => stop = RefineStop::Reproduced,
+                _ if failure_repeats => stop = RefineStop::StuckInLoop,
+                Verdict::Error => stop = RefineStop::Error,
+                _ => continue,
+            }
             break;
         }
-        let v = verifier
-            .verify(
-                attempt.id,
-                &report,
-                Some(&proposal.candidate),
-                &environments,
-                failpass_shared::model::RunTrigger::Initial,
-            )
-            .await?;
-        let reason = v.grade["reason"].as_str().unwrap_or_default().to_owned();
-        let tail = |env: failpass_shared::model::RunEnvironment| {
-            v.runs.iter().rfind(|r| r.environment == env).map(|r| tail_of(&r.output, 2000)).unwrap_or_default()
-        };
-        let feedback = Feedback {
-            iteration: i,
-            candidate: proposal.candidate.clone(),
-            verdict: v.verdict,
-            reason: reason.clone(),
-            signals: v.signals.clone(),
-            buggy_output: tail(failpass_shared::model::RunEnvironment::Buggy),
-            fixed_output: tail(failpass_shared::model::RunEnvironment::Fixed),
-        };
-        iterations.push(json!({
-            "iteration": i, "candidate_hash": hash, "verdict": v.verdict, "reason": reason, "flaky": v.flaky,
-            "cost_usd": proposal.cost_usd, "seconds": t.elapsed().as_secs_f64(), "model": proposal.model,
-        }));
-        runs.extend(v.runs.iter().cloned());
-        let failure_repeats = history.last().is_some_and(|prev| {
-            prev.verdict == v.verdict
-                && prev.reason == feedback.reason
-                && grading::failure_signature(&prev.buggy_output) == grading::failure_signature(&feedback.buggy_output)
+        let n = iterations.len() as u32;
+        let mut v = last.unwrap_or_else(|| Verification {
+            failure_cause: Some(FailureCause::PoorDecision),
+            grade: GradeRecord::because("the generator proposed no candidate"),
+            ..Verification::new(PENDING_ATTEMPT, Verdict::Error)
         });
-        let done = v.verdict == Verdict::Reproduced;
-        history.push(feedback);
-        last = Some(Verification { refined: None, ..v });
-        if done {
-            stop = "reproduced";
-            break;
+        if stop == RefineStop::StuckInLoop {
+            v.failure_cause = Some(FailureCause::StuckInLoop);
         }
-        if failure_repeats {
-            stop = "stuck_in_loop";
-            break;
-        }
-        if last.as_ref().is_some_and(|l| l.verdict == Verdict::Error) {
-            stop = "error";
-            break;
-        }
+        let why = match stop {
+            RefineStop::Reproduced => format!("reproduced on iteration {n}"),
+            RefineStop::StuckInLoop => {
+                format!("stopped after {n} iteration(s): the candidate or its failure repeated")
+            }
+            RefineStop::NoCandidate => {
+                format!("stopped after {n} iteration(s): the generator had no further candidate")
+            }
+            RefineStop::GeneratorFailed => format!("stopped after {n} iteration(s): the generator failed"),
+            RefineStop::Error => format!("stopped after {n} iteration(s): the candidate could not be graded"),
+            RefineStop::Budget => format!("stopped at the budget of {budget} iterations"),
+        };
+        v.grade.reason = Some(format!("{why}; last: {}", v.grade.reason.as_deref().unwrap_or("-")));
+        v.grade.refine = Some(RefineLog { generator: generator.name().to_owned(), budget, stop, iterations });
+        v.runs = runs;
+        v.new_attempt = Some(new_attempt);
+        v.refined = Some(Refined {
+            candidate: history.last().map(|h| h.candidate.clone()).unwrap_or_default(),
+            iterations: n.max(1),
+            cost_usd: cost,
+            wall_seconds: started.elapsed().as_secs_f64(),
+            tokens_in,
+            tokens_out,
+        });
+        Ok(v)
     }
-    let n = iterations.len() as u32;
-    let mut v = last.unwrap_or_else(|| Verification {
-        attempt_id: attempt.id,
-        verdict: Verdict::Error,
-        failure_cause: Some(FailureCause::PoorDecision),
-        signals: Default::default(),
-        flaky: false,
-        grade: json!({ "reason": "the generator proposed no candidate" }),
-        runs: Vec::new(),
-        sets_verdict: true,
-        refined: None,
-        new_attempt: None,
-    });
-    if stop == "stuck_in_loop" {
-        v.failure_cause = Some(FailureCause::StuckInLoop);
-    }
-    let reason = match stop {
-        "reproduced" => format!("reproduced on iteration {n}"),
-        "stuck_in_loop" => format!("stopped after {n} iteration(s): the candidate or its failure repeated"),
-        "no_candidate" => format!("stopped after {n} iteration(s): the generator had no further candidate"),
-        "generator_failed" => format!("stopped after {n} iteration(s): the generator failed"),
-        "error" => format!("stopped after {n} iteration(s): the candidate could not be graded"),
-        _ => format!("stopped at the budget of {budget} iterations"),
-    };
-    let last_reason = v.grade["reason"].clone();
-    v.grade["reason"] = json!(format!("{reason}; last: {}", last_reason.as_str().unwrap_or("-")));
-    v.grade["refine"] =
-        json!({ "generator": generator.name(), "budget": budget, "stop": stop, "iterations": iterations });
-    v.runs = runs;
-    v.new_attempt = Some(new_attempt);
-    v.refined = Some(Refined {
-        candidate: history.last().map(|h| h.candidate.clone()).unwrap_or_default(),
-        iterations: n.max(1),
-        cost_usd: cost,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        tokens_in,
-        tokens_out,
-    });
-    Ok(v)
 }
 
 fn tail_of(s: &str, max: usize) -> String {

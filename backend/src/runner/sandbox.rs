@@ -352,7 +352,7 @@ pub async fn run(cmd: &Command, parent: Option<&Path>) -> Result<Finished, Sandb
     let finished = run_in(cmd, dir.path()).await;
     // The run's user owned it; remove it whatever the run left inside.
     if let Err(e) = dir.close() {
-        tracing::warn!(error = %e, "removing a run's directory");
+        tracing::warn!(error = %crate::telemetry::cause_chain(&e), "removing a run's directory");
     }
     finished
 }

@@ -43,7 +43,9 @@ pub async fn run(storage: Arc<dyn Storage>, every: Duration, mut shutdown: watch
         }
         match enqueue_rechecks(storage.as_ref()).await {
             Ok(n) => tracing::info!(queued = n, "scheduled re-checks queued"),
-            Err(e) => tracing::warn!(error = %e, "scheduled re-checks failed; trying again next time"),
+            Err(e) => {
+                tracing::warn!(error = %crate::telemetry::cause_chain(&e), "scheduled re-checks failed; trying again next time")
+            }
         }
     }
 }

@@ -9,10 +9,12 @@ use std::time::Duration;
 use chrono::{SubsecRound, Utc};
 use failpass_shared::api::jobs::{Job, Runner};
 use tokio::sync::watch;
+use tracing::Instrument;
 
-use super::verify::{JobError, Verifier};
+use super::{Executor, JobError};
 use crate::db::Storage;
 use crate::db::jobs::Finish;
+use crate::telemetry::cause_chain;
 
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -45,27 +47,42 @@ pub fn runner_id(n: usize) -> String {
     format!("{}:{}:{n}", hostname(), std::process::id())
 }
 
-/// Starts `count` workers; they stop when `shutdown` turns true.
+/// Starts `count` workers that take jobs from `storage` and carry them out
+/// with `executor`; they stop when `shutdown` turns true.
 pub fn spawn_pool(
-    verifier: Verifier,
+    executor: Arc<dyn Executor>,
+    storage: Arc<dyn Storage>,
     count: usize,
     options: WorkerOptions,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     (0..count)
         .map(|n| {
-            let mut v = verifier.clone();
-            v.runner_id = runner_id(n);
+            let worker = Worker { executor: executor.clone(), storage: storage.clone(), id: runner_id(n) };
             let (o, s) = (options.clone(), shutdown.clone());
-            tokio::spawn(async move { run_worker(v, o, s).await })
+            tokio::spawn(async move { worker.run(o, s).await })
         })
         .collect()
 }
 
-/// One worker's loop.
-pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown: watch::Receiver<bool>) {
-    let storage = verifier.storage.clone();
-    let id = verifier.runner_id.clone();
+/// One worker: its id, where its jobs come from, what carries them out.
+#[derive(Clone)]
+pub struct Worker {
+    pub executor: Arc<dyn Executor>,
+    pub storage: Arc<dyn Storage>,
+    pub id: String,
+}
+
+impl Worker {
+    /// Claims and runs jobs until `shutdown` turns true.
+    pub async fn run(&self, options: WorkerOptions, shutdown: watch::Receiver<bool>) {
+        run_worker(self, options, shutdown).await
+    }
+}
+
+async fn run_worker(worker: &Worker, options: WorkerOptions, mut shutdown: watch::Receiver<bool>) {
+    let storage = worker.storage.clone();
+    let id = worker.id.clone();
     let started = Utc::now().trunc_subsecs(0);
     let mut me = Runner {
         id: id.clone(),
@@ -83,7 +100,7 @@ pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown
             me.last_heartbeat = clock(&storage).await;
             me.current_job = None;
             if let Err(e) = storage.heartbeat(&me).await {
-                tracing::warn!(runner = %id, error = %e, "heartbeat failed");
+                tracing::warn!(runner = %id, error = %cause_chain(&e), "heartbeat failed");
             }
             last_beat = std::time::Instant::now();
         }
@@ -94,7 +111,7 @@ pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown
                 continue;
             }
             Err(e) => {
-                tracing::warn!(runner = %id, error = %e, "claim failed; retrying");
+                tracing::warn!(runner = %id, error = %cause_chain(&e), "claim failed; retrying");
                 let _ = tokio::time::timeout(options.poll * 4, shutdown.changed()).await;
                 continue;
             }
@@ -103,13 +120,15 @@ pub async fn run_worker(verifier: Verifier, options: WorkerOptions, mut shutdown
         me.last_heartbeat = clock(&storage).await;
         let _ = storage.heartbeat(&me).await;
         last_beat = std::time::Instant::now();
-        run_one(&verifier, &storage, &id, &job, &options).await;
+        let span = tracing::info_span!("job", job = job.id, kind = %job.kind, runner = %id, try_no = job.tries);
+        run_one(worker, &job, &options).instrument(span).await;
     }
     tracing::info!(runner = %id, "worker stopped");
 }
 
 /// Runs one claimed job to its end, renewing the lease meanwhile.
-async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job: &Job, options: &WorkerOptions) {
+async fn run_one(worker: &Worker, job: &Job, options: &WorkerOptions) {
+    let (storage, id) = (&worker.storage, worker.id.as_str());
     let started = std::time::Instant::now();
     let renew = async {
         let every = (options.lease / 3).to_std().unwrap_or(Duration::from_secs(10)).max(Duration::from_millis(200));
@@ -118,25 +137,25 @@ async fn run_one(verifier: &Verifier, storage: &Arc<dyn Storage>, id: &str, job:
             match storage.renew(job.id, id, clock(storage).await, options.lease).await {
                 Ok(true) => {}
                 Ok(false) => return,
-                Err(e) => tracing::warn!(job = job.id, error = %e, "lease renewal failed"),
+                Err(e) => tracing::warn!(error = %cause_chain(&e), "lease renewal failed"),
             }
         }
     };
     let outcome = tokio::select! {
-        r = verifier.run_job(job) => Some(r),
+        r = worker.executor.execute(job, id) => Some(r),
         _ = renew => None,
     };
     let now = clock(storage).await;
     match outcome {
-        None => tracing::warn!(job = job.id, runner = %id, "lease lost to another worker; result dropped"),
+        None => tracing::warn!("lease lost to another worker; result dropped"),
         Some(Ok(v)) => match storage.complete(job.id, id, now, Some(&v)).await {
             Ok(Finish::Done) => {
-                tracing::info!(job = job.id, attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done")
+                tracing::info!(attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done")
             }
             Ok(Finish::Fenced) => {
-                tracing::warn!(job = job.id, runner = %id, "lease lost before completing; result dropped")
+                tracing::warn!("lease lost before completing; result dropped")
             }
-            Err(e) => fail(storage, job, id, JobError::transient(format!("storing the result: {e}"))).await,
+            Err(e) => fail(storage, job, id, JobError::because("storing the result", e)).await,
         },
         Some(Err(e)) => fail(storage, job, id, e).await,
     }
@@ -147,12 +166,12 @@ async fn clock(storage: &Arc<dyn Storage>) -> chrono::DateTime<Utc> {
     storage.clock().await.unwrap_or_else(|_| Utc::now())
 }
 
+/// Records a failed try with the error's whole cause chain.
 async fn fail(storage: &Arc<dyn Storage>, job: &Job, id: &str, e: JobError) {
-    match storage.fail(job.id, id, clock(storage).await, &e.message, e.permanent).await {
-        Ok(Some(status)) => {
-            tracing::warn!(job = job.id, error = %e.message, permanent = e.permanent, %status, "job failed")
-        }
-        Ok(None) => tracing::warn!(job = job.id, "lease lost before recording the failure"),
-        Err(err) => tracing::error!(job = job.id, error = %err, "could not record the failure"),
+    let message = cause_chain(&e);
+    match storage.fail(job.id, id, clock(storage).await, &message, e.retry()).await {
+        Ok(Some(status)) => tracing::warn!(error = %message, retry = ?e.retry(), %status, "job failed"),
+        Ok(None) => tracing::warn!(error = %message, "lease lost before recording the failure"),
+        Err(err) => tracing::error!(error = %cause_chain(&err), failure = %message, "could not record the failure"),
     }
 }

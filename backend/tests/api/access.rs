@@ -171,17 +171,10 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     let job =
         s.claim("tests", chrono::Utc::now(), chrono::Duration::seconds(60)).await.unwrap().expect("the verify job");
     assert_eq!(job.payload.attempt_id, Some(graded));
+    let grade = json!({"buggy_signatures": ["VaultError: the vault is sealed"], "reason": "no failure"});
     let v = Verification {
-        attempt_id: graded,
-        verdict: Verdict::NotReproduced,
-        failure_cause: None,
-        signals: Default::default(),
-        flaky: false,
-        grade: json!({"buggy_signatures": ["VaultError: the vault is sealed"], "reason": "no failure"}),
-        runs: vec![],
-        sets_verdict: true,
-        refined: None,
-        new_attempt: None,
+        grade: serde_json::from_value(grade).unwrap(),
+        ..Verification::new(graded, Verdict::NotReproduced)
     };
     s.complete(job.id, "tests", chrono::Utc::now(), Some(&v)).await.unwrap();
     let lead = ok(

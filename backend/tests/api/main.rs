@@ -15,3 +15,4 @@ mod reports;
 mod runner;
 mod sandbox;
 mod storage;
+mod worker;

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use failpass::db::jobs::{Finish, NewJob};
+use failpass::db::jobs::{Finish, NewJob, Retry};
 use failpass::db::{self, Storage};
 use failpass_shared::api::jobs::{PRIORITY_BULK, PRIORITY_MANUAL};
 use failpass_shared::model::JobStatus;
@@ -95,7 +95,7 @@ async fn expired_leases_are_reclaimed_and_stale_owners_fenced() {
         // The old owner wakes up: everything it tries is fenced.
         assert!(!s.renew(job.id, "dead", t0() + Duration::seconds(42), lease()).await.unwrap());
         assert_eq!(s.complete(job.id, "dead", t0() + Duration::seconds(42), None).await.unwrap(), Finish::Fenced);
-        assert_eq!(s.fail(job.id, "dead", t0() + Duration::seconds(42), "late", false).await.unwrap(), None);
+        assert_eq!(s.fail(job.id, "dead", t0() + Duration::seconds(42), "late", Retry::Later).await.unwrap(), None);
         assert_eq!(
             s.get_job(job.id, &failpass::db::ProjectScope::All).await.unwrap().unwrap().lease_owner.as_deref(),
             Some("b")
@@ -120,7 +120,7 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
         for try_no in 1..=3 {
             let j = s.claim("w", now, lease()).await.unwrap().unwrap();
             assert_eq!((j.id, j.tries), (job.id, try_no));
-            let status = s.fail(j.id, "w", now, &format!("flake {try_no}"), false).await.unwrap().unwrap();
+            let status = s.fail(j.id, "w", now, &format!("flake {try_no}"), Retry::Later).await.unwrap().unwrap();
             if try_no < 3 {
                 assert_eq!(status, JobStatus::Queued, "transient: back to the queue");
                 let wait = failpass::db::jobs::backoff(try_no);
@@ -141,7 +141,10 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
         let (p, _) = s.enqueue(&NewJob::verify(10, PRIORITY_BULK, false), now).await.unwrap();
         let j = s.claim("w", now, lease()).await.unwrap().unwrap();
         assert_eq!(j.id, p.id);
-        assert_eq!(s.fail(j.id, "w", now, "attempt 10 does not exist", true).await.unwrap(), Some(JobStatus::Failed));
+        assert_eq!(
+            s.fail(j.id, "w", now, "attempt 10 does not exist", Retry::Never).await.unwrap(),
+            Some(JobStatus::Failed)
+        );
 
         // A worker that dies on the last try: the expired lease fails the job.
         let (d, _) =

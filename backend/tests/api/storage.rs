@@ -70,30 +70,15 @@ fn a<'a>(agent: &'a str, verdict: Verdict, cost: f64, started: &'a str) -> A<'a>
 
 async fn attempt(s: &dyn Storage, report_id: i64, x: A<'_>) -> i64 {
     let req = CreateAttemptRequest {
-        report_id: Some(report_id),
-        report: None,
         goal: x.goal,
-        agent: x.agent.into(),
         model: Some(format!("{}-model", x.agent)),
         model_cutoff: x.cutoff.map(|c| c.parse::<NaiveDate>().unwrap()),
         started_at: Some(t(x.started)),
-        ended_at: None,
         wall_seconds: Some(60.0),
         cost_usd: x.cost,
         tokens_in: 10,
         tokens_out: 5,
-        api_calls: None,
-        iterations: 1,
-        candidate: None,
-        signals: Default::default(),
-        verdict: x.verdict,
-        verdict_source: x.source,
-        failure_cause: None,
-        review: None,
-        reviewer: None,
-        review_comment: None,
-        attempt_key: None,
-        verify: false,
+        ..CreateAttemptRequest::new(report_id, x.agent, x.verdict, x.source)
     };
     req.validate().unwrap();
     s.create_attempt(&req).await.unwrap().0.id

@@ -286,7 +286,7 @@ fn AttemptRow(a: Attempt, maintains: Memo<bool>) -> impl IntoView {
             }
         });
     };
-    let reason = a.grade.as_ref().and_then(|g| g.get("reason")).and_then(|r| r.as_str()).map(str::to_owned);
+    let reason = a.grade.as_ref().and_then(|g| g.reason.clone());
     // A lead (or a confirmation) is a maintainer's call; so is an unreviewed
     // success that does not count (a vague report's).
     let reviewable = matches!(a.verdict, Verdict::Lead | Verdict::Confirmed)
@@ -353,11 +353,6 @@ fn signal_row(name: &'static str, s: Option<Signal>) -> impl IntoView {
     view! { <tr><th scope="row">{name}</th><td>{state}</td><td>{source}</td><td>{detail}</td></tr> }
 }
 
-/// A run count from an attempt's grade (JSON written by the verifier).
-fn count(grade: &serde_json::Value, key: &str) -> u64 {
-    grade.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0)
-}
-
 fn run_cell(r: &Run) -> String {
     let status =
         if r.timed_out { "timeout".to_owned() } else { r.exit_status.map_or("killed".into(), |s| format!("exit {s}")) };
@@ -367,9 +362,7 @@ fn run_cell(r: &Run) -> String {
 #[component]
 fn DetailView(d: AttemptDetail) -> impl IntoView {
     let a = d.attempt;
-    let g = a.grade.clone().unwrap_or(serde_json::Value::Null);
-    let recheck = g.get("recheck").cloned();
-    let refine = g.get("refine").cloned();
+    let g = a.grade.clone().unwrap_or_default();
     let sides = [RunEnvironment::Buggy, RunEnvironment::Fixed, RunEnvironment::Release];
     let repeats = sides.iter().map(|e| d.runs.iter().filter(|r| r.environment == *e).count()).max().unwrap_or(0);
     view! {
@@ -384,18 +377,18 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
                     {signal_row("failure behaviour", a.signals.failure_behaviour.clone())}
                 </tbody>
             </table>
-            {g.get("buggy_runs").map(|_| view! {
+            {g.counts().map(|c| view! {
                 <p class="counts">{format!("Buggy: failed {} of {}. Fixed: passed {} of {}.{}",
-                    count(&g, "buggy_failed"), count(&g, "buggy_runs"), count(&g, "fixed_passed"), count(&g, "fixed_runs"),
+                    c.buggy_failed, c.buggy_runs, c.fixed_passed, c.fixed_runs,
                     if a.flaky { " The repeats disagree: flaky." } else { "" })}</p>
             })}
-            {recheck.map(|r| view! {
-                <p class="recheck" data-testid="recheck">{format!("Re-check on {}: {}", r["version"].as_str().or(r["environment"].as_str()).unwrap_or("?"),
-                    r["outcome"].as_str().unwrap_or("?").replace('_', " "))}</p>
+            {g.recheck.map(|r| view! {
+                <p class="recheck" data-testid="recheck">{format!("Re-check on {}: {}", r.version.unwrap_or(r.environment),
+                    r.outcome.as_str().replace('_', " "))}</p>
             })}
-            {refine.map(|r| view! {
-                <p class="refine">{format!("Refine loop ({}): {} iteration(s), stopped: {}", r["generator"].as_str().unwrap_or("?"),
-                    r["iterations"].as_array().map_or(0, |i| i.len()), r["stop"].as_str().unwrap_or("?").replace('_', " "))}</p>
+            {g.refine.map(|r| view! {
+                <p class="refine">{format!("Refine loop ({}): {} iteration(s), stopped: {}", r.generator,
+                    r.iterations.len(), r.stop.as_str().replace('_', " "))}</p>
             })}
             <h3>"Runs"</h3>
             {if d.runs.is_empty() {

@@ -2,6 +2,7 @@
 //! recent failures, and how long a new job would wait. Refreshes itself.
 
 use failpass_shared::api::jobs::{Job, QueueOverview};
+use failpass_shared::figures::runner_alive;
 use failpass_shared::format::thousands;
 use leptos::prelude::*;
 
@@ -71,7 +72,7 @@ fn target(j: &Job) -> AnyView {
 
 #[component]
 fn QueueView(q: QueueOverview) -> impl IntoView {
-    let alive = q.runners.iter().filter(|r| (now() - r.last_heartbeat).num_seconds() < 30).count();
+    let alive = q.runners.iter().filter(|r| runner_alive(r, now())).count();
     view! {
         <section class="stats" aria-label="Queue figures">
             <Stat label="Waiting" value=thousands(q.queued) detail="jobs queued" testid="queue-waiting"/>
@@ -123,7 +124,7 @@ fn QueueView(q: QueueOverview) -> impl IntoView {
                         </tr></thead>
                         <tbody>
                             {q.runners.iter().map(|r| {
-                                let live = (now() - r.last_heartbeat).num_seconds() < 30;
+                                let live = runner_alive(r, now());
                                 view! {
                                     <tr>
                                         <td>{r.id.clone()}</td>

@@ -198,6 +198,43 @@ impl CreateRunRequest {
 }
 
 impl CreateAttemptRequest {
+    /// An attempt at report `report_id` by `agent`, with `verdict` said by
+    /// `verdict_source`; the rest as an API caller who leaves it out gets it
+    /// (goal `reproduce`, one iteration, no cost, no candidate).
+    pub fn new(report_id: i64, agent: impl Into<String>, verdict: Verdict, verdict_source: VerdictSource) -> Self {
+        Self {
+            report_id: Some(report_id),
+            report: None,
+            goal: Goal::default(),
+            agent: agent.into(),
+            model: None,
+            model_cutoff: None,
+            started_at: None,
+            ended_at: None,
+            wall_seconds: None,
+            cost_usd: 0.0,
+            tokens_in: 0,
+            tokens_out: 0,
+            api_calls: None,
+            iterations: one(),
+            candidate: None,
+            signals: Signals::default(),
+            verdict,
+            verdict_source,
+            failure_cause: None,
+            review: None,
+            reviewer: None,
+            review_comment: None,
+            attempt_key: None,
+            verify: false,
+        }
+    }
+
+    /// The same, naming the report by its natural key.
+    pub fn for_key(report: ReportKey, agent: impl Into<String>, verdict: Verdict, source: VerdictSource) -> Self {
+        Self { report_id: None, report: Some(report), ..Self::new(0, agent, verdict, source) }
+    }
+
     /// Checks what the verdict rules of docs/domain.md forbid.
     pub fn validate(&self) -> Result<(), FieldError> {
         match (&self.report_id, &self.report) {
@@ -346,7 +383,7 @@ pub struct Attempt {
     /// What grading by execution found: counts, reason, failure signatures,
     /// environments, and the latest re-check. `None` until a runner graded it.
     #[serde(default)]
-    pub grade: Option<serde_json::Value>,
+    pub grade: Option<crate::grading::GradeRecord>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -443,6 +480,16 @@ mod tests {
             "report_id": 1, "agent": "a", "verdict": verdict, "verdict_source": source
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn the_constructor_gives_what_the_api_defaults_to() {
+        for (verdict, source) in [(Verdict::Lead, VerdictSource::Llm), (Verdict::Error, VerdictSource::Deterministic)] {
+            assert_eq!(CreateAttemptRequest::new(1, "a", verdict, source), request(verdict, source));
+        }
+        let key = ReportKey { project: "p".into(), external_id: "7".into() };
+        let by_key = CreateAttemptRequest::for_key(key.clone(), "a", Verdict::Lead, VerdictSource::Llm);
+        assert_eq!((by_key.report_id, by_key.report), (None, Some(key)));
     }
 
     #[test]

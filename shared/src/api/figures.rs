@@ -169,39 +169,28 @@ pub struct FiguresResponse {
     pub rows: Vec<FigureRow>,
 }
 
-/// What a distribution is taken of: one value per attempt.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    #[default]
-    CostUsd,
-    WallSeconds,
+crate::model::string_enum!(
+    /// What a distribution is taken of: one value per attempt.
+    Metric, "metric" {
+        CostUsd => "cost_usd",
+        WallSeconds => "wall_seconds",
+    }
+);
+
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
+impl Default for Metric {
+    fn default() -> Self {
+        Metric::CostUsd
+    }
 }
 
 impl Metric {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Metric::CostUsd => "cost_usd",
-            Metric::WallSeconds => "wall_seconds",
-        }
-    }
-
     /// The unit its values are in, for axis labels.
     pub const fn unit(self) -> &'static str {
         match self {
             Metric::CostUsd => "USD",
             Metric::WallSeconds => "seconds",
-        }
-    }
-}
-
-impl std::str::FromStr for Metric {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "cost_usd" => Ok(Metric::CostUsd),
-            "wall_seconds" => Ok(Metric::WallSeconds),
-            _ => Err(format!("unknown metric `{s}`, expected one of: cost_usd, wall_seconds")),
         }
     }
 }

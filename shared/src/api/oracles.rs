@@ -75,16 +75,6 @@ pub struct OracleSummary {
     pub llm_precision: Share,
 }
 
-/// The median of `xs` (sorted in place); `None` when empty.
-pub fn median(xs: &mut [f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    let n = xs.len();
-    Some(if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,8 +85,16 @@ mod tests {
         assert_eq!(s.rate, Some(0.3));
         assert!(s.low.unwrap() < 0.3 && s.high.unwrap() > 0.3);
         assert_eq!(Share::new(0, 0).rate, None);
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&mut []), None);
+        // The one median (`figures::median_sorted`), as the summary takes it.
+        let median = |xs: &[f64]| {
+            crate::figures::oracle_summary(crate::figures::OracleCounts {
+                authoring_minutes: xs.to_vec(),
+                ..Default::default()
+            })
+            .authoring_minutes_median
+        };
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
     }
 }

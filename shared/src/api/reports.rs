@@ -40,6 +40,11 @@ impl Oracle {
         self.kind.is_deterministic()
     }
 
+    /// What `grading::verifiable` asks of an oracle: its kind and command.
+    pub fn kind_and_command(&self) -> (OracleKind, Option<&str>) {
+        (self.kind, self.command.as_deref())
+    }
+
     pub fn validate(&self) -> Result<(), FieldError> {
         let has_command = self.command.as_deref().is_some_and(|c| !c.trim().is_empty());
         match self.kind {
@@ -354,68 +359,37 @@ pub fn parse_day(field: &str, value: &str) -> Result<NaiveDate, FieldError> {
         .ok_or_else(|| FieldError::new(field, format!("`{value}` is not a day: expected YYYY-MM-DD, e.g. 2026-11-30")))
 }
 
-/// What the reports list can be ordered by; ties break on id.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReportSort {
-    #[default]
-    FiledAt,
-    CreatedAt,
-    Cost,
-    Attempts,
-}
+crate::model::string_enum!(
+    /// What the reports list can be ordered by; ties break on id.
+    ReportSort, "sort" {
+        FiledAt => "filed_at",
+        CreatedAt => "created_at",
+        Cost => "cost",
+        Attempts => "attempts",
+    }
+);
 
-impl ReportSort {
-    pub const ALL: &'static [ReportSort] =
-        &[ReportSort::FiledAt, ReportSort::CreatedAt, ReportSort::Cost, ReportSort::Attempts];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ReportSort::FiledAt => "filed_at",
-            ReportSort::CreatedAt => "created_at",
-            ReportSort::Cost => "cost",
-            ReportSort::Attempts => "attempts",
-        }
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
+impl Default for ReportSort {
+    fn default() -> Self {
+        ReportSort::FiledAt
     }
 }
 
-impl std::str::FromStr for ReportSort {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| format!("unknown sort `{s}`, expected one of: filed_at, created_at, cost, attempts"))
+crate::model::string_enum!(
+    /// `asc` or `desc`.
+    Order, "order" {
+        Asc => "asc",
+        Desc => "desc",
     }
-}
+);
 
-/// `asc` or `desc`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Order {
-    Asc,
-    #[default]
-    Desc,
-}
-
-impl std::str::FromStr for Order {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "asc" => Ok(Order::Asc),
-            "desc" => Ok(Order::Desc),
-            _ => Err(format!("unknown order `{s}`, expected asc or desc")),
-        }
-    }
-}
-
-impl Order {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Order::Asc => "asc",
-            Order::Desc => "desc",
-        }
+// `string_enum!` derives no `Default`: the default variant is named here.
+#[allow(clippy::derivable_impls)]
+impl Default for Order {
+    fn default() -> Self {
+        Order::Desc
     }
 }
 

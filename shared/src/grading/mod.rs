@@ -4,8 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{OracleKind, Verdict};
+use crate::model::{EnvironmentRole, FailureCause, OracleKind, Verdict};
 use crate::routing::exception_line;
+
+mod record;
+pub use record::{EnvironmentUsed, GradeRecord, Recheck, RefineIteration, RefineLog, RunCounts, SetupFailure, Sides};
 
 /// What one run of a candidate showed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -45,6 +48,59 @@ pub struct Grade {
     pub new_failures: Vec<String>,
     /// One sentence saying why, for the report page and the refine loop's feedback.
     pub reason: String,
+}
+
+/// Why an attempt cannot be graded by execution (verified at intake, rerun,
+/// or run by a worker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unverifiable {
+    /// The report has no deterministic oracle to grade by.
+    NoOracle,
+    /// The attempt has no candidate and the oracle no command: nothing to run.
+    NothingToRun,
+    /// The oracle's command runs the candidate, and the attempt has none.
+    NoCandidate { command: String },
+    /// The report's project has no buggy and fixed environment to run in.
+    NoEnvironments,
+}
+
+impl std::fmt::Display for Unverifiable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unverifiable::NoOracle => f.write_str("the report has no deterministic oracle to grade by"),
+            Unverifiable::NothingToRun => {
+                f.write_str("nothing to run: the attempt has no candidate and the oracle no command")
+            }
+            Unverifiable::NoCandidate { command } => {
+                write!(f, "the oracle's command `{command}` runs the candidate, and the attempt has none")
+            }
+            Unverifiable::NoEnvironments => f.write_str("the project has no buggy and fixed environment to run in"),
+        }
+    }
+}
+
+/// May an attempt be graded by execution, and if not, why not: its report's
+/// oracle (kind and command), whether it has a candidate, and the roles of
+/// its project's environments. The route, the storage's selection of rerun
+/// targets and the runner all ask this.
+pub fn verifiable(
+    oracle: Option<(OracleKind, Option<&str>)>,
+    has_candidate: bool,
+    roles: &[EnvironmentRole],
+) -> Result<(), Unverifiable> {
+    let Some((_, command)) = oracle.filter(|(kind, _)| kind.is_deterministic()) else {
+        return Err(Unverifiable::NoOracle);
+    };
+    match command {
+        _ if has_candidate => {}
+        None => return Err(Unverifiable::NothingToRun),
+        Some(c) if c.contains("candidate") => return Err(Unverifiable::NoCandidate { command: c.to_owned() }),
+        Some(_) => {}
+    }
+    if !(roles.contains(&EnvironmentRole::Buggy) && roles.contains(&EnvironmentRole::Fixed)) {
+        return Err(Unverifiable::NoEnvironments);
+    }
+    Ok(())
 }
 
 /// Whether a run counts as failing under the criteria: listed tests failing,
@@ -128,6 +184,35 @@ pub fn grade(c: &Criteria, buggy: &[Observation], fixed: &[Observation]) -> Grad
         new_failures,
         reason,
     }
+}
+
+/// Why a candidate that was graded but did not reproduce failed; `None`
+/// when it reproduced.
+pub fn failure_cause(g: &Grade, buggy: &[Observation]) -> Option<FailureCause> {
+    (g.verdict != Verdict::Reproduced).then(|| {
+        if g.flaky {
+            FailureCause::Other
+        } else if buggy.iter().any(|o| o.timed_out) {
+            FailureCause::Timeout
+        } else if g.buggy_failed == 0 && buggy.iter().any(|o| o.exit_status != Some(0)) {
+            FailureCause::WrongFailure // it fails, but not the way the oracle says
+        } else if g.buggy_failed == 0 {
+            FailureCause::NoFailure
+        } else {
+            FailureCause::WrongFailure // fails on fixed too, or breaks other tests
+        }
+    })
+}
+
+/// The distinct failure signatures of a side's runs, first seen first.
+pub fn signatures(observed: &[Observation]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in observed.iter().filter_map(|o| failure_signature(&o.output)) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// Whether `output` shows the failure `signature` describes: some line of the
@@ -291,6 +376,24 @@ mod tests {
 
     fn cmd() -> Criteria {
         Criteria { kind: OracleKind::FailToPass, ..Default::default() }
+    }
+
+    #[test]
+    fn what_may_be_verified() {
+        use EnvironmentRole::{Buggy, Fixed, Release};
+        let both = [Buggy, Fixed];
+        let f2p = Some((OracleKind::FailToPass, None));
+        assert_eq!(verifiable(f2p, true, &both), Ok(()));
+        assert_eq!(verifiable(Some((OracleKind::CrashSignature, Some("pytest -x"))), false, &both), Ok(()));
+        assert_eq!(verifiable(None, true, &both), Err(Unverifiable::NoOracle));
+        assert_eq!(verifiable(Some((OracleKind::LlmJudge, None)), true, &both), Err(Unverifiable::NoOracle));
+        assert_eq!(verifiable(f2p, false, &both), Err(Unverifiable::NothingToRun));
+        assert_eq!(
+            verifiable(Some((OracleKind::FailToPass, Some("python3 candidate.py"))), false, &both),
+            Err(Unverifiable::NoCandidate { command: "python3 candidate.py".into() })
+        );
+        assert_eq!(verifiable(f2p, true, &[Buggy, Release]), Err(Unverifiable::NoEnvironments));
+        assert_eq!(verifiable(f2p, true, &[]), Err(Unverifiable::NoEnvironments));
     }
 
     #[test]

@@ -8,6 +8,11 @@ use std::collections::BTreeMap;
 
 use crate::api::figures::FigureRow;
 
+mod oracles;
+mod queue;
+pub use oracles::{OracleCounts, oracle_summary};
+pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
+
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_984_540_054;
 

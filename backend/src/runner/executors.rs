@@ -1,0 +1,68 @@
+//! The executor `failpass serve` and `failpass worker` drive: it checks that
+//! candidates may run here, then hands each job to the executor for its kind.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use failpass_shared::api::jobs::Job;
+use failpass_shared::model::JobKind;
+
+use super::recheck::Recheck;
+use super::refine::{DEFAULT_BUDGET, Generator, Refine};
+use super::verify::Verify;
+use super::workbench::Workbench;
+use super::{Executor, JobError};
+use crate::db::Storage;
+use crate::db::jobs::Verification;
+
+/// Verify, re-check and refine jobs, each to its executor.
+#[derive(Clone)]
+pub struct ByKind {
+    pub bench: Workbench,
+    pub verify: Verify,
+    pub recheck: Recheck,
+    pub refine: Refine,
+}
+
+/// How the runner is set up: what `serve` and `worker` read from their flags.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Where the refine loop's candidates come from, and its try budget.
+    pub generator: Generator,
+    pub refine_budget: u32,
+    /// Run candidates even when the sandbox cannot give them users of their own.
+    pub allow_unsandboxed: bool,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self { generator: Generator::Snippet, refine_budget: DEFAULT_BUDGET, allow_unsandboxed: false }
+    }
+}
+
+impl ByKind {
+    pub fn new(storage: Arc<dyn Storage>, data_dir: &Path, config: RunnerConfig) -> Self {
+        let mut bench = Workbench::new(storage, data_dir);
+        bench.allow_unsandboxed = config.allow_unsandboxed;
+        let verify = Verify { bench: bench.clone() };
+        Self {
+            recheck: super::recheck::Recheck { bench: bench.clone() },
+            refine: Refine { verify: verify.clone(), generator: config.generator, budget: config.refine_budget },
+            verify,
+            bench,
+        }
+    }
+}
+
+#[async_trait]
+impl Executor for ByKind {
+    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
+        self.bench.preflight().await?;
+        match job.kind {
+            JobKind::Verify => self.verify.execute(job, runner).await,
+            JobKind::Recheck => self.recheck.execute(job, runner).await,
+            JobKind::Refine => self.refine.execute(job, runner).await,
+        }
+    }
+}
