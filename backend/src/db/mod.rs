@@ -1,36 +1,55 @@
-//! Storage: one domain-level trait, two implementations (SQLite, PostgreSQL).
+//! Storage: one trait a domain, two engines (SQLite, PostgreSQL).
 //!
 //! Callers only see `Arc<dyn Storage>`, chosen from the database URL's
-//! scheme. Multi-step writes are single trait methods so transactions never
-//! leak out. Both implementations share their SQL through `sql.rs`'s macro
-//! and differ only in a few dialect fragments, the pool set-up and the
-//! migrations; the contract suite (`tests/api/storage.rs`) runs every case on
-//! both.
+//! scheme, and call the domain traits it is made of: [`ProjectStore`],
+//! [`ReportStore`], [`AttemptStore`], [`ImportStore`], [`FigureStore`],
+//! [`JobStore`], [`EnvironmentStore`] and [`AccountStore`], each in its file
+//! with every method's contract. Multi-step writes are single trait methods
+//! so transactions never leak out. The SQL is written once a domain; where
+//! the engines differ is the [`dialect::Dialect`] trait, both implementations
+//! side by side. The contract suite (`tests/api/storage.rs`) runs every case
+//! on both engines.
 
 pub mod accounts;
+pub mod attempts;
+pub(crate) mod common;
+mod dialect;
+pub mod environments;
+pub mod figures;
+pub mod imports;
 pub mod jobs;
 mod postgres;
+pub mod projects;
+pub mod queue;
+pub mod reports;
 mod rows;
-pub(crate) mod sql;
 mod sqlite;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use failpass_shared::api::Page;
-use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest};
-use failpass_shared::api::figures::FiguresQuery;
-use failpass_shared::api::import::{AgentRecord, Outcome};
-use failpass_shared::api::projects::{CreateProjectRequest, Project};
-use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
-use failpass_shared::figures::ReportContribution;
-use failpass_shared::model::{RunEnvironment, RunTrigger};
-use failpass_shared::routing::RoutingDecision;
 
+pub use accounts::AccountStore;
+pub use attempts::{AttemptStore, NewRun};
+pub use environments::EnvironmentStore;
+pub use figures::FigureStore;
+pub use imports::ImportStore;
+pub use jobs::JobStore;
 pub use postgres::PgStorage;
-pub use sql::describe_report_ref as sql_describe_report_ref;
+pub use projects::ProjectStore;
+pub use reports::{NewReport, ReportStore};
 pub use sqlite::SqliteStorage;
+
+use dialect::{Dialect, for_each_engine};
+
+/// The storage traits, for callers of `Arc<dyn Storage>`: `use crate::db::prelude::*;`.
+pub mod prelude {
+    pub use super::{
+        AccountStore, AttemptStore, EnvironmentStore, FigureStore, ImportStore, JobStore, ProjectStore, ReportStore,
+        Storage,
+    };
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -145,53 +164,6 @@ impl ProjectScope {
     }
 }
 
-/// A report ready to store: the request plus the routing rule's decision.
-#[derive(Debug, Clone)]
-pub struct NewReport {
-    pub request: CreateReportRequest,
-    pub decision: RoutingDecision,
-}
-
-/// A run ready to store; output is already capped by the caller.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewRun {
-    pub attempt_id: i64,
-    pub trigger: RunTrigger,
-    pub environment: RunEnvironment,
-    pub exit_status: Option<i32>,
-    pub timed_out: bool,
-    pub duration_ms: i64,
-    pub output: String,
-    pub output_truncated: bool,
-    pub output_bytes: i64,
-    pub failing_tests: Vec<String>,
-    pub passing_tests: Vec<String>,
-    pub runner_id: Option<String>,
-    /// When the run started; now if not given.
-    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-impl NewRun {
-    /// The run a [`CreateRunRequest`] describes, once its attempt is known.
-    pub fn from_request(attempt_id: i64, r: &failpass_shared::api::attempts::CreateRunRequest) -> Self {
-        Self {
-            attempt_id,
-            trigger: r.trigger,
-            environment: r.environment,
-            exit_status: r.exit_status,
-            timed_out: r.timed_out,
-            duration_ms: r.duration_ms,
-            output: r.output.clone(),
-            output_truncated: r.output_truncated,
-            output_bytes: r.output_bytes.unwrap_or(r.output.len() as i64),
-            failing_tests: r.failing_tests.clone(),
-            passing_tests: r.passing_tests.clone(),
-            runner_id: r.runner_id.clone(),
-            started_at: r.started_at,
-        }
-    }
-}
-
 /// Which database engine backs a [`Storage`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -199,8 +171,22 @@ pub enum Backend {
     Postgres,
 }
 
+/// Everything failpass stores, by domain; callers hold an `Arc<dyn Storage>`
+/// and bring the domain traits they call into scope (`use crate::db::prelude::*`).
 #[async_trait]
-pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'static {
+pub trait Storage:
+    ProjectStore
+    + ReportStore
+    + AttemptStore
+    + ImportStore
+    + FigureStore
+    + JobStore
+    + EnvironmentStore
+    + AccountStore
+    + Send
+    + Sync
+    + 'static
+{
     /// The engine behind this storage.
     fn backend(&self) -> Backend;
 
@@ -213,148 +199,33 @@ pub trait Storage: jobs::JobStore + accounts::AccountStore + Send + Sync + 'stat
 
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
+}
 
-    /// Creates a project (public unless `public` says otherwise). `Conflict` when the slug is taken.
-    async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project>;
+for_each_engine! {
+    #[async_trait]
+    impl Storage for Engine {
+        fn backend(&self) -> crate::db::Backend {
+            Engine::BACKEND
+        }
 
-    /// Projects visible in `scope`, by slug.
-    async fn list_projects(&self, scope: &ProjectScope) -> StorageResult<Vec<Project>>;
+        async fn migrate(&self) -> crate::db::StorageResult<()> {
+            Engine::run_migrations(self).await
+        }
 
-    /// A project by slug, or `None` when it does not exist or is outside `scope`.
-    async fn get_project(&self, slug: &str, scope: &ProjectScope) -> StorageResult<Option<Project>>;
+        async fn ping(&self) -> crate::db::StorageResult<()> {
+            sqlx::query("SELECT 1").execute(&self.read).await?;
+            sqlx::query("INSERT INTO health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at")
+                .bind(common::now())
+                .execute(&self.write)
+                .await?;
+            Ok(())
+        }
 
-    /// Stores a report with its labels, oracle and routing in one transaction.
-    /// `Invalid` (field `project`) when the project does not exist; `Conflict`
-    /// when the project already has a report with that external id.
-    async fn create_report(&self, new: &NewReport) -> StorageResult<Report>;
-
-    /// A report with its explanation, or `None` (also when outside `scope`).
-    async fn get_report(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Report>>;
-
-    /// Reports matching the query's filters, in its order, one keyset page at a
-    /// time. `Invalid` (field `cursor`) for a cursor that does not parse or was
-    /// made for another ordering.
-    async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>>;
-
-    /// Stores an attempt and, in the same transaction, recomputes its report's
-    /// counters, status, best verdict and spend. `NotFound` when the report
-    /// does not exist; `Invalid` (field `verdict_source`) for a deterministic
-    /// grade on a report without a deterministic oracle. When (agent, report,
-    /// attempt_key) is taken: the stored attempt and `Unchanged` if it is the
-    /// same attempt (a retry), `Conflict` if it differs.
-    async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<(Attempt, Outcome)>;
-
-    /// Upserts projects by slug: created (public unless the record or
-    /// `default_public` says otherwise), updated (name, description or
-    /// visibility changed; a field left out keeps its value) or unchanged.
-    async fn import_projects(&self, reqs: &[CreateProjectRequest], default_public: bool)
-    -> StorageResult<Vec<Outcome>>;
-
-    /// Upserts reports by (project, external id) in one transaction, compared
-    /// by content hash; a changed report is rewritten with its labels and
-    /// oracle, and its attempts' counting re-derived. A missing project is
-    /// that record's `Invalid` error.
-    async fn import_reports(&self, news: &[NewReport]) -> StorageResult<Vec<StorageResult<Outcome>>>;
-
-    /// Upserts agents (with their stated figures) by name.
-    async fn import_agents(&self, agents: &[AgentRecord]) -> StorageResult<Vec<Outcome>>;
-
-    /// Replaces a report's derived routing (route, flags, category, features,
-    /// explanation and a derived oracle) in one transaction and re-derives
-    /// its attempts' counting. `NotFound` when the report does not exist.
-    async fn update_routing(&self, report_id: i64, decision: &RoutingDecision) -> StorageResult<()>;
-
-    /// The project (slug) of report `id`, or `None` when it does not exist or is outside `scope`.
-    async fn report_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>>;
-
-    /// The project (slug) of attempt `id`, or `None` when it does not exist or is outside `scope`.
-    async fn attempt_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>>;
-
-    /// A report's id by its natural key, or `None`.
-    async fn find_report(&self, project: &str, external_id: &str) -> StorageResult<Option<i64>>;
-
-    /// Every agent record, by name.
-    async fn list_agents(&self) -> StorageResult<Vec<AgentRecord>>;
-
-    /// Stores a batch of attempts in one transaction, idempotently: an attempt
-    /// is identified by (agent, report, attempt_key), and a keyless one by its
-    /// content hash. Each request gets its own outcome: created, updated (same
-    /// key, other content), unchanged, or an error (`NotFound` for a report
-    /// that does not exist). The reports touched are recomputed once.
-    async fn import_attempts(&self, reqs: &[CreateAttemptRequest]) -> StorageResult<Vec<StorageResult<Outcome>>>;
-
-    /// An attempt with its runs, or `None`.
-    async fn get_attempt(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<AttemptDetail>>;
-
-    /// Attempts matching the query, newest first, keyset-paged on id.
-    async fn list_attempts(&self, query: &AttemptListQuery, scope: &ProjectScope) -> StorageResult<Page<Attempt>>;
-
-    /// Stores one run of an attempt. `NotFound` when the attempt does not exist.
-    /// Stores a run; an identical run of the same attempt is `Unchanged`.
-    /// Returns the run's id either way.
-    async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)>;
-
-    /// Attempts a rerun selects: those of one report or of the reports a
-    /// filter selects, whose verdict is one of `verdicts`, and that
-    /// `failpass_shared::grading::verifiable` lets run; oldest first, at most
-    /// [`RERUN_LIMIT`].
-    async fn rerun_targets(
-        &self,
-        report_id: Option<i64>,
-        filter: Option<&failpass_shared::api::reports::ReportFilter>,
-        verdicts: &[failpass_shared::model::Verdict],
-        scope: &ProjectScope,
-    ) -> StorageResult<Vec<i64>>;
-
-    /// Oracle coverage, sources, authoring time and failure causes (optionally one project's).
-    async fn oracle_summary(
-        &self,
-        project: Option<&str>,
-        scope: &ProjectScope,
-    ) -> StorageResult<failpass_shared::api::oracles::OracleSummary>;
-
-    /// A maintainer's review of an attempt, recorded under `reviewer`: an
-    /// accepted lead becomes `confirmed`; counting and the report's status
-    /// follow. `NotFound` when the attempt does not exist (or is outside `scope`).
-    async fn review_attempt(
-        &self,
-        id: i64,
-        req: &failpass_shared::api::attempts::ReviewRequest,
-        reviewer: &str,
-        scope: &ProjectScope,
-    ) -> StorageResult<failpass_shared::api::attempts::Attempt>;
-
-    /// A run from an import record: its attempt by id or natural key.
-    async fn import_run(&self, req: &failpass_shared::api::attempts::CreateRunRequest) -> StorageResult<Outcome>;
-
-    /// One contribution per (group key, report) for the figures: the report's
-    /// attempts of the query's goal (and agent/model) within that group summed
-    /// up. Report-level groupings include reports with no attempt; per-attempt
-    /// groupings only reports with an attempt in the group.
-    async fn figure_contributions(
-        &self,
-        query: &FiguresQuery,
-        scope: &ProjectScope,
-    ) -> StorageResult<Vec<ReportContribution>>;
-
-    /// `(group key, value)` of the metric for every attempt in the query's
-    /// scope that recorded it.
-    async fn metric_values(
-        &self,
-        query: &failpass_shared::api::figures::DistributionQuery,
-        scope: &ProjectScope,
-    ) -> StorageResult<Vec<(String, f64)>>;
-
-    /// Distinct agents and models with attempts visible in `scope`.
-    async fn facets(&self, scope: &ProjectScope) -> StorageResult<failpass_shared::api::figures::Facets>;
-
-    /// Every report the filter selects, with the times its reproduction
-    /// attempts reached a verdict (for throughput and time to reproduction).
-    async fn report_flows(
-        &self,
-        filter: &failpass_shared::api::reports::ReportFilter,
-        scope: &ProjectScope,
-    ) -> StorageResult<Vec<failpass_shared::figures::ReportFlow>>;
+        async fn is_empty(&self) -> crate::db::StorageResult<bool> {
+            let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
+            Ok(n == 0)
+        }
+    }
 }
 
 /// Opens the storage a URL names: `postgres://…` (or `postgresql://…`) for

@@ -6,10 +6,13 @@ use chrono::{DateTime, NaiveDate, Utc};
 use failpass_shared::api::attempts::{Attempt, Run, Signals};
 use failpass_shared::api::projects::Project;
 use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RuleOutcome};
+use failpass_shared::api::jobs::{Job, JobPayload};
 use failpass_shared::grading::GradeRecord;
 use sqlx::types::Json;
 
 use super::{StorageError, StorageResult};
+use failpass_shared::api::import::AgentRecord;
+use failpass_shared::figures::ReportFlow;
 
 pub(crate) fn parse<T: FromStr>(value: &str, what: &str) -> StorageResult<T>
 where
@@ -305,8 +308,8 @@ pub struct FlowRow {
 }
 
 impl FlowRow {
-    pub fn into_flow(self) -> StorageResult<failpass_shared::figures::ReportFlow> {
-        Ok(failpass_shared::figures::ReportFlow {
+    pub fn into_flow(self) -> StorageResult<ReportFlow> {
+        Ok(ReportFlow {
             filed_at: self.filed_at,
             created_at: self.created_at,
             first_attempt_at: self.first_attempt_at,
@@ -331,7 +334,7 @@ pub struct AgentRow {
     pub notes: Option<String>,
 }
 
-impl From<AgentRow> for failpass_shared::api::import::AgentRecord {
+impl From<AgentRow> for AgentRecord {
     fn from(r: AgentRow) -> Self {
         Self {
             name: r.name,
@@ -347,3 +350,46 @@ impl From<AgentRow> for failpass_shared::api::import::AgentRecord {
         }
     }
 }
+
+#[derive(sqlx::FromRow)]
+pub struct JobRow {
+    pub id: i64,
+    pub kind: String,
+    pub payload: sqlx::types::Json<JobPayload>,
+    pub status: String,
+    pub priority: i32,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_after: DateTime<Utc>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+pub const JOB_COLUMNS: &str = "id, kind, payload, status, priority, attempts, max_attempts, run_after, lease_owner, \
+     lease_expires_at, last_error, created_at, started_at, finished_at";
+
+impl JobRow {
+    pub fn into_job(self) -> StorageResult<Job> {
+        Ok(Job {
+            id: self.id,
+            kind: parse(&self.kind, "jobs.kind")?,
+            payload: self.payload.0,
+            status: parse(&self.status, "jobs.status")?,
+            priority: self.priority,
+            tries: self.attempts,
+            max_tries: self.max_attempts,
+            run_after: self.run_after,
+            lease_owner: self.lease_owner,
+            lease_expires_at: self.lease_expires_at,
+            last_error: self.last_error,
+            created_at: self.created_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+        })
+    }
+}
+

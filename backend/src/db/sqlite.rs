@@ -9,10 +9,9 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool};
 
-use super::sql::{
-    ATTEMPT_INSERT, LABEL_INSERT, ORACLE_INSERT, PreparedAttempt, REPORT_INSERT, clean_labels, impl_storage, secs,
-};
-use super::{Backend, NewReport, StorageError, StorageResult};
+use super::common::{ATTEMPT_INSERT, LABEL_INSERT, ORACLE_INSERT, PreparedAttempt, REPORT_INSERT, clean_labels, secs};
+use super::reports::NewReport;
+use super::{StorageError, StorageResult};
 
 pub struct SqliteStorage {
     pub(super) read: SqlitePool,
@@ -50,34 +49,14 @@ impl SqliteStorage {
         let read = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
         Ok(Self { read, write })
     }
-
-    async fn run_migrations(&self) -> StorageResult<()> {
-        sqlx::migrate!("../migrations/sqlite").run(&self.write).await?;
-        Ok(())
-    }
-
-    /// The database's clock (see `JobStore::clock`).
-    const NOW: &'static str = "SELECT strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')";
-
-    /// The claim's row lock (SQLite has one writer, so none is needed).
-    const SKIP_LOCKED: &'static str = "";
-
-    /// Case-insensitive for ASCII, which is SQLite's LIKE.
-    const LIKE: &'static str = "LIKE";
-    /// Monday of the attempt's week (`weekday 0` moves to the next Sunday, or stays).
-    const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at, 'weekday 0', '-6 days'), 'unknown')";
 }
-
-super::jobs::impl_jobs!(SqliteStorage, Sqlite);
-super::accounts::impl_accounts!(SqliteStorage, Sqlite);
-impl_storage!(SqliteStorage, Sqlite, Backend::Sqlite);
 
 impl SqliteStorage {
     /// Bulk imports bind rows one at a time through prepared statements on the
     /// transaction's own connection. sqlx hands every statement (and every
     /// returned row) to its worker thread and copies every argument first; at
     /// a million rows that cost more than SQLite's inserts themselves.
-    async fn with_raw<T>(
+    pub(super) async fn with_raw<T>(
         tx: &mut sqlx::Transaction<'static, Sqlite>,
         f: impl FnOnce(&rusqlite::Connection) -> StorageResult<T>,
     ) -> StorageResult<T> {
@@ -93,24 +72,6 @@ impl SqliteStorage {
         drop(handle);
         out
     }
-
-    async fn bulk_insert_attempts(
-        tx: &mut sqlx::Transaction<'static, Sqlite>,
-        rows: &[PreparedAttempt],
-    ) -> StorageResult<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        Self::with_raw(tx, |conn| insert_attempts_raw(conn, rows)).await
-    }
-
-    /// New reports of an import batch with their labels and oracles; returns their ids in order.
-    async fn bulk_insert_reports(
-        tx: &mut sqlx::Transaction<'static, Sqlite>,
-        rows: &[(i64, &NewReport, &str)],
-    ) -> StorageResult<Vec<i64>> {
-        Self::with_raw(tx, |conn| insert_reports_raw(conn, rows)).await
-    }
 }
 
 /// The text sqlx writes for a time, so stored values compare alike.
@@ -122,13 +83,13 @@ fn json_text<T: serde::Serialize>(field: &str, value: &T) -> StorageResult<Strin
     serde_json::to_string(value).map_err(|e| StorageError::Corrupt(format!("{field}: {e}")))
 }
 
-fn insert_reports_raw(conn: &rusqlite::Connection, rows: &[(i64, &NewReport, &str)]) -> StorageResult<Vec<i64>> {
+pub(super) fn insert_reports_raw(conn: &rusqlite::Connection, rows: &[(i64, &NewReport, &str)]) -> StorageResult<Vec<i64>> {
     use failpass_shared::model::ReportStatus;
     use rusqlite::params;
     let mut report = conn.prepare(REPORT_INSERT)?;
     let mut label = conn.prepare(LABEL_INSERT)?;
     let mut oracle = conn.prepare(ORACLE_INSERT)?;
-    let now = time_text(super::sql::now());
+    let now = time_text(super::common::now());
     let mut ids = Vec::with_capacity(rows.len());
     for (project_id, new, hash) in rows {
         let (req, d) = (&new.request, &new.decision);
@@ -195,7 +156,7 @@ fn unique_to_conflict(e: rusqlite::Error, message: impl FnOnce() -> String) -> S
     }
 }
 
-fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt]) -> StorageResult<()> {
+pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt]) -> StorageResult<()> {
     use rusqlite::params;
     let time = time_text;
     let sql =

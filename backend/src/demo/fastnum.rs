@@ -116,7 +116,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
             && report.oracle.as_ref().is_some_and(|o| o.is_deterministic())
         {
             let job =
-                crate::db::jobs::NewJob::refine(report.summary.id, failpass_shared::api::jobs::PRIORITY_BULK, false);
+                crate::db::queue::NewJob::refine(report.summary.id, failpass_shared::api::jobs::PRIORITY_BULK, false);
             storage.enqueue(&job, chrono::Utc::now()).await?;
         }
         for c in r.candidates {

@@ -132,7 +132,7 @@ impl Gate {
             return Ok(None);
         }
         let missing_project = |slug: &str| {
-            let (field, message) = match crate::db::sql::no_project(slug) {
+            let (field, message) = match crate::db::common::no_project(slug) {
                 StorageError::Invalid { field, message } => (field, message),
                 other => ("project".to_owned(), other.to_string()),
             };
@@ -169,7 +169,7 @@ impl Gate {
                     (None, None) => return Ok(None), // storage names what is missing
                 };
                 let hidden =
-                    || ("report".to_owned(), format!("{} does not exist", crate::db::sql::describe_report_ref(a)));
+                    || ("report".to_owned(), format!("{} does not exist", crate::db::attempts::describe_report_ref(a)));
                 let Some(p) = project else { return Ok(Some(hidden())) };
                 if matches!(self.viewer.principal, crate::auth::Principal::Token { .. })
                     && a.verdict_source != failpass_shared::model::VerdictSource::Llm
@@ -201,7 +201,7 @@ impl Gate {
                     (None, None) => return Ok(None),
                 };
                 let hidden =
-                    || ("attempt".to_owned(), format!("{} does not exist", crate::db::sql::describe_attempt_ref(r)));
+                    || ("attempt".to_owned(), format!("{} does not exist", crate::db::attempts::describe_attempt_ref(r)));
                 match project {
                     Some(p) => self.allow(storage, Action::SubmitAttempt, &p, hidden).await,
                     None => Ok(Some(hidden())),

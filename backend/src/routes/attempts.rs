@@ -6,7 +6,7 @@ use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, C
 use super::AppState;
 use crate::auth::{Action, Principal, Role, Viewer};
 use crate::db::StorageError;
-use crate::db::sql_describe_report_ref as describe_report_ref;
+use crate::db::attempts::describe_report_ref;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 use failpass_shared::api::import::Outcome;
 use failpass_shared::model::VerdictSource;

@@ -7,7 +7,7 @@ use failpass_shared::grading::{self, Unverifiable};
 
 use super::AppState;
 use crate::auth::{Action, Viewer};
-use crate::db::jobs::NewJob;
+use crate::db::queue::NewJob;
 use crate::error::{ApiError, ApiJson, ApiResult};
 
 /// `POST /api/v1/refine`: queues the refine loop for an `agent_first` report.

@@ -30,7 +30,7 @@ pub async fn create_report(
     req.validate()?;
     // A project the caller cannot see is answered as a missing one.
     if state.storage.get_project(&req.project, &viewer.scope()).await?.is_none() {
-        return Err(crate::db::sql::no_project(&req.project).into());
+        return Err(crate::db::common::no_project(&req.project).into());
     }
     viewer.require(Action::WriteReport, &req.project)?;
     let decision = decide(&state.routing, &RoutingInput::from_request(&req));

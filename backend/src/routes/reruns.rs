@@ -8,7 +8,7 @@ use failpass_shared::model::{EnvironmentRole, Verdict};
 
 use super::AppState;
 use crate::auth::{Action, Viewer};
-use crate::db::jobs::NewJob;
+use crate::db::queue::NewJob;
 use crate::error::{ApiError, ApiJson, ApiResult};
 
 /// `POST /api/v1/reruns`: one attempt (manual priority), every failed or

@@ -14,7 +14,7 @@ use super::verify::Verify;
 use super::workbench::Workbench;
 use super::{Executor, JobError};
 use crate::db::Storage;
-use crate::db::jobs::Verification;
+use crate::db::attempts::Verification;
 
 /// Verify, re-check and refine jobs, each to its executor.
 #[derive(Clone)]

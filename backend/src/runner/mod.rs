@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use failpass_shared::api::jobs::Job;
 
 use crate::db::StorageError;
-use crate::db::jobs::{Retry, Verification};
+use crate::db::{attempts::Verification, jobs::Retry};
 
 /// Carries out claimed jobs. The worker drives one and owns everything
 /// around it: the lease, its renewal, completion and failure.

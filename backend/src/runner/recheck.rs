@@ -11,7 +11,7 @@ use failpass_shared::model::{RecheckOutcome, RunEnvironment, RunTrigger, Verdict
 use super::workbench::{self, Workbench};
 use super::{Executor, JobError};
 use crate::db::ProjectScope;
-use crate::db::jobs::Verification;
+use crate::db::attempts::Verification;
 
 /// Runs a reproduced attempt's candidate against the environment a re-check
 /// job names: `still_reproduces` when it still fails there,

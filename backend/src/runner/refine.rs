@@ -26,7 +26,7 @@ use tracing::Instrument;
 use super::verify::Verify;
 use super::{Executor, JobError};
 use crate::db::ProjectScope;
-use crate::db::jobs::{Refined, Verification};
+use crate::db::attempts::{Refined, Verification};
 
 /// Iterations a loop may take unless configured otherwise (RepGen's default).
 pub const DEFAULT_BUDGET: u32 = 5;

@@ -11,7 +11,7 @@ use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::model::{EnvironmentRole, Verdict};
 use tokio::sync::watch;
 
-use crate::db::jobs::NewJob;
+use crate::db::queue::NewJob;
 use crate::db::{ProjectScope, Storage, StorageResult};
 
 /// Queues a re-check of every reproduced attempt against its project's

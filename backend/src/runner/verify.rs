@@ -12,7 +12,7 @@ use failpass_shared::model::{EnvironmentRole, FailureCause, RunEnvironment, RunT
 use super::workbench::{self, Workbench};
 use super::{Executor, JobError};
 use crate::db::ProjectScope;
-use crate::db::jobs::Verification;
+use crate::db::attempts::Verification;
 
 /// Verifies the attempt a job names: the first grade, or a rerun.
 #[derive(Clone)]

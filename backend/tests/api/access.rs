@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use failpass::db::Storage;
-use failpass::db::jobs::Verification;
+use failpass::db::attempts::Verification;
 use failpass_shared::model::{ProjectRole, TokenScope, Verdict};
 use serde_json::{Value, json};
 

@@ -1,0 +1,166 @@
+//! Where the two engines differ, and nowhere else.
+//!
+//! Both engines take `$N` parameters, `RETURNING`, `ON CONFLICT` and
+//! `TRUE`/`FALSE`, so the SQL of every domain (`projects.rs`, `reports.rs`,
+//! `attempts.rs`, …) is written once. What differs is named here, as the
+//! [`Dialect`] trait, with both implementations side by side: a method that
+//! needs a difference uses the named piece (`Self::LIKE`), and a new engine
+//! must supply every piece or it does not compile.
+//!
+//! [`for_each_engine!`] compiles a domain's implementation once per engine:
+//! its items see `Engine` (the storage type), `Db` (its sqlx database) and
+//! `Tx` (a write transaction).
+
+use sqlx::{Postgres, Sqlite, Transaction};
+
+use super::common::PreparedAttempt;
+use super::reports::NewReport;
+use super::{Backend, PgStorage, SqliteStorage, StorageResult};
+
+/// The pieces of SQL and the code paths that differ between engines.
+pub(crate) trait Dialect {
+    type Db: sqlx::Database;
+
+    const BACKEND: Backend;
+
+    /// A query giving the database's clock (see `JobStore::clock`).
+    const NOW: &'static str;
+
+    /// Appended to the claim's `SELECT`: the row lock that lets workers on
+    /// many machines claim at once without taking the same job.
+    const SKIP_LOCKED: &'static str;
+
+    /// The case-insensitive match operator (for ASCII at least).
+    const LIKE: &'static str;
+
+    /// An expression giving the Monday of `a.started_at`'s week as
+    /// `YYYY-MM-DD` (`unknown` without a start).
+    const WEEK_KEY: &'static str;
+
+    /// Applies the engine's pending migrations.
+    async fn run_migrations(&self) -> StorageResult<()>;
+
+    /// Inserts an import batch's new attempts (already prepared) in `tx`.
+    async fn bulk_insert_attempts(
+        tx: &mut Transaction<'static, Self::Db>,
+        rows: &[PreparedAttempt],
+    ) -> StorageResult<()>;
+
+    /// Inserts an import batch's new reports (project id, report, content
+    /// hash) with their labels and oracles in `tx`; returns their ids in order.
+    async fn bulk_insert_reports(
+        tx: &mut Transaction<'static, Self::Db>,
+        rows: &[(i64, &NewReport, &str)],
+    ) -> StorageResult<Vec<i64>>;
+}
+
+impl Dialect for SqliteStorage {
+    type Db = Sqlite;
+
+    const BACKEND: Backend = Backend::Sqlite;
+
+    const NOW: &'static str = "SELECT strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')";
+
+    /// None: SQLite has one writer, and the claim runs on it.
+    const SKIP_LOCKED: &'static str = "";
+
+    /// SQLite's `LIKE` ignores ASCII case.
+    const LIKE: &'static str = "LIKE";
+
+    /// `weekday 0` moves to the next Sunday (or stays); six days back is Monday.
+    const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at, 'weekday 0', '-6 days'), 'unknown')";
+
+    async fn run_migrations(&self) -> StorageResult<()> {
+        sqlx::migrate!("../migrations/sqlite").run(&self.write).await?;
+        Ok(())
+    }
+
+    /// Through rusqlite's prepared statements on the transaction's own
+    /// connection (see `SqliteStorage::with_raw`).
+    async fn bulk_insert_attempts(tx: &mut Transaction<'static, Sqlite>, rows: &[PreparedAttempt]) -> StorageResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        Self::with_raw(tx, |conn| super::sqlite::insert_attempts_raw(conn, rows)).await
+    }
+
+    async fn bulk_insert_reports(
+        tx: &mut Transaction<'static, Sqlite>,
+        rows: &[(i64, &NewReport, &str)],
+    ) -> StorageResult<Vec<i64>> {
+        Self::with_raw(tx, |conn| super::sqlite::insert_reports_raw(conn, rows)).await
+    }
+}
+
+impl Dialect for PgStorage {
+    type Db = Postgres;
+
+    const BACKEND: Backend = Backend::Postgres;
+
+    const NOW: &'static str = "SELECT now()";
+
+    /// Concurrent claimers skip rows another transaction holds.
+    const SKIP_LOCKED: &'static str = "FOR UPDATE SKIP LOCKED";
+
+    const LIKE: &'static str = "ILIKE";
+
+    const WEEK_KEY: &'static str =
+        "COALESCE(to_char(date_trunc('week', a.started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
+
+    async fn run_migrations(&self) -> StorageResult<()> {
+        sqlx::migrate!("../migrations/postgres").run(&self.write).await?;
+        Ok(())
+    }
+
+    /// Multi-row inserts of `ATTEMPT_INSERT_CHUNK` rows.
+    async fn bulk_insert_attempts(tx: &mut Transaction<'static, Postgres>, rows: &[PreparedAttempt]) -> StorageResult<()> {
+        for chunk in rows.chunks(super::common::ATTEMPT_INSERT_CHUNK) {
+            Self::insert_attempts(tx, chunk, false).await?;
+        }
+        Ok(())
+    }
+
+    /// One report at a time, through the path single creates take.
+    async fn bulk_insert_reports(
+        tx: &mut Transaction<'static, Postgres>,
+        rows: &[(i64, &NewReport, &str)],
+    ) -> StorageResult<Vec<i64>> {
+        let mut ids = Vec::with_capacity(rows.len());
+        for (project_id, new, hash) in rows {
+            ids.push(Self::write_report(tx, None, *project_id, new, hash).await?);
+        }
+        Ok(ids)
+    }
+}
+
+/// Compiles the items given once per engine, in a module of its own where
+/// `Engine` is the storage type, `Db` its sqlx database and `Tx` a write
+/// transaction; the items see everything the invoking file imports.
+macro_rules! for_each_engine {
+    ($($item:item)*) => {
+        mod on_sqlite {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Engine = $crate::db::SqliteStorage;
+            #[allow(dead_code)]
+            type Db = sqlx::Sqlite;
+            #[allow(dead_code)]
+            type Tx = sqlx::Transaction<'static, Db>;
+            $($item)*
+        }
+        mod on_postgres {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Engine = $crate::db::PgStorage;
+            #[allow(dead_code)]
+            type Db = sqlx::Postgres;
+            #[allow(dead_code)]
+            type Tx = sqlx::Transaction<'static, Db>;
+            $($item)*
+        }
+    };
+}
+
+pub(crate) use for_each_engine;
