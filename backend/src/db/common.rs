@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, SubsecRound, Utc};
 
-use super::{StorageError};
-use failpass_shared::hash;
+use super::StorageError;
 use failpass_shared::api::attempts::CreateAttemptRequest;
+use failpass_shared::hash;
 
 /// Whole seconds, so SQLite's text timestamps sort as time.
 pub fn now() -> DateTime<Utc> {
@@ -87,12 +87,7 @@ pub struct PreparedAttempt {
 }
 
 impl PreparedAttempt {
-    pub fn new(
-        req: &CreateAttemptRequest,
-        report_id: i64,
-        report_vague: bool,
-        attempt_key: Option<String>,
-    ) -> Self {
+    pub fn new(req: &CreateAttemptRequest, report_id: i64, report_vague: bool, attempt_key: Option<String>) -> Self {
         use failpass_shared::model::{attempt_awaits_review, attempt_counts};
         let now = now();
         Self {

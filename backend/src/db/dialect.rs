@@ -7,9 +7,12 @@
 //! needs a difference uses the named piece (`Self::LIKE`), and a new engine
 //! must supply every piece or it does not compile.
 //!
-//! [`for_each_engine!`] compiles a domain's implementation once per engine:
-//! its items see `Engine` (the storage type), `Db` (its sqlx database) and
-//! `Tx` (a write transaction).
+//! The SQL itself is in `sql/`, a file a domain (`sql/reports.rs` implements
+//! `ReportStore`, …). `sqlite.rs` and `postgres.rs` each compile every file
+//! there as a module of their own, where `Engine` is that engine's storage
+//! type, `Db` its sqlx database and `Tx` a write transaction: one text, two
+//! compiled implementations, each checked by the compiler and by the
+//! contract suite.
 
 use sqlx::{Postgres, Sqlite, Transaction};
 
@@ -77,7 +80,10 @@ impl Dialect for SqliteStorage {
 
     /// Through rusqlite's prepared statements on the transaction's own
     /// connection (see `SqliteStorage::with_raw`).
-    async fn bulk_insert_attempts(tx: &mut Transaction<'static, Sqlite>, rows: &[PreparedAttempt]) -> StorageResult<()> {
+    async fn bulk_insert_attempts(
+        tx: &mut Transaction<'static, Sqlite>,
+        rows: &[PreparedAttempt],
+    ) -> StorageResult<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -113,7 +119,10 @@ impl Dialect for PgStorage {
     }
 
     /// Multi-row inserts of `ATTEMPT_INSERT_CHUNK` rows.
-    async fn bulk_insert_attempts(tx: &mut Transaction<'static, Postgres>, rows: &[PreparedAttempt]) -> StorageResult<()> {
+    async fn bulk_insert_attempts(
+        tx: &mut Transaction<'static, Postgres>,
+        rows: &[PreparedAttempt],
+    ) -> StorageResult<()> {
         for chunk in rows.chunks(super::common::ATTEMPT_INSERT_CHUNK) {
             Self::insert_attempts(tx, chunk, false).await?;
         }
@@ -132,35 +141,3 @@ impl Dialect for PgStorage {
         Ok(ids)
     }
 }
-
-/// Compiles the items given once per engine, in a module of its own where
-/// `Engine` is the storage type, `Db` its sqlx database and `Tx` a write
-/// transaction; the items see everything the invoking file imports.
-macro_rules! for_each_engine {
-    ($($item:item)*) => {
-        mod on_sqlite {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(dead_code)]
-            type Engine = $crate::db::SqliteStorage;
-            #[allow(dead_code)]
-            type Db = sqlx::Sqlite;
-            #[allow(dead_code)]
-            type Tx = sqlx::Transaction<'static, Db>;
-            $($item)*
-        }
-        mod on_postgres {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(dead_code)]
-            type Engine = $crate::db::PgStorage;
-            #[allow(dead_code)]
-            type Db = sqlx::Postgres;
-            #[allow(dead_code)]
-            type Tx = sqlx::Transaction<'static, Db>;
-            $($item)*
-        }
-    };
-}
-
-pub(crate) use for_each_engine;

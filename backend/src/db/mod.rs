@@ -5,10 +5,15 @@
 //! [`ReportStore`], [`AttemptStore`], [`ImportStore`], [`FigureStore`],
 //! [`JobStore`], [`EnvironmentStore`] and [`AccountStore`], each in its file
 //! with every method's contract. Multi-step writes are single trait methods
-//! so transactions never leak out. The SQL is written once a domain; where
-//! the engines differ is the [`dialect::Dialect`] trait, both implementations
-//! side by side. The contract suite (`tests/api/storage.rs`) runs every case
-//! on both engines.
+//! so transactions never leak out.
+//!
+//! The SQL is written once a domain, in `sql/` (`sql/reports.rs` implements
+//! `ReportStore`), and compiled once for each engine by `sqlite.rs` and
+//! `postgres.rs`. Where the engines differ is the `Dialect` trait in
+//! `dialect.rs`, both implementations side by side. Helpers every domain
+//! shares (whole-second times, insert statements, the prepared attempt) are in
+//! `common.rs`, row types in `rows.rs`. The contract suite
+//! (`tests/api/storage.rs`) runs every case on both engines.
 
 pub mod accounts;
 pub mod attempts;
@@ -40,16 +45,6 @@ pub use postgres::PgStorage;
 pub use projects::ProjectStore;
 pub use reports::{NewReport, ReportStore};
 pub use sqlite::SqliteStorage;
-
-use dialect::{Dialect, for_each_engine};
-
-/// The storage traits, for callers of `Arc<dyn Storage>`: `use crate::db::prelude::*;`.
-pub mod prelude {
-    pub use super::{
-        AccountStore, AttemptStore, EnvironmentStore, FigureStore, ImportStore, JobStore, ProjectStore, ReportStore,
-        Storage,
-    };
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -171,8 +166,8 @@ pub enum Backend {
     Postgres,
 }
 
-/// Everything failpass stores, by domain; callers hold an `Arc<dyn Storage>`
-/// and bring the domain traits they call into scope (`use crate::db::prelude::*`).
+/// Everything failpass stores, by domain. Callers hold an `Arc<dyn Storage>`;
+/// the domain traits' methods are callable on it directly.
 #[async_trait]
 pub trait Storage:
     ProjectStore
@@ -199,33 +194,6 @@ pub trait Storage:
 
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
-}
-
-for_each_engine! {
-    #[async_trait]
-    impl Storage for Engine {
-        fn backend(&self) -> crate::db::Backend {
-            Engine::BACKEND
-        }
-
-        async fn migrate(&self) -> crate::db::StorageResult<()> {
-            Engine::run_migrations(self).await
-        }
-
-        async fn ping(&self) -> crate::db::StorageResult<()> {
-            sqlx::query("SELECT 1").execute(&self.read).await?;
-            sqlx::query("INSERT INTO health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at")
-                .bind(common::now())
-                .execute(&self.write)
-                .await?;
-            Ok(())
-        }
-
-        async fn is_empty(&self) -> crate::db::StorageResult<bool> {
-            let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
-            Ok(n == 0)
-        }
-    }
 }
 
 /// Opens the storage a URL names: `postgres://…` (or `postgresql://…`) for

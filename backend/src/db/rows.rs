@@ -4,9 +4,9 @@ use std::str::FromStr;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use failpass_shared::api::attempts::{Attempt, Run, Signals};
+use failpass_shared::api::jobs::{Job, JobPayload};
 use failpass_shared::api::projects::Project;
 use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RuleOutcome};
-use failpass_shared::api::jobs::{Job, JobPayload};
 use failpass_shared::grading::GradeRecord;
 use sqlx::types::Json;
 
@@ -392,4 +392,3 @@ impl JobRow {
         })
     }
 }
-

@@ -18,6 +18,42 @@ pub struct SqliteStorage {
     pub(super) write: SqlitePool,
 }
 
+// The SQL of every domain, in `sql/`, written once and compiled here for
+// this engine as it is in `postgres.rs`; where the engines differ is `Dialect`.
+type Engine = SqliteStorage;
+type Db = sqlx::Sqlite;
+type Tx = sqlx::Transaction<'static, Db>;
+#[path = "sql/accounts.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod accounts;
+#[path = "sql/attempts.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod attempts;
+#[path = "sql/environments.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod environments;
+#[path = "sql/figures.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod figures;
+#[path = "sql/imports.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod imports;
+#[path = "sql/jobs.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod jobs;
+#[path = "sql/projects.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod projects;
+#[path = "sql/queue.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod queue;
+#[path = "sql/reports.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod reports;
+#[path = "sql/storage.rs"]
+#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
+mod storage;
+
 impl SqliteStorage {
     /// Opens (creating if needed) the database file at `path`.
     pub async fn open(path: &Path) -> StorageResult<Self> {
@@ -83,7 +119,10 @@ fn json_text<T: serde::Serialize>(field: &str, value: &T) -> StorageResult<Strin
     serde_json::to_string(value).map_err(|e| StorageError::Corrupt(format!("{field}: {e}")))
 }
 
-pub(super) fn insert_reports_raw(conn: &rusqlite::Connection, rows: &[(i64, &NewReport, &str)]) -> StorageResult<Vec<i64>> {
+pub(super) fn insert_reports_raw(
+    conn: &rusqlite::Connection,
+    rows: &[(i64, &NewReport, &str)],
+) -> StorageResult<Vec<i64>> {
     use failpass_shared::model::ReportStatus;
     use rusqlite::params;
     let mut report = conn.prepare(REPORT_INSERT)?;

@@ -200,8 +200,9 @@ impl Gate {
                     (None, Some(k)) => Some(k.report.project.clone()),
                     (None, None) => return Ok(None),
                 };
-                let hidden =
-                    || ("attempt".to_owned(), format!("{} does not exist", crate::db::attempts::describe_attempt_ref(r)));
+                let hidden = || {
+                    ("attempt".to_owned(), format!("{} does not exist", crate::db::attempts::describe_attempt_ref(r)))
+                };
                 match project {
                     Some(p) => self.allow(storage, Action::SubmitAttempt, &p, hidden).await,
                     None => Ok(Some(hidden())),

@@ -6,8 +6,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use failpass::db::{jobs::{Finish, Retry}, queue::NewJob};
 use failpass::db::{self, Storage};
+use failpass::db::{
+    jobs::{Finish, Retry},
+    queue::NewJob,
+};
 use failpass_shared::api::jobs::{PRIORITY_BULK, PRIORITY_MANUAL};
 use failpass_shared::model::JobStatus;
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use failpass::db::{attempts::Verification, queue::NewJob};
 use failpass::db::{NewReport, ProjectScope, Storage};
+use failpass::db::{attempts::Verification, queue::NewJob};
 use failpass::runner::worker::{WorkerOptions, spawn_pool};
 use failpass::runner::{Executor, JobError};
 use failpass_shared::api::attempts::CreateAttemptRequest;

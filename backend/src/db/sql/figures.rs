@@ -1,0 +1,225 @@
+//! The SQL of what figures are computed from, written once; `sqlite.rs` and `postgres.rs`
+//! each compile this file as their `figures` module (see `dialect.rs`).
+
+use crate::db::dialect::Dialect;
+use crate::db::figures::*;
+use crate::db::rows::{ContributionRow, FlowRow};
+use async_trait::async_trait;
+use failpass_shared::api::figures::{DistributionQuery, Facets, FiguresQuery, KEY_SEPARATOR};
+use failpass_shared::api::oracles::OracleSummary;
+use failpass_shared::api::reports::ReportFilter;
+use failpass_shared::figures;
+use failpass_shared::figures::{ReportContribution, ReportFlow};
+
+use super::{Db, Engine};
+use crate::db::{ProjectScope, StorageResult};
+
+#[async_trait]
+impl FigureStore for Engine {
+    async fn oracle_summary(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<OracleSummary> {
+        use crate::db::rows::{parse, parse_opt};
+        use failpass_shared::figures::{OracleCounts, oracle_summary};
+        let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT o.kind, o.source, COUNT(*) FROM reports r JOIN projects p ON p.id = r.project_id \
+             LEFT JOIN oracles o ON o.report_id = r.id \
+             WHERE {} AND ($1 IS NULL OR p.slug = $1) GROUP BY o.kind, o.source",
+            scope.sql("p")
+        )))
+        .bind(project)
+        .fetch_all(&self.read)
+        .await?;
+        let reports = rows
+            .into_iter()
+            .map(|(kind, source, n)| {
+                Ok((parse_opt(kind.as_deref(), "oracles.kind")?, parse_opt(source.as_deref(), "oracles.source")?, n))
+            })
+            .collect::<StorageResult<Vec<_>>>()?;
+        let visible = scope.sql("p");
+        let minutes: Vec<f64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT o.authoring_minutes FROM oracles o JOIN reports r ON r.id = o.report_id JOIN projects p ON p.id = r.project_id \
+             WHERE o.authoring_minutes IS NOT NULL AND {visible} AND ($1 IS NULL OR p.slug = $1)",
+        )))
+        .bind(project)
+        .fetch_all(&self.read)
+        .await?;
+        let causes: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT a.failure_cause, COUNT(*) FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+             WHERE a.failure_cause IS NOT NULL AND a.goal = 'reproduce' AND {visible} AND ($1 IS NULL OR p.slug = $1) \
+             GROUP BY a.failure_cause ORDER BY COUNT(*) DESC, a.failure_cause",
+        )))
+        .bind(project)
+        .fetch_all(&self.read)
+        .await?;
+        // LLM-verdict precision: each LLM-judged lead (accepted or not)
+        // that a deterministic check graded afterwards: in place (the
+        // attempt itself regraded; `llm_verdict` keeps the lead), else by
+        // a later attempt on its report. Right when that check reproduced it.
+        let (judged, right): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN l.llm_verdict IS NOT NULL THEN \
+               CASE WHEN l.verdict = 'reproduced' THEN 1 ELSE 0 END \
+               WHEN EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id \
+               AND d.goal = 'reproduce' AND d.verdict_source = 'deterministic' AND d.verdict = 'reproduced' \
+               AND d.started_at >= l.started_at AND d.id <> l.id) THEN 1 ELSE 0 END), 0) \
+             FROM attempts l JOIN reports r ON r.id = l.report_id JOIN projects p ON p.id = r.project_id \
+             WHERE l.goal = 'reproduce' \
+               AND {visible} AND ($1 IS NULL OR p.slug = $1) \
+               AND ((l.llm_verdict IS NOT NULL AND l.verdict_source = 'deterministic' AND l.verdict IN ('reproduced', 'not_reproduced')) \
+                 OR (l.llm_verdict IS NULL AND l.verdict_source = 'llm' AND l.verdict IN ('lead', 'confirmed') \
+                 AND EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id AND d.goal = 'reproduce' \
+                 AND d.verdict_source = 'deterministic' AND d.verdict IN ('reproduced', 'not_reproduced') \
+                 AND d.started_at >= l.started_at AND d.id <> l.id)))",
+        )))
+        .bind(project)
+        .fetch_one(&self.read)
+        .await?;
+        Ok(oracle_summary(OracleCounts {
+            reports,
+            authoring_minutes: minutes,
+            failure_causes: causes
+                .into_iter()
+                .map(|(c, n)| Ok((parse(&c, "attempts.failure_cause")?, n)))
+                .collect::<StorageResult<_>>()?,
+            llm_judged: judged,
+            llm_right: right,
+        }))
+    }
+
+    async fn figure_contributions(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<ReportContribution>> {
+        // Each dimension its own column, so no name can blur two groups.
+        let dims = Self::group_key(query);
+        let part = |i: usize| dims.get(i).map_or_else(|| "CAST(NULL AS TEXT)".to_owned(), |d| d.to_string());
+        let key = format!("{} AS key, {} AS key1, {}", part(0), part(1), part(2));
+        let join =
+            if query.is_per_attempt() || query.agent.is_some() || query.model.is_some() { "JOIN" } else { "LEFT JOIN" };
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {key} AS key2, r.has_det_oracle AS det, \
+             CASE WHEN r.oracle_source = 'in_patch_test' THEN TRUE ELSE FALSE END AS in_patch, \
+             COUNT(a.id) AS attempts, \
+             COALESCE(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END), 0) AS graded, \
+             COALESCE(SUM(CASE WHEN a.counts THEN 1 ELSE 0 END), 0) AS counting, \
+             COALESCE(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END), 0) AS leads, \
+             COALESCE(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END), 0) AS errors, \
+             COALESCE(SUM(a.cost_usd), 0.0) AS cost, \
+             COALESCE(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost_counting, \
+             CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, \
+             COUNT(a.api_calls) AS with_api_calls \
+             FROM reports r JOIN projects p ON p.id = r.project_id"
+        ));
+        Self::push_attempt_join(&mut qb, query, join);
+        qb.push(" WHERE 1 = 1");
+        Self::push_report_filter(&mut qb, &query.filter, scope);
+        qb.push(" GROUP BY 1, 2, 3, r.id, r.has_det_oracle, r.oracle_source");
+        let rows: Vec<ContributionRow> = qb.build_query_as().fetch_all(&self.read).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ReportContribution {
+                key: figures::join_key_parts(r.key, r.key1, r.key2),
+                has_deterministic_oracle: r.det,
+                has_in_patch_test: r.in_patch,
+                attempts: r.attempts.max(0) as u64,
+                attempts_graded: r.graded.max(0) as u64,
+                attempts_counting: r.counting.max(0) as u64,
+                attempts_lead: r.leads.max(0) as u64,
+                attempts_error: r.errors.max(0) as u64,
+                cost_usd: r.cost,
+                cost_counting_usd: r.cost_counting,
+                api_calls: r.api_calls.max(0) as u64,
+                attempts_with_api_calls: r.with_api_calls.max(0) as u64,
+            })
+            .collect())
+    }
+
+    async fn metric_values(
+        &self,
+        query: &DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<(String, f64)>> {
+        use failpass_shared::api::figures::Metric;
+        let column = match query.metric {
+            Metric::CostUsd => "a.cost_usd",
+            Metric::WallSeconds => "a.wall_seconds",
+        };
+        let q = &query.figures;
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {} AS key, CAST({column} AS DOUBLE PRECISION) AS value \
+             FROM reports r JOIN projects p ON p.id = r.project_id",
+            Self::group_key(q).join(&format!(" || '{}' || ", KEY_SEPARATOR))
+        ));
+        Self::push_attempt_join(&mut qb, q, "JOIN");
+        qb.push(format!(" WHERE {column} IS NOT NULL"));
+        Self::push_report_filter(&mut qb, &q.filter, scope);
+        let rows: Vec<(String, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
+        Ok(rows)
+    }
+
+    async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets> {
+        let visible = scope.sql("p");
+        let distinct = |column: &str| {
+            format!(
+                "SELECT DISTINCT {column} FROM attempts a JOIN reports r ON r.id = a.report_id \
+                 JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL AND {visible}"
+            )
+        };
+        let mut agents: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.agent"))).fetch_all(&self.read).await?;
+        let mut models: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.model"))).fetch_all(&self.read).await?;
+        // Sorted here: PostgreSQL's collation and SQLite's byte order differ.
+        agents.sort();
+        models.sort();
+        Ok(Facets { agents, models })
+    }
+
+    async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>> {
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, \
+             MIN(a.started_at) AS first_attempt_at, \
+             MIN(CASE WHEN a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
+             MAX(CASE WHEN a.graded THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
+             FROM reports r JOIN projects p ON p.id = r.project_id \
+             LEFT JOIN attempts a ON a.report_id = r.id AND a.goal = 'reproduce' WHERE 1 = 1",
+        );
+        Self::push_report_filter(&mut qb, filter, scope);
+        qb.push(" GROUP BY r.id, r.filed_at, r.created_at, r.status");
+        let rows: Vec<FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
+        rows.into_iter().map(FlowRow::into_flow).collect()
+    }
+}
+
+impl Engine {
+    /// The SQL giving a row's group key, one expression per dimension.
+    pub(in crate::db) fn group_key(query: &FiguresQuery) -> Vec<&'static str> {
+        use failpass_shared::model::GroupBy;
+        let dimension = |d: GroupBy| match d {
+            GroupBy::None => "'all'",
+            GroupBy::Project => "p.slug",
+            GroupBy::Route => "r.route",
+            GroupBy::Category => "r.category",
+            GroupBy::Agent => "a.agent",
+            GroupBy::Model => "COALESCE(a.model, 'unknown')",
+            GroupBy::Cutoff => {
+                "CASE WHEN a.model_cutoff IS NULL THEN 'unknown' \
+                 WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END"
+            }
+            GroupBy::Week => Self::WEEK_KEY,
+            GroupBy::Vagueness => "CASE WHEN r.vague THEN 'vague' ELSE 'clear' END",
+        };
+        query.dimensions().into_iter().map(dimension).collect()
+    }
+
+    /// `JOIN attempts a` for the query's goal, agent and model.
+    pub(in crate::db) fn push_attempt_join(qb: &mut sqlx::QueryBuilder<Db>, query: &FiguresQuery, join: &str) {
+        qb.push(format!(" {join} attempts a ON a.report_id = r.id AND a.goal = "));
+        qb.push_bind(query.goal.as_str());
+        if let Some(v) = &query.agent {
+            qb.push(" AND a.agent = ").push_bind(v.clone());
+        }
+        if let Some(v) = &query.model {
+            qb.push(" AND a.model = ").push_bind(v.clone());
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The SQL of reports and their routing, written once; `sqlite.rs` and `postgres.rs`
+//! each compile this file as their `reports` module (see `dialect.rs`).
+
+use crate::db::common::{ORACLE_INSERT, REPORT_INSERT, REPORT_SUMMARY_COLUMNS};
+use crate::db::dialect::Dialect;
+use crate::db::reports::*;
+use crate::db::rows::{OracleRow, ReportDetailRow, ReportSummaryRow};
+use crate::db::{attempts, common};
+use async_trait::async_trait;
+use failpass_shared::api::Page;
+use failpass_shared::api::attempts::CreateAttemptRequest;
+use failpass_shared::api::reports::{Oracle, Report, ReportFilter, ReportListQuery, ReportSummary};
+use failpass_shared::hash;
+use failpass_shared::model::ReportStatus;
+use failpass_shared::routing::RoutingDecision;
+
+use super::{Db, Engine, Tx};
+use crate::db::{NewReport, ProjectScope, StorageError, StorageResult};
+
+#[async_trait]
+impl ReportStore for Engine {
+    async fn create_report(&self, new: &NewReport) -> StorageResult<Report> {
+        let mut tx = self.write.begin().await?;
+        let project_id = Self::project_id(&mut tx, &new.request.project).await?;
+        let hash = hash::content_hash(&new.request);
+        let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
+        tx.commit().await?;
+        self.get_report(id, &ProjectScope::All).await?.ok_or_else(|| StorageError::NotFound(format!("report {id}")))
+    }
+
+    async fn update_routing(&self, report_id: i64, d: &RoutingDecision) -> StorageResult<()> {
+        use sqlx::types::Json;
+        let mut tx = self.write.begin().await?;
+        let done = sqlx::query(
+            "UPDATE reports SET features = $1, category = $2, vague = $3, llm_only = $4, route = $5, explanation = $6, \
+             oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $10",
+        )
+        .bind(Json(&d.features))
+        .bind(d.category.as_str())
+        .bind(d.vague)
+        .bind(d.llm_only)
+        .bind(d.route.as_str())
+        .bind(Json(&d.explanation))
+        .bind(d.oracle_kind().as_str())
+        .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
+        .bind(d.oracle.as_ref().is_some_and(|o| o.is_deterministic()))
+        .bind(report_id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StorageError::NotFound(format!("report {report_id}")));
+        }
+        Self::write_oracle(&mut tx, report_id, d.oracle.as_ref(), true).await?;
+        Self::rederive_attempts(&mut tx, report_id, d.vague).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn find_report(&self, project: &str, external_id: &str) -> StorageResult<Option<i64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT r.id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.external_id = $2",
+        )
+        .bind(project)
+        .bind(external_id)
+        .fetch_optional(&self.read)
+        .await?)
+    }
+
+    async fn report_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>> {
+        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT p.slug FROM reports r JOIN projects p ON p.id = r.project_id WHERE r.id = $1 AND {}",
+            scope.sql("p")
+        )))
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?)
+    }
+
+    async fn get_report(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Report>> {
+        let row: Option<ReportDetailRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {}, r.body, r.reporter, r.environment, r.paths, r.features, r.explanation \
+             FROM reports r JOIN projects p ON p.id = r.project_id \
+             WHERE r.id = $1 AND {}",
+            REPORT_SUMMARY_COLUMNS,
+            scope.sql("p")
+        )))
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let oracle = self.load_oracle(id).await?;
+        row.into_report(oracle).map(Some)
+    }
+
+    async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>> {
+        use crate::db::reports::{CursorValue, report_sort_column};
+        use failpass_shared::api::reports::{Order, ReportSort};
+        let col = report_sort_column(query.sort);
+        let (cmp, dir) = match query.order {
+            Order::Asc => (">", "ASC"),
+            Order::Desc => ("<", "DESC"),
+        };
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {} FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
+            REPORT_SUMMARY_COLUMNS
+        ));
+        Self::push_report_filter(&mut qb, &query.filter, scope);
+        if let Some(cursor) = &query.cursor {
+            let (value, id) = decode_report_cursor(cursor, query.sort, query.order)?;
+            qb.push(format!(" AND ({col} {cmp} "));
+            match &value {
+                CursorValue::Time(t) => qb.push_bind(*t),
+                CursorValue::Float(f) => qb.push_bind(*f),
+                CursorValue::Int(i) => qb.push_bind(*i),
+            };
+            qb.push(format!(" OR ({col} = "));
+            match value {
+                CursorValue::Time(t) => qb.push_bind(t),
+                CursorValue::Float(f) => qb.push_bind(f),
+                CursorValue::Int(i) => qb.push_bind(i),
+            };
+            qb.push(format!(" AND r.id {cmp} ")).push_bind(id).push("))");
+        }
+        qb.push(format!(" ORDER BY {col} {dir}, r.id {dir} LIMIT ")).push_bind(i64::from(query.limit) + 1);
+        let rows: Vec<ReportSummaryRow> = qb.build_query_as().fetch_all(&self.read).await?;
+        let mut items = rows.into_iter().map(ReportSummaryRow::into_summary).collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if items.len() > query.limit as usize {
+            items.truncate(query.limit as usize);
+            items.last().map(|last| {
+                let value = match query.sort {
+                    ReportSort::FiledAt => CursorValue::Time(last.filed_at),
+                    ReportSort::CreatedAt => CursorValue::Time(last.created_at),
+                    ReportSort::Cost => CursorValue::Float(last.cost_usd),
+                    ReportSort::Attempts => CursorValue::Int(last.attempts),
+                };
+                encode_report_cursor(query.sort, query.order, &value, last.id)
+            })
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
+    }
+}
+
+impl Engine {
+    /// Appends `AND …` for the scope and the report filter.
+    pub(in crate::db) fn push_report_filter(
+        qb: &mut sqlx::QueryBuilder<Db>,
+        filter: &ReportFilter,
+        scope: &ProjectScope,
+    ) {
+        qb.push(" AND ").push(scope.sql("p"));
+        if let Some(v) = &filter.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = filter.route {
+            qb.push(" AND r.route = ").push_bind(v.as_str());
+        }
+        if let Some(v) = filter.status {
+            qb.push(" AND r.status = ").push_bind(v.as_str());
+        }
+        if let Some(v) = filter.verdict {
+            qb.push(" AND r.best_verdict = ").push_bind(v.as_str());
+        }
+        if let Some(v) = &filter.label {
+            qb.push(" AND EXISTS (SELECT 1 FROM report_labels l WHERE l.report_id = r.id AND l.label = ")
+                .push_bind(v.clone())
+                .push(")");
+        }
+        let (since, until) = filter.window();
+        if let Some(t) = since {
+            qb.push(" AND r.filed_at >= ").push_bind(t);
+        }
+        if let Some(t) = until {
+            qb.push(" AND r.filed_at < ").push_bind(t);
+        }
+        if let Some(q) = &filter.q {
+            let pattern = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            qb.push(" AND (r.title ").push(Self::LIKE).push(" ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
+            qb.push(" OR r.external_id ").push(Self::LIKE).push(" ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
+            qb.push(" OR r.body ").push(Self::LIKE).push(" ").push_bind(pattern).push(" ESCAPE '\\')");
+        }
+    }
+
+    /// Inserts a report (`existing` = None) or rewrites one in place, with
+    /// its labels and oracle; a rewrite re-derives its attempts' counting.
+    pub(in crate::db) async fn write_report(
+        tx: &mut Tx,
+        existing: Option<i64>,
+        project_id: i64,
+        new: &NewReport,
+        hash: &str,
+    ) -> StorageResult<i64> {
+        use sqlx::types::Json;
+        let req = &new.request;
+        let d = &new.decision;
+        let now = common::now();
+        let labels = common::clean_labels(&req.labels);
+        let det = d.oracle.as_ref().is_some_and(|o| o.is_deterministic());
+        let sql = match existing {
+            None => format!("{} RETURNING id", REPORT_INSERT),
+            Some(_) => "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
+                 reporter = $9, environment = $10, features = $11, category = $12, vague = $13, llm_only = $14, route = $15, \
+                 explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $20 \
+                 WHERE project_id = $1 AND external_id = $2 RETURNING id"
+                .to_owned(),
+        };
+        let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(project_id)
+            .bind(req.external_id.trim())
+            .bind(&req.url)
+            .bind(req.title.trim())
+            .bind(&req.body)
+            .bind(Json(&labels))
+            .bind(Json(&req.paths))
+            .bind(req.filed_at.map(common::secs).unwrap_or(now))
+            .bind(&req.reporter)
+            .bind(&req.environment)
+            .bind(Json(&d.features))
+            .bind(d.category.as_str())
+            .bind(d.vague)
+            .bind(d.llm_only)
+            .bind(d.route.as_str())
+            .bind(Json(&d.explanation))
+            .bind(d.oracle_kind().as_str())
+            .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
+            .bind(det)
+            .bind(hash);
+        // Only a new report starts its status and creation time.
+        let query = match existing {
+            None => query.bind(ReportStatus::New.as_str()).bind(now),
+            Some(_) => query,
+        };
+        let id: i64 = query.fetch_one(&mut **tx).await.map_err(common::conflict_on_unique(format!(
+            "project `{}` already has a report `{}`",
+            req.project,
+            req.external_id.trim()
+        )))?;
+        if existing.is_some() {
+            sqlx::query("DELETE FROM report_labels WHERE report_id = $1").bind(id).execute(&mut **tx).await?;
+        }
+        if !labels.is_empty() {
+            let mut qb = sqlx::QueryBuilder::<Db>::new("INSERT INTO report_labels (report_id, label) ");
+            qb.push_values(&labels, |mut b, label| {
+                b.push_bind(id).push_bind(label.clone());
+            });
+            qb.build().execute(&mut **tx).await?;
+        }
+        Self::write_oracle(tx, id, d.oracle.as_ref(), existing.is_some()).await?;
+        if existing.is_some() {
+            Self::rederive_attempts(tx, id, d.vague).await?;
+        }
+        Ok(id)
+    }
+
+    /// Inserts new reports of an import batch and records their ids under their keys.
+    pub(in crate::db) async fn create_reports(
+        tx: &mut Tx,
+        creates: Vec<((i64, String), &NewReport, String)>,
+        existing: &mut std::collections::HashMap<(i64, String), (i64, Option<String>)>,
+    ) -> StorageResult<()> {
+        if creates.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(i64, &NewReport, &str)> = creates.iter().map(|((p, _), n, h)| (*p, *n, h.as_str())).collect();
+        let ids = Self::bulk_insert_reports(tx, &rows).await?;
+        for ((key, _, hash), id) in creates.into_iter().zip(ids) {
+            existing.insert(key, (id, Some(hash)));
+        }
+        Ok(())
+    }
+
+    /// Stores a report's oracle, replacing any it had.
+    pub(in crate::db) async fn write_oracle(
+        tx: &mut Tx,
+        report_id: i64,
+        oracle: Option<&Oracle>,
+        replace: bool,
+    ) -> StorageResult<()> {
+        use sqlx::types::Json;
+        if replace {
+            sqlx::query("DELETE FROM oracles WHERE report_id = $1").bind(report_id).execute(&mut **tx).await?;
+        }
+        if let Some(o) = oracle {
+            sqlx::query(ORACLE_INSERT)
+                .bind(report_id)
+                .bind(o.kind.as_str())
+                .bind(o.source.map(|s| s.as_str()))
+                .bind(&o.command)
+                .bind(Json(&o.fail_to_pass))
+                .bind(Json(&o.pass_to_pass))
+                .bind(&o.signature)
+                .bind(o.repeats.map(|r| r as i32))
+                .bind(o.authoring_minutes)
+                .bind(common::now())
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Re-applies the counting rule to a report's attempts (its `vague` flag changed or may have).
+    pub(in crate::db) async fn rederive_attempts(tx: &mut Tx, report_id: i64, vague: bool) -> StorageResult<()> {
+        use failpass_shared::model::{Goal, Review, Verdict, VerdictSource, attempt_awaits_review, attempt_counts};
+        let rows: Vec<(i64, String, String, String, Option<String>)> =
+            sqlx::query_as("SELECT id, goal, verdict, verdict_source, review FROM attempts WHERE report_id = $1")
+                .bind(report_id)
+                .fetch_all(&mut **tx)
+                .await?;
+        use crate::db::rows::{parse, parse_opt};
+        for (id, goal, verdict, source, review) in rows {
+            let goal: Goal = parse(&goal, "attempts.goal")?;
+            let verdict: Verdict = parse(&verdict, "attempts.verdict")?;
+            let source: VerdictSource = parse(&source, "attempts.verdict_source")?;
+            let review: Option<Review> = parse_opt(review.as_deref(), "attempts.review")?;
+            sqlx::query("UPDATE attempts SET counts = $1, awaiting = $2 WHERE id = $3")
+                .bind(attempt_counts(goal, verdict, source, review, vague))
+                .bind(attempt_awaits_review(goal, verdict, source, review, vague))
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Self::refresh_reports(tx, &[report_id]).await
+    }
+
+    /// The report an attempt names, with its `vague` flag.
+    pub(in crate::db) async fn resolve_report(
+        tx: &mut Tx,
+        req: &CreateAttemptRequest,
+    ) -> StorageResult<(i64, bool, bool)> {
+        let row: Option<(i64, bool, bool)> = match (&req.report_id, &req.report) {
+            (Some(id), _) => sqlx::query_as("SELECT id, vague, has_det_oracle FROM reports WHERE id = $1").bind(*id).fetch_optional(&mut **tx).await?,
+            (None, Some(k)) => sqlx::query_as(
+                "SELECT r.id, r.vague, r.has_det_oracle FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.external_id = $2",
+            )
+            .bind(&k.project)
+            .bind(&k.external_id)
+            .fetch_optional(&mut **tx)
+            .await?,
+            (None, None) => None,
+        };
+        let (id, vague, det) = row.ok_or_else(|| StorageError::NotFound(attempts::describe_report_ref(req)))?;
+        attempts::check_grading(req, det)?;
+        Ok((id, vague, det))
+    }
+
+    /// Resolves each request's report; a missing one is that request's error.
+    pub(in crate::db) async fn resolve_reports(
+        tx: &mut Tx,
+        reqs: &[CreateAttemptRequest],
+    ) -> StorageResult<Vec<StorageResult<(i64, bool, bool)>>> {
+        use std::collections::HashMap;
+        let mut by_id: HashMap<i64, (i64, bool, bool)> = HashMap::new();
+        let mut by_key: HashMap<(String, String), (i64, bool, bool)> = HashMap::new();
+        let ids: Vec<i64> = reqs.iter().filter_map(|r| r.report_id).collect();
+        for chunk in ids.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new("SELECT id, vague, has_det_oracle FROM reports WHERE id IN (");
+            let mut sep = qb.separated(", ");
+            for id in chunk {
+                sep.push_bind(*id);
+            }
+            qb.push(")");
+            for (id, vague, det) in qb.build_query_as::<(i64, bool, bool)>().fetch_all(&mut **tx).await? {
+                by_id.insert(id, (id, vague, det));
+            }
+        }
+        let mut projects: HashMap<&str, Vec<&str>> = HashMap::new();
+        for k in reqs.iter().filter(|r| r.report_id.is_none()).filter_map(|r| r.report.as_ref()) {
+            projects.entry(k.project.as_str()).or_default().push(k.external_id.as_str());
+        }
+        for (project, mut externals) in projects {
+            externals.sort_unstable();
+            externals.dedup();
+            for chunk in externals.chunks(500) {
+                let mut qb = sqlx::QueryBuilder::<Db>::new(
+                    "SELECT r.id, r.vague, r.has_det_oracle, r.external_id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = ",
+                );
+                qb.push_bind(project.to_owned()).push(" AND r.external_id IN (");
+                let mut sep = qb.separated(", ");
+                for e in chunk {
+                    sep.push_bind((*e).to_owned());
+                }
+                qb.push(")");
+                for (id, vague, det, ext) in
+                    qb.build_query_as::<(i64, bool, bool, String)>().fetch_all(&mut **tx).await?
+                {
+                    by_key.insert((project.to_owned(), ext), (id, vague, det));
+                }
+            }
+        }
+        Ok(reqs
+            .iter()
+            .map(|r| {
+                let hit = match (&r.report_id, &r.report) {
+                    (Some(id), _) => by_id.get(id).copied(),
+                    (None, Some(k)) => by_key.get(&(k.project.clone(), k.external_id.clone())).copied(),
+                    (None, None) => None,
+                };
+                let (id, vague, det) = hit.ok_or_else(|| StorageError::NotFound(attempts::describe_report_ref(r)))?;
+                attempts::check_grading(r, det)?;
+                Ok((id, vague, det))
+            })
+            .collect())
+    }
+
+    pub(in crate::db) async fn load_oracle(&self, report_id: i64) -> StorageResult<Option<Oracle>> {
+        let row: Option<OracleRow> = sqlx::query_as(
+            "SELECT kind, source, command, fail_to_pass, pass_to_pass, signature, repeats, authoring_minutes \
+             FROM oracles WHERE report_id = $1",
+        )
+        .bind(report_id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(OracleRow::into_oracle).transpose()
+    }
+}

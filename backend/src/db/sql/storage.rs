@@ -1,0 +1,34 @@
+//! The SQL of health and migrations, written once; `sqlite.rs` and `postgres.rs`
+//! each compile this file as their `storage` module (see `dialect.rs`).
+
+use crate::db::dialect::Dialect;
+use crate::db::*;
+use async_trait::async_trait;
+
+use super::Engine;
+use crate::db::{Backend, StorageResult};
+
+#[async_trait]
+impl Storage for Engine {
+    fn backend(&self) -> Backend {
+        Engine::BACKEND
+    }
+
+    async fn migrate(&self) -> StorageResult<()> {
+        Engine::run_migrations(self).await
+    }
+
+    async fn ping(&self) -> StorageResult<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        sqlx::query("INSERT INTO health (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at")
+            .bind(common::now())
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    async fn is_empty(&self) -> StorageResult<bool> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
+        Ok(n == 0)
+    }
+}
