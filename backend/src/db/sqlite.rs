@@ -18,41 +18,14 @@ pub struct SqliteStorage {
     pub(super) write: SqlitePool,
 }
 
-// The SQL of every domain, in `sql/`, written once and compiled here for
-// this engine as it is in `postgres.rs`; where the engines differ is `Dialect`.
+// The SQL of every domain (`sql/`), compiled for this engine; `postgres.rs`
+// compiles the same text for the other. Where they differ is `Dialect`.
 type Engine = SqliteStorage;
 type Db = sqlx::Sqlite;
 type Tx = sqlx::Transaction<'static, Db>;
-#[path = "sql/accounts.rs"]
+#[path = "sql/mod.rs"]
 #[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod accounts;
-#[path = "sql/attempts.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod attempts;
-#[path = "sql/environments.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod environments;
-#[path = "sql/figures.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod figures;
-#[path = "sql/imports.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod imports;
-#[path = "sql/jobs.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod jobs;
-#[path = "sql/projects.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod projects;
-#[path = "sql/queue.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod queue;
-#[path = "sql/reports.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod reports;
-#[path = "sql/storage.rs"]
-#[allow(clippy::duplicate_mod, reason = "one SQL text, compiled once for each engine")]
-mod storage;
+mod sql;
 
 impl SqliteStorage {
     /// Opens (creating if needed) the database file at `path`.

@@ -1,5 +1,5 @@
-//! The SQL of accounts, sessions, tokens and sign-in failures, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `accounts` module (see `dialect.rs`).
+//! The SQL of accounts, sessions, tokens and sign-in failures, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::accounts::*;
 use crate::db::{StorageError, common};

@@ -1,5 +1,5 @@
-//! The SQL of attempts, runs, reviews and verification results, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `attempts` module (see `dialect.rs`).
+//! The SQL of attempts, runs, reviews and verification results, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::attempts::*;
 use crate::db::common::{ATTEMPT_COLUMNS, ATTEMPT_INSERT, PreparedAttempt};

@@ -1,5 +1,5 @@
-//! The SQL of environments and signature groups, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `environments` module (see `dialect.rs`).
+//! The SQL of environments and signature groups, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::common;
 use crate::db::environments::*;

@@ -1,5 +1,5 @@
-//! The SQL of what figures are computed from, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `figures` module (see `dialect.rs`).
+//! The SQL of what figures are computed from, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::dialect::Dialect;
 use crate::db::figures::*;

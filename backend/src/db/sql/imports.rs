@@ -1,5 +1,5 @@
-//! The SQL of bulk imports, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `imports` module (see `dialect.rs`).
+//! The SQL of bulk imports, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::attempts::AttemptStore;
 use crate::db::common::{PENDING_ID, PreparedAttempt};

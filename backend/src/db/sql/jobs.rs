@@ -1,5 +1,5 @@
-//! The SQL of the job queue's life cycle, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `jobs` module (see `dialect.rs`).
+//! The SQL of the job queue's life cycle, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::attempts::Verification;
 use crate::db::common;

@@ -1,5 +1,5 @@
-//! The SQL of projects, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `projects` module (see `dialect.rs`).
+//! The SQL of projects, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::common;
 use crate::db::common::PROJECT_COLUMNS;

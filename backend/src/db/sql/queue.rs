@@ -1,5 +1,5 @@
-//! The SQL of enqueuing jobs, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `queue` module (see `dialect.rs`).
+//! The SQL of enqueuing jobs, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::common;
 use crate::db::queue::*;

@@ -1,5 +1,5 @@
-//! The SQL of reports and their routing, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `reports` module (see `dialect.rs`).
+//! The SQL of reports and their routing, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::common::{ORACLE_INSERT, REPORT_INSERT, REPORT_SUMMARY_COLUMNS};
 use crate::db::dialect::Dialect;
@@ -15,6 +15,9 @@ use failpass_shared::model::ReportStatus;
 use failpass_shared::routing::RoutingDecision;
 
 use super::{Db, Engine, Tx};
+
+/// A query returning one id.
+type ScalarQuery<'q> = sqlx::query::QueryScalar<'q, Db, i64, <Db as sqlx::Database>::Arguments>;
 use crate::db::{NewReport, ProjectScope, StorageError, StorageResult};
 
 #[async_trait]
@@ -29,25 +32,12 @@ impl ReportStore for Engine {
     }
 
     async fn update_routing(&self, report_id: i64, d: &RoutingDecision) -> StorageResult<()> {
-        use sqlx::types::Json;
         let mut tx = self.write.begin().await?;
-        let done = sqlx::query(
-            "UPDATE reports SET features = $1, category = $2, vague = $3, llm_only = $4, route = $5, explanation = $6, \
-             oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $10",
-        )
-        .bind(Json(&d.features))
-        .bind(d.category.as_str())
-        .bind(d.vague)
-        .bind(d.llm_only)
-        .bind(d.route.as_str())
-        .bind(Json(&d.explanation))
-        .bind(d.oracle_kind().as_str())
-        .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
-        .bind(d.oracle.as_ref().is_some_and(|o| o.is_deterministic()))
-        .bind(report_id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
+        let sql = "UPDATE reports SET features = $1, category = $2, vague = $3, llm_only = $4, route = $5, \
+                   explanation = $6, oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $10 RETURNING id";
+        let done: Option<i64> =
+            Self::bind_routing(sqlx::query_scalar(sql), d).bind(report_id).fetch_optional(&mut *tx).await?;
+        if done.is_none() {
             return Err(StorageError::NotFound(format!("report {report_id}")));
         }
         Self::write_oracle(&mut tx, report_id, d.oracle.as_ref(), true).await?;
@@ -143,6 +133,23 @@ impl ReportStore for Engine {
 }
 
 impl Engine {
+    /// Binds a routing decision's columns in the order both report writes
+    /// list them: features, category, vague, llm_only, route, explanation,
+    /// oracle_kind, oracle_source, has_det_oracle.
+    fn bind_routing<'q>(query: ScalarQuery<'q>, d: &'q RoutingDecision) -> ScalarQuery<'q> {
+        use sqlx::types::Json;
+        query
+            .bind(Json(&d.features))
+            .bind(d.category.as_str())
+            .bind(d.vague)
+            .bind(d.llm_only)
+            .bind(d.route.as_str())
+            .bind(Json(&d.explanation))
+            .bind(d.oracle_kind().as_str())
+            .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
+            .bind(d.oracle.as_ref().is_some_and(|o| o.is_deterministic()))
+    }
+
     /// Appends `AND …` for the scope and the report filter.
     pub(in crate::db) fn push_report_filter(
         qb: &mut sqlx::QueryBuilder<Db>,
@@ -196,7 +203,6 @@ impl Engine {
         let d = &new.decision;
         let now = common::now();
         let labels = common::clean_labels(&req.labels);
-        let det = d.oracle.as_ref().is_some_and(|o| o.is_deterministic());
         let sql = match existing {
             None => format!("{} RETURNING id", REPORT_INSERT),
             Some(_) => "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
@@ -215,17 +221,8 @@ impl Engine {
             .bind(Json(&req.paths))
             .bind(req.filed_at.map(common::secs).unwrap_or(now))
             .bind(&req.reporter)
-            .bind(&req.environment)
-            .bind(Json(&d.features))
-            .bind(d.category.as_str())
-            .bind(d.vague)
-            .bind(d.llm_only)
-            .bind(d.route.as_str())
-            .bind(Json(&d.explanation))
-            .bind(d.oracle_kind().as_str())
-            .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
-            .bind(det)
-            .bind(hash);
+            .bind(&req.environment);
+        let query = Self::bind_routing(query, d).bind(hash);
         // Only a new report starts its status and creation time.
         let query = match existing {
             None => query.bind(ReportStatus::New.as_str()).bind(now),

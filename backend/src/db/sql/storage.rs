@@ -1,5 +1,5 @@
-//! The SQL of health and migrations, written once; `sqlite.rs` and `postgres.rs`
-//! each compile this file as their `storage` module (see `dialect.rs`).
+//! The SQL of health and migrations, written once for both engines
+//! (see `mod.rs`).
 
 use crate::db::dialect::Dialect;
 use crate::db::*;

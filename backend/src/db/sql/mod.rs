@@ -1,0 +1,18 @@
+//! The SQL of every domain, written once: `sql/reports.rs` implements
+//! `ReportStore`, and so on. `sqlite.rs` and `postgres.rs` each compile this
+//! folder as a module of their own and name, for its files, `Engine` (their
+//! storage type), `Db` (its sqlx database) and `Tx` (a write transaction).
+//! Where the engines differ, a file uses the `Dialect` trait's named pieces.
+
+use super::{Db, Engine, Tx};
+
+mod accounts;
+mod attempts;
+mod environments;
+mod figures;
+mod imports;
+mod jobs;
+mod projects;
+mod queue;
+mod reports;
+mod storage;
