@@ -120,14 +120,22 @@ impl Harness {
     }
 
     async fn text(&self, testid: &str) -> String {
-        let el = self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Css(&format!("[data-testid={testid}]")))
-            .await
-            .unwrap_or_else(|e| panic!("[data-testid={testid}] never appeared: {e}"));
-        el.text().await.unwrap()
+        let started = Instant::now();
+        loop {
+            let el = self
+                .client
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(&format!("[data-testid={testid}]")))
+                .await
+                .unwrap_or_else(|e| panic!("[data-testid={testid}] never appeared: {e}"));
+            match el.text().await {
+                Ok(text) => return text,
+                // The page re-rendered between finding the element and reading it: find it again.
+                Err(e) if e.is_stale_element_reference() && started.elapsed() < Duration::from_secs(20) => continue,
+                Err(e) => panic!("[data-testid={testid}] could not be read: {e}"),
+            }
+        }
     }
 
     /// The SVG the server drew for figure `testid`, once the page has inlined it.
