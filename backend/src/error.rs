@@ -45,6 +45,11 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> StatusCode {
+        self.status_and_code().0
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),

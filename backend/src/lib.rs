@@ -17,5 +17,6 @@ pub mod routes;
 pub mod runner;
 pub mod security;
 pub mod startup;
+pub mod status;
 pub mod summaries;
 pub mod telemetry;

@@ -80,6 +80,7 @@ impl App {
             routing,
             security: security.clone(),
             health: Default::default(),
+            status: Default::default(),
         });
         let router = with_layers(router, storage.clone(), security);
         Ok(App {

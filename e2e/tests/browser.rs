@@ -901,3 +901,44 @@ go();
     assert_eq!(status.as_i64(), Some(201), "{status:?}");
     h.finish().await;
 }
+
+/// A public project's status page and badges, as the public sees them: at
+/// 1280 and 390 px, with JavaScript off (it needs none), the API's numbers,
+/// no sideways scrolling, and the badges drawn.
+#[tokio::test]
+async fn status_page_and_badges_for_the_public() {
+    let _one = BROWSER.lock().await;
+    for (width, height) in [(1280, 900), (390, 844)] {
+        let h = start(width, height).await;
+        let status: serde_json::Value = h.api("/api/v1/status/pytorch/pytorch").await;
+        // From the dashboard's top bar to the index, to the project.
+        h.client.goto(&format!("{}/", h.base)).await.unwrap();
+        h.client.wait().for_element(Locator::Css("[data-testid=status-link]")).await.unwrap().click().await.unwrap();
+        h.client.wait().for_element(Locator::Css("[data-testid=status-index]")).await.unwrap();
+        h.client.find(Locator::LinkText("pytorch/pytorch")).await.unwrap().click().await.unwrap();
+        assert_eq!(h.text("status-project").await, "pytorch/pytorch");
+        assert_eq!(h.text("status-rate-value").await, percent(status["rate"].as_f64()));
+        assert_eq!(h.text("status-reports-value").await, thousands(status["reports"].as_i64().unwrap()));
+        assert_eq!(h.text("status-backlog-value").await, thousands(status["backlog"].as_i64().unwrap()));
+        assert_eq!(h.text("status-oracle-coverage-value").await, percent(status["oracle_coverage"]["rate"].as_f64()));
+        let scripts = h.client.execute("return document.scripts.length", vec![]).await.unwrap();
+        assert_eq!(scripts.as_i64(), Some(0), "the status page runs no script");
+        // The trend and the badges are drawn (an image that failed has no natural width).
+        let drawn = h
+            .client
+            .execute(
+                "return Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0).length + '/' + document.images.length",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(drawn.as_str(), Some("5/5"), "the trend and four badges are drawn");
+        let overflow =
+            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+        assert!(overflow.as_i64().unwrap_or(0) <= 0, "the status page scrolls sideways at {width} px by {overflow}");
+        h.screenshot(&format!("status-{width}.png")).await;
+        h.client.goto(&format!("{}/badge/pytorch/pytorch/reproduction-rate.svg", h.base)).await.unwrap();
+        h.screenshot(&format!("badge-{width}.png")).await;
+        h.finish().await;
+    }
+}

@@ -92,6 +92,7 @@ pub fn App() -> impl IntoView {
                     .collect_view()}
             </nav>
             <div class="account">
+                <a href="/status" data-testid="status-link">"Status pages"</a>
                 {move || me.with(|m| match &m.user {
                     Some(name) => view! {
                         <span class="account-name" data-testid="signed-in-as">{name.clone()}{m.admin.then_some(" (admin)")}</span>

@@ -12,6 +12,7 @@ use failpass_shared::api::attempts::{
 };
 use failpass_shared::api::import::Outcome;
 use failpass_shared::api::reports::ReportFilter;
+use failpass_shared::api::status::LatestVerdict;
 use failpass_shared::grading::GradeRecord;
 use failpass_shared::model::{FailureCause, Verdict};
 use failpass_shared::model::{RunEnvironment, RunTrigger};
@@ -136,6 +137,12 @@ pub trait AttemptStore: Send + Sync {
     /// Stores a run; an identical run of the same attempt is `Unchanged`.
     /// Returns the run's id either way.
     async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)>;
+
+    /// The newest graded reproduction verdicts of project `project` (by
+    /// slug), newest first, at most `limit`: the report's id upstream,
+    /// title and link, the verdict and how it was graded. Callers decide
+    /// whether the project may be shown (the status page shows public ones).
+    async fn latest_verdicts(&self, project: &str, limit: usize) -> StorageResult<Vec<LatestVerdict>>;
 
     /// Attempts a rerun selects: those of one report or of the reports a
     /// filter selects, whose verdict is one of `verdicts`, and that

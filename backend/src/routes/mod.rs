@@ -24,6 +24,7 @@ mod refine;
 mod reports;
 mod reruns;
 mod signatures;
+mod status;
 
 use std::sync::Arc;
 
@@ -49,6 +50,8 @@ pub struct AppState {
     pub security: Arc<Security>,
     /// `/healthz`'s last answer, reused for a second.
     pub health: health::LastCheck,
+    /// Public projects' computed statuses, reused for a minute.
+    pub status: crate::status::StatusCache,
 }
 
 /// The router, and the routes it registered (for the authorization matrix test).
@@ -87,6 +90,11 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
         .add("GET", "/api/v1/environments", get(environments::list_environments))
         .add("POST", "/api/v1/environments", post(environments::create_environment))
+        .add("GET", "/api/v1/status/{owner}/{name}", get(status::status_json))
+        .add("GET", "/status", get(status::status_index))
+        .add("GET", "/status/{owner}/{name}", get(status::status_page))
+        .add("GET", "/status/{owner}/{name}/trend.svg", get(status::status_trend))
+        .add("GET", "/badge/{owner}/{name}/{file}", get(status::badge))
         // Imports stream their body, so no size limit applies (lines are capped instead).
         .add("POST", "/api/v1/import", post(import::import).layer(DefaultBodyLimit::disable()));
     let router = r

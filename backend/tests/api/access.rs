@@ -69,6 +69,12 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/environments", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/environments", "401 403 403 403 201 403 403 403 403 401"),
     ("POST", "/api/v1/import", "401 403 200C 200R 200C 403 200C 403 200R 401"),
+    // The public face shows public projects only, to everyone alike.
+    ("GET", "/api/v1/status/{owner}/{name}", "404 404 404 404 404 404 404 404 404 401"),
+    ("GET", "/status", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
+    ("GET", "/status/{owner}/{name}", "404 404 404 404 404 404 404 404 404 401"),
+    ("GET", "/status/{owner}/{name}/trend.svg", "404 404 404 404 404 404 404 404 404 401"),
+    ("GET", "/badge/{owner}/{name}/{file}", "404 404 404 404 404 404 404 404 404 401"),
 ];
 
 /// The private project's ids the requests name.
@@ -266,6 +272,10 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             "/api/v1/import?format=ndjson".to_owned(),
             (Some("application/x-ndjson"), json!({"kind": "report", "project": "vault/secret", "external_id": format!("imported-{i}"), "title": "imported"}).to_string()),
         ),
+        ("GET", "/api/v1/status/{owner}/{name}") => ("/api/v1/status/vault/secret".to_owned(), (None, String::new())),
+        ("GET", "/status/{owner}/{name}") => ("/status/vault/secret".to_owned(), (None, String::new())),
+        ("GET", "/status/{owner}/{name}/trend.svg") => ("/status/vault/secret/trend.svg".to_owned(), (None, String::new())),
+        ("GET", "/badge/{owner}/{name}/{file}") => ("/badge/vault/secret/reproduction-rate.svg".to_owned(), (None, String::new())),
         ("GET", path) => (path.to_owned(), (None, String::new())),
         (m, p) => panic!("the matrix has no request for {m} {p}: add one"),
     };

@@ -14,5 +14,6 @@ mod queue;
 mod reports;
 mod runner;
 mod sandbox;
+mod status;
 mod storage;
 mod worker;

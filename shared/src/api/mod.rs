@@ -9,6 +9,7 @@ pub mod projects;
 pub mod query;
 pub mod reports;
 pub mod session;
+pub mod status;
 
 use serde::{Deserialize, Serialize};
 

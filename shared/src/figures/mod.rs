@@ -285,6 +285,27 @@ pub fn week_of(t: chrono::DateTime<chrono::Utc>) -> String {
     monday.format("%Y-%m-%d").to_string()
 }
 
+/// The `n` weeks up to the one holding `now`, oldest first, each with its
+/// counts from `weeks` (a week without any is all zeros).
+pub fn recent_weeks(
+    weeks: &[crate::api::figures::WeekFlow],
+    now: chrono::DateTime<chrono::Utc>,
+    n: usize,
+) -> Vec<crate::api::figures::WeekFlow> {
+    (0..n)
+        .rev()
+        .map(|back| {
+            let key = week_of(now - chrono::Duration::weeks(back as i64));
+            weeks.iter().find(|w| w.week == key).cloned().unwrap_or(crate::api::figures::WeekFlow {
+                week: key,
+                filed: 0,
+                finished: 0,
+                reproduced: 0,
+            })
+        })
+        .collect()
+}
+
 /// docs/domain.md's throughput: reports reaching a final state per week (a
 /// reproduction when its first counting verdict lands; a report graded and
 /// not reproduced when its last graded attempt ends), the backlog and its
@@ -355,6 +376,17 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_weeks_fill_the_gaps_up_to_now() {
+        use crate::api::figures::WeekFlow;
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").unwrap().to_utc();
+        let had = [WeekFlow { week: "2026-11-16".into(), filed: 3, finished: 1, reproduced: 1 }];
+        let w = recent_weeks(&had, now, 4);
+        let keys: Vec<&str> = w.iter().map(|w| w.week.as_str()).collect();
+        assert_eq!(keys, ["2026-11-09", "2026-11-16", "2026-11-23", "2026-11-30"]);
+        assert_eq!((w[1].filed, w[0].filed, w[3].filed), (3, 0, 0));
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-4

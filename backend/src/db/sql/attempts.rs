@@ -12,6 +12,7 @@ use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, C
 use failpass_shared::api::import::Outcome;
 use failpass_shared::api::jobs::PRIORITY_INITIAL;
 use failpass_shared::api::reports::ReportFilter;
+use failpass_shared::api::status::{GradedBy, LatestVerdict};
 use failpass_shared::model::Verdict;
 use failpass_shared::model::{EnvironmentRole, OracleKind};
 use failpass_shared::{grading, hash};
@@ -198,6 +199,36 @@ impl AttemptStore for Engine {
         };
         tx.commit().await?;
         Ok(out)
+    }
+
+    async fn latest_verdicts(&self, project: &str, limit: usize) -> StorageResult<Vec<LatestVerdict>> {
+        type Row = (String, String, Option<String>, String, String, Option<String>, chrono::DateTime<chrono::Utc>);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.external_id, r.title, r.url, a.verdict, a.verdict_source, a.review, \
+             COALESCE(a.ended_at, a.started_at) AS at \
+             FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+             WHERE p.slug = $1 AND a.goal = 'reproduce' AND a.graded \
+             ORDER BY COALESCE(a.ended_at, a.started_at) DESC, a.id DESC LIMIT $2",
+        )
+        .bind(project)
+        .bind(limit.min(1000) as i64)
+        .fetch_all(&self.read)
+        .await?;
+        rows.into_iter()
+            .map(|(external_id, title, url, verdict, source, review, at)| {
+                let verdict = rows::parse(&verdict, "attempts.verdict")?;
+                let source = rows::parse(&source, "attempts.verdict_source")?;
+                let review = rows::parse_opt(review.as_deref(), "attempts.review")?;
+                Ok(LatestVerdict {
+                    external_id,
+                    title,
+                    url,
+                    verdict,
+                    graded_by: GradedBy::of(verdict, source, review),
+                    at,
+                })
+            })
+            .collect()
     }
 
     async fn rerun_targets(

@@ -1,0 +1,177 @@
+//! The public face: a public project's status (computed from the same
+//! figures as the dashboard), its page, trend chart and badges.
+//!
+//! A status is computed at most once a minute per project, however many
+//! people ask: [`StatusCache`] holds it for [`STATUS_TTL_SECONDS`], and
+//! concurrent requests for a project whose status has expired wait for one
+//! computation instead of starting their own. Only public projects are ever
+//! computed; every caller sees the same thing (`ProjectScope::PublicOnly`),
+//! so a signed-in admin's view of a status page is the public's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::api::projects::Project;
+use failpass_shared::api::reports::ReportFilter;
+use failpass_shared::api::status::{
+    LATEST_VERDICTS, ProjectStatus, RouteShare, STATUS_TTL_SECONDS, StatusIndex, StatusIndexEntry, TREND_WEEKS,
+    route_meaning,
+};
+use failpass_shared::figures::{recent_weeks, throughput};
+use failpass_shared::model::{GroupBy, Route};
+
+use crate::db::{ProjectScope, Storage};
+use crate::error::{ApiError, ApiResult};
+use crate::{charts, summaries};
+
+/// A project's computed status and what is drawn from it once.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub status: ProjectStatus,
+    /// The trend chart (the page's figure and its Open Graph image).
+    pub trend_svg: String,
+}
+
+/// Computed statuses by project slug, and the index of public projects.
+#[derive(Clone)]
+pub struct StatusCache {
+    projects: moka::future::Cache<String, Arc<Snapshot>>,
+    index: moka::future::Cache<(), Arc<StatusIndex>>,
+}
+
+impl Default for StatusCache {
+    fn default() -> Self {
+        let ttl = Duration::from_secs(STATUS_TTL_SECONDS);
+        StatusCache {
+            projects: moka::future::Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
+            index: moka::future::Cache::builder().max_capacity(1).time_to_live(ttl).build(),
+        }
+    }
+}
+
+impl StatusCache {
+    /// The status of public project `slug`, or `NotFound` (the same for a
+    /// private project as for a missing one). Visibility is checked on every
+    /// call, so a project made private disappears at once.
+    pub async fn project(&self, storage: &Arc<dyn Storage>, slug: &str) -> ApiResult<Arc<Snapshot>> {
+        let project = public_project(storage.as_ref(), slug).await?;
+        let storage = storage.clone();
+        self.projects
+            .try_get_with(project.slug.clone(), async move {
+                let status = compute(storage.as_ref(), &project).await?;
+                let trend_svg = trend_chart(&status, 720, 300);
+                Ok::<_, ApiError>(Arc::new(Snapshot { status, trend_svg }))
+            })
+            .await
+            .map_err(unshare)
+    }
+
+    /// Every public project, by slug.
+    pub async fn index(&self, storage: &Arc<dyn Storage>) -> ApiResult<Arc<StatusIndex>> {
+        let storage = storage.clone();
+        self.index
+            .try_get_with((), async move {
+                let projects = storage.list_projects(&ProjectScope::PublicOnly).await?;
+                let projects = projects
+                    .into_iter()
+                    .map(|p| StatusIndexEntry {
+                        project: p.slug,
+                        name: p.name,
+                        description: p.description.unwrap_or_default(),
+                        reports: p.reports.max(0) as u64,
+                    })
+                    .collect();
+                Ok::<_, ApiError>(Arc::new(StatusIndex { projects }))
+            })
+            .await
+            .map_err(unshare)
+    }
+}
+
+/// The error of a computation several requests waited for, as each one's own.
+fn unshare(e: Arc<ApiError>) -> ApiError {
+    Arc::try_unwrap(e).unwrap_or_else(|e| match &*e {
+        ApiError::NotFound(m) => ApiError::NotFound(m.clone()),
+        ApiError::Unavailable(m) => ApiError::Unavailable(m.clone()),
+        other => ApiError::Internal(anyhow::anyhow!("{other}")),
+    })
+}
+
+/// The project `slug` if it is public; `NotFound` otherwise, worded the same
+/// whether it is private or missing.
+pub async fn public_project(storage: &dyn Storage, slug: &str) -> ApiResult<Project> {
+    storage
+        .get_project(slug, &ProjectScope::PublicOnly)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no public project `{slug}`")))
+}
+
+/// Computes `project`'s status from the figures every page uses.
+pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<ProjectStatus> {
+    let scope = ProjectScope::PublicOnly;
+    let filter = ReportFilter { project: Some(project.slug.clone()), ..Default::default() };
+    let query = |group_by| FiguresQuery { group_by, filter: filter.clone(), ..Default::default() };
+    let headline = summaries::figures(storage, &scope, query(GroupBy::None)).await?.rows.into_iter().next();
+    let by_route = summaries::figures(storage, &scope, query(GroupBy::Route)).await?.rows;
+    let now = Utc::now();
+    let flow = throughput(&storage.report_flows(&filter, &scope).await?, now);
+    let oracles = storage.oracle_summary(Some(&project.slug), &scope).await?;
+    let latest = storage.latest_verdicts(&project.slug, LATEST_VERDICTS).await?;
+    let reports = project.reports.max(0) as u64;
+    let routes = Route::ALL
+        .iter()
+        .map(|&route| {
+            let n = by_route.iter().find(|r| r.key == route.as_str()).map_or(0, |r| r.reports);
+            RouteShare {
+                route,
+                reports: n,
+                share: (reports > 0).then(|| n as f64 / reports as f64),
+                meaning: route_meaning(route).to_owned(),
+            }
+        })
+        .collect();
+    Ok(ProjectStatus {
+        project: project.slug.clone(),
+        name: project.name.clone(),
+        description: project.description.clone().unwrap_or_default(),
+        updated_at: now,
+        reports,
+        reports_graded: headline.as_ref().map_or(0, |r| r.reports_graded),
+        reports_reproduced: headline.as_ref().map_or(0, |r| r.reports_reproduced),
+        rate: headline.as_ref().and_then(|r| r.rate),
+        rate_low: headline.as_ref().and_then(|r| r.rate_low),
+        rate_high: headline.as_ref().and_then(|r| r.rate_high),
+        backlog: flow.backlog,
+        backlog_oldest_days: flow.backlog_oldest_days,
+        backlog_median_days: flow.backlog_median_days,
+        time_to_reproduction_n: flow.time_to_reproduction_n,
+        time_to_reproduction_median_hours: flow.time_to_reproduction_median_hours,
+        oracle_coverage: oracles.coverage,
+        in_patch_reference: oracles.in_patch_reference,
+        routes,
+        weeks: recent_weeks(&flow.weeks, now, TREND_WEEKS),
+        latest,
+    })
+}
+
+/// The weekly trend: filed, reached a final state, reproduced.
+pub fn trend_chart(status: &ProjectStatus, width: u32, height: u32) -> String {
+    let labels: Vec<String> = status.weeks.iter().map(|w| w.week.get(5..).unwrap_or(&w.week).to_owned()).collect();
+    let series = [
+        ("Filed", status.weeks.iter().map(|w| w.filed as f64).collect()),
+        ("Reached a final state", status.weeks.iter().map(|w| w.finished as f64).collect()),
+        ("Of which reproduced", status.weeks.iter().map(|w| w.reproduced as f64).collect()),
+    ];
+    charts::grouped_bars(
+        &format!("{}: the last 90 days", status.project),
+        "Week starting (MM-DD, UTC)",
+        "Reports",
+        &labels,
+        &series,
+        &|v| format!("{v:.0}"),
+        width,
+        height,
+    )
+}
