@@ -937,6 +937,10 @@ async fn status_page_and_badges_for_the_public() {
             h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
         assert!(overflow.as_i64().unwrap_or(0) <= 0, "the status page scrolls sideways at {width} px by {overflow}");
         h.screenshot(&format!("status-{width}.png")).await;
+        for (section, name) in [("routes", "routes"), ("latest", "latest"), ("badges", "badges")] {
+            h.client.execute(&format!("document.getElementById('{section}').scrollIntoView()"), vec![]).await.unwrap();
+            h.screenshot(&format!("status-{width}-{name}.png")).await;
+        }
         h.client.goto(&format!("{}/badge/pytorch/pytorch/reproduction-rate.svg", h.base)).await.unwrap();
         h.screenshot(&format!("badge-{width}.png")).await;
         h.finish().await;

@@ -241,10 +241,16 @@ async fn markup_in_names_and_titles_stays_text() {
     );
     assert!(!html.contains("<img src=x"), "name escaped");
     assert!(!html.contains("<b>bold"), "description escaped");
-    assert!(html.contains("href=\"https://example.org/a?b=&quot;&gt;&lt;script&gt;\""), "the link is an attribute, quoted");
+    assert!(
+        html.contains("href=\"https://example.org/a?b=&quot;&gt;&lt;script&gt;\""),
+        "the link is an attribute, quoted"
+    );
     // A `javascript:` link is refused at intake.
     let r = app
-        .post("/api/v1/reports", &json!({"project": "evil/lib", "external_id": "2", "title": "t", "url": "javascript:alert(1)"}))
+        .post(
+            "/api/v1/reports",
+            &json!({"project": "evil/lib", "external_id": "2", "title": "t", "url": "javascript:alert(1)"}),
+        )
         .await;
     assert_eq!(r.status, 400);
     let index = anon_get(&app, "/status").await.text().await.unwrap();
