@@ -252,6 +252,10 @@ pub struct ServeArgs {
     /// environment every this many hours (0: never).
     #[arg(long, env = "FAILPASS_RECHECK_EVERY_HOURS", default_value_t = 0)]
     pub recheck_every_hours: u64,
+    /// Serve `/metrics` only to `Authorization: Bearer TOKEN` (Prometheus'
+    /// `authorization` setting); without it `/metrics` is open.
+    #[arg(long, env = "FAILPASS_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// The address users reach failpass at (`https://failpass.example.org`):
     /// requests for any other Host are refused, and https turns on Secure
     /// cookies. Needed when binding an address other machines can reach.
@@ -292,6 +296,7 @@ impl ServeArgs {
             secure_cookies: self.secure_cookies,
             trust_forwarded_for: self.trust_x_forwarded_for,
             allow_unsandboxed_runs: self.runs.allow_unsandboxed_runs,
+            metrics_token: self.metrics_token.clone(),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod import;
 pub mod import_cli;
 pub mod input;
 pub mod markdown;
+pub mod metrics;
 pub mod reroute;
 pub mod routes;
 pub mod runner;

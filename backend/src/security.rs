@@ -45,6 +45,8 @@ pub struct SecurityConfig {
     /// Grade candidates even where the sandbox cannot switch users (the
     /// worker is not root): they then run as failpass's own user.
     pub allow_unsandboxed_runs: bool,
+    /// `/metrics` answers only with `Authorization: Bearer` this; open without it.
+    pub metrics_token: Option<String>,
 }
 
 /// The checks' settings, worked out once the listener is bound.
@@ -57,6 +59,7 @@ pub struct Security {
     pub private_by_default: bool,
     pub secure_cookies: bool,
     pub trust_forwarded_for: bool,
+    pub metrics_token: Option<String>,
 }
 
 impl Security {
@@ -101,6 +104,7 @@ impl Security {
             private_by_default: cfg.private_by_default,
             secure_cookies: https || cfg.secure_cookies,
             trust_forwarded_for: cfg.trust_forwarded_for,
+            metrics_token: cfg.metrics_token.clone().filter(|t| !t.is_empty()),
         })
     }
 

@@ -186,6 +186,7 @@ fn with_layers(
     let request_id = HeaderName::from_static("x-request-id");
     let sessions = crate::auth::sessions::layer(storage, security.secure_cookies);
     router
+        .layer(axum::middleware::from_fn(crate::metrics::track_http))
         .layer(sessions)
         .layer(axum::extract::DefaultBodyLimit::max(crate::error::BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(security.clone(), crate::security::guard))

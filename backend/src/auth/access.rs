@@ -278,6 +278,13 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::None,
         "a public project's status figures (what its page shows)",
     ),
+    route(
+        "GET",
+        "/metrics",
+        Open,
+        Body::None,
+        "Prometheus metrics: open, or only to the --metrics-token (never an API token)",
+    ),
     route("GET", "/status", Read, Body::None, "the public projects' status pages (HTML)"),
     route("GET", "/status/{owner}/{name}", Read, Body::None, "a public project's status page (HTML, no script)"),
     route(

@@ -492,6 +492,7 @@ impl<'a> Importer<'a> {
         self.flush().await?;
         // Attempts are judged when their batch is stored, so restore input order.
         self.summary.rejections.sort_by_key(|r| r.record);
+        crate::metrics::imported(&self.summary);
         Ok(self.summary)
     }
 }

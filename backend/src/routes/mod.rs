@@ -17,6 +17,7 @@ mod figures;
 pub mod health;
 mod import;
 mod jobs;
+mod metrics;
 mod oracles;
 pub mod pages;
 mod projects;
@@ -90,6 +91,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
         .add("GET", "/api/v1/environments", get(environments::list_environments))
         .add("POST", "/api/v1/environments", post(environments::create_environment))
+        .add("GET", "/metrics", get(metrics::metrics))
         .add("GET", "/api/v1/status/{owner}/{name}", get(status::status_json))
         .add("GET", "/status", get(status::status_index))
         .add("GET", "/status/{owner}/{name}", get(status::status_page))
@@ -144,6 +146,11 @@ impl Routes {
 
 /// The route-level check in front of every handler.
 async fn access(State((state, spec)): State<(AppState, &'static RouteSpec)>, req: Request, next: Next) -> Response {
+    // `/metrics` is Prometheus': it authenticates by the metrics token alone
+    // (its handler checks it), never by a session or an API token.
+    if spec.path == "/metrics" {
+        return next.run(req).await;
+    }
     let (mut parts, body) = req.into_parts();
     let viewer = match Viewer::resolve(&mut parts, state.storage.as_ref()).await {
         Ok(v) => v,

@@ -146,6 +146,12 @@ async fn run_one(worker: &Worker, job: &Job, options: &WorkerOptions) {
         _ = renew => None,
     };
     let now = clock(storage).await;
+    let ended = match &outcome {
+        None => "lost",
+        Some(Ok(_)) => "done",
+        Some(Err(_)) => "failed",
+    };
+    crate::metrics::job_finished(job.kind.as_str(), ended, started.elapsed().as_secs_f64());
     match outcome {
         None => tracing::warn!("lease lost to another worker; result dropped"),
         Some(Ok(v)) => match storage.complete(job.id, id, now, Some(&v)).await {

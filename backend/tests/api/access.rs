@@ -71,6 +71,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/import", "401 403 200C 200R 200C 403 200C 403 200R 401"),
     // The public face shows public projects only, to everyone alike.
     ("GET", "/api/v1/status/{owner}/{name}", "404 404 404 404 404 404 404 404 404 401"),
+    // Prometheus' own door: the metrics token (none set here), never an API token.
+    ("GET", "/metrics", "200H 200H 200H 200H 200H 200H 200H 200H 200H 200H"),
     ("GET", "/status", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/status/{owner}/{name}", "404 404 404 404 404 404 404 404 404 401"),
     ("GET", "/status/{owner}/{name}/trend.svg", "404 404 404 404 404 404 404 404 404 401"),

@@ -9,6 +9,7 @@ mod health;
 mod helpers;
 mod import;
 mod input;
+mod metrics;
 mod projects;
 mod queue;
 mod reports;
