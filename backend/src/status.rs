@@ -2,9 +2,11 @@
 //! figures as the dashboard), its page, trend chart and badges.
 //!
 //! A status is computed at most once a minute per project, however many
-//! people ask: [`StatusCache`] holds it for [`STATUS_TTL_SECONDS`], and
-//! concurrent requests for a project whose status has expired wait for one
-//! computation instead of starting their own. Only public projects are ever
+//! people ask, and no visitor waits for it but the very first: [`StatusCache`]
+//! serves the last computed status, and when it is older than
+//! [`STATUS_TTL_SECONDS`] starts one recomputation in the background (stale
+//! while revalidating). Concurrent first requests wait for one computation
+//! instead of starting their own. Only public projects are ever
 //! computed; every caller sees the same thing (`ProjectScope::PublicOnly`),
 //! so a signed-in admin's view of a status page is the public's.
 
@@ -32,12 +34,21 @@ pub struct Snapshot {
     pub status: ProjectStatus,
     /// The trend chart (the page's figure and its Open Graph image).
     pub trend_svg: String,
+    computed: std::time::Instant,
+}
+
+impl Snapshot {
+    fn is_stale(&self) -> bool {
+        self.computed.elapsed() >= Duration::from_secs(STATUS_TTL_SECONDS)
+    }
 }
 
 /// Computed statuses by project slug, and the index of public projects.
 #[derive(Clone)]
 pub struct StatusCache {
     projects: moka::future::Cache<String, Arc<Snapshot>>,
+    /// Projects whose status is being recomputed in the background.
+    refreshing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     index: moka::future::Cache<(), Arc<StatusIndex>>,
 }
 
@@ -45,7 +56,9 @@ impl Default for StatusCache {
     fn default() -> Self {
         let ttl = Duration::from_secs(STATUS_TTL_SECONDS);
         StatusCache {
-            projects: moka::future::Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
+            // Kept until replaced; staleness is the snapshot's own (see `project`).
+            projects: moka::future::Cache::builder().max_capacity(10_000).build(),
+            refreshing: Default::default(),
             index: moka::future::Cache::builder().max_capacity(1).time_to_live(ttl).build(),
         }
     }
@@ -57,15 +70,37 @@ impl StatusCache {
     /// call, so a project made private disappears at once.
     pub async fn project(&self, storage: &Arc<dyn Storage>, slug: &str) -> ApiResult<Arc<Snapshot>> {
         let project = public_project(storage.as_ref(), slug).await?;
+        if let Some(snap) = self.projects.get(&project.slug).await {
+            if snap.is_stale() {
+                self.refresh_in_background(storage.clone(), project);
+            }
+            return Ok(snap);
+        }
         let storage = storage.clone();
-        self.projects
-            .try_get_with(project.slug.clone(), async move {
-                let status = compute(storage.as_ref(), &project).await?;
-                let trend_svg = trend_chart(&status, 720, 300);
-                Ok::<_, ApiError>(Arc::new(Snapshot { status, trend_svg }))
-            })
-            .await
-            .map_err(unshare)
+        self.projects.try_get_with(project.slug.clone(), snapshot(storage, project)).await.map_err(unshare)
+    }
+
+    /// Recomputes `project`'s status unless that is already under way; the
+    /// stale one is served meanwhile.
+    fn refresh_in_background(&self, storage: Arc<dyn Storage>, project: Project) {
+        let Ok(mut running) = self.refreshing.lock() else { return };
+        if !running.insert(project.slug.clone()) {
+            return;
+        }
+        drop(running);
+        let (projects, refreshing) = (self.projects.clone(), self.refreshing.clone());
+        tokio::spawn(async move {
+            let slug = project.slug.clone();
+            match snapshot(storage, project).await {
+                Ok(snap) => projects.insert(slug.clone(), snap).await,
+                Err(e) => {
+                    tracing::warn!(project = %slug, error = %e, "status: recomputing failed; the last one is served")
+                }
+            }
+            if let Ok(mut running) = refreshing.lock() {
+                running.remove(&slug);
+            }
+        });
     }
 
     /// Every public project, by slug.
@@ -88,6 +123,13 @@ impl StatusCache {
             .await
             .map_err(unshare)
     }
+}
+
+/// Computes `project`'s status and draws its trend.
+async fn snapshot(storage: Arc<dyn Storage>, project: Project) -> ApiResult<Arc<Snapshot>> {
+    let status = compute(storage.as_ref(), &project).await?;
+    let trend_svg = trend_chart(&status, 720, 300);
+    Ok(Arc::new(Snapshot { status, trend_svg, computed: std::time::Instant::now() }))
 }
 
 /// The error of a computation several requests waited for, as each one's own.
