@@ -31,6 +31,8 @@ pub struct App {
     refine_budget: u32,
     recheck_every: Option<Duration>,
     allow_unsandboxed: bool,
+    /// Public projects' statuses (shared with the routes).
+    status: crate::status::StatusCache,
 }
 
 /// What to build an [`App`] from.
@@ -75,12 +77,13 @@ impl App {
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let bound = listener.local_addr().context("reading the bound address")?;
         let security = Arc::new(crate::security::Security::new(&cfg.security, bound)?);
+        let status = crate::status::StatusCache::default();
         let (router, routes) = router(AppState {
             storage: storage.clone(),
             routing,
             security: security.clone(),
             health: Default::default(),
-            status: Default::default(),
+            status: status.clone(),
         });
         let router = with_layers(router, storage.clone(), security);
         Ok(App {
@@ -94,6 +97,7 @@ impl App {
             refine_budget: cfg.refine_budget,
             recheck_every: cfg.recheck_every,
             allow_unsandboxed: cfg.security.allow_unsandboxed_runs,
+            status,
         })
     }
 
@@ -149,10 +153,16 @@ impl App {
             .recheck_every
             .map(|every| tokio::spawn(crate::runner::schedule::run(self.storage.clone(), every, stop.subscribe())));
         let sweeper = tokio::spawn(sweep_sessions(self.storage.clone(), stop.subscribe()));
+        // Public projects' statuses computed now, so their first visitors do not wait.
+        let warm = {
+            let (status, storage) = (self.status.clone(), self.storage.clone());
+            tokio::spawn(async move { status.warm(&storage).await })
+        };
         // The peer's address reaches handlers (sign-in limits per address).
         let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown).await;
         let _ = stop.send(true);
+        warm.abort();
         let _ = sweeper.await;
         if let Some(s) = schedule {
             let _ = s.await;

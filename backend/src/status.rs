@@ -103,6 +103,17 @@ impl StatusCache {
         });
     }
 
+    /// Computes the status of every public project not cached yet, one at a
+    /// time (at start, so that their first visitors do not wait for it).
+    pub async fn warm(&self, storage: &Arc<dyn Storage>) {
+        let Ok(projects) = storage.list_projects(&ProjectScope::PublicOnly).await else { return };
+        for p in projects {
+            if let Err(e) = self.project(storage, &p.slug).await {
+                tracing::warn!(project = %p.slug, error = %e, "status: warming failed");
+            }
+        }
+    }
+
     /// Every public project, by slug.
     pub async fn index(&self, storage: &Arc<dyn Storage>) -> ApiResult<Arc<StatusIndex>> {
         let storage = storage.clone();
