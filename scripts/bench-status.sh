@@ -50,7 +50,7 @@ measure() { # label, data dir, project, extra args
   sleep 2
   fresh=$(ms "$base/status/$3")
   stop
-  printf '%s\n  first load after start (computed), %s restarts: %s ms\n  cached, 1 connection:   %s\n  cached, 16 connections: %s\n  a minute on: %s ms (stale served, recomputed behind), then %s ms\n' \
+  printf '%s\n  first load right after start (waits for the start-up computation), %s restarts: %s ms\n  cached, 1 connection:   %s\n  cached, 16 connections: %s\n  a minute on: %s ms (stale served, recomputed behind), then %s ms\n' \
     "$1" "$restarts" "${cold[*]}" "$one" "$sixteen" "$stale" "$fresh"
 }
 
