@@ -77,6 +77,8 @@ impl App {
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let bound = listener.local_addr().context("reading the bound address")?;
         let security = Arc::new(crate::security::Security::new(&cfg.security, bound)?);
+        // The metrics recorder before the first request, so nothing goes unrecorded.
+        crate::metrics::handle();
         let status = crate::status::StatusCache::default();
         let (router, routes) = router(AppState {
             storage: storage.clone(),
