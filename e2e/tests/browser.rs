@@ -28,6 +28,8 @@ struct Harness {
     client: Client,
     http: reqwest::Client,
     driver: Child,
+    /// chromedriver's address (for the Chrome DevTools commands it relays).
+    driver_url: String,
     _data: TempDir,
     _profile: TempDir,
 }
@@ -111,10 +113,27 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
             Err(e) => panic!("chromedriver did not start a session: {e}"),
         }
     };
-    Harness { base, client, http, driver, _data: data, _profile: profile }
+    let driver_url = format!("http://127.0.0.1:{port}");
+    Harness { base, client, http, driver, driver_url, _data: data, _profile: profile }
 }
 
 impl Harness {
+    /// Makes pages see `prefers-color-scheme: dark` (a DevTools command, relayed by chromedriver).
+    async fn prefer_dark(&self) {
+        let session = self.client.session_id().await.unwrap().expect("a WebDriver session");
+        let r = self
+            .http
+            .post(format!("{}/session/{session}/goog/cdp/execute", self.driver_url))
+            .json(&serde_json::json!({
+                "cmd": "Emulation.setEmulatedMedia",
+                "params": {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+            }))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "emulating the dark scheme: {}", r.text().await.unwrap());
+    }
+
     async fn api<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
         self.http.get(format!("{}{path}", self.base)).send().await.unwrap().json().await.unwrap()
     }
@@ -941,6 +960,19 @@ async fn status_page_and_badges_for_the_public() {
             h.client.execute(&format!("document.getElementById('{section}').scrollIntoView()"), vec![]).await.unwrap();
             h.screenshot(&format!("status-{width}-{name}.png")).await;
         }
+        // The dark scheme: the page's own colours, readable.
+        let background = "return getComputedStyle(document.body).backgroundColor";
+        let light = h.client.execute(background, vec![]).await.unwrap();
+        h.prefer_dark().await;
+        h.client.refresh().await.unwrap();
+        h.text("status-rate-value").await;
+        let dark = h.client.execute(background, vec![]).await.unwrap();
+        assert_eq!(light.as_str(), Some("rgb(246, 247, 249)"), "light background");
+        assert_eq!(dark.as_str(), Some("rgb(21, 24, 28)"), "dark background");
+        let ink = h.client.execute("return getComputedStyle(document.body).color", vec![]).await.unwrap();
+        assert_eq!(ink.as_str(), Some("rgb(228, 231, 235)"), "light text on the dark background");
+        h.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
+        h.screenshot(&format!("status-{width}-dark.png")).await;
         h.client.goto(&format!("{}/badge/pytorch/pytorch/reproduction-rate.svg", h.base)).await.unwrap();
         h.screenshot(&format!("badge-{width}.png")).await;
         h.finish().await;
