@@ -126,7 +126,7 @@ async fn project_gauges(storage: &Arc<dyn Storage>, status: &StatusCache) -> Str
     };
     let mut snapshots = Vec::with_capacity(projects.len());
     for p in projects {
-        if let Ok(snap) = status.project(storage, &p.slug).await {
+        if let Ok(snap) = status.of(storage, p).await {
             snapshots.push(snap);
         }
     }

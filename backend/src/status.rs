@@ -21,12 +21,12 @@ use failpass_shared::api::status::{
     LATEST_VERDICTS, ProjectStatus, RouteShare, STATUS_TTL_SECONDS, StatusIndex, StatusIndexEntry, TREND_WEEKS,
     route_meaning,
 };
-use failpass_shared::figures::{recent_weeks, throughput};
+use failpass_shared::figures::{ReportContribution, figure_rows, recent_weeks, throughput};
 use failpass_shared::model::{GroupBy, Route};
 
+use crate::charts;
 use crate::db::{ProjectScope, Storage};
 use crate::error::{ApiError, ApiResult};
-use crate::{charts, summaries};
 
 /// A project's computed status and what is drawn from it once.
 #[derive(Debug)]
@@ -43,13 +43,20 @@ impl Snapshot {
     }
 }
 
+/// The public projects, and when they were listed.
+#[derive(Debug)]
+pub struct IndexSnapshot {
+    pub index: StatusIndex,
+    pub updated_at: chrono::DateTime<Utc>,
+}
+
 /// Computed statuses by project slug, and the index of public projects.
 #[derive(Clone)]
 pub struct StatusCache {
     projects: moka::future::Cache<String, Arc<Snapshot>>,
     /// Projects whose status is being recomputed in the background.
     refreshing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
-    index: moka::future::Cache<(), Arc<StatusIndex>>,
+    index: moka::future::Cache<(), Arc<IndexSnapshot>>,
 }
 
 impl Default for StatusCache {
@@ -70,6 +77,11 @@ impl StatusCache {
     /// call, so a project made private disappears at once.
     pub async fn project(&self, storage: &Arc<dyn Storage>, slug: &str) -> ApiResult<Arc<Snapshot>> {
         let project = public_project(storage.as_ref(), slug).await?;
+        self.of(storage, project).await
+    }
+
+    /// The status of `project`, which the caller has just read as public.
+    pub async fn of(&self, storage: &Arc<dyn Storage>, project: Project) -> ApiResult<Arc<Snapshot>> {
         if let Some(snap) = self.projects.get(&project.slug).await {
             if snap.is_stale() {
                 self.refresh_in_background(storage.clone(), project);
@@ -108,14 +120,15 @@ impl StatusCache {
     pub async fn warm(&self, storage: &Arc<dyn Storage>) {
         let Ok(projects) = storage.list_projects(&ProjectScope::PublicOnly).await else { return };
         for p in projects {
-            if let Err(e) = self.project(storage, &p.slug).await {
-                tracing::warn!(project = %p.slug, error = %e, "status: warming failed");
+            let slug = p.slug.clone();
+            if let Err(e) = self.of(storage, p).await {
+                tracing::warn!(project = %slug, error = %e, "status: warming failed");
             }
         }
     }
 
     /// Every public project, by slug.
-    pub async fn index(&self, storage: &Arc<dyn Storage>) -> ApiResult<Arc<StatusIndex>> {
+    pub async fn index(&self, storage: &Arc<dyn Storage>) -> ApiResult<Arc<IndexSnapshot>> {
         let storage = storage.clone();
         self.index
             .try_get_with((), async move {
@@ -129,7 +142,7 @@ impl StatusCache {
                         reports: p.reports.max(0) as u64,
                     })
                     .collect();
-                Ok::<_, ApiError>(Arc::new(StatusIndex { projects }))
+                Ok::<_, ApiError>(Arc::new(IndexSnapshot { index: StatusIndex { projects }, updated_at: Utc::now() }))
             })
             .await
             .map_err(unshare)
@@ -165,9 +178,13 @@ pub async fn public_project(storage: &dyn Storage, slug: &str) -> ApiResult<Proj
 pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<ProjectStatus> {
     let scope = ProjectScope::PublicOnly;
     let filter = ReportFilter { project: Some(project.slug.clone()), ..Default::default() };
-    let query = |group_by| FiguresQuery { group_by, filter: filter.clone(), ..Default::default() };
-    let headline = summaries::figures(storage, &scope, query(GroupBy::None)).await?.rows.into_iter().next();
-    let by_route = summaries::figures(storage, &scope, query(GroupBy::Route)).await?.rows;
+    // Every report has one route, so the route grouping's contributions,
+    // taken together, are the project's: one query serves both.
+    let query = FiguresQuery { group_by: GroupBy::Route, filter: filter.clone(), ..Default::default() };
+    let contributions = storage.figure_contributions(&query, &scope).await?;
+    let all = contributions.iter().map(|c| ReportContribution { key: "all".to_owned(), ..c.clone() });
+    let headline = figure_rows(all).into_iter().next();
+    let by_route = figure_rows(contributions);
     let now = Utc::now();
     let flow = throughput(&storage.report_flows(&filter, &scope).await?, now);
     let oracles = storage.oracle_summary(Some(&project.slug), &scope).await?;

@@ -35,6 +35,9 @@ pub enum Action {
     ManageEnvironments,
     /// Create projects and change their visibility.
     ManageProjects,
+    /// Scrape Prometheus metrics: the metrics token alone decides (the
+    /// handler checks it); sessions and API tokens are never consulted.
+    Scrape,
 }
 
 impl Action {
@@ -51,6 +54,7 @@ impl Action {
             Action::ReadEnvironments => "read environments",
             Action::ManageEnvironments => "manage environments",
             Action::ManageProjects => "manage projects",
+            Action::Scrape => "metrics token",
         }
     }
 }
@@ -281,7 +285,7 @@ pub const ROUTES: &[RouteSpec] = &[
     route(
         "GET",
         "/metrics",
-        Open,
+        Scrape,
         Body::None,
         "Prometheus metrics: open, or only to the --metrics-token (never an API token)",
     ),

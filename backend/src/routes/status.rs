@@ -22,9 +22,9 @@ use crate::error::{ApiError, ApiPath, ApiResult};
 /// `GET /status`
 pub async fn status_index(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match state.status.index(&state.storage).await {
-        Ok(index) => {
-            let body = index_page(&index).into_string();
-            conditional(&headers, "text/html; charset=utf-8", body, Utc::now())
+        Ok(snap) => {
+            let body = index_page(&snap.index).into_string();
+            conditional(&headers, "text/html; charset=utf-8", body, snap.updated_at)
         }
         Err(e) => error_page(&e),
     }

@@ -162,7 +162,6 @@ impl AttemptStore for Engine {
     }
 
     async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)> {
-        use failpass_shared::api::import::Outcome;
         let mut tx = self.write.begin().await?;
         let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM attempts WHERE id = $1")
             .bind(new.attempt_id)
@@ -238,7 +237,6 @@ impl AttemptStore for Engine {
         verdicts: &[Verdict],
         scope: &ProjectScope,
     ) -> StorageResult<Vec<i64>> {
-        use failpass_shared::model::{EnvironmentRole, OracleKind};
         use futures_util::TryStreamExt;
         // The database narrows to deterministic oracles; the shared rule decides.
         let kinds: Vec<&str> = OracleKind::ALL.iter().filter(|k| k.is_deterministic()).map(|k| k.as_str()).collect();
@@ -289,7 +287,7 @@ impl AttemptStore for Engine {
         reviewer: &str,
         scope: &ProjectScope,
     ) -> StorageResult<Attempt> {
-        use failpass_shared::model::{Goal, Review, Verdict, VerdictSource, attempt_awaits_review, attempt_counts};
+        use failpass_shared::model::{Goal, Review, VerdictSource, attempt_awaits_review, attempt_counts};
         let mut tx = self.write.begin().await?;
         let row: Option<(i64, String, String, String, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT a.report_id, a.goal, a.verdict, a.verdict_source, r.vague FROM attempts a JOIN reports r ON r.id = a.report_id \
@@ -519,7 +517,7 @@ impl Engine {
 
     /// Recomputes reports' counters, best verdict, status and spend from their attempts.
     pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
-        use failpass_shared::model::{Verdict, report_status};
+        use failpass_shared::model::report_status;
         for chunk in ids.chunks(500) {
             let mut qb = sqlx::QueryBuilder::<Db>::new(report_aggregate_sql());
             let mut sep = qb.separated(", ");

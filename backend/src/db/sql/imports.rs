@@ -21,7 +21,6 @@ use crate::db::{StorageError, StorageResult};
 #[async_trait]
 impl ImportStore for Engine {
     async fn import_reports(&self, news: &[NewReport]) -> StorageResult<Vec<StorageResult<Outcome>>> {
-        use failpass_shared::api::import::Outcome;
         use std::collections::HashMap;
         let mut tx = self.write.begin().await?;
         // Project ids, then every existing (project, external id) of the batch, in few queries.
@@ -96,7 +95,6 @@ impl ImportStore for Engine {
         reqs: &[CreateProjectRequest],
         default_public: bool,
     ) -> StorageResult<Vec<Outcome>> {
-        use failpass_shared::api::import::Outcome;
         let mut tx = self.write.begin().await?;
         let mut out = Vec::with_capacity(reqs.len());
         for req in reqs {
@@ -142,7 +140,6 @@ impl ImportStore for Engine {
     }
 
     async fn import_agents(&self, agents: &[AgentRecord]) -> StorageResult<Vec<Outcome>> {
-        use failpass_shared::api::import::Outcome;
         let mut tx = self.write.begin().await?;
         let mut out = Vec::with_capacity(agents.len());
         let now = common::now();
@@ -202,7 +199,6 @@ impl ImportStore for Engine {
     }
 
     async fn import_attempts(&self, reqs: &[CreateAttemptRequest]) -> StorageResult<Vec<StorageResult<Outcome>>> {
-        use failpass_shared::api::import::Outcome;
         use std::collections::HashMap;
         let mut tx = self.write.begin().await?;
         let mut results: Vec<StorageResult<Outcome>> = Vec::with_capacity(reqs.len());

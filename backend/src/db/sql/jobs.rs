@@ -145,7 +145,6 @@ impl JobStore for Engine {
         error: &str,
         retry: Retry,
     ) -> StorageResult<Option<JobStatus>> {
-        use failpass_shared::model::JobStatus;
         let now = common::secs(now);
         let mut tx = self.write.begin().await?;
         let held: Option<(i64, i64)> = sqlx::query_as(
