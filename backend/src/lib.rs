@@ -13,6 +13,7 @@ pub mod import_cli;
 pub mod input;
 pub mod markdown;
 pub mod metrics;
+pub mod openapi;
 pub mod reroute;
 pub mod routes;
 pub mod runner;

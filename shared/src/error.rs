@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// `not_found`, `conflict`, `unauthorized`, `internal`), `message` is for people
 /// and names the offending field where there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiErrorBody {
     pub code: String,
     pub message: String,

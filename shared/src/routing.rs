@@ -14,6 +14,7 @@ use crate::model::{Category, OracleKind, OracleSource, Route};
 /// Keyword lists and thresholds of the rule. Every list is matched
 /// case-insensitively; keywords match whole words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct RoutingConfig {
     /// Words in title or body that mark harness and plumbing reports.

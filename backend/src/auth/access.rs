@@ -208,6 +208,8 @@ pub const ROUTES: &[RouteSpec] = &[
     route("POST", "/settings/tokens", ManageTokens, Body::Form, "create a project token (shown once)"),
     route("POST", "/settings/tokens/{id}/revoke", ManageTokens, Body::Form, "revoke a token"),
     route("GET", "/api/v1/session", Open, Body::None, "who you are: user, admin, memberships, token"),
+    route("GET", "/api/v1/openapi.json", Open, Body::None, "this API as an OpenAPI 3.1 document"),
+    route("GET", "/docs/api", Open, Body::None, "the API reference page, drawn from the OpenAPI document"),
     route("GET", "/api/v1/projects", Read, Body::None, "projects you may see"),
     route("POST", "/api/v1/projects", ManageProjects, Body::Json, "create a project"),
     route("GET", "/api/v1/projects/{*slug}", Read, Body::None, "one project"),

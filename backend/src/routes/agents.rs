@@ -9,6 +9,10 @@ use crate::auth::Viewer;
 use crate::error::{ApiJson, ApiResult};
 
 /// `GET /api/v1/agents`: each agent's stated figures beside its computed ones.
+#[utoipa::path(
+    get, path = "/api/v1/agents", tag = "figures",
+    responses((status = 200, description = "Each agent's stated figures beside the computed ones.", body = Vec<failpass_shared::api::import::AgentFigures>))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn list_agents(
     State(state): State<AppState>,

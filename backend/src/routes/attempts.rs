@@ -11,6 +11,11 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 use failpass_shared::api::import::Outcome;
 use failpass_shared::model::VerdictSource;
 
+#[utoipa::path(
+    get, path = "/api/v1/attempts", tag = "attempts",
+    params(AttemptListQuery),
+    responses((status = 200, description = "One page of attempts, newest first.", body = Page<Attempt>))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn list_attempts(
     State(state): State<AppState>,
@@ -21,6 +26,12 @@ pub async fn list_attempts(
     Ok(ApiJson(state.storage.list_attempts(&query, &viewer.scope()).await?))
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/attempts", tag = "attempts",
+    request_body = CreateAttemptRequest,
+    responses((status = 201, description = "Stored (and queued for grading when `verify` is true).", body = Attempt),
+              (status = 409, description = "An attempt with this key is already stored.", body = failpass_shared::error::ApiErrorBody))
+)]
 #[tracing::instrument(skip_all, fields(agent = %req.agent))]
 pub async fn create_attempt(
     State(state): State<AppState>,
@@ -75,6 +86,11 @@ pub async fn create_attempt(
     }
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/attempts/{id}", tag = "attempts",
+    params(("id" = i64, Path, example = 1, description = "The attempt's id.")),
+    responses((status = 200, description = "The attempt with its runs.", body = AttemptDetail))
+)]
 #[tracing::instrument(skip_all, fields(attempt_id = id))]
 pub async fn get_attempt(
     State(state): State<AppState>,
@@ -90,6 +106,12 @@ pub async fn get_attempt(
 }
 
 /// `POST /api/v1/attempts/{id}/review`: accept or reject an attempt.
+#[utoipa::path(
+    post, path = "/api/v1/attempts/{id}/review", tag = "attempts",
+    params(("id" = i64, Path, example = 1, description = "The attempt's id.")),
+    request_body = failpass_shared::api::attempts::ReviewRequest,
+    responses((status = 200, description = "Reviewed.", body = Attempt))
+)]
 #[tracing::instrument(skip_all, fields(attempt_id = id))]
 pub async fn review_attempt(
     State(state): State<AppState>,

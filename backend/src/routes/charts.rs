@@ -19,10 +19,31 @@ use crate::summaries::{distributions, figures, oracle_summary, throughput_of};
 pub const CHARTS: &str =
     "rate, reports, throughput, cost-both-ways, spend, histogram, cdf, oracle-kinds, oracle-sources";
 
+/// A chart's name in the OpenAPI document: one of [`CHARTS`].
+pub struct ChartName;
+
+impl utoipa::PartialSchema for ChartName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .enum_values(Some(CHARTS.split(", ")))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ChartName {}
+
 /// Narrowest and widest drawing, in pixels (`width`).
 const WIDTH: std::ops::RangeInclusive<u32> = 280..=1600;
 
 /// Every chart takes its JSON twin's parameters plus `width`; `name` may end in `.svg`.
+#[utoipa::path(
+    get, path = "/api/v1/charts/{name}", tag = "figures",
+    params(("name" = inline(ChartName), Path, description = "The chart (`.svg` may follow the name)."),
+           ("width" = Option<u32>, Query, minimum = 280, maximum = 1600, description = "Width in pixels."),
+           DistributionQuery),
+    responses((status = 200, description = "The chart.", content_type = "image/svg+xml", body = String))
+)]
 #[tracing::instrument(skip_all, fields(chart = %name))]
 pub async fn get_chart(
     State(state): State<AppState>,

@@ -10,6 +10,11 @@ use crate::auth::{Action, Viewer};
 use crate::error::{ApiError, ApiJson, ApiResult, QueryPairs};
 
 /// `GET /api/v1/environments?project=owner/name`.
+#[utoipa::path(
+    get, path = "/api/v1/environments", tag = "environments",
+    params(("project" = String, Query, example = "pytorch/pytorch", description = "The project, `owner/name`.")),
+    responses((status = 200, description = "The project's environments (recipes).", body = Vec<Environment>))
+)]
 pub async fn list_environments(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -23,6 +28,11 @@ pub async fn list_environments(
 }
 
 /// `POST /api/v1/environments`: creates or replaces a project's environment by name.
+#[utoipa::path(
+    post, path = "/api/v1/environments", tag = "environments",
+    request_body = CreateEnvironmentRequest,
+    responses((status = 201, description = "Stored.", body = Environment))
+)]
 pub async fn create_environment(
     State(state): State<AppState>,
     viewer: Viewer,

@@ -12,6 +12,11 @@ use crate::error::{ApiJson, ApiResult, QueryPairs};
 use crate::summaries;
 
 /// `GET /api/v1/figures`: one row per group, every figure as docs/domain.md defines it.
+#[utoipa::path(
+    get, path = "/api/v1/figures", tag = "figures",
+    params(FiguresQuery),
+    responses((status = 200, description = "Figures per group, with sample sizes and intervals.", body = FiguresResponse))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn get_figures(
     State(state): State<AppState>,
@@ -24,6 +29,11 @@ pub async fn get_figures(
 
 /// `GET /api/v1/distributions`: per group, the spread of cost or wall time
 /// per attempt (histogram over shared bins, CDF, mean, median, p90).
+#[utoipa::path(
+    get, path = "/api/v1/distributions", tag = "figures",
+    params(DistributionQuery),
+    responses((status = 200, description = "Per group: histogram, CDF, mean, median, p90.", body = DistributionResponse))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn get_distributions(
     State(state): State<AppState>,
@@ -36,6 +46,11 @@ pub async fn get_distributions(
 
 /// `GET /api/v1/throughput`: reports reaching a final state per week, the
 /// backlog and its age, and time to reproduction (report filters only).
+#[utoipa::path(
+    get, path = "/api/v1/throughput", tag = "figures",
+    params(failpass_shared::api::reports::ReportFilter),
+    responses((status = 200, description = "Weekly flow of the reports the filters select.", body = Throughput))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn get_throughput(
     State(state): State<AppState>,

@@ -3,7 +3,6 @@ use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
 
 use super::AppState;
 use crate::db::Backend;
@@ -17,9 +16,26 @@ const FRESH: Duration = Duration::from_secs(1);
 /// The last check of one server: when, and the unhealthy cause if it failed.
 pub type LastCheck = std::sync::Arc<Mutex<Option<(Instant, Option<String>)>>>;
 
+/// `/healthz`'s answer when the database is healthy.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// Always `ok` (an unhealthy server answers 503 with the error shape).
+    #[schema(example = "ok")]
+    status: &'static str,
+    /// `sqlite` or `postgres`.
+    database: &'static str,
+    /// failpass's version.
+    version: &'static str,
+}
+
 /// `GET /healthz`: 200 when the database answers and takes a write, 503
 /// naming why otherwise (full disk, read-only, not answering).
-pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+#[utoipa::path(
+    get, path = "/healthz", tag = "service",
+    responses((status = 200, description = "The database answers and takes a write.", body = Health),
+              (status = 503, description = "The database is unhealthy; the message names why.", body = failpass_shared::error::ApiErrorBody))
+)]
+pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
     let database = match state.storage.backend() {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
@@ -39,6 +55,6 @@ pub async fn healthz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     };
     match outcome {
         Some(unhealthy) => Err(ApiError::Unavailable(unhealthy)),
-        None => Ok(Json(json!({ "status": "ok", "database": database, "version": env!("CARGO_PKG_VERSION") }))),
+        None => Ok(Json(Health { status: "ok", database, version: env!("CARGO_PKG_VERSION") })),
     }
 }

@@ -13,6 +13,16 @@ use crate::import::{Format, ImportOptions, Importer, run};
 
 /// `POST /api/v1/import?format=ndjson`: the body is streamed record by record;
 /// the answer is the closing summary (rejected records listed with their line).
+#[utoipa::path(
+    post, path = "/api/v1/import", tag = "import",
+    params(("format" = Option<String>, Query, description = "`ndjson` (default), `swebench-instances`, `swebench-leaderboard`, `github-issues` or `junit` (`csv` and `json` need a mapping file: command line only)."),
+           ("project" = Option<String>, Query, example = "pytorch/pytorch", description = "JUnit: the project the runs belong to (`owner/name`)."),
+           ("attempt" = Option<i64>, Query, description = "JUnit: the attempt the runs belong to."),
+           ("environment" = Option<failpass_shared::model::EnvironmentRole>, Query, description = "JUnit: which environment the runs ran in.")),
+    request_body(description = "NDJSON records (one `ImportRecord` per line), or a JUnit XML report.",
+        content((failpass_shared::api::import::ImportRecord = "application/x-ndjson"), (String = "application/xml"))),
+    responses((status = 200, description = "What was stored and what was rejected, line by line.", body = ImportSummary))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn import(
     State(state): State<AppState>,

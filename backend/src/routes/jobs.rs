@@ -15,6 +15,10 @@ use crate::auth::Viewer;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
 /// `GET /api/v1/jobs`: the queue page's data.
+#[utoipa::path(
+    get, path = "/api/v1/jobs", tag = "jobs",
+    responses((status = 200, description = "The queue by state, recent jobs and runners.", body = QueueOverview))
+)]
 pub async fn queue(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -26,6 +30,11 @@ pub async fn queue(
     Ok(ApiJson(state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/jobs/{id}", tag = "jobs",
+    params(("id" = i64, Path, example = 1, description = "The job's id.")),
+    responses((status = 200, description = "The job.", body = Job))
+)]
 pub async fn get_job(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -43,6 +52,11 @@ pub async fn get_job(
 /// `GET /api/v1/jobs/{id}/events`: the job's state as server-sent events
 /// (`job` events with the job, then `attempt` with the graded attempt), until
 /// it is done or failed. Polls storage, so it follows workers in any process.
+#[utoipa::path(
+    get, path = "/api/v1/jobs/{id}/events", tag = "jobs",
+    params(("id" = i64, Path, example = 1, description = "The job's id.")),
+    responses((status = 200, description = "Server-sent events: `job` (a Job, on each change), then `done` (`{job, attempt}`) when it ends.", content_type = "text/event-stream", body = String))
+)]
 pub async fn job_events(
     State(state): State<AppState>,
     viewer: Viewer,

@@ -7,6 +7,12 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 
+#[utoipa::path(
+    get, path = "/metrics", tag = "service",
+    security((), ("metrics_token" = [])),
+    responses((status = 200, description = "Prometheus' text format.", content_type = "text/plain", body = String),
+              (status = 401, description = "A metrics token is set and was not sent.", content_type = "text/plain", body = String))
+)]
 pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(token) = &state.security.metrics_token {
         let given = headers

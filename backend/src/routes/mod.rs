@@ -8,24 +8,25 @@
 //! action, and the body's declared content type. Handlers then check the
 //! project at hand with `Viewer::require`.
 
-mod agents;
-mod attempts;
-mod charts;
-mod environments;
-mod facets;
-mod figures;
+pub(crate) mod agents;
+pub(crate) mod attempts;
+pub(crate) mod charts;
+pub(crate) mod environments;
+pub(crate) mod facets;
+pub(crate) mod figures;
 pub mod health;
-mod import;
-mod jobs;
-mod metrics;
-mod oracles;
+pub(crate) mod import;
+pub(crate) mod jobs;
+pub(crate) mod metrics;
+pub(crate) mod oracles;
 pub mod pages;
-mod projects;
-mod refine;
-mod reports;
-mod reruns;
-mod signatures;
-mod status;
+pub(crate) mod projects;
+pub(crate) mod reference;
+pub(crate) mod refine;
+pub(crate) mod reports;
+pub(crate) mod reruns;
+pub(crate) mod signatures;
+pub(crate) mod status;
 
 use std::sync::Arc;
 
@@ -66,6 +67,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/settings/tokens", post(pages::create_token))
         .add("POST", "/settings/tokens/{id}/revoke", post(pages::revoke_token))
         .add("GET", "/api/v1/session", get(pages::session))
+        .add("GET", "/api/v1/openapi.json", get(crate::openapi::openapi_json))
+        .add("GET", "/docs/api", get(reference::api_reference))
         .add("GET", "/api/v1/projects", get(projects::list_projects))
         .add("POST", "/api/v1/projects", post(projects::create_project))
         .add("GET", "/api/v1/projects/{*slug}", get(projects::get_project))

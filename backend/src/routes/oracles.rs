@@ -7,6 +7,11 @@ use crate::auth::Viewer;
 use crate::error::{ApiJson, ApiResult, QueryPairs};
 
 /// `GET /api/v1/oracles?project=owner/name`: oracle coverage, sources, authoring time, failure causes.
+#[utoipa::path(
+    get, path = "/api/v1/oracles", tag = "figures",
+    params(("project" = Option<String>, Query, example = "pytorch/pytorch", description = "Only this project, `owner/name`; every project you may read when absent.")),
+    responses((status = 200, description = "Oracle coverage, sources, authoring time, failure causes.", body = failpass_shared::api::oracles::OracleSummary))
+)]
 pub async fn oracles(
     State(state): State<AppState>,
     viewer: Viewer,

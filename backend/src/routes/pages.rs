@@ -22,6 +22,10 @@ use crate::auth::{SESSION_USER, Viewer, sessions, signin, tokens};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 
 /// `GET /api/v1/session`: who the caller is, for the dashboard's header and buttons.
+#[utoipa::path(
+    get, path = "/api/v1/session", tag = "session",
+    responses((status = 200, description = "Who you are.", body = failpass_shared::api::session::Me))
+)]
 pub async fn session(State(state): State<AppState>, viewer: Viewer) -> ApiJson<Me> {
     ApiJson(viewer.me(state.security.require_sign_in))
 }
@@ -121,6 +125,11 @@ fn signin_form(next: &str, name: &str, error: Option<&str>) -> Markup {
 }
 
 /// `GET /signin`
+#[utoipa::path(
+    get, path = "/signin", tag = "pages",
+    params(("next" = Option<String>, Query, description = "Where to go after signing in (a path on this site).")),
+    responses((status = 200, description = "The sign-in form.", content_type = "text/html", body = String))
+)]
 pub async fn signin_page(viewer: Viewer, Query(q): Query<NextQuery>) -> Response {
     let next = safe_next(q.next.as_deref());
     let body = match &viewer.principal {
@@ -147,7 +156,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PeerAddr {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct SignInForm {
     name: String,
     password: String,
@@ -155,6 +164,13 @@ pub struct SignInForm {
 }
 
 /// `POST /signin`: a new session id on success (no fixation), 401 or 429 with the form again.
+#[utoipa::path(
+    post, path = "/signin", tag = "pages",
+    request_body(content = SignInForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 303, description = "Signed in: on to `next` (a new session cookie)."),
+              (status = 401, description = "Wrong name or password: the form again.", content_type = "text/html", body = String),
+              (status = 429, description = "Too many failed sign-ins; `Retry-After` says when to try again.", content_type = "text/html", body = String))
+)]
 pub async fn sign_in(
     State(state): State<AppState>,
     session: Session,
@@ -214,6 +230,10 @@ pub async fn sign_in(
 }
 
 /// `POST /signout`: the session is deleted and its cookie cleared.
+#[utoipa::path(
+    post, path = "/signout", tag = "pages",
+    responses((status = 303, description = "Signed out: on to the dashboard."))
+)]
 pub async fn sign_out(session: Session) -> Response {
     if let Err(e) = session.flush().await {
         return sessions::unavailable(e).into_response();
@@ -310,11 +330,16 @@ async fn tokens_view(
 }
 
 /// `GET /settings/tokens`
+#[utoipa::path(
+    get, path = "/settings/tokens", tag = "pages",
+    responses((status = 200, description = "Your projects' tokens.", content_type = "text/html", body = String),
+              (status = 303, description = "Anonymous: on to sign in."))
+)]
 pub async fn tokens_page(State(state): State<AppState>, viewer: Viewer) -> ApiResult<Response> {
     tokens_view(&state, &viewer, None, None, StatusCode::OK).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct TokenForm {
     project: String,
     scope: String,
@@ -324,6 +349,11 @@ pub struct TokenForm {
 }
 
 /// `POST /settings/tokens`: the new token is shown once on the page.
+#[utoipa::path(
+    post, path = "/settings/tokens", tag = "pages",
+    request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "The tokens page, with the new token shown once.", content_type = "text/html", body = String))
+)]
 pub async fn create_token(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -381,6 +411,11 @@ async fn refuse(state: &AppState, viewer: &Viewer, message: String) -> ApiResult
 }
 
 /// `POST /settings/tokens/{id}/revoke`
+#[utoipa::path(
+    post, path = "/settings/tokens/{id}/revoke", tag = "pages",
+    params(("id" = i64, Path, example = 1, description = "The token's id.")),
+    responses((status = 200, description = "The tokens page, the token revoked.", content_type = "text/html", body = String))
+)]
 pub async fn revoke_token(
     State(state): State<AppState>,
     viewer: Viewer,

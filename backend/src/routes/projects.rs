@@ -6,11 +6,20 @@ use super::AppState;
 use crate::auth::Viewer;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 
+#[utoipa::path(
+    get, path = "/api/v1/projects", tag = "projects",
+    responses((status = 200, description = "The projects you may read.", body = Vec<Project>))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn list_projects(State(state): State<AppState>, viewer: Viewer) -> ApiResult<ApiJson<Vec<Project>>> {
     Ok(ApiJson(state.storage.list_projects(&viewer.scope()).await?))
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/projects", tag = "projects",
+    request_body = CreateProjectRequest,
+    responses((status = 201, description = "Created.", body = Project))
+)]
 #[tracing::instrument(skip_all, fields(slug = %req.slug))]
 pub async fn create_project(
     State(state): State<AppState>,
@@ -22,6 +31,11 @@ pub async fn create_project(
     Ok((StatusCode::CREATED, ApiJson(state.storage.create_project(&req).await?)))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/projects/{slug}", tag = "projects",
+    params(("slug" = String, Path, example = "pytorch/pytorch", description = "`owner/name` (the slash may be sent as is).")),
+    responses((status = 200, description = "The project.", body = Project))
+)]
 #[tracing::instrument(skip_all, fields(slug = %slug))]
 pub async fn get_project(
     State(state): State<AppState>,

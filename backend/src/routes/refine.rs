@@ -11,6 +11,11 @@ use crate::db::queue::NewJob;
 use crate::error::{ApiError, ApiJson, ApiResult};
 
 /// `POST /api/v1/refine`: queues the refine loop for an `agent_first` report.
+#[utoipa::path(
+    post, path = "/api/v1/refine", tag = "jobs",
+    request_body = failpass_shared::api::jobs::RefineRequest,
+    responses((status = 202, description = "The refine job, queued.", body = Job))
+)]
 pub async fn refine(
     State(state): State<AppState>,
     viewer: Viewer,

@@ -9,6 +9,11 @@ use crate::auth::{Action, Viewer};
 use crate::db::NewReport;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
+#[utoipa::path(
+    get, path = "/api/v1/reports", tag = "reports",
+    params(ReportListQuery),
+    responses((status = 200, description = "One page of reports.", body = Page<ReportSummary>))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn list_reports(
     State(state): State<AppState>,
@@ -20,6 +25,12 @@ pub async fn list_reports(
 }
 
 /// Routes the report by the triage rule, then stores it with its explanation.
+#[utoipa::path(
+    post, path = "/api/v1/reports", tag = "reports",
+    request_body = CreateReportRequest,
+    responses((status = 201, description = "Filed, routed, with the rule's explanation.", body = Report),
+              (status = 409, description = "The project already has a report with this external id.", body = failpass_shared::error::ApiErrorBody))
+)]
 #[tracing::instrument(skip_all, fields(project = %req.project, external_id = %req.external_id))]
 pub async fn create_report(
     State(state): State<AppState>,
@@ -38,6 +49,11 @@ pub async fn create_report(
     Ok((StatusCode::CREATED, ApiJson(with_html(report))))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/reports/{id}", tag = "reports",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    responses((status = 200, description = "The report.", body = Report))
+)]
 #[tracing::instrument(skip_all, fields(report_id = id))]
 pub async fn get_report(
     State(state): State<AppState>,

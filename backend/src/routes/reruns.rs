@@ -14,6 +14,11 @@ use crate::error::{ApiError, ApiJson, ApiResult};
 /// `POST /api/v1/reruns`: one attempt (manual priority), every failed or
 /// errored attempt of a report or a filter (bulk priority), or a re-check of
 /// reproduced attempts against another environment.
+#[utoipa::path(
+    post, path = "/api/v1/reruns", tag = "jobs",
+    request_body = RerunRequest,
+    responses((status = 202, description = "Queued.", body = RerunResponse))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn rerun(
     State(state): State<AppState>,

@@ -20,6 +20,11 @@ use super::AppState;
 use crate::error::{ApiError, ApiPath, ApiResult};
 
 /// `GET /status`
+#[utoipa::path(
+    get, path = "/status", tag = "status",
+    responses((status = 200, description = "The public projects, as a page.", content_type = "text/html", body = String),
+              (status = 304, description = "Not modified."))
+)]
 pub async fn status_index(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match state.status.index(&state.storage).await {
         Ok(snap) => {
@@ -31,6 +36,12 @@ pub async fn status_index(State(state): State<AppState>, headers: HeaderMap) -> 
 }
 
 /// `GET /status/{owner}/{name}`
+#[utoipa::path(
+    get, path = "/status/{owner}/{name}", tag = "status",
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name.")),
+    responses((status = 200, description = "The project's status page.", content_type = "text/html", body = String),
+              (status = 304, description = "Not modified."))
+)]
 pub async fn status_page(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
@@ -48,6 +59,12 @@ pub async fn status_page(
 }
 
 /// `GET /api/v1/status/{owner}/{name}`: what the status page is built from.
+#[utoipa::path(
+    get, path = "/api/v1/status/{owner}/{name}", tag = "status",
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name.")),
+    responses((status = 200, description = "What the status page is built from.", body = failpass_shared::api::status::ProjectStatus),
+              (status = 304, description = "Not modified since `If-None-Match` / `If-Modified-Since`."))
+)]
 pub async fn status_json(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
@@ -59,6 +76,12 @@ pub async fn status_json(
 }
 
 /// `GET /status/{owner}/{name}/trend.svg`: the page's chart and its Open Graph image.
+#[utoipa::path(
+    get, path = "/status/{owner}/{name}/trend.svg", tag = "status",
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name.")),
+    responses((status = 200, description = "The 90-day trend chart (the page's Open Graph image).", content_type = "image/svg+xml", body = String),
+              (status = 304, description = "Not modified."))
+)]
 pub async fn status_trend(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
@@ -79,6 +102,15 @@ pub struct BadgeQuery {
 const MAX_LABEL: usize = 60;
 
 /// `GET /badge/{owner}/{name}/{metric}.svg` (or `.json`, shields.io's endpoint format).
+#[utoipa::path(
+    get, path = "/badge/{owner}/{name}/{file}", tag = "status",
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name."),
+           ("file" = String, Path, example = "reproduction-rate.svg", description = "`METRIC.svg` or `METRIC.json` (shields.io's endpoint format); METRIC is `reproduction-rate`, `oracle-coverage`, `backlog` or `median-time`."),
+           ("style" = Option<failpass_shared::api::status::BadgeStyle>, Query, description = "`flat` (default) or `flat-square`."),
+           ("label" = Option<String>, Query, description = "The left-hand text (at most 60 characters).")),
+    responses((status = 200, description = "The badge.", content((String = "image/svg+xml"), (failpass_shared::api::status::ShieldsEndpoint = "application/json"))),
+              (status = 304, description = "Not modified."))
+)]
 pub async fn badge(
     State(state): State<AppState>,
     ApiPath((owner, name, file)): ApiPath<(String, String, String)>,
@@ -226,13 +258,13 @@ fn error_page(e: &ApiError) -> Response {
 }
 
 /// Open Graph and description tags for link previews.
-struct Meta<'a> {
+pub(super) struct Meta<'a> {
     description: String,
     url: &'a str,
     image: String,
 }
 
-fn frame(title: &str, meta: Option<Meta<'_>>, main: Markup) -> Markup {
+pub(super) fn frame(title: &str, meta: Option<Meta<'_>>, main: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -240,7 +272,7 @@ fn frame(title: &str, meta: Option<Meta<'_>>, main: Markup) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
-                title { (title) " · failpass status" }
+                title { (title) " · failpass" }
                 @if let Some(m) = &meta {
                     meta name="description" content=(m.description);
                     meta property="og:type" content="website";

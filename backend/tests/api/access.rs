@@ -43,6 +43,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/settings/tokens", "401 403 201 400 201 403 403 403 403 401"),
     ("POST", "/settings/tokens/{id}/revoke", "401 403 303 404 303 403 403 403 403 401"),
     ("GET", "/api/v1/session", "200 200 200 200 200 200 200 200 200 401"),
+    ("GET", "/api/v1/openapi.json", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
+    ("GET", "/docs/api", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/api/v1/projects", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/projects", "401 403 403 403 201 403 403 403 403 401"),
     ("GET", "/api/v1/projects/{*slug}", "404 200 200 404 200 200 200 200 404 401"),

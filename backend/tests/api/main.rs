@@ -10,6 +10,7 @@ mod helpers;
 mod import;
 mod input;
 mod metrics;
+mod openapi;
 mod projects;
 mod queue;
 mod reports;

@@ -10,6 +10,7 @@ use crate::model::{FailureCause, Goal, Review, RunEnvironment, RunTrigger, Signa
 
 /// One verification signal and where its value came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Signal {
     pub passed: bool,
@@ -20,6 +21,7 @@ pub struct Signal {
 
 /// The four signals (after RepGen). Absent means not computed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Signals {
     #[serde(default)]
@@ -33,6 +35,7 @@ pub struct Signals {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateAttemptRequest {
     /// The report, by failpass id…
@@ -104,6 +107,7 @@ pub const MAX_ITERATIONS: u32 = 10_000;
 
 /// A report's natural key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReportKey {
     pub project: String,
@@ -112,6 +116,7 @@ pub struct ReportKey {
 
 /// An attempt's natural key: its report, agent and attempt key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AttemptKey {
     pub report: ReportKey,
@@ -126,6 +131,7 @@ pub const MAX_RUN_OUTPUT: usize = 1 << 20;
 /// (`{"kind": "run", …}` in NDJSON). Runs are facts: an identical run of the
 /// same attempt is `unchanged`, any other is a new run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateRunRequest {
     /// The attempt, by failpass id…
@@ -350,6 +356,7 @@ impl CreateAttemptRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub id: i64,
     pub report_id: i64,
@@ -389,6 +396,7 @@ pub struct Attempt {
 
 /// One execution of a candidate in one environment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Run {
     pub id: i64,
     pub attempt_id: i64,
@@ -410,6 +418,7 @@ pub struct Run {
 
 /// An attempt with its runs (`GET /api/v1/attempts/{id}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptDetail {
     #[serde(flatten)]
     pub attempt: Attempt,
@@ -418,6 +427,7 @@ pub struct AttemptDetail {
 
 /// `GET /api/v1/attempts` parameters; newest first, keyset-paged on id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptListQuery {
     pub report_id: Option<i64>,
     pub project: Option<String>,
@@ -565,6 +575,7 @@ mod tests {
 /// `POST /api/v1/attempts/{id}/review`: a maintainer accepts or rejects an
 /// attempt (an LLM's lead becomes `confirmed` when accepted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReviewRequest {
     pub review: Review,

@@ -21,6 +21,7 @@ pub const THROUGHPUT_CHART_WEEKS: usize = 26;
 /// `group_by` may cross up to three dimensions, comma-separated
 /// (`group_by=route,agent,model`): the first is `group_by`, the rest `then_by`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FiguresQuery {
     pub group_by: GroupBy,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -112,6 +113,7 @@ pub fn parse_grouping(value: &str) -> Result<Vec<GroupBy>, FieldError> {
 /// One group's figures. Every definition is docs/domain.md's; a ratio whose
 /// denominator is zero is `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FigureRow {
     /// The group: `all`, a project slug, a route, an agent, a model, a
     /// category, `before_cutoff`/`after_cutoff`/`unknown`, `vague`/`clear`,
@@ -161,6 +163,7 @@ pub struct FigureRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FiguresResponse {
     pub group_by: GroupBy,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -198,6 +201,7 @@ impl Metric {
 /// `GET /api/v1/distributions`: the figures' parameters (one dimension at
 /// most) and the `metric`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DistributionQuery {
     pub metric: Metric,
     pub figures: FiguresQuery,
@@ -237,6 +241,7 @@ impl DistributionQuery {
 
 /// One histogram bar: values in `[low, high)` (the last bar includes `high`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Bin {
     pub low: f64,
     pub high: f64,
@@ -245,6 +250,7 @@ pub struct Bin {
 
 /// One group's distribution of a metric over its attempts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Distribution {
     pub key: String,
     /// Attempts with a value recorded.
@@ -260,6 +266,7 @@ pub struct Distribution {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DistributionResponse {
     pub metric: Metric,
     pub unit: String,
@@ -269,6 +276,7 @@ pub struct DistributionResponse {
 
 /// One week's flow: reports filed in it, and reports reaching a final state in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WeekFlow {
     /// The week's Monday, `YYYY-MM-DD`.
     pub week: String,
@@ -281,6 +289,7 @@ pub struct WeekFlow {
 
 /// `GET /api/v1/throughput`: docs/domain.md's throughput, backlog and time to reproduction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Throughput {
     pub reports: u64,
     pub weeks: Vec<WeekFlow>,
@@ -299,6 +308,7 @@ pub struct Throughput {
 
 /// `GET /api/v1/facets`: the values the dashboard's filters offer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Facets {
     /// Agents with at least one attempt, sorted.
     pub agents: Vec<String>,

@@ -10,6 +10,7 @@ use super::reports::CreateReportRequest;
 
 /// One line of an NDJSON import: `{"kind": "report", …the API's fields…}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ImportRecord {
     Project(CreateProjectRequest),
@@ -48,6 +49,7 @@ impl ImportRecord {
 /// itself. failpass computes its own figures from the attempt rows and shows
 /// both, with any discrepancy, side by side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AgentRecord {
     /// The name attempts carry in `agent`.
@@ -101,6 +103,7 @@ impl AgentRecord {
 
 /// What happened to one record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Created,
@@ -110,6 +113,7 @@ pub enum Outcome {
 
 /// A record that was not stored, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rejection {
     /// 1-based line (NDJSON, CSV) or record number (JSON arrays).
     pub record: u64,
@@ -123,6 +127,7 @@ pub const MAX_LISTED_REJECTIONS: usize = 100;
 
 /// The closing summary of an import.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ImportSummary {
     pub records: u64,
     pub created: u64,
@@ -191,6 +196,7 @@ mod tests {
 
 /// `GET /api/v1/agents`: what an agent's source states beside what its rows give.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentFigures {
     pub agent: AgentRecord,
     /// The goal the computed figures are for (`fix` when the agent has fix attempts).

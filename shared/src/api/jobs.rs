@@ -8,6 +8,7 @@ use crate::model::{EnvironmentRole, JobKind, JobStatus};
 
 /// What a job carries. One shape for every kind; fields a kind does not use stay empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobPayload {
     /// The attempt to verify or re-check.
@@ -25,6 +26,7 @@ pub struct JobPayload {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Job {
     pub id: i64,
     pub kind: JobKind,
@@ -50,6 +52,7 @@ pub const PRIORITY_BULK: i32 = 0;
 
 /// A runner (a worker in `serve`, or a `failpass worker` process) and its heartbeat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Runner {
     pub id: String,
     pub host: String,
@@ -63,6 +66,7 @@ pub struct Runner {
 /// `GET /api/v1/jobs`: waiting and running jobs, recent failures, the runners, and
 /// an estimated wait for a new job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QueueOverview {
     pub queued: i64,
     pub running: i64,
@@ -80,6 +84,7 @@ pub struct QueueOverview {
 
 /// `POST /api/v1/reruns`: what to rerun. Exactly one of the selectors.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RerunRequest {
     /// One attempt.
@@ -114,6 +119,7 @@ impl RerunRequest {
 
 /// `POST /api/v1/reruns` answers with the jobs queued (or already queued).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RerunResponse {
     pub queued: Vec<i64>,
     /// Attempts that already had a waiting or running job.
@@ -123,6 +129,7 @@ pub struct RerunResponse {
 /// How an environment is made: a directory (copied in) and setup commands,
 /// run once and cached by the recipe's hash.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
     /// A directory whose contents are copied into the environment.
@@ -145,6 +152,7 @@ pub struct Recipe {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GitSource {
     pub url: String,
@@ -182,6 +190,7 @@ impl Recipe {
 
 /// `POST /api/v1/projects/{owner}/{name}/environments`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateEnvironmentRequest {
     /// The project's slug (taken from the body on `POST /api/v1/environments`).
@@ -193,6 +202,7 @@ pub struct CreateEnvironmentRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Environment {
     pub id: i64,
     pub project: String,
@@ -215,6 +225,7 @@ impl CreateEnvironmentRequest {
 
 /// `POST /api/v1/refine`: run the refine loop on an `agent_first` report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RefineRequest {
     pub report_id: i64,
@@ -223,6 +234,7 @@ pub struct RefineRequest {
 /// `GET /api/v1/signatures`: graded attempts grouped by the normalised
 /// failure signature they showed on buggy (most common first).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SignatureGroup {
     pub signature: String,
     pub attempts: i64,

@@ -4,6 +4,8 @@ pub mod attempts;
 pub mod figures;
 pub mod import;
 pub mod jobs;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod oracles;
 pub mod projects;
 pub mod query;
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 /// One page of a keyset-paginated list. `next_cursor` is opaque; pass it back
 /// as `cursor=` for the next page. `None` means this is the last page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,

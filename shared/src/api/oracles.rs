@@ -9,12 +9,14 @@ use crate::model::{FailureCause, OracleKind, OracleSource};
 pub const IN_PATCH_REFERENCE: f64 = 0.4711;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KindCount {
     pub kind: OracleKind,
     pub reports: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SourceCount {
     /// `None`: a deterministic oracle whose source is not stated.
     pub source: Option<OracleSource>,
@@ -22,6 +24,7 @@ pub struct SourceCount {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CauseCount {
     pub cause: FailureCause,
     pub attempts: i64,
@@ -29,6 +32,7 @@ pub struct CauseCount {
 
 /// A share with its sample size and Wilson 95% interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Share {
     pub count: i64,
     pub of: i64,
@@ -51,6 +55,7 @@ impl Share {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OracleSummary {
     pub reports: i64,
     /// Reports by oracle kind (`none` included).

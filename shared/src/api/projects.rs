@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::query::FieldError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateProjectRequest {
     /// `owner/name`, as on the forge (`pytorch/pytorch`).
@@ -65,6 +66,7 @@ pub fn validate_slug(slug: &str) -> Result<(), FieldError> {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Project {
     pub id: i64,
     pub slug: String,

@@ -9,6 +9,7 @@ use crate::model::{Category, OracleKind, OracleSource, ReportStatus, Route, Verd
 
 /// How a candidate is graded for one report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Oracle {
     pub kind: OracleKind,
@@ -95,6 +96,7 @@ impl Oracle {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateReportRequest {
     /// The project's slug.
@@ -186,6 +188,7 @@ impl CreateReportRequest {
 
 /// Report features derived on intake.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportFeatures {
     pub has_code_block: bool,
     pub has_traceback: bool,
@@ -197,6 +200,7 @@ pub struct ReportFeatures {
 
 /// One rule of the triage decision: whether it fired, and on what evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RuleOutcome {
     pub rule: String,
     pub fired: bool,
@@ -205,6 +209,7 @@ pub struct RuleOutcome {
 
 /// The list view of a report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportSummary {
     pub id: i64,
     pub project: String,
@@ -231,6 +236,7 @@ pub struct ReportSummary {
 
 /// The full report, with its routing explanation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Report {
     #[serde(flatten)]
     pub summary: ReportSummary,
@@ -250,6 +256,7 @@ pub struct Report {
 
 /// Filters shared by the reports list and the figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReportFilter {
     /// Project slug.
@@ -395,6 +402,7 @@ impl Default for Order {
 
 /// `GET /api/v1/reports` parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportListQuery {
     pub filter: ReportFilter,
     pub sort: ReportSort,

@@ -7,6 +7,7 @@ use crate::model::{ProjectRole, TokenScope};
 
 /// The caller, as the server sees them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Me {
     /// The signed-in user (or the user a personal token acts as); `None` for anonymous callers.
     pub user: Option<String>,
@@ -21,12 +22,14 @@ pub struct Me {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Membership {
     pub project: String,
     pub role: ProjectRole,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenInfo {
     pub scope: TokenScope,
     pub project: Option<String>,

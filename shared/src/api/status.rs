@@ -25,6 +25,7 @@ pub const STATUS_TTL_SECONDS: u64 = 60;
 
 /// `GET /api/v1/status/{owner}/{name}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProjectStatus {
     /// `owner/name`.
     pub project: String,
@@ -63,6 +64,7 @@ pub struct ProjectStatus {
 
 /// One route's share of the project's reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RouteShare {
     pub route: Route,
     pub reports: u64,
@@ -75,6 +77,7 @@ pub struct RouteShare {
 /// A verdict as the public sees it: which report (its title and upstream
 /// link), what was found, and how it was graded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LatestVerdict {
     pub external_id: String,
     pub title: String,
@@ -125,11 +128,13 @@ pub fn route_meaning(route: Route) -> &'static str {
 
 /// `GET /status`: the public projects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusIndex {
     pub projects: Vec<StatusIndexEntry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusIndexEntry {
     pub project: String,
     pub name: String,
@@ -157,6 +162,7 @@ crate::model::string_enum!(
 
 /// A badge's text and colour (a shields.io colour name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BadgeFace {
     pub label: String,
     pub message: String,
@@ -165,6 +171,7 @@ pub struct BadgeFace {
 
 /// shields.io's endpoint format (`https://img.shields.io/endpoint?url=…`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShieldsEndpoint {
     pub schema_version: u8,

@@ -12,6 +12,7 @@ pub use record::{EnvironmentUsed, GradeRecord, Recheck, RefineIteration, RefineL
 
 /// What one run of a candidate showed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Observation {
     pub exit_status: Option<i32>,
     pub timed_out: bool,
@@ -22,6 +23,7 @@ pub struct Observation {
 
 /// The parts of an oracle grading needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Criteria {
     pub kind: OracleKind,
     /// Tests that must fail on buggy and pass on fixed (empty: the exit status decides).
@@ -36,6 +38,7 @@ pub struct Criteria {
 
 /// The outcome of grading a candidate's runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Grade {
     pub verdict: Verdict,
     /// Repeats on one side disagreed.

@@ -15,6 +15,7 @@ use crate::model::{RecheckOutcome, RefineStop, Verdict};
 /// An attempt's grade. The run counts sit at the top level, as they always
 /// have in the stored JSON; [`GradeRecord::counts`] reads them as one value.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct GradeRecord {
     /// One sentence saying why: the report page shows it, the refine loop
@@ -56,6 +57,7 @@ pub struct GradeRecord {
 
 /// A failed environment setup.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct SetupFailure {
     pub setup_log: String,
@@ -73,6 +75,7 @@ pub struct RunCounts {
 
 /// The buggy and the fixed environment a grade ran in.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Sides {
     pub buggy: EnvironmentUsed,
     pub fixed: EnvironmentUsed,
@@ -80,6 +83,7 @@ pub struct Sides {
 
 /// One environment as a grade used it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct EnvironmentUsed {
     pub name: String,
@@ -93,6 +97,7 @@ pub struct EnvironmentUsed {
 
 /// A re-check of a reproduced attempt against another environment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Recheck {
     pub environment: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +120,7 @@ pub struct Recheck {
 /// A refine loop's record: its generator, budget, why it stopped, and each
 /// iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RefineLog {
     pub generator: String,
     pub budget: u32,
@@ -125,6 +131,7 @@ pub struct RefineLog {
 
 /// One iteration of a refine loop.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct RefineIteration {
     pub iteration: u32,

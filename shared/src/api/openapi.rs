@@ -1,0 +1,144 @@
+//! The query parameters each list and figure parses, as OpenAPI parameters
+//! (feature `openapi`, for `/api/v1/openapi.json`).
+//!
+//! The parsers (`from_pairs`, [`ReportFilter::take`]) read raw pairs, so the
+//! parameters are described here, beside them, rather than derived; the
+//! server's tests send every parameter named here to its route and check it is
+//! not refused as unknown.
+
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaFormat, KnownFormat, Type};
+use utoipa::openapi::{RefOr, Required};
+use utoipa::{IntoParams, PartialSchema};
+
+use super::attempts::AttemptListQuery;
+use super::figures::{DistributionQuery, FiguresQuery, MAX_GROUP_DIMENSIONS};
+use super::reports::{Order, ReportFilter, ReportListQuery, ReportSort};
+use super::MAX_LIMIT;
+use crate::model::{Goal, GroupBy, ReportStatus, Route, Verdict};
+use crate::api::figures::Metric;
+
+/// An optional query parameter.
+pub fn query(name: &str, schema: RefOr<Schema>, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .schema(Some(schema))
+        .description(Some(description))
+        .build()
+}
+
+/// A free-text string of at most `max` characters.
+pub fn text(max: usize) -> RefOr<Schema> {
+    ObjectBuilder::new().schema_type(Type::String).max_length(Some(max)).into()
+}
+
+/// A day, `YYYY-MM-DD`.
+fn day() -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
+        .examples([serde_json::json!("2026-11-30")])
+        .into()
+}
+
+/// A project slug, `owner/name`.
+pub fn slug() -> RefOr<Schema> {
+    ObjectBuilder::new().schema_type(Type::String).max_length(Some(200)).examples([serde_json::json!("pytorch/pytorch")]).into()
+}
+
+fn limit() -> Parameter {
+    query(
+        "limit",
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(MAX_LIMIT))
+            .default(Some(serde_json::json!(super::DEFAULT_LIMIT)))
+            .into(),
+        "Page size.",
+    )
+}
+
+fn cursor() -> Parameter {
+    query("cursor", text(200), "The `next_cursor` of the previous page (opaque).")
+}
+
+impl IntoParams for ReportFilter {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            query("project", slug(), "Only this project (`owner/name`)."),
+            query("route", Route::schema(), "Only reports the triage rule sent this way."),
+            query("status", ReportStatus::schema(), "Only reports in this state."),
+            query("label", text(200), "Only reports carrying this label."),
+            query("verdict", Verdict::schema(), "Only reports whose best verdict is this."),
+            query("q", text(200), "Free text over title, body and external id (case-insensitive)."),
+            query("since", day(), "Reports filed on or after this day (UTC)."),
+            query("until", day(), "Reports filed on or before this day (UTC)."),
+        ]
+    }
+}
+
+impl IntoParams for ReportListQuery {
+    fn into_params(p: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let mut out = ReportFilter::into_params(p);
+        out.push(query("sort", ReportSort::schema(), "Order by this; ties break on id. Default `filed_at`."));
+        out.push(query("order", Order::schema(), "Default `desc`."));
+        out.extend([limit(), cursor()]);
+        out
+    }
+}
+
+impl IntoParams for AttemptListQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            query("report_id", ObjectBuilder::new().schema_type(Type::Integer).into(), "Only this report's attempts."),
+            query("project", slug(), "Only this project's attempts (`owner/name`)."),
+            query("agent", text(200), "Only this agent's attempts."),
+            query("model", text(200), "Only this model's attempts."),
+            query("verdict", Verdict::schema(), "Only attempts with this verdict."),
+            query("goal", Goal::schema(), "Only attempts at this goal."),
+            limit(),
+            cursor(),
+        ]
+    }
+}
+
+impl IntoParams for FiguresQuery {
+    fn into_params(p: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let dims: Vec<&str> = GroupBy::ALL.iter().map(|g| g.as_str()).collect();
+        let mut out = vec![
+            query(
+                "group_by",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(format!("^({0})(,({0})){{0,{1}}}$", dims.join("|"), MAX_GROUP_DIMENSIONS - 1)))
+                    .examples([serde_json::json!("route"), serde_json::json!("route,agent")])
+                    .into(),
+                &format!(
+                    "Group by one dimension, or cross up to {MAX_GROUP_DIMENSIONS} comma-separated: {}. Default `none`.",
+                    dims.join(", ")
+                ),
+            ),
+            query("goal", Goal::schema(), "Figures for reproducing or for fixing. Default `reproduce`."),
+            query("agent", text(200), "Only this agent's attempts."),
+            query("model", text(200), "Only this model's attempts."),
+        ];
+        out.extend(ReportFilter::into_params(p));
+        out
+    }
+}
+
+impl IntoParams for DistributionQuery {
+    fn into_params(p: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let mut out = vec![query("metric", Metric::schema(), "What is distributed. Default `cost_usd`.")];
+        out.extend(FiguresQuery::into_params(p).into_iter().map(|mut param| {
+            if param.name == "group_by" {
+                param.description = Some("Group by one dimension (a distribution takes one). Default `none`.".into());
+            }
+            param
+        }));
+        out
+    }
+}
