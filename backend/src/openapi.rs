@@ -11,7 +11,9 @@ use std::sync::OnceLock;
 
 use utoipa::OpenApi;
 use utoipa::openapi::path::{HttpMethod, Operation};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 
 use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
@@ -186,7 +188,8 @@ fn describe(op: &mut Operation, spec: &RouteSpec) {
     let mut add = |status: &str, description: &str| {
         op.responses.responses.entry(status.to_owned()).or_insert_with(|| error_response(description, page));
     };
-    let takes_input = spec.body != Body::None || spec.path.contains('{') || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
+    let takes_input =
+        spec.body != Body::None || spec.path.contains('{') || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
     if takes_input {
         add("400", "A parameter or the body is not usable; the message names which and why.");
     }
@@ -212,7 +215,10 @@ fn error_response(description: &str, page: bool) -> RefOr<Response> {
         .description(description)
         .content("application/json", Content::new(Some(Ref::from_schema_name("ApiErrorBody"))));
     if page {
-        r = r.content("text/html", Content::new(Some(utoipa::openapi::schema::Object::with_type(utoipa::openapi::Type::String))));
+        r = r.content(
+            "text/html",
+            Content::new(Some(utoipa::openapi::schema::Object::with_type(utoipa::openapi::Type::String))),
+        );
     }
     r.build().into()
 }

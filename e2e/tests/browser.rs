@@ -924,6 +924,33 @@ go();
 /// A public project's status page and badges, as the public sees them: at
 /// 1280 and 390 px, with JavaScript off (it needs none), the API's numbers,
 /// no sideways scrolling, and the badges drawn.
+/// The API reference: from the dashboard's top bar, every operation of the
+/// OpenAPI document, readable at both widths without script.
+#[tokio::test]
+async fn the_api_reference_from_the_dashboard() {
+    let _one = BROWSER.lock().await;
+    for (width, height) in [(1280, 900), (390, 844)] {
+        let h = start(width, height).await;
+        let doc: serde_json::Value = h.api("/api/v1/openapi.json").await;
+        let operations: usize =
+            doc["paths"].as_object().unwrap().values().map(|item| item.as_object().unwrap().len()).sum();
+        h.client.goto(&format!("{}/", h.base)).await.unwrap();
+        h.client.wait().for_element(Locator::Css("[data-testid=api-link]")).await.unwrap().click().await.unwrap();
+        h.client.wait().for_element(Locator::Css("[data-testid=api-reference]")).await.unwrap();
+        let shown = h.client.execute("return document.querySelectorAll('.api-op').length", vec![]).await.unwrap();
+        assert_eq!(shown.as_u64(), Some(operations as u64), "one section per operation");
+        let scripts = h.client.execute("return document.scripts.length", vec![]).await.unwrap();
+        assert_eq!(scripts.as_i64(), Some(0), "the reference runs no script");
+        let overflow =
+            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+        assert!(overflow.as_i64().unwrap_or(0) <= 0, "the reference scrolls sideways at {width} px by {overflow}");
+        h.screenshot(&format!("api-{width}.png")).await;
+        h.client.execute("document.getElementById('get--api-v1-reports').scrollIntoView()", vec![]).await.unwrap();
+        h.screenshot(&format!("api-{width}-reports.png")).await;
+        h.finish().await;
+    }
+}
+
 #[tokio::test]
 async fn status_page_and_badges_for_the_public() {
     let _one = BROWSER.lock().await;

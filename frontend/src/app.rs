@@ -93,6 +93,7 @@ pub fn App() -> impl IntoView {
             </nav>
             <div class="account">
                 <a href="/status" data-testid="status-link">"Status pages"</a>
+                <a href="/docs/api" data-testid="api-link">"API"</a>
                 {move || me.with(|m| match &m.user {
                     Some(name) => view! {
                         <span class="account-name" data-testid="signed-in-as">{name.clone()}{m.admin.then_some(" (admin)")}</span>

@@ -63,7 +63,10 @@ pub fn provide_router() {
         // The app's own pages only: the API, static files and the server's
         // account pages (sign-in, tokens) load for real.
         let own = href.starts_with('/') && !href.starts_with("//") && !href.contains('\\');
-        if !own || ["/api/", "/pkg/", "/signin", "/settings/", "/status", "/badge/"].iter().any(|p| href.starts_with(p))
+        if !own
+            || ["/api/", "/pkg/", "/signin", "/settings/", "/status", "/badge/", "/docs/"]
+                .iter()
+                .any(|p| href.starts_with(p))
         {
             return;
         }

@@ -31,7 +31,9 @@ pub async fn list_environments(
 #[utoipa::path(
     post, path = "/api/v1/environments", tag = "environments",
     request_body = CreateEnvironmentRequest,
-    responses((status = 201, description = "Stored.", body = Environment))
+    responses((status = 201, description = "Created.", body = Environment),
+              (status = 200, description = "An environment of this name was replaced.", body = Environment),
+              (status = 409, description = "The project already has a buggy (or fixed) environment of another name.", body = failpass_shared::error::ApiErrorBody))
 )]
 pub async fn create_environment(
     State(state): State<AppState>,

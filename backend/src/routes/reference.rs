@@ -52,7 +52,7 @@ fn render(doc: &utoipa::openapi::OpenApi) -> Markup {
     let ops = operations(doc);
     let tags: Vec<&utoipa::openapi::tag::Tag> = doc.tags.iter().flatten().collect();
     let main = html! {
-        h1 { "failpass API" }
+        h1 data-testid="api-reference" { "failpass API" }
         p {
             "Version " (doc.info.version) ". The machine-readable document is "
             a href="/api/v1/openapi.json" { code { "/api/v1/openapi.json" } } " (OpenAPI 3.1); this page is drawn from it."

@@ -107,9 +107,11 @@ const MAX_LABEL: usize = 60;
     params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name."),
            ("file" = String, Path, example = "reproduction-rate.svg", description = "`METRIC.svg` or `METRIC.json` (shields.io's endpoint format); METRIC is `reproduction-rate`, `oracle-coverage`, `backlog` or `median-time`."),
            ("style" = Option<failpass_shared::api::status::BadgeStyle>, Query, description = "`flat` (default) or `flat-square`."),
-           ("label" = Option<String>, Query, description = "The left-hand text (at most 60 characters).")),
+           ("label" = Option<String>, Query, max_length = 60, description = "The left-hand text (at most 60 characters, no control characters).")),
     responses((status = 200, description = "The badge.", content((String = "image/svg+xml"), (failpass_shared::api::status::ShieldsEndpoint = "application/json"))),
-              (status = 304, description = "Not modified."))
+              (status = 304, description = "Not modified."),
+              (status = 404, description = "No such public project: a grey badge saying so (so an embed shows why), in the format asked for; an unknown metric or file name: the error shape.",
+               content((String = "image/svg+xml"), (failpass_shared::api::status::ShieldsEndpoint = "application/json"), (failpass_shared::error::ApiErrorBody = "application/json"))))
 )]
 pub async fn badge(
     State(state): State<AppState>,

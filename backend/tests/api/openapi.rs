@@ -35,11 +35,8 @@ async fn the_document_names_every_route_the_router_serves_and_no_other() {
     let app = spawn_app().await;
     let doc = document(&app).await;
     assert_eq!(doc["openapi"], "3.1.0");
-    let served: BTreeSet<(String, String)> = app
-        .routes
-        .iter()
-        .map(|r| (r.method.to_owned(), failpass::openapi::openapi_path(r.path)))
-        .collect();
+    let served: BTreeSet<(String, String)> =
+        app.routes.iter().map(|r| (r.method.to_owned(), failpass::openapi::openapi_path(r.path))).collect();
     let documented = operations(&doc);
     let missing: Vec<_> = served.difference(&documented).collect();
     let extra: Vec<_> = documented.difference(&served).collect();
@@ -106,13 +103,17 @@ async fn every_reference_in_the_document_resolves() {
     refs(&doc, &mut all);
     assert!(all.len() > 50, "{} references", all.len());
     for r in all {
-        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("a reference outside schemas: {r}"));
+        let name =
+            r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("a reference outside schemas: {r}"));
         assert!(doc["components"]["schemas"].get(name).is_some(), "`{r}` resolves to nothing");
     }
     // The API types are described field by field, from their Rust types.
     let report = &doc["components"]["schemas"]["CreateReportRequest"];
     assert!(report["required"].as_array().unwrap().contains(&"title".into()), "{report}");
-    assert_eq!(doc["components"]["schemas"]["Route"]["enum"], serde_json::json!(["human_first", "agent_first", "hypothesis"]));
+    assert_eq!(
+        doc["components"]["schemas"]["Route"]["enum"],
+        serde_json::json!(["human_first", "agent_first", "hypothesis"])
+    );
 }
 
 /// A value `schema` accepts, for trying a parameter.
@@ -180,13 +181,17 @@ async fn every_documented_query_parameter_is_one_its_route_takes() {
                 let body = r.text().await.unwrap_or_default();
                 assert!(status < 500, "GET {target}: {status} {body}");
                 // A cursor is opaque: a made-up one is refused, by name.
-                let taken = status != 400 || (name == "cursor" && body.starts_with(r#"{"code":"bad_request","message":"cursor: "#));
+                let taken = status != 400
+                    || (name == "cursor" && body.starts_with(r#"{"code":"bad_request","message":"cursor: "#));
                 if taken {
                     break;
                 }
                 refusals.push(format!("{target}: {body}"));
             }
-            assert!(refusals.len() < urls.len(), "GET {path}: `{name}={value}` is documented but refused: {refusals:#?}");
+            assert!(
+                refusals.len() < urls.len(),
+                "GET {path}: `{name}={value}` is documented but refused: {refusals:#?}"
+            );
             tried += 1;
         }
     }

@@ -110,6 +110,7 @@ pub const MAX_ITERATIONS: u32 = 10_000;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReportKey {
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
     pub project: String,
     pub external_id: String,
 }

@@ -195,6 +195,7 @@ impl Recipe {
 pub struct CreateEnvironmentRequest {
     /// The project's slug (taken from the body on `POST /api/v1/environments`).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
     pub project: String,
     pub name: String,
     pub role: EnvironmentRole,

@@ -7,16 +7,16 @@
 //! not refused as unknown.
 
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaFormat, KnownFormat, Type};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{IntoParams, PartialSchema};
 
+use super::MAX_LIMIT;
 use super::attempts::AttemptListQuery;
 use super::figures::{DistributionQuery, FiguresQuery, MAX_GROUP_DIMENSIONS};
 use super::reports::{Order, ReportFilter, ReportListQuery, ReportSort};
-use super::MAX_LIMIT;
-use crate::model::{Goal, GroupBy, ReportStatus, Route, Verdict};
 use crate::api::figures::Metric;
+use crate::model::{Goal, GroupBy, ReportStatus, Route, Verdict};
 
 /// An optional query parameter.
 pub fn query(name: &str, schema: RefOr<Schema>, description: &str) -> Parameter {
@@ -45,7 +45,11 @@ fn day() -> RefOr<Schema> {
 
 /// A project slug, `owner/name`.
 pub fn slug() -> RefOr<Schema> {
-    ObjectBuilder::new().schema_type(Type::String).max_length(Some(200)).examples([serde_json::json!("pytorch/pytorch")]).into()
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(super::projects::SLUG_PATTERN))
+        .examples([serde_json::json!("pytorch/pytorch")])
+        .into()
 }
 
 fn limit() -> Parameter {

@@ -10,6 +10,7 @@ use super::query::FieldError;
 #[serde(deny_unknown_fields)]
 pub struct CreateProjectRequest {
     /// `owner/name`, as on the forge (`pytorch/pytorch`).
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
     pub slug: String,
     #[serde(default)]
     pub name: Option<String>,
@@ -37,6 +38,10 @@ impl CreateProjectRequest {
         Ok(())
     }
 }
+
+/// A slug's shape for the OpenAPI document (besides: not only dots, not both
+/// parts all digits).
+pub const SLUG_PATTERN: &str = r"^[A-Za-z0-9._-]{1,100}/[A-Za-z0-9._-]{1,100}$";
 
 /// A slug is `owner/name` as on the forge: each part 1 to 100 ASCII letters,
 /// digits, `.`, `_` or `-`, not only dots, and not both parts all digits.

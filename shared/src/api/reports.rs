@@ -100,6 +100,7 @@ impl Oracle {
 #[serde(deny_unknown_fields)]
 pub struct CreateReportRequest {
     /// The project's slug.
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
     pub project: String,
     /// Issue number or benchmark instance id; unique within the project.
     pub external_id: String,
