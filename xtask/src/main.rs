@@ -452,6 +452,8 @@ fn test(extra: &[String]) -> Result<()> {
     ensure_pyflakes()?;
     ensure_component("rustfmt")?;
     ensure_component("clippy")?;
+    // The gate's wasm clippy needs the target before the bundle is built.
+    ensure_wasm_target()?;
     step("the gate: formatting, and clippy with warnings as errors (native and wasm)");
     status(cargo().args(["fmt", "--all", "--", "--check"]))
         .context("the tree is not formatted: run `cargo fmt --all`")?;
