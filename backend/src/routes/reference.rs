@@ -98,7 +98,7 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
             h2 { code { (method) " " (path) } }
             @if let Some(s) = &op.summary { p { strong { (s) } } }
             @if let Some(d) = &op.description {
-                @for para in d.split("\n\n") { p { (para.replace("**", "")) } }
+                @for para in d.split("\n\n") { p { (prose(&para.replace("**", ""))) } }
             }
             @if !params.is_empty() {
                 table {
@@ -110,7 +110,7 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
                                 td { code { (p.name) } @if p.required == Required::True { " (required)" } }
                                 td { (match p.parameter_in { ParameterIn::Path => "path", ParameterIn::Query => "query", ParameterIn::Header => "header", _ => "cookie" }) }
                                 td { (p.schema.as_ref().map(schema_name).unwrap_or_default()) }
-                                td.wrap { (p.description.clone().unwrap_or_default()) }
+                                td.wrap { (prose(p.description.as_deref().unwrap_or_default())) }
                             }
                         }
                     }
@@ -136,7 +136,7 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
                             td.wrap {
                                 @match r {
                                     RefOr::T(r) => {
-                                        (r.description)
+                                        (prose(&r.description))
                                         @for (ct, content) in r.content.iter().filter_map(|(ct, c)| Some((ct, inline(c)?))) {
                                             " · " code { (ct) }
                                             @if let Some(s) = &content.schema { " " (schema_name(s)) }
@@ -149,6 +149,15 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Text with its `code` spans shown as code (everything else escaped).
+fn prose(text: &str) -> Markup {
+    html! {
+        @for (i, part) in text.split('`').enumerate() {
+            @if i % 2 == 1 { code { (part) } } @else { (part) }
         }
     }
 }
