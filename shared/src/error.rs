@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// and names the offending field where there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"code": "bad_request", "message": "since: `2026-13-01` is not a day: expected YYYY-MM-DD, e.g. 2026-11-30"})))]
 pub struct ApiErrorBody {
     pub code: String,
     pub message: String,

@@ -215,3 +215,34 @@ async fn the_reference_page_shows_every_operation_without_script() {
     assert!(html.contains("Free text over title, body and external id"));
     assert!(html.contains("ApiErrorBody"));
 }
+
+#[tokio::test]
+async fn the_documents_examples_are_requests_that_work() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let example = |name: &str| {
+        let e = doc["components"]["schemas"][name]["example"].clone();
+        assert!(e.is_object(), "{name} has an example");
+        e
+    };
+    // In the order a client would send them, each answered as documented.
+    let project = app.post("/api/v1/projects", &example("CreateProjectRequest")).await;
+    assert_eq!(project.status, 201, "{}", project.body);
+    let report = app.post("/api/v1/reports", &example("CreateReportRequest")).await;
+    assert_eq!(report.status, 201, "{}", report.body);
+    let attempt = app.post("/api/v1/attempts", &example("CreateAttemptRequest")).await;
+    assert_eq!(attempt.status, 201, "{}", attempt.body);
+    let id = attempt.body["id"].as_i64().unwrap();
+    let review = app.post(&format!("/api/v1/attempts/{id}/review"), &example("ReviewRequest")).await;
+    assert_eq!(review.status, 200, "{}", review.body);
+    let mut rerun = example("RerunRequest");
+    rerun["report_id"] = report.body["id"].clone();
+    let queued = app.post("/api/v1/reruns", &rerun).await;
+    assert!(queued.status == 202 || queued.status == 400, "{}", queued.body);
+    assert!(!queued.body.to_string().contains("unknown field"), "{}", queued.body);
+    // The error example is the shape errors have.
+    let error: failpass_shared::error::ApiErrorBody = serde_json::from_value(example("ApiErrorBody")).unwrap();
+    let real = app.get("/api/v1/reports?since=2026-13-01").await;
+    assert_eq!(real.body["message"], error.message.as_str());
+    assert_eq!(real.body["code"], error.code.as_str());
+}

@@ -37,6 +37,16 @@ pub struct Signals {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({
+    "report": {"project": "pytorch/pytorch", "external_id": "120000"},
+    "agent": "repgen",
+    "model": "gpt-5",
+    "cost_usd": 0.42,
+    "wall_seconds": 310.0,
+    "candidate": "import torch\nassert not torch.logsumexp(torch.tensor([70000.0], dtype=torch.float16), 0).isnan()",
+    "verdict": "lead",
+    "verdict_source": "llm"
+})))]
 pub struct CreateAttemptRequest {
     /// The report, by failpass id…
     #[serde(default)]
@@ -578,6 +588,7 @@ mod tests {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"review": "accepted", "comment": "Fails on 2.5.1, passes with the fix."})))]
 pub struct ReviewRequest {
     pub review: Review,
     /// Why; the reviewer is the signed-in user, never a field.

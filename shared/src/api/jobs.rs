@@ -86,6 +86,7 @@ pub struct QueueOverview {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"report_id": 1})))]
 pub struct RerunRequest {
     /// One attempt.
     #[serde(default)]

@@ -8,6 +8,7 @@ use super::query::FieldError;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"slug": "pytorch/pytorch", "name": "PyTorch", "public": true})))]
 pub struct CreateProjectRequest {
     /// `owner/name`, as on the forge (`pytorch/pytorch`).
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]

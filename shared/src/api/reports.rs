@@ -98,6 +98,16 @@ impl Oracle {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({
+    "project": "pytorch/pytorch",
+    "external_id": "120000",
+    "url": "https://github.com/pytorch/pytorch/issues/120000",
+    "title": "torch.logsumexp returns NaN instead of inf for large inputs in float16",
+    "body": "```python\nimport torch\ntorch.logsumexp(torch.tensor([70000.0], dtype=torch.float16), 0)\n```\nreturns `nan`.",
+    "labels": ["bug", "module: numerical-stability"],
+    "filed_at": "2026-11-30T09:12:00Z",
+    "oracle": {"kind": "fail_to_pass", "source": "in_patch_test", "fail_to_pass": ["test/test_reductions.py::test_logsumexp_fp16"]}
+})))]
 pub struct CreateReportRequest {
     /// The project's slug.
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
