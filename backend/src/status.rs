@@ -181,14 +181,26 @@ pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<Proj
     // Every report has one route, so the route grouping's contributions,
     // taken together, are the project's: one query serves both.
     let query = FiguresQuery { group_by: GroupBy::Route, filter: filter.clone(), ..Default::default() };
+    let started = std::time::Instant::now();
     let contributions = storage.figure_contributions(&query, &scope).await?;
+    let t_figures = started.elapsed();
     let all = contributions.iter().map(|c| ReportContribution { key: "all".to_owned(), ..c.clone() });
     let headline = figure_rows(all).into_iter().next();
     let by_route = figure_rows(contributions);
     let now = Utc::now();
     let flow = throughput(&storage.report_flows(&filter, &scope).await?, now);
+    let t_flow = started.elapsed();
     let oracles = storage.oracle_summary(Some(&project.slug), &scope).await?;
+    let t_oracles = started.elapsed();
     let latest = storage.latest_verdicts(&project.slug, LATEST_VERDICTS).await?;
+    tracing::debug!(
+        project = %project.slug,
+        figures_ms = t_figures.as_millis() as u64,
+        flow_ms = (t_flow - t_figures).as_millis() as u64,
+        oracles_ms = (t_oracles - t_flow).as_millis() as u64,
+        latest_ms = (started.elapsed() - t_oracles).as_millis() as u64,
+        "status computed"
+    );
     let reports = project.reports.max(0) as u64;
     let routes = Route::ALL
         .iter()
