@@ -543,3 +543,28 @@ pub fn share_bars(
         Ok(())
     })
 }
+
+/// The font PNGs are drawn with: DejaVu Sans (Bitstream Vera licence,
+/// `backend/fonts/DejaVuSans-LICENSE.txt`), embedded so a server without
+/// fonts draws the same picture.
+const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
+
+/// An SVG drawn here as a PNG `width` pixels wide (resvg, scaled to fit),
+/// its `sans-serif` text in [`FONT`].
+pub fn rasterize(svg: &str, width: u32) -> Result<Vec<u8>, String> {
+    use resvg::{tiny_skia, usvg};
+    static FONTS: std::sync::OnceLock<std::sync::Arc<usvg::fontdb::Database>> = std::sync::OnceLock::new();
+    let fonts = FONTS.get_or_init(|| {
+        let mut db = usvg::fontdb::Database::new();
+        db.load_font_data(FONT.to_vec());
+        db.set_sans_serif_family("DejaVu Sans");
+        std::sync::Arc::new(db)
+    });
+    let options = usvg::Options { fontdb: fonts.clone(), ..Default::default() };
+    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| e.to_string())?;
+    let scale = width as f32 / tree.size().width();
+    let size = tree.size().to_int_size().scale_by(scale).ok_or("an empty drawing")?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("an empty drawing")?;
+    resvg::render(&tree, tiny_skia::Transform::from_scale(scale, scale), &mut pixmap.as_mut());
+    pixmap.encode_png().map_err(|e| e.to_string())
+}

@@ -42,7 +42,7 @@ use crate::routes::{
         facets::get_facets, charts::get_chart, reruns::rerun, refine::refine, signatures::signatures,
         oracles::oracles, jobs::queue, jobs::get_job, jobs::job_events,
         environments::list_environments, environments::create_environment, import::import,
-        metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend,
+        metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,
     ),
     components(schemas(

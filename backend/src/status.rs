@@ -34,10 +34,25 @@ pub struct Snapshot {
     pub status: ProjectStatus,
     /// The trend chart (the page's figure and its Open Graph image).
     pub trend_svg: String,
+    /// The trend as PNG, drawn on first request.
+    trend_png: std::sync::OnceLock<Result<Vec<u8>, String>>,
     computed: std::time::Instant,
 }
 
+/// The Open Graph image's size: what link previews draw large.
+pub const OG_WIDTH: u32 = 1200;
+pub const OG_HEIGHT: u32 = 630;
+
 impl Snapshot {
+    /// The trend at [`OG_WIDTH`]×[`OG_HEIGHT`] as a PNG (drawn once).
+    pub fn trend_png(&self) -> Result<&[u8], String> {
+        self.trend_png
+            // Drawn at the page's scale, then enlarged: previews keep its proportions and legible text.
+            .get_or_init(|| charts::rasterize(&trend_chart(&self.status, 720, 720 * OG_HEIGHT / OG_WIDTH), OG_WIDTH))
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
     fn is_stale(&self) -> bool {
         self.computed.elapsed() >= Duration::from_secs(STATUS_TTL_SECONDS)
     }
@@ -153,7 +168,7 @@ impl StatusCache {
 async fn snapshot(storage: Arc<dyn Storage>, project: Project) -> ApiResult<Arc<Snapshot>> {
     let status = compute(storage.as_ref(), &project).await?;
     let trend_svg = trend_chart(&status, 720, 300);
-    Ok(Arc::new(Snapshot { status, trend_svg, computed: std::time::Instant::now() }))
+    Ok(Arc::new(Snapshot { status, trend_svg, trend_png: Default::default(), computed: std::time::Instant::now() }))
 }
 
 /// The error of a computation several requests waited for, as each one's own.

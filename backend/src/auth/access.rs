@@ -298,7 +298,14 @@ pub const ROUTES: &[RouteSpec] = &[
         "/status/{owner}/{name}/trend.svg",
         Read,
         Body::None,
-        "a public project's 90-day trend (its Open Graph image)",
+        "a public project's 90-day trend, as drawn on its page",
+    ),
+    route(
+        "GET",
+        "/status/{owner}/{name}/trend.png",
+        Read,
+        Body::None,
+        "a public project's 90-day trend as PNG (its Open Graph image)",
     ),
     route(
         "GET",

@@ -99,6 +99,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/status", get(status::status_index))
         .add("GET", "/status/{owner}/{name}", get(status::status_page))
         .add("GET", "/status/{owner}/{name}/trend.svg", get(status::status_trend))
+        .add("GET", "/status/{owner}/{name}/trend.png", get(status::status_trend_png))
         .add("GET", "/badge/{owner}/{name}/{file}", get(status::badge))
         // Imports stream their body, so no size limit applies (lines are capped instead).
         .add("POST", "/api/v1/import", post(import::import).layer(DefaultBodyLimit::disable()));

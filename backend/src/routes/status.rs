@@ -91,6 +91,29 @@ pub async fn status_trend(
     Ok(conditional(&headers, "image/svg+xml", snap.trend_svg.clone(), snap.status.updated_at))
 }
 
+/// `GET /status/{owner}/{name}/trend.png`: the trend as a PNG, the page's
+/// Open Graph image (link previews take no SVG).
+#[utoipa::path(
+    get, path = "/status/{owner}/{name}/trend.png", tag = "status",
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name.")),
+    responses((status = 200, description = "The 90-day trend, 1200×630 (the page's Open Graph image).", content_type = "image/png", body = Vec<u8>),
+              (status = 304, description = "Not modified."))
+)]
+pub async fn status_trend_png(
+    State(state): State<AppState>,
+    ApiPath((owner, name)): ApiPath<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let snap = state.status.project(&state.storage, &format!("{owner}/{name}")).await?;
+    let updated = snap.status.updated_at;
+    // Drawn once per snapshot, off the request threads.
+    let png = tokio::task::spawn_blocking(move || snap.trend_png().map(<[u8]>::to_vec))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("the trend could not be drawn as PNG: {e}")))?;
+    Ok(conditional(&headers, "image/png", png, updated))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BadgeQuery {
@@ -202,8 +225,9 @@ fn base_url(state: &AppState, headers: &HeaderMap) -> String {
 
 /// A 200 with validators and caching headers, or a 304 when the caller's
 /// copy (`If-None-Match`, else `If-Modified-Since`) is still current.
-fn conditional(headers: &HeaderMap, content_type: &str, body: String, updated: DateTime<Utc>) -> Response {
-    let digest = Sha256::digest(body.as_bytes());
+fn conditional(headers: &HeaderMap, content_type: &str, body: impl Into<Vec<u8>>, updated: DateTime<Utc>) -> Response {
+    let body: Vec<u8> = body.into();
+    let digest = Sha256::digest(&body);
     let etag = format!("\"{}\"", digest.iter().take(10).map(|b| format!("{b:02x}")).collect::<String>());
     let last_modified = updated.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
     let fresh = match headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
@@ -282,6 +306,11 @@ pub(super) fn frame(title: &str, meta: Option<Meta<'_>>, main: Markup) -> Markup
                     meta property="og:description" content=(m.description);
                     meta property="og:url" content=(m.url);
                     meta property="og:image" content=(m.image);
+                    meta property="og:image:type" content="image/png";
+                    meta property="og:image:width" content=(crate::status::OG_WIDTH);
+                    meta property="og:image:height" content=(crate::status::OG_HEIGHT);
+                    meta property="og:image:alt" content=(m.description);
+                    meta name="twitter:image" content=(m.image);
                     meta name="twitter:card" content="summary_large_image";
                 }
                 link rel="stylesheet" href="/style.css";
@@ -346,7 +375,7 @@ fn project_page(s: &ProjectStatus, base: &str) -> Markup {
         format::percent(s.rate),
         format::percent(s.oracle_coverage.rate),
     );
-    let meta = Meta { description, url: &page_url, image: format!("{page_url}/trend.svg") };
+    let meta = Meta { description, url: &page_url, image: format!("{page_url}/trend.png") };
     let coverage = &s.oracle_coverage;
     frame(
         &s.project,

@@ -78,6 +78,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/status", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/status/{owner}/{name}", "404 404 404 404 404 404 404 404 404 401"),
     ("GET", "/status/{owner}/{name}/trend.svg", "404 404 404 404 404 404 404 404 404 401"),
+    ("GET", "/status/{owner}/{name}/trend.png", "404 404 404 404 404 404 404 404 404 401"),
     ("GET", "/badge/{owner}/{name}/{file}", "404 404 404 404 404 404 404 404 404 401"),
 ];
 
@@ -279,6 +280,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("GET", "/api/v1/status/{owner}/{name}") => ("/api/v1/status/vault/secret".to_owned(), (None, String::new())),
         ("GET", "/status/{owner}/{name}") => ("/status/vault/secret".to_owned(), (None, String::new())),
         ("GET", "/status/{owner}/{name}/trend.svg") => ("/status/vault/secret/trend.svg".to_owned(), (None, String::new())),
+        ("GET", "/status/{owner}/{name}/trend.png") => ("/status/vault/secret/trend.png".to_owned(), (None, String::new())),
         ("GET", "/badge/{owner}/{name}/{file}") => ("/badge/vault/secret/reproduction-rate.svg".to_owned(), (None, String::new())),
         ("GET", path) => (path.to_owned(), (None, String::new())),
         (m, p) => panic!("the matrix has no request for {m} {p}: add one"),

@@ -72,13 +72,34 @@ async fn a_public_projects_status_shows_the_apis_figures() {
     assert!(html.contains(&format!("data-testid=\"status-reports-value\">{reports}<")), "reports shown");
     assert!(!html.contains("<script"), "no script on the status page");
     assert!(html.contains("property=\"og:image\""), "an Open Graph image");
-    assert!(html.contains(&format!("/status/{p}/trend.svg")));
+    assert!(html.contains(&format!("/status/{p}/trend.svg")), "the page draws the SVG");
+    assert!(
+        html.contains(&format!("property=\"og:image\" content=\"{}/status/{p}/trend.png\"", app.base)),
+        "previews get the PNG"
+    );
+    assert!(html.contains("property=\"og:image:width\" content=\"1200\""));
     assert!(html.contains(&format!("href=\"/api/v1/status/{p}\"")), "links its JSON");
     assert!(html.contains("/badge/pytorch/pytorch/reproduction-rate.svg"), "badge snippets");
 
     let trend = anon_get(&app, &format!("/status/{p}/trend.svg")).await;
     assert_eq!(trend.headers()["content-type"], "image/svg+xml");
     assert!(trend.text().await.unwrap().starts_with("<svg"));
+
+    // The Open Graph image: a PNG of the same trend, 1200×630, its text drawn
+    // in the embedded font (dark pixels of the title and axis labels).
+    let png = anon_get(&app, &format!("/status/{p}/trend.png")).await;
+    assert_eq!(png.status(), 200);
+    assert_eq!(png.headers()["content-type"], "image/png");
+    let bytes = png.bytes().await.unwrap();
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&bytes).expect("a PNG");
+    assert_eq!((pixmap.width(), pixmap.height()), (1200, 630));
+    // The title, centred in the top band, where nothing but text is drawn.
+    let title_ink = (0..55)
+        .flat_map(|y| (300..900).map(move |x| (x, y)))
+        .filter_map(|(x, y)| pixmap.pixel(x, y))
+        .filter(|p| p.red() < 100 && p.green() < 100 && p.blue() < 100)
+        .count();
+    assert!(title_ink > 300, "{title_ink} dark pixels where the title goes: the text is not drawn");
 
     let index = anon_get(&app, "/status").await.text().await.unwrap();
     assert!(index.contains(&format!("href=\"/status/{p}\"")), "the index lists the project");
@@ -90,6 +111,7 @@ fn surfaces(slug: &str) -> Vec<String> {
         format!("/status/{slug}"),
         format!("/api/v1/status/{slug}"),
         format!("/status/{slug}/trend.svg"),
+        format!("/status/{slug}/trend.png"),
         format!("/badge/{slug}/reproduction-rate.svg"),
         format!("/badge/{slug}/backlog.json"),
     ]
@@ -126,6 +148,7 @@ async fn status_answers_are_cached_and_conditional() {
         "/status/acme/lib",
         "/api/v1/status/acme/lib",
         "/status/acme/lib/trend.svg",
+        "/status/acme/lib/trend.png",
         "/badge/acme/lib/backlog.svg",
         "/status",
     ] {
