@@ -220,11 +220,22 @@ pub struct DatabaseArgs {
     #[arg(long, env = "FAILPASS_DATABASE_URL", global = true)]
     pub database_url: Option<String>,
     /// Where failpass keeps its SQLite file (and, later, run artifacts).
-    #[arg(long, env = "FAILPASS_DATA_DIR", default_value = "data", global = true)]
+    /// Resolved against the working directory at start-up, so the runner
+    /// (whose runs have their own working directories) finds it.
+    #[arg(long, env = "FAILPASS_DATA_DIR", default_value = "data", global = true, value_parser = absolute_path)]
     pub data_dir: PathBuf,
 }
 
+/// `path` made absolute against the working directory (not resolving links).
+pub fn absolute_path(path: &str) -> Result<PathBuf, String> {
+    if path.trim().is_empty() {
+        return Err("an empty path".into());
+    }
+    std::path::absolute(path).map_err(|e| format!("`{path}` cannot be made absolute: {e}"))
+}
+
 impl DatabaseArgs {
+    /// The database URL; by default `failpass.db` in the (absolute) data directory.
     pub fn url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| self.data_dir.join("failpass.db").to_string_lossy().into_owned())
     }
@@ -308,4 +319,23 @@ pub fn load_routing(path: Option<&std::path::Path>) -> anyhow::Result<failpass_s
     let Some(path) = path else { return Ok(Default::default()) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading routing config {}", path.display()))?;
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("routing config {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_directory_is_absolute_whatever_the_working_directory() {
+        let cli = Cli::try_parse_from(["failpass", "migrate", "--data-dir", "rel/dir"]).unwrap();
+        let Command::Migrate(args) = cli.command else { panic!("migrate") };
+        assert!(args.data_dir.is_absolute(), "{}", args.data_dir.display());
+        assert_eq!(args.data_dir, std::env::current_dir().unwrap().join("rel/dir"));
+        assert!(args.url().starts_with('/'), "{}", args.url());
+        // The default too.
+        let cli = Cli::try_parse_from(["failpass", "migrate"]).unwrap();
+        let Command::Migrate(args) = cli.command else { panic!("migrate") };
+        assert_eq!(args.data_dir, std::env::current_dir().unwrap().join("data"));
+        assert!(Cli::try_parse_from(["failpass", "migrate", "--data-dir", ""]).is_err());
+    }
 }

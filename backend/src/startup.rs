@@ -57,7 +57,11 @@ pub struct AppConfig {
 impl App {
     /// Opens and migrates storage, seeds demo data if asked and the database
     /// is empty, and binds the listener.
-    pub async fn build(cfg: AppConfig) -> anyhow::Result<App> {
+    pub async fn build(mut cfg: AppConfig) -> anyhow::Result<App> {
+        // The runner's runs have their own working directories: a relative
+        // data directory would name another place inside each of them.
+        cfg.data_dir = std::path::absolute(&cfg.data_dir)
+            .with_context(|| format!("resolving the data directory {}", cfg.data_dir.display()))?;
         let storage = db::connect(&cfg.database_url)
             .await
             .with_context(|| format!("opening database {}", redact(&cfg.database_url)))?;

@@ -30,7 +30,6 @@ pub mod reports;
 mod rows;
 mod sqlite;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -202,7 +201,109 @@ pub async fn connect(url: &str) -> StorageResult<Arc<dyn Storage>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Arc::new(PgStorage::connect(url).await?))
     } else {
-        let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
-        Ok(Arc::new(SqliteStorage::open(Path::new(path)).await?))
+        let target = sqlite_target(url)?;
+        if !target.create && !target.path.exists() {
+            return Err(StorageError::Invalid {
+                field: "database-url".into(),
+                message: format!(
+                    "{} does not exist (`mode=rw` does not create it; `mode=rwc` does)",
+                    target.path.display()
+                ),
+            });
+        }
+        Ok(Arc::new(SqliteStorage::open(&target.path).await?))
+    }
+}
+
+/// A SQLite database URL, read as sqlx reads one.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SqliteTarget {
+    pub path: std::path::PathBuf,
+    /// Create the file when missing (`mode=rwc`, the default).
+    pub create: bool,
+}
+
+/// `sqlite://PATH`, `sqlite:PATH` or a plain path, with sqlx's query
+/// parameters: `mode=rwc` (the default) or `rw`; `ro` and `memory` are
+/// refused (failpass writes, and keeps what it writes), as is any other
+/// parameter. `%XX` in the path is decoded.
+pub fn sqlite_target(url: &str) -> StorageResult<SqliteTarget> {
+    let invalid = |message: String| StorageError::Invalid { field: "database-url".into(), message };
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"));
+    let (path, query) = match rest {
+        // Only a URL has a query; a plain path may hold a `?`.
+        Some(rest) => rest.split_once('?').unwrap_or((rest, "")),
+        None => (url, ""),
+    };
+    let path = match rest {
+        Some(_) => failpass_shared::api::query::decode_component(&path.replace('+', "%2B")),
+        None => path.to_owned(),
+    };
+    if path.is_empty() || path == ":memory:" {
+        return Err(invalid(format!(
+            "`{url}` names no file; failpass keeps its data, so give a path (`sqlite:///var/lib/failpass/failpass.db`)"
+        )));
+    }
+    let mut create = true;
+    for (k, v) in failpass_shared::api::query::parse_query_string(query) {
+        match (k.as_str(), v.as_str()) {
+            ("mode", "rwc") => create = true,
+            ("mode", "rw") => create = false,
+            ("mode", "ro") => {
+                return Err(invalid("`mode=ro`: failpass writes to its database; use `rw` or `rwc`".into()));
+            }
+            ("mode", "memory") => {
+                return Err(invalid("`mode=memory`: failpass keeps its data; give a file with `rw` or `rwc`".into()));
+            }
+            ("mode", other) => return Err(invalid(format!("`mode={other}`: expected `rwc` or `rw`"))),
+            (other, _) => {
+                return Err(invalid(format!(
+                    "`{other}` is not a parameter failpass reads from a SQLite URL; it takes `mode=rwc` or `mode=rw`"
+                )));
+            }
+        }
+    }
+    Ok(SqliteTarget { path: path.into(), create })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> (String, bool) {
+        let t = sqlite_target(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        (t.path.to_string_lossy().into_owned(), t.create)
+    }
+
+    fn refused(url: &str) -> String {
+        sqlite_target(url).expect_err(url).to_string()
+    }
+
+    #[test]
+    fn sqlite_urls_read_as_sqlx_reads_them() {
+        assert_eq!(target("sqlite:///tmp/x.db?mode=rwc"), ("/tmp/x.db".into(), true));
+        assert_eq!(target("sqlite:///tmp/x.db?mode=rw"), ("/tmp/x.db".into(), false));
+        assert_eq!(target("sqlite:data/x.db"), ("data/x.db".into(), true));
+        assert_eq!(target("sqlite:///tmp/a%20b+c.db"), ("/tmp/a b+c.db".into(), true));
+        // A plain path is a path, `?` and all.
+        assert_eq!(target("/tmp/odd?name.db"), ("/tmp/odd?name.db".into(), true));
+        assert!(refused("sqlite:///tmp/x.db?mode=ro").contains("mode=ro"));
+        assert!(refused("sqlite::memory:").contains("names no file"));
+        assert!(refused("sqlite:///tmp/x.db?mode=memory").contains("keeps its data"));
+        assert!(refused("sqlite:///tmp/x.db?cache=shared").contains("`cache` is not a parameter"));
+        assert!(refused("sqlite:///tmp/x.db?mode=rwx").contains("expected `rwc` or `rw`"));
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_url_opens_the_file_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.db");
+        connect(&format!("sqlite://{}?mode=rwc", file.display())).await.unwrap();
+        assert!(file.exists(), "the file is named without its query");
+        assert!(!dir.path().join("x.db?mode=rwc").exists());
+        let missing = dir.path().join("missing.db");
+        let err = connect(&format!("sqlite://{}?mode=rw", missing.display())).await.err().expect("refused");
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(!missing.exists());
     }
 }

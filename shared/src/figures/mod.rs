@@ -31,7 +31,11 @@ pub fn wilson_interval(successes: u64, n: u64) -> Option<(f64, f64)> {
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = Z95 * ((p * (1.0 - p) / n) + z2 / (4.0 * n * n)).sqrt() / denom;
-    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+    // At 0 of n (or n of n) the bound is exactly 0 (or 1); the formula
+    // leaves float dust there (1.39e-17 at 0 of 25).
+    let low = if successes == 0 { 0.0 } else { (centre - half).max(0.0) };
+    let high = if successes as f64 == n { 1.0 } else { (centre + half).min(1.0) };
+    Some((low, high))
 }
 
 /// `numerator / denominator`, or `None` when the denominator is zero.
@@ -412,6 +416,9 @@ mod tests {
         let (lo, hi) = wilson_interval(10, 10).unwrap();
         assert!(close(lo, 0.7225), "{lo}");
         assert!(close(hi, 1.0), "{hi}");
+        // The bounds at 0 of n and n of n are exact, not float dust.
+        assert_eq!(wilson_interval(0, 25).unwrap().0.to_bits(), 0.0f64.to_bits());
+        assert_eq!(wilson_interval(25, 25).unwrap().1, 1.0);
         // more successes than trials is clamped, never NaN
         let (lo, hi) = wilson_interval(5, 3).unwrap();
         assert!(lo.is_finite() && hi <= 1.0);

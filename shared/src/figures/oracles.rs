@@ -61,7 +61,8 @@ pub fn oracle_summary(counts: OracleCounts) -> OracleSummary {
         in_patch: Share::new(in_patch, reports),
         in_patch_reference: IN_PATCH_REFERENCE,
         authored_oracles: minutes.len() as i64,
-        authoring_minutes_total: minutes.iter().sum(),
+        // `+ 0.0`: an empty f64 sum is -0.0, which would print as such.
+        authoring_minutes_total: minutes.iter().sum::<f64>() + 0.0,
         authoring_minutes_median: median_sorted(&minutes),
         failure_causes: causes.into_iter().map(|(cause, attempts)| CauseCount { cause, attempts }).collect(),
     }
@@ -70,6 +71,13 @@ pub fn oracle_summary(counts: OracleCounts) -> OracleSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_authoring_minutes_total_zero_not_minus_zero() {
+        let s = oracle_summary(OracleCounts::default());
+        assert_eq!(s.authoring_minutes_total.to_bits(), 0.0f64.to_bits());
+        assert_eq!(serde_json::to_string(&s.authoring_minutes_total).unwrap(), "0.0");
+    }
 
     #[test]
     fn coverage_sources_minutes_and_causes() {
