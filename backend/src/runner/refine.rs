@@ -115,7 +115,7 @@ impl Executor for Refine {
         // The loop's attempt, created with its result when the job completes
         // (so a worker that loses its lease leaves nothing behind); keyed by the
         // job, so a retried job finds the same one.
-        let new_attempt = CreateAttemptRequest {
+        let mut new_attempt = CreateAttemptRequest {
             started_at: Some(job.created_at),
             attempt_key: Some(format!("refine:{}", job.id)),
             ..CreateAttemptRequest::new(report_id, generator.name(), Verdict::Hypothesis, VerdictSource::Llm)
@@ -209,11 +209,20 @@ impl Executor for Refine {
             break;
         }
         let n = iterations.len() as u32;
+        // An agent that failed (exited with an error, timed out, printed no
+        // proposal) is its own failure, not a poor decision about a candidate.
+        let (cause, because) = match stop {
+            RefineStop::GeneratorFailed => (FailureCause::Other, "the generator failed before proposing a candidate"),
+            _ => (FailureCause::PoorDecision, "the generator proposed no candidate"),
+        };
         let mut v = last.unwrap_or_else(|| Verification {
-            failure_cause: Some(FailureCause::PoorDecision),
-            grade: GradeRecord::because("the generator proposed no candidate"),
+            failure_cause: Some(cause),
+            grade: GradeRecord::because(because),
             ..Verification::new(PENDING_ATTEMPT, Verdict::Error)
         });
+        // The model the agent said it used (the latest one it named), so the
+        // attempt counts in the per-model figures.
+        new_attempt.model = iterations.iter().rev().find_map(|it| it.model.clone()).filter(|m| !m.trim().is_empty());
         if stop == RefineStop::StuckInLoop {
             v.failure_cause = Some(FailureCause::StuckInLoop);
         }

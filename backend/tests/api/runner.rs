@@ -392,6 +392,26 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
     pg.drop_now().await;
 }
 
+/// An agent command that fails (here: exits 2) is the agent's own failure,
+/// `other`, not a poor decision about a candidate; and its error is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_fails_is_recorded_as_other() {
+    let generator = failpass::runner::refine::Generator::Command {
+        name: "broken-agent".into(),
+        command: "echo 'no API key' >&2; exit 2".into(),
+        timeout: Duration::from_secs(30),
+        env: vec![],
+    };
+    let app = crate::helpers::spawn_with(true, 2, generator).await;
+    drain(&app, Duration::from_secs(180)).await;
+    let by_key = attempts_by_key(&app).await;
+    let a = by_key.values().find(|a| a["agent"] == "broken-agent").expect("the agent's loop attempt");
+    assert_eq!(a["verdict"], "error", "{}", a["grade"]);
+    assert_eq!(a["failure_cause"], "other", "{}", a["grade"]);
+    let its = a["grade"]["refine"]["iterations"].as_array().unwrap();
+    assert!(its[0]["error"].as_str().unwrap().contains("no API key"), "{its:?}");
+}
+
 /// The refine loop with an agent command: it reads the report and the
 /// feedback on stdin; its first candidate misses, its second (told why)
 /// reproduces. Costs add up across iterations.
@@ -426,6 +446,7 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
         .expect("the agent's loop attempt");
     assert_eq!(a["verdict"], "reproduced", "{}", a["grade"]);
     assert_eq!(a["iterations"], 2);
+    assert_eq!(a["model"], "test-model", "the model the agent reported is the attempt's");
     assert_eq!(a["cost_usd"], 0.5);
     assert_eq!(a["tokens_in"], 2000);
     assert!(a["candidate"].as_str().unwrap().contains("1000.0"), "the successful candidate is kept");
