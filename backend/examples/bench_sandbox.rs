@@ -3,10 +3,29 @@
 //! namespaces as root, output capture, process-tree sweep). Prints figures.
 //!
 //!   cargo run --release -p failpass --example bench_sandbox [RUNS]
+//!
+//! Both sides run the same file: a bare name is looked up once on the PATH
+//! the sandbox gives its runs, and that absolute path is run directly and
+//! sandboxed (a shim earlier on the caller's PATH would otherwise be timed
+//! against `/usr/bin/python3`).
 
 use std::time::{Duration, Instant};
 
 use failpass::runner::sandbox::{self, Command};
+
+/// `program` as the sandbox finds it: on its PATH (`FAILPASS_SANDBOX_PATH`,
+/// default `/usr/local/bin:/usr/bin:/bin`), unless it is a path already.
+fn resolve(program: &str) -> String {
+    if program.contains('/') {
+        return program.to_owned();
+    }
+    let path = std::env::var("FAILPASS_SANDBOX_PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    path.split(':')
+        .map(|dir| std::path::Path::new(dir).join(program))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("{program} is not on the sandbox's PATH ({path})"))
+}
 
 fn stats(mut xs: Vec<Duration>) -> (f64, f64, f64) {
     xs.sort();
@@ -30,21 +49,22 @@ async fn main() {
         ("python3 -c pass", "python3", vec!["-c", "pass"]),
     ] {
         let n = if program == "python3" { runs / 5 } else { runs };
+        let program = resolve(program);
         let mut direct = Vec::with_capacity(n);
         let mut boxed = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
-            let out = tokio::process::Command::new(program).args(&args).output().await.unwrap();
+            let out = tokio::process::Command::new(&program).args(&args).output().await.unwrap();
             assert!(out.status.success());
             direct.push(t.elapsed());
             let t = Instant::now();
-            let r = sandbox::run(&Command::new(program, args.iter().copied()), None).await.unwrap();
+            let r = sandbox::run(&Command::new(&program, args.iter().copied()), None).await.unwrap();
             assert!(r.succeeded(), "{r:?}");
             boxed.push(t.elapsed());
         }
         let (dm, d50, d95) = stats(direct);
         let (bm, b50, b95) = stats(boxed);
-        println!("{:<28} {:>9.2} {:>9.2} {:>9.2}   direct", format!("{label} ({n})"), dm, d50, d95);
+        println!("{:<28} {:>9.2} {:>9.2} {:>9.2}   direct ({program})", format!("{label} ({n})"), dm, d50, d95);
         println!("{:<28} {:>9.2} {:>9.2} {:>9.2}   sandboxed", "", bm, b50, b95);
         println!("{:<28} {:>9.2} {:>9.2} {:>9}   overhead", "", bm - dm, b50 - d50, "");
     }
