@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use failpass_shared::api::attempts::{CreateAttemptRequest, ReportKey};
-use failpass_shared::api::import::{AgentRecord, ImportRecord};
+use failpass_shared::api::import::{AgentRecord, ImportRecord, Outcome};
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::{CreateReportRequest, Oracle};
 use failpass_shared::model::{Goal, OracleKind, OracleSource, Verdict, VerdictSource};
@@ -327,13 +327,23 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
             Some(report) => importer.storage().report_project(report, &scope).await?.is_some(),
             None => false,
         };
-        if !visible {
+        if visible {
+            // Counted as a record, as it was when it was first stored (a
+            // re-import's summary covers what the first one did).
+            importer.count(Outcome::Unchanged);
+        } else {
             stubs.push((repo, (*id).to_owned()));
         }
     }
     let mut seen_projects = HashSet::new();
-    for (repo, _) in &stubs {
-        if seen_projects.insert(repo.clone()) && importer.storage().get_project(repo, &scope).await?.is_none() {
+    for id in &instances {
+        let Some(repo) = repo_of_instance(id) else { continue };
+        if !seen_projects.insert(repo.clone()) {
+            continue;
+        }
+        if importer.storage().get_project(&repo, &scope).await?.is_some() {
+            importer.count(Outcome::Unchanged);
+        } else if stubs.iter().any(|(r, _)| *r == repo) {
             importer
                 .push(
                     0,

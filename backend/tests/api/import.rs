@@ -130,6 +130,8 @@ async fn swebench_leaderboard_reproduces_the_published_figures_and_shows_its_qui
 
     let again = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_leaderboards_dev.json").await;
     assert_eq!((again.created, again.updated), (0, 0), "importing twice changes nothing: {again:?}");
+    // And its summary covers every record the first one did (stub projects and reports included).
+    assert_eq!((again.records, again.unchanged), (first.records, first.records), "{first:?} / {again:?}");
 
     // The second format of the same data agrees with the first.
     let info = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_info_for_leaderboard.json").await;
