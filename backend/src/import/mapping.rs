@@ -111,6 +111,83 @@ pub enum Value {
     },
 }
 
+/// The `{column}` names in a template (besides `join.` fields).
+fn template_columns(t: &str, out: &mut Vec<(String, String)>, field: &str) {
+    let mut rest = t;
+    while let Some(start) = rest.find('{') {
+        let Some(end) = rest[start..].find('}') else { return };
+        let column = &rest[start + 1..start + end];
+        if !column.starts_with("join.") {
+            out.push((field.to_owned(), column.to_owned()));
+        }
+        rest = &rest[start + end + 1..];
+    }
+}
+
+impl Mapping {
+    /// Every input column the mapping reads, with the mapping field that reads it.
+    pub fn columns(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let r = &self.report;
+        let mut t = |field: &str, v: Option<&str>| {
+            if let Some(v) = v {
+                template_columns(v, &mut out, field)
+            }
+        };
+        t("report.external_id", Some(&r.external_id));
+        t("report.title", Some(&r.title));
+        t("report.url", r.url.as_deref());
+        t("report.body", r.body.as_deref());
+        for l in &r.labels {
+            t("report.labels", Some(l));
+        }
+        t("report.oracle.command", r.oracle.as_ref().and_then(|o| o.command.as_deref()));
+        if let Some(j) = &self.join {
+            t("join.on", Some(&j.on));
+        }
+        if let Some(a) = &self.attempt {
+            t("attempt.agent", Some(&a.agent));
+            t("attempt.model", a.model.as_deref());
+            t("attempt.attempt_key", a.attempt_key.as_deref());
+            for (field, v) in [
+                ("attempt.verdict", Some(&a.verdict)),
+                ("attempt.verdict_source", Some(&a.verdict_source)),
+                ("attempt.wall_seconds", a.wall_seconds.as_ref()),
+                ("attempt.cost_usd", a.cost_usd.as_ref()),
+            ] {
+                match v {
+                    Some(Value::Template(s)) => t(field, Some(s)),
+                    Some(Value::Column { column, .. }) => t(field, Some(&format!("{{{column}}}"))),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// Fails once, before any row is read, when the input lacks a column the
+    /// mapping reads (`available`: the CSV header, or the first JSON record's fields).
+    pub fn check_columns<'a>(&self, available: impl IntoIterator<Item = &'a str>, what: &str) -> anyhow::Result<()> {
+        let available: std::collections::HashSet<&str> = available.into_iter().collect();
+        let missing: Vec<String> = self
+            .columns()
+            .into_iter()
+            .filter(|(_, c)| !available.contains(c.as_str()))
+            .map(|(field, c)| format!("`{c}` (read by {field})"))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut have: Vec<&str> = available.into_iter().collect();
+        have.sort_unstable();
+        anyhow::bail!(
+            "the mapping reads {} the input does not have; {what} has: {}",
+            missing.join(", "),
+            if have.is_empty() { "nothing".to_owned() } else { have.join(", ") }
+        )
+    }
+}
+
 pub fn load(path: &std::path::Path) -> anyhow::Result<Mapping> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading mapping {}: {e}", path.display()))?;
     let text = crate::input::strip_bom(&text).to_owned();
@@ -417,6 +494,7 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
     let text = crate::input::read_document(&mut input, "a CSV file").await?;
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
+    mapping.check_columns(headers.iter().map(String::as_str), "its header")?;
     let (mut reports, mut attempts) = (Vec::new(), Vec::new());
     for (i, rec) in reader.records().enumerate() {
         let n = i as u64 + 2;
@@ -452,6 +530,10 @@ pub async fn import_json<R: AsyncBufRead + Unpin>(
             .map(|(i, l)| (i as u64 + 1, serde_json::from_str(l).map_err(|e| e.to_string())))
             .collect()
     };
+    if let Some((_, Ok(first))) = records.iter().find(|(_, r)| r.as_ref().is_ok_and(serde_json::Value::is_object)) {
+        let fields = first.as_object().map(|o| o.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default();
+        mapping.check_columns(fields, "its first record")?;
+    }
     let (mut reports, mut attempts) = (Vec::new(), Vec::new());
     for (n, value) in &records {
         match value {

@@ -319,7 +319,7 @@ async fn the_shipped_dl_bug_mapping_gives_85_of_102() {
 }
 
 #[test]
-fn mapping_errors_name_the_row_and_field() {
+fn a_mapping_that_reads_a_missing_column_fails_once_before_any_row() {
     let m: failpass::import::mapping::Mapping =
         toml::from_str("project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{missing}\"\n").unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -328,14 +328,27 @@ fn mapping_errors_name_the_row_and_field() {
         let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
         s.migrate().await.unwrap();
         let routing = RoutingConfig::default();
-        let mut importer = Importer::new(s.as_ref(), &routing);
         let options = failpass::import::ImportOptions { mapping: Some(m), ..Default::default() };
-        run(&mut importer, Format::Csv, &b"id,x\n1,2\n"[..], &options).await.unwrap();
+        // CSV: checked against the header, one message, nothing stored.
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        let err = run(&mut importer, Format::Csv, &b"id,x\n1,2\n3,4\n5,6\n"[..], &options).await.unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("`missing` (read by report.title)") && msg.contains("its header has: id, x"), "{msg}");
+        assert!(s.is_empty().await.unwrap(), "nothing was stored");
+        // JSON: checked against the first record; a later record without the
+        // field is rejected on its own, by number and field.
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        let input = b"{\"id\": 1}\n{\"id\": 2}\n";
+        let err = run(&mut importer, Format::Json, &input[..], &options).await.unwrap_err();
+        assert!(format!("{err:#}").contains("its first record has: id"), "{err:#}");
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        let input = b"{\"id\": 1, \"missing\": \"t\"}\n{\"id\": 2}\n";
+        run(&mut importer, Format::Json, &input[..], &options).await.unwrap();
         let summary = importer.finish().await.unwrap();
-        assert_eq!(summary.rejected, 1);
+        assert_eq!((summary.created, summary.rejected), (2, 1), "{summary:?}");
         assert_eq!(summary.rejections[0].record, 2);
         assert_eq!(summary.rejections[0].field.as_deref(), Some("title"));
-        assert!(summary.rejections[0].message.contains("no column `missing`"), "{:?}", summary.rejections);
+        assert!(summary.rejections[0].message.contains("no field `missing`"), "{:?}", summary.rejections);
     });
 }
 
