@@ -475,11 +475,64 @@ async fn store(
             }),
         )
         .await?;
+    // A key repeated with the same content is one report (a file with a row
+    // per attempt); with other content it would silently merge two reports,
+    // so the later row is refused, naming the first.
+    let mut first: HashMap<&str, (u64, &CreateReportRequest)> = HashMap::new();
+    let mut refused = std::collections::HashSet::new();
+    for (n, r) in &reports {
+        match first.get(r.external_id.trim()) {
+            Some((m, earlier)) if *earlier != r => {
+                let differs = differing_fields(earlier, r);
+                importer.reject(
+                    *n,
+                    Some("external_id".into()),
+                    format!(
+                        "row {n}: external_id `{}` was already given by row {m} with a different {differs}; \
+                         a key names one report (make it unique in the mapping)",
+                        r.external_id.trim()
+                    ),
+                );
+                refused.insert(*n);
+            }
+            Some(_) => {}
+            None => {
+                first.insert(r.external_id.trim(), (*n, r));
+            }
+        }
+    }
+    let reports: Vec<_> = reports.iter().filter(|(n, _)| !refused.contains(n)).cloned().collect();
     importer.push_reports(reports).await?;
     for (n, a) in attempts {
-        importer.push(n, ImportRecord::Attempt(a)).await?;
+        if !refused.contains(&n) {
+            importer.push(n, ImportRecord::Attempt(a)).await?;
+        }
     }
     Ok(())
+}
+
+/// The fields two reports of one key disagree on, for the message.
+fn differing_fields(a: &CreateReportRequest, b: &CreateReportRequest) -> String {
+    let mut out = Vec::new();
+    if a.title != b.title {
+        out.push("title");
+    }
+    if a.body != b.body {
+        out.push("body");
+    }
+    if a.url != b.url {
+        out.push("url");
+    }
+    if a.labels != b.labels {
+        out.push("labels");
+    }
+    if a.oracle != b.oracle {
+        out.push("oracle");
+    }
+    if out.is_empty() {
+        out.push("content");
+    }
+    out.join(", ")
 }
 
 /// Reads a CSV with a header row; each row becomes a report (and an attempt).

@@ -352,6 +352,45 @@ fn a_mapping_that_reads_a_missing_column_fails_once_before_any_row() {
     });
 }
 
+#[test]
+fn a_key_repeated_with_other_content_is_refused_by_row() {
+    let m: failpass::import::mapping::Mapping = toml::from_str(
+        "project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{title}\"\n\
+         [attempt]\nagent = \"{agent}\"\nverdict = \"reproduced\"\nverdict_source = \"human\"\n",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+        s.migrate().await.unwrap();
+        let routing = RoutingConfig::default();
+        let options = failpass::import::ImportOptions { mapping: Some(m), ..Default::default() };
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        // Rows 2 and 3: one report, two attempts. Row 4: the same key, another title.
+        let input = b"id,title,agent\n1,NaN in softmax,a1\n1,NaN in softmax,a2\n1,Crash in conv,a3\n2,Other,a1\n";
+        run(&mut importer, Format::Csv, &input[..], &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejected, 1, "{summary:?}");
+        let r = &summary.rejections[0];
+        assert_eq!((r.record, r.field.as_deref()), (4, Some("external_id")));
+        assert!(r.message.contains("already given by row 2 with a different title"), "{}", r.message);
+        let q = ReportListQuery { limit: 500, ..Default::default() };
+        let reports = s.list_reports(&q, &ProjectScope::All).await.unwrap().items;
+        assert_eq!(reports.len(), 2);
+        assert!(reports.iter().all(|r| r.title != "Crash in conv"), "the refused row changed nothing");
+        let attempts = s
+            .list_attempts(
+                &failpass_shared::api::attempts::AttemptListQuery { limit: 500, ..Default::default() },
+                &ProjectScope::All,
+            )
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(attempts.len(), 3, "the refused row's attempt is not stored");
+    });
+}
+
 async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>, tempfile::TempDir, ImportSummary) {
     let (s, dir) = sqlite_storage().await;
     let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/libro_ranking_d4j.toml");
