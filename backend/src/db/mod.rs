@@ -193,6 +193,12 @@ pub trait Storage:
 
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
+
+    /// When the periodic task `name` last ran, if ever.
+    async fn task_last_run(&self, name: &str) -> StorageResult<Option<chrono::DateTime<chrono::Utc>>>;
+
+    /// Records that the periodic task `name` ran at `at`.
+    async fn set_task_last_run(&self, name: &str, at: chrono::DateTime<chrono::Utc>) -> StorageResult<()>;
 }
 
 /// Opens the storage a URL names: `postgres://…` (or `postgresql://…`) for

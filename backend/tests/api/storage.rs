@@ -740,3 +740,27 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
     })
     .await;
 }
+
+/// The re-check schedule counts from its last run, kept in storage: a
+/// server restarted more often than the period still re-checks.
+#[tokio::test]
+async fn the_recheck_schedule_holds_across_restarts() {
+    run_storage_test(|s| async move {
+        use failpass::runner::schedule::due_in;
+        use std::time::Duration;
+        let hour = Duration::from_secs(3600);
+        let start: DateTime<Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
+        // A first start: a full period, and the start is recorded.
+        assert_eq!(due_in(s.as_ref(), 4 * hour, start).await.unwrap(), 4 * hour);
+        // Restarted three hours later: one hour left, not four.
+        let later = start + chrono::Duration::hours(3);
+        assert_eq!(due_in(s.as_ref(), 4 * hour, later).await.unwrap(), hour);
+        // Down past the due time: at once.
+        assert_eq!(due_in(s.as_ref(), 4 * hour, start + chrono::Duration::hours(9)).await.unwrap(), Duration::ZERO);
+        // A run is recorded; the next is a period after it.
+        s.set_task_last_run("recheck", later).await.unwrap();
+        assert_eq!(s.task_last_run("recheck").await.unwrap(), Some(later));
+        assert_eq!(due_in(s.as_ref(), 4 * hour, later + chrono::Duration::hours(1)).await.unwrap(), 3 * hour);
+    })
+    .await;
+}

@@ -31,4 +31,23 @@ impl Storage for Engine {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
         Ok(n == 0)
     }
+
+    async fn task_last_run(&self, name: &str) -> StorageResult<Option<chrono::DateTime<chrono::Utc>>> {
+        Ok(sqlx::query_scalar("SELECT last_run FROM scheduled_tasks WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.write)
+            .await?)
+    }
+
+    async fn set_task_last_run(&self, name: &str, at: chrono::DateTime<chrono::Utc>) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO scheduled_tasks (name, last_run) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE SET last_run = excluded.last_run",
+        )
+        .bind(name)
+        .bind(at)
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
 }
