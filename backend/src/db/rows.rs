@@ -291,6 +291,7 @@ pub struct ContributionRow {
     pub counting: i64,
     pub leads: i64,
     pub errors: i64,
+    pub awaiting: i64,
     pub cost: f64,
     pub cost_counting: f64,
     pub api_calls: i64,

@@ -51,6 +51,15 @@ async fn vague_reports_count_only_after_a_human_accepts() {
         .await;
     assert_eq!(a["counts"], false);
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "needs_review");
+    // The figures say what waits for review beside the rate it would change.
+    let figures = "/api/v1/figures?project=jax-ml/jax&q=pmap";
+    let row = app.get(figures).await.body["rows"][0].clone();
+    assert_eq!(
+        (row["reports_reproduced"].as_u64(), row["reports_awaiting_review"].as_u64()),
+        (Some(0), Some(1)),
+        "{row}"
+    );
+    assert_eq!(row["attempts_awaiting_review"], 1, "{row}");
     let b = app.attempt(json!({"report_id": vague, "agent": "a", "verdict": "reproduced", "verdict_source": "deterministic", "review": "accepted", "reviewer": "m"})).await;
     assert_eq!(b["counts"], true);
     assert_eq!(
@@ -59,6 +68,12 @@ async fn vague_reports_count_only_after_a_human_accepts() {
         "a review sent with an attempt is the caller's, whatever `reviewer` says"
     );
     assert_eq!(app.get(&format!("/api/v1/reports/{vague}")).await.body["status"], "reproduced");
+    let row = app.get(figures).await.body["rows"][0].clone();
+    assert_eq!(
+        (row["reports_reproduced"].as_u64(), row["reports_awaiting_review"].as_u64()),
+        (Some(1), Some(0)),
+        "{row}"
+    );
 }
 
 #[tokio::test]

@@ -69,7 +69,7 @@ fn Headline(total: FigureRow, flow: Throughput) -> impl IntoView {
             <Stat label="Reports in" value=thousands(t.reports as i64) testid="headline-reports"
                 detail=format!("{} triaged to a route · {} graded · {} with a deterministic oracle", t.reports, t.reports_graded, t.reports_with_oracle)/>
             <Stat label="Reproduction rate" value=percent(t.rate) testid="headline-rate"
-                detail=format!("{} of {} graded reports · 95% {}", t.reports_reproduced, t.reports_graded, interval(t.rate_low, t.rate_high))/>
+                detail=format!("{} of {} graded reports · 95% {}{}", t.reports_reproduced, t.reports_graded, interval(t.rate_low, t.rate_high), awaiting(t.reports_awaiting_review))/>
             <Stat label="Reproduced" value=thousands(t.reports_reproduced as i64) testid="headline-reproduced"
                 detail=format!("{} of {} graded · {} (not counted)", plural(t.attempts_counting, "counting attempt"), t.attempts_graded, plural(t.attempts_lead, "LLM lead"))/>
             <Stat label="Backlog" value=thousands(flow.backlog as i64) testid="headline-backlog"
@@ -142,4 +142,13 @@ fn RouteChart(rows: Vec<FigureRow>, q: FiguresQuery) -> impl IntoView {
 /// `1 error`, `2 errors`.
 fn plural(n: u64, what: &str) -> String {
     if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+}
+
+/// What waits for a person beside the rate it would change (empty when nothing does).
+fn awaiting(reports: u64) -> String {
+    match reports {
+        0 => String::new(),
+        1 => " · 1 report awaits review".to_owned(),
+        n => format!(" · {n} reports await review"),
+    }
 }

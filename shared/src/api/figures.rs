@@ -153,6 +153,13 @@ pub struct FigureRow {
     pub cost_mean_success_usd: Option<f64>,
     /// `cost_per_reproduction_usd / cost_mean_success_usd`.
     pub cost_ratio: Option<f64>,
+    /// Attempts that count only once a person accepts them, not yet reviewed.
+    #[serde(default)]
+    pub attempts_awaiting_review: u64,
+    /// Reports not reproduced yet with such an attempt: accepting them would
+    /// raise `reports_reproduced` (and the rate) by up to this many.
+    #[serde(default)]
+    pub reports_awaiting_review: u64,
     /// Reports with a deterministic oracle.
     pub reports_with_oracle: u64,
     /// `reports_with_oracle / reports`.

@@ -75,6 +75,9 @@ pub struct ReportContribution {
     pub attempts_counting: u64,
     pub attempts_lead: u64,
     pub attempts_error: u64,
+    /// Attempts whose verdict counts only once a person accepts it (leads,
+    /// and vague reports' graded reproductions), not yet reviewed.
+    pub attempts_awaiting_review: u64,
     pub cost_usd: f64,
     pub cost_counting_usd: f64,
     /// API calls summed over the attempts that reported them, and how many did.
@@ -94,6 +97,8 @@ struct Acc {
     attempts_counting: u64,
     attempts_lead: u64,
     attempts_error: u64,
+    attempts_awaiting_review: u64,
+    reports_awaiting_review: u64,
     cost_usd: f64,
     cost_counting_usd: f64,
     api_calls: u64,
@@ -122,6 +127,9 @@ where
         acc.attempts_counting += c.attempts_counting;
         acc.attempts_lead += c.attempts_lead;
         acc.attempts_error += c.attempts_error;
+        acc.attempts_awaiting_review += c.attempts_awaiting_review;
+        // A report not reproduced yet whose review could make it so.
+        acc.reports_awaiting_review += u64::from(c.attempts_awaiting_review > 0 && c.attempts_counting == 0);
         acc.cost_usd += c.cost_usd;
         acc.cost_counting_usd += c.cost_counting_usd;
         acc.api_calls += c.api_calls;
@@ -150,6 +158,8 @@ fn row(key: String, a: Acc) -> FigureRow {
         attempts_lead: a.attempts_lead,
         lead_rate: ratio(a.attempts_lead as f64, a.attempts_graded as f64),
         attempts_error: a.attempts_error,
+        attempts_awaiting_review: a.attempts_awaiting_review,
+        reports_awaiting_review: a.reports_awaiting_review,
         cost_total_usd: a.cost_usd,
         cost_mean_attempt_usd: ratio(a.cost_usd, a.attempts as f64),
         api_calls_mean: ratio(a.api_calls as f64, a.attempts_with_api_calls as f64),

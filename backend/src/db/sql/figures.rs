@@ -103,6 +103,7 @@ impl FigureStore for Engine {
              COALESCE(SUM(CASE WHEN a.counts THEN 1 ELSE 0 END), 0) AS counting, \
              COALESCE(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END), 0) AS leads, \
              COALESCE(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END), 0) AS errors, \
+             COALESCE(SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END), 0) AS awaiting, \
              COALESCE(SUM(a.cost_usd), 0.0) AS cost, \
              COALESCE(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost_counting, \
              CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, \
@@ -125,6 +126,7 @@ impl FigureStore for Engine {
                 attempts_counting: r.counting.max(0) as u64,
                 attempts_lead: r.leads.max(0) as u64,
                 attempts_error: r.errors.max(0) as u64,
+                attempts_awaiting_review: r.awaiting.max(0) as u64,
                 cost_usd: r.cost,
                 cost_counting_usd: r.cost_counting,
                 api_calls: r.api_calls.max(0) as u64,
