@@ -13,6 +13,21 @@ mod queue;
 pub use oracles::{OracleCounts, oracle_summary};
 pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
 
+/// `x` to 12 significant digits, and `-0.0` as `0.0`: sums and quotients of
+/// floats leave dust (`0.1 + 0.2` is `0.30000000000000004`) that no figure
+/// means and every reader would see.
+///
+/// The dashboard's WebAssembly keeps `x` as it is (it only ever shows
+/// figures rounded, and float parsing would weigh on its bundle).
+pub fn tidy(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return if x == 0.0 { 0.0 } else { x };
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    let x = format!("{x:.11e}").parse().unwrap_or(x);
+    x
+}
+
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_984_540_054;
 
@@ -35,12 +50,12 @@ pub fn wilson_interval(successes: u64, n: u64) -> Option<(f64, f64)> {
     // leaves float dust there (1.39e-17 at 0 of 25).
     let low = if successes == 0 { 0.0 } else { (centre - half).max(0.0) };
     let high = if successes as f64 == n { 1.0 } else { (centre + half).min(1.0) };
-    Some((low, high))
+    Some((tidy(low), tidy(high)))
 }
 
 /// `numerator / denominator`, or `None` when the denominator is zero.
 pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
-    (denominator != 0.0).then(|| numerator / denominator)
+    (denominator != 0.0).then(|| tidy(numerator / denominator))
 }
 
 /// Cost per reproduction: all spend in the scope (failed and errored attempts
@@ -160,7 +175,7 @@ fn row(key: String, a: Acc) -> FigureRow {
         attempts_error: a.attempts_error,
         attempts_awaiting_review: a.attempts_awaiting_review,
         reports_awaiting_review: a.reports_awaiting_review,
-        cost_total_usd: a.cost_usd,
+        cost_total_usd: tidy(a.cost_usd),
         cost_mean_attempt_usd: ratio(a.cost_usd, a.attempts as f64),
         api_calls_mean: ratio(a.api_calls as f64, a.attempts_with_api_calls as f64),
         cost_per_reproduction_usd: per_repro,
@@ -415,6 +430,18 @@ mod tests {
         // 1 of 2: [0.0945, 0.9055]
         let (lo, hi) = wilson_interval(1, 2).unwrap();
         assert!(close(lo, 0.0945) && close(hi, 0.9055), "{lo} {hi}");
+    }
+
+    #[test]
+    fn figures_carry_no_float_dust() {
+        assert_eq!(tidy(0.1 + 0.2), 0.3);
+        assert_eq!(tidy(-0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(tidy(1.0 / 3.0), 0.333333333333);
+        assert_eq!(tidy(123_456.789), 123_456.789);
+        assert_eq!(tidy(1.39e-17), 1.39e-17, "small values keep their digits");
+        assert!(tidy(f64::NAN).is_nan());
+        assert_eq!(ratio(0.7, 1.0), Some(0.7));
+        assert_eq!(super::mean_seconds(&[0.2542, 0.2542, 0.2542, 0.2542, 0.2542]), Some(0.2542));
     }
 
     #[test]

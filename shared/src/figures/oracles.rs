@@ -61,8 +61,8 @@ pub fn oracle_summary(counts: OracleCounts) -> OracleSummary {
         in_patch: Share::new(in_patch, reports),
         in_patch_reference: IN_PATCH_REFERENCE,
         authored_oracles: minutes.len() as i64,
-        // `+ 0.0`: an empty f64 sum is -0.0, which would print as such.
-        authoring_minutes_total: minutes.iter().sum::<f64>() + 0.0,
+        // Tidied: an empty f64 sum is -0.0, which would print as such.
+        authoring_minutes_total: super::tidy(minutes.iter().sum::<f64>()),
         authoring_minutes_median: median_sorted(&minutes),
         failure_causes: causes.into_iter().map(|(cause, attempts)| CauseCount { cause, attempts }).collect(),
     }

@@ -15,7 +15,7 @@ pub fn runner_alive(runner: &Runner, now: DateTime<Utc>) -> bool {
 
 /// The mean of job durations in seconds; `None` when there are none.
 pub fn mean_seconds(durations: &[f64]) -> Option<f64> {
-    (!durations.is_empty()).then(|| durations.iter().sum::<f64>() / durations.len() as f64)
+    (!durations.is_empty()).then(|| super::tidy(durations.iter().sum::<f64>() / durations.len() as f64))
 }
 
 /// Seconds until a newly queued job would start: the `waiting` jobs (queued
@@ -25,7 +25,7 @@ pub fn mean_seconds(durations: &[f64]) -> Option<f64> {
 pub fn queue_wait(alive: usize, mean_job_seconds: Option<f64>, waiting: i64) -> Option<f64> {
     match (alive, mean_job_seconds) {
         (0, _) => None,
-        (n, Some(mean)) => Some(mean * waiting as f64 / n as f64),
+        (n, Some(mean)) => Some(super::tidy(mean * waiting as f64 / n as f64)),
         (_, None) => Some(0.0).filter(|_| waiting == 0),
     }
 }
