@@ -391,6 +391,40 @@ fn a_key_repeated_with_other_content_is_refused_by_row() {
     });
 }
 
+/// docs/mappings.md's examples are mappings failpass reads, and its field
+/// table names every field a mapping has.
+#[test]
+fn the_mapping_docs_examples_parse() {
+    let doc = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/mappings.md")).unwrap();
+    let blocks: Vec<&str> = doc.split("```toml\n").skip(1).filter_map(|b| b.split("```").next()).collect();
+    assert!(blocks.len() >= 3, "{} examples", blocks.len());
+    for b in blocks {
+        toml::from_str::<failpass::import::mapping::Mapping>(b).unwrap_or_else(|e| panic!("{e}\n{b}"));
+    }
+    for field in [
+        "report.external_id",
+        "report.title",
+        "report.url",
+        "report.body",
+        "report.labels",
+        "report.details",
+        "report.oracle.kind",
+        "report.oracle.source",
+        "report.oracle.command",
+        "report.oracle.fail_to_pass",
+        "attempt.agent",
+        "attempt.model",
+        "attempt.attempt_key",
+        "attempt.goal",
+        "attempt.verdict",
+        "attempt.verdict_source",
+        "attempt.wall_seconds",
+        "attempt.cost_usd",
+    ] {
+        assert!(doc.contains(&format!("| `{field}` |")), "docs/mappings.md lacks `{field}`");
+    }
+}
+
 async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>, tempfile::TempDir, ImportSummary) {
     let (s, dir) = sqlite_storage().await;
     let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/libro_ranking_d4j.toml");
