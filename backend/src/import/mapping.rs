@@ -64,10 +64,10 @@ pub struct ListSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReportMapping {
-    pub external_id: String,
-    pub title: String,
+    pub external_id: Value,
+    pub title: Value,
     #[serde(default)]
-    pub url: Option<String>,
+    pub url: Option<Value>,
     #[serde(default)]
     pub body: Option<String>,
     #[serde(default)]
@@ -104,11 +104,26 @@ pub enum Value {
     Template(String),
     Column {
         column: String,
+        /// A regular expression: the value is its first capture group (or
+        /// the whole match), e.g. the issue number out of a URL.
+        #[serde(default)]
+        regex: Option<Pattern>,
         #[serde(default)]
         map: HashMap<String, String>,
         #[serde(default)]
         scale: Option<f64>,
     },
+}
+
+/// A regular expression, compiled when the mapping is read.
+#[derive(Debug, Clone)]
+pub struct Pattern(regex::Regex);
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        regex::Regex::new(&s).map(Pattern).map_err(|e| serde::de::Error::custom(format!("regex `{s}`: {e}")))
+    }
 }
 
 /// The `{column}` names in a template (besides `join.` fields).
@@ -134,9 +149,13 @@ impl Mapping {
                 template_columns(v, &mut out, field)
             }
         };
-        t("report.external_id", Some(&r.external_id));
-        t("report.title", Some(&r.title));
-        t("report.url", r.url.as_deref());
+        let value = |v: &Value| match v {
+            Value::Template(s) => s.clone(),
+            Value::Column { column, .. } => format!("{{{column}}}"),
+        };
+        t("report.external_id", Some(&value(&r.external_id)));
+        t("report.title", Some(&value(&r.title)));
+        t("report.url", r.url.as_ref().map(value).as_deref());
         t("report.body", r.body.as_deref());
         for l in &r.labels {
             t("report.labels", Some(l));
@@ -167,12 +186,16 @@ impl Mapping {
 
     /// Fails once, before any row is read, when the input lacks a column the
     /// mapping reads (`available`: the CSV header, or the first JSON record's fields).
-    pub fn check_columns<'a>(&self, available: impl IntoIterator<Item = &'a str>, what: &str) -> anyhow::Result<()> {
-        let available: std::collections::HashSet<&str> = available.into_iter().collect();
+    pub fn check_columns<'a>(
+        &self,
+        has: impl Fn(&str) -> bool,
+        available: impl IntoIterator<Item = &'a str>,
+        what: &str,
+    ) -> anyhow::Result<()> {
         let missing: Vec<String> = self
             .columns()
             .into_iter()
-            .filter(|(_, c)| !available.contains(c.as_str()))
+            .filter(|(_, c)| !has(c))
             .map(|(field, c)| format!("`{c}` (read by {field})"))
             .collect();
         if missing.is_empty() {
@@ -205,6 +228,28 @@ enum Source<'a> {
     Json(&'a serde_json::Value),
 }
 
+/// A field of a JSON object by name, or by path: `issue.url`, `a.b[0].c`
+/// (a name holding dots is found as it is first).
+pub fn json_path<'v>(obj: &'v serde_json::Value, path: &str) -> Option<&'v serde_json::Value> {
+    if let Some(v) = obj.get(path) {
+        return Some(v);
+    }
+    let mut here = obj;
+    for part in path.split('.') {
+        let (name, indexes) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !name.is_empty() {
+            here = here.get(name)?;
+        }
+        for ix in indexes.split('[').skip(1) {
+            here = here.get(ix.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        }
+    }
+    Some(here)
+}
+
 /// A JSON field as text: strings as they are, numbers and booleans printed.
 fn json_text(v: &serde_json::Value) -> Option<String> {
     match v {
@@ -223,7 +268,9 @@ fn json_template(t: &str, obj: &serde_json::Value) -> Result<String, String> {
         out.push_str(&rest[..start]);
         let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `{{` in template `{t}`"))? + start;
         let field = &rest[start + 1..end];
-        match obj.get(field) {
+        // `{}` is the item itself (a list of plain strings).
+        let found = if field.is_empty() { Some(obj) } else { json_path(obj, field) };
+        match found {
             None => return Err(format!("no field `{field}`")),
             Some(serde_json::Value::Null) => {}
             Some(v) => out.push_str(&json_text(v).ok_or_else(|| format!("field `{field}` is not text or a number"))?),
@@ -238,19 +285,33 @@ impl Row<'_> {
     fn get(&self, column: &str) -> Result<String, String> {
         if let Some(field) = column.strip_prefix("join.") {
             let rec = self.joined.ok_or_else(|| "no joined record for this row".to_owned())?;
-            return rec.get(field).and_then(json_text).ok_or_else(|| format!("joined record has no field `{field}`"));
+            return json_path(rec, field)
+                .and_then(json_text)
+                .ok_or_else(|| format!("joined record has no field `{field}`"));
         }
         match &self.source {
             Source::Csv { headers, cells } => {
                 let i = headers.iter().position(|h| h == column).ok_or_else(|| format!("no column `{column}`"))?;
                 Ok(cells.get(i).unwrap_or_default().trim().to_owned())
             }
-            Source::Json(obj) => match obj.get(column) {
+            Source::Json(obj) => match json_path(obj, column) {
                 None => Err(format!("no field `{column}`")),
                 Some(serde_json::Value::Null) => Ok(String::new()),
                 Some(v) => json_text(v).ok_or_else(|| format!("field `{column}` is not text or a number")),
             },
         }
+    }
+
+    /// A list field as text items: strings, or objects' `name` (GitHub's
+    /// labels); `None` when the field is not a list.
+    fn list(&self, field: &str) -> Option<Vec<String>> {
+        let v = match (field.strip_prefix("join."), &self.source) {
+            (Some(f), _) => json_path(self.joined?, f)?,
+            (None, Source::Json(obj)) => json_path(obj, field)?,
+            (None, Source::Csv { .. }) => return None,
+        };
+        let items = v.as_array()?;
+        Some(items.iter().filter_map(|i| json_text(i).or_else(|| i.get("name").and_then(json_text))).collect())
     }
 
     fn template(&self, t: &str) -> Result<String, String> {
@@ -269,8 +330,14 @@ impl Row<'_> {
     fn value(&self, v: &Value) -> Result<String, String> {
         match v {
             Value::Template(t) => self.template(t),
-            Value::Column { column, map, scale } => {
-                let raw = self.get(column)?;
+            Value::Column { column, regex, map, scale } => {
+                let mut raw = self.get(column)?;
+                if let Some(Pattern(re)) = regex {
+                    let caps = re
+                        .captures(&raw)
+                        .ok_or_else(|| format!("{column}: `{raw}` does not match `{}`", re.as_str()))?;
+                    raw = caps.get(1).or_else(|| caps.get(0)).map(|m| m.as_str().to_owned()).unwrap_or_default();
+                }
                 // `"*"` in a map stands for any other value.
                 let mapped = if map.is_empty() {
                     raw
@@ -307,20 +374,21 @@ fn convert(
         move |e| (field.to_owned(), e)
     }
     let r = &m.report;
-    let labels = r
-        .labels
-        .iter()
-        .map(|l| row.template(l))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(at("labels"))?
-        .into_iter()
-        .filter(|l| !l.trim().is_empty())
-        .collect();
+    let mut labels = Vec::new();
+    for l in &r.labels {
+        // `"{labels}"` naming a list (of strings, or of objects with a
+        // `name`, as GitHub gives them) is one label per item.
+        match l.strip_prefix('{').and_then(|l| l.strip_suffix('}')).and_then(|field| row.list(field)) {
+            Some(items) => labels.extend(items),
+            None => labels.push(row.template(l).map_err(at("labels"))?),
+        }
+    }
+    let labels = labels.into_iter().filter(|l| !l.trim().is_empty()).collect();
     let report = CreateReportRequest {
         project: m.project.clone(),
-        external_id: row.template(&r.external_id).map_err(at("external_id"))?,
-        url: r.url.as_deref().map(|u| row.template(u)).transpose().map_err(at("url"))?,
-        title: row.template(&r.title).map_err(at("title"))?,
+        external_id: row.value(&r.external_id).map_err(at("external_id"))?,
+        url: r.url.as_ref().map(|u| row.value(u)).transpose().map_err(at("url"))?,
+        title: row.value(&r.title).map_err(at("title"))?,
         body: {
             let mut body =
                 r.body.as_deref().map(|b| row.template(b)).transpose().map_err(at("body"))?.unwrap_or_default();
@@ -373,7 +441,7 @@ fn list_lines(spec: &ListSpec, row: &Row<'_>, what: &str) -> Result<Vec<String>,
     let field = spec.list.strip_prefix("join.").unwrap_or(&spec.list);
     let items = row
         .joined
-        .and_then(|j| j.get(field))
+        .and_then(|j| json_path(j, field))
         .and_then(serde_json::Value::as_array)
         .ok_or_else(|| (what.to_owned(), format!("joined record has no list `{field}`")))?;
     items.iter().map(|item| json_template(&spec.item, item).map_err(|e| (what.to_owned(), e))).collect()
@@ -547,7 +615,7 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
     let text = crate::input::read_document(&mut input, "a CSV file").await?;
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
-    mapping.check_columns(headers.iter().map(String::as_str), "its header")?;
+    mapping.check_columns(|c| headers.iter().any(|h| h == c), headers.iter().map(String::as_str), "its header")?;
     let (mut reports, mut attempts) = (Vec::new(), Vec::new());
     for (i, rec) in reader.records().enumerate() {
         let n = i as u64 + 2;
@@ -585,7 +653,7 @@ pub async fn import_json<R: AsyncBufRead + Unpin>(
     };
     if let Some((_, Ok(first))) = records.iter().find(|(_, r)| r.as_ref().is_ok_and(serde_json::Value::is_object)) {
         let fields = first.as_object().map(|o| o.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default();
-        mapping.check_columns(fields, "its first record")?;
+        mapping.check_columns(|c| json_path(first, c).is_some(), fields, "its first record")?;
     }
     let (mut reports, mut attempts) = (Vec::new(), Vec::new());
     for (n, value) in &records {

@@ -425,6 +425,68 @@ fn the_mapping_docs_examples_parse() {
     }
 }
 
+/// An issue export in a scraper's own shape comes in through a mapping:
+/// the number out of the URL (regular expression), labels from a list of
+/// strings, nested fields by path, a joined list of plain strings.
+#[test]
+fn a_scrapers_issue_shape_comes_in_through_a_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("extra.json"),
+        r#"[{"id": "4512", "meta": {"tests": ["test_io.py::test_read", "test_io.py::test_write"]}}, {"id": "4513", "meta": {"tests": []}}]"#,
+    )
+    .unwrap();
+    let m: failpass::import::mapping::Mapping = toml::from_str(
+        r#"
+project = "acme/datasets"
+[join]
+file = "extra.json"
+key = "{id}"
+on = "{issue_number}"
+[report]
+external_id = { column = "url", regex = '/issues/(\d+)$' }
+title = "{title}"
+url = "{url}"
+body = "{description} (reported by {user.login}, first label {labels[0]})"
+labels = ["{labels}", "scraped"]
+[report.oracle]
+kind = "fail_to_pass"
+source = "authored"
+fail_to_pass = { list = "join.meta.tests", item = "{}" }
+"#,
+    )
+    .unwrap();
+    let input = r#"[
+{"issue_number": 4512, "title": "load_dataset hangs on zstd files", "description": "It hangs.", "labels": ["bug", "area: io"], "created_at": "2026-10-01T10:00:00Z", "url": "https://github.com/acme/datasets/issues/4512", "user": {"login": "octo"}},
+{"issue_number": 4513, "title": "typo", "description": "x", "labels": [], "created_at": "2026-10-02T10:00:00Z", "url": "https://github.com/acme/datasets/pull/4513", "user": {"login": "octo"}}
+]"#;
+    std::fs::write(dir.path().join("issues.json"), input).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+        s.migrate().await.unwrap();
+        let routing = RoutingConfig::default();
+        let options = failpass::import::ImportOptions {
+            mapping: Some(m),
+            input_dir: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        run(&mut importer, Format::Json, input.as_bytes(), &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        // The second record's URL is a pull request's: named, not guessed.
+        assert_eq!(summary.rejected, 1, "{summary:?}");
+        assert!(summary.rejections[0].message.contains("does not match"), "{:?}", summary.rejections);
+        let q = ReportListQuery { limit: 500, ..Default::default() };
+        let r = &s.list_reports(&q, &ProjectScope::All).await.unwrap().items[0];
+        assert_eq!(r.external_id, "4512");
+        assert_eq!(r.labels, ["bug", "area: io", "scraped"]);
+        let full = s.get_report(r.id, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(full.body, "It hangs. (reported by octo, first label bug)");
+        assert_eq!(full.oracle.unwrap().fail_to_pass, ["test_io.py::test_read", "test_io.py::test_write"]);
+    });
+}
+
 async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>, tempfile::TempDir, ImportSummary) {
     let (s, dir) = sqlite_storage().await;
     let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/libro_ranking_d4j.toml");
