@@ -31,12 +31,28 @@ pub struct Mapping {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JoinMapping {
-    /// A JSON array of objects; a relative path is looked up beside the input file.
+    /// A JSON array of objects, or an object whose values are the records
+    /// keyed by id; a relative path is looked up beside the input file.
     pub file: String,
-    /// Template over a joined record giving its key (`"{project}_{bugId}"`).
-    pub key: String,
+    /// Template over a joined record giving its key (`"{project}_{bugId}"`);
+    /// for an object keyed by id, the id unless this is given.
+    #[serde(default)]
+    pub key: Option<String>,
     /// Template over a row giving the key to look up (`"{bug_id}"`).
     pub on: String,
+    /// Keep a row without a match (a left join); its joined fields are
+    /// `defaults` (so a study's denominator can be reached).
+    #[serde(default)]
+    pub left: bool,
+    /// The joined record of an unmatched row, with `left = true`.
+    #[serde(default)]
+    pub defaults: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A join file's records by key, and the record an unmatched row gets.
+pub struct Joined {
+    records: HashMap<String, serde_json::Value>,
+    default: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -470,10 +486,7 @@ fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::repo
 }
 
 /// Loads the join file into records by key.
-fn load_join(
-    j: &JoinMapping,
-    input_dir: Option<&std::path::Path>,
-) -> anyhow::Result<HashMap<String, serde_json::Value>> {
+fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Result<Joined> {
     let path = std::path::Path::new(&j.file);
     let path = match input_dir {
         Some(dir) if path.is_relative() => dir.join(path),
@@ -481,22 +494,34 @@ fn load_join(
     };
     let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("join file {}: {e}", path.display()))?;
     let text = crate::input::strip_bom(&text).to_owned();
-    let records: Vec<serde_json::Value> = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("join file {}: not a JSON array of objects: {e}", path.display()))?;
-    let mut out = HashMap::with_capacity(records.len());
-    for (i, r) in records.into_iter().enumerate() {
-        let key = json_template(&j.key, &r)
-            .map_err(|e| anyhow::anyhow!("join file {} record {}: {e}", path.display(), i + 1))?;
-        out.insert(key, r);
+    let parsed: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("join file {}: not JSON: {e}", path.display()))?;
+    let keyed: Vec<(Option<String>, serde_json::Value)> = match parsed {
+        serde_json::Value::Array(items) => items.into_iter().map(|r| (None, r)).collect(),
+        serde_json::Value::Object(map) => map.into_iter().map(|(k, r)| (Some(k), r)).collect(),
+        _ => anyhow::bail!("join file {}: not a JSON array of objects, nor an object keyed by id", path.display()),
+    };
+    let mut records = HashMap::with_capacity(keyed.len());
+    for (i, (id, r)) in keyed.into_iter().enumerate() {
+        let key = match (&j.key, id) {
+            (Some(t), _) => json_template(t, &r)
+                .map_err(|e| anyhow::anyhow!("join file {} record {}: {e}", path.display(), i + 1))?,
+            (None, Some(id)) => id,
+            (None, None) => {
+                anyhow::bail!("join file {} is an array: say which field keys it (`key = \"{{id}}\"`)", path.display())
+            }
+        };
+        records.insert(key, r);
     }
-    Ok(out)
+    let default = j.left.then(|| serde_json::Value::Object(j.defaults.clone()));
+    Ok(Joined { records, default })
 }
 
 /// Joins, converts and queues one row; rejections name row `n`.
 fn take_row<'a>(
     importer: &mut Importer<'_>,
     mapping: &Mapping,
-    joined: Option<&'a HashMap<String, serde_json::Value>>,
+    joined: Option<&'a Joined>,
     n: u64,
     mut row: Row<'a>,
     reports: &mut Vec<(u64, CreateReportRequest)>,
@@ -507,10 +532,14 @@ fn take_row<'a>(
             Ok(k) => k,
             Err(e) => return importer.reject(n, Some("join".into()), format!("row {n}: {e}")),
         };
-        match records.get(&key) {
+        match records.records.get(&key).or(records.default.as_ref()) {
             Some(r) => row.joined = Some(r),
             None => {
-                return importer.reject(n, Some("join".into()), format!("row {n}: no record `{key}` in the join file"));
+                return importer.reject(
+                    n,
+                    Some("join".into()),
+                    format!("row {n}: no record `{key}` in the join file (`left = true` keeps such rows)"),
+                );
             }
         }
     }

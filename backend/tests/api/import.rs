@@ -487,6 +487,79 @@ fail_to_pass = { list = "join.meta.tests", item = "{}" }
     });
 }
 
+/// A study's denominator: every bug in the list is a report, though only
+/// some are in the results file (an object keyed by id). Unmatched rows are
+/// kept by the left join with the declared default.
+#[test]
+fn a_left_join_keeps_unmatched_rows_with_their_default() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("results.json"),
+        r#"{"Chart_1": {"fibs": 4}, "Lang_2": {"fibs": 0}, "Math_3": {"fibs": 7}}"#,
+    )
+    .unwrap();
+    let m: failpass::import::mapping::Mapping = toml::from_str(
+        r#"
+project = "study/d4j"
+[join]
+file = "results.json"
+on = "{bug}"
+left = true
+defaults = { fibs = "0" }
+[report]
+external_id = "{bug}"
+title = "Defects4J {bug}"
+[report.oracle]
+kind = "fail_to_pass"
+source = "in_patch_test"
+command = "defects4j test"
+[attempt]
+agent = "libro"
+verdict_source = "deterministic"
+verdict = { column = "join.fibs", map = { "0" = "not_reproduced", "*" = "reproduced" } }
+"#,
+    )
+    .unwrap();
+    let input = "bug\nChart_1\nLang_2\nMath_3\nTime_4\nClosure_5\n";
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+        s.migrate().await.unwrap();
+        let routing = RoutingConfig::default();
+        let options = failpass::import::ImportOptions {
+            mapping: Some(m.clone()),
+            input_dir: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        run(&mut importer, Format::Csv, input.as_bytes(), &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejected, 0, "{summary:?}");
+        let q = failpass_shared::api::figures::FiguresQuery::default();
+        let row =
+            &failpass_shared::figures::figure_rows(s.figure_contributions(&q, &ProjectScope::All).await.unwrap())[0];
+        // Bare titles make vague reports: their reproductions await a person.
+        assert_eq!(
+            (row.reports, row.reports_graded, row.reports_reproduced + row.reports_awaiting_review),
+            (5, 5, 2),
+            "the denominator is every bug: {row:?}"
+        );
+        // Without `left`, an unmatched row is named and refused.
+        let mut inner = m.clone();
+        inner.join.as_mut().unwrap().left = false;
+        let options = failpass::import::ImportOptions {
+            mapping: Some(inner),
+            input_dir: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        run(&mut importer, Format::Csv, input.as_bytes(), &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejected, 2, "{summary:?}");
+        assert!(summary.rejections[0].message.contains("no record `Time_4`"), "{:?}", summary.rejections);
+    });
+}
+
 async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>, tempfile::TempDir, ImportSummary) {
     let (s, dir) = sqlite_storage().await;
     let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/libro_ranking_d4j.toml");
