@@ -93,6 +93,14 @@ pub struct ReportMapping {
     pub details: Option<ListSpec>,
     #[serde(default)]
     pub oracle: Option<OracleMapping>,
+    /// When it was filed: RFC 3339, `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DD` (UTC).
+    #[serde(default)]
+    pub filed_at: Option<Value>,
+    #[serde(default)]
+    pub reporter: Option<Value>,
+    /// Framework and versions, hardware.
+    #[serde(default)]
+    pub environment: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -107,6 +115,22 @@ pub struct AttemptMapping {
     pub goal: Option<Goal>,
     pub verdict: Value,
     pub verdict_source: Value,
+    /// The model's training cutoff, `YYYY-MM-DD` (the contamination split).
+    #[serde(default)]
+    pub model_cutoff: Option<Value>,
+    #[serde(default)]
+    pub started_at: Option<Value>,
+    #[serde(default)]
+    pub ended_at: Option<Value>,
+    #[serde(default)]
+    pub tokens_in: Option<Value>,
+    #[serde(default)]
+    pub tokens_out: Option<Value>,
+    /// `accepted` or `rejected`: a person's review recorded with the attempt.
+    #[serde(default)]
+    pub review: Option<Value>,
+    #[serde(default)]
+    pub reviewer: Option<Value>,
     #[serde(default)]
     pub wall_seconds: Option<Value>,
     #[serde(default)]
@@ -177,6 +201,11 @@ impl Mapping {
             t("report.labels", Some(l));
         }
         t("report.oracle.command", r.oracle.as_ref().and_then(|o| o.command.as_deref()));
+        for (field, v) in
+            [("report.filed_at", &r.filed_at), ("report.reporter", &r.reporter), ("report.environment", &r.environment)]
+        {
+            t(field, v.as_ref().map(value).as_deref());
+        }
         if let Some(j) = &self.join {
             t("join.on", Some(&j.on));
         }
@@ -189,6 +218,13 @@ impl Mapping {
                 ("attempt.verdict_source", Some(&a.verdict_source)),
                 ("attempt.wall_seconds", a.wall_seconds.as_ref()),
                 ("attempt.cost_usd", a.cost_usd.as_ref()),
+                ("attempt.model_cutoff", a.model_cutoff.as_ref()),
+                ("attempt.started_at", a.started_at.as_ref()),
+                ("attempt.ended_at", a.ended_at.as_ref()),
+                ("attempt.tokens_in", a.tokens_in.as_ref()),
+                ("attempt.tokens_out", a.tokens_out.as_ref()),
+                ("attempt.review", a.review.as_ref()),
+                ("attempt.reviewer", a.reviewer.as_ref()),
             ] {
                 match v {
                     Some(Value::Template(s)) => t(field, Some(s)),
@@ -417,9 +453,9 @@ fn convert(
             body
         },
         labels,
-        filed_at: None,
-        reporter: None,
-        environment: None,
+        filed_at: optional(row, "filed_at", &r.filed_at)?.map(|v| instant("filed_at", &v)).transpose()?,
+        reporter: optional(row, "reporter", &r.reporter)?,
+        environment: optional(row, "environment", &r.environment)?,
         paths: Vec::new(),
         oracle: match &r.oracle {
             None => None,
@@ -447,9 +483,48 @@ fn convert(
         wall_seconds: number("wall_seconds", &a.wall_seconds)?,
         cost_usd: number("cost_usd", &a.cost_usd)?.unwrap_or(0.0),
         attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
+        model_cutoff: optional(row, "model_cutoff", &a.model_cutoff)?
+            .map(|v| failpass_shared::api::reports::parse_day("model_cutoff", &v).map_err(|e| (e.field, e.message)))
+            .transpose()?,
+        started_at: optional(row, "started_at", &a.started_at)?.map(|v| instant("started_at", &v)).transpose()?,
+        ended_at: optional(row, "ended_at", &a.ended_at)?.map(|v| instant("ended_at", &v)).transpose()?,
+        tokens_in: optional(row, "tokens_in", &a.tokens_in)?.map(|v| parse("tokens_in", v)).transpose()?.unwrap_or(0),
+        tokens_out: optional(row, "tokens_out", &a.tokens_out)?
+            .map(|v| parse("tokens_out", v))
+            .transpose()?
+            .unwrap_or(0),
+        review: optional(row, "review", &a.review)?.map(|v| parse("review", v)).transpose()?,
+        reviewer: optional(row, "reviewer", &a.reviewer)?,
         ..CreateAttemptRequest::for_key(key, agent, verdict, verdict_source)
     };
     Ok((report, Some(attempt)))
+}
+
+/// An optional field's value; an empty one is absent.
+fn optional(row: &Row<'_>, field: &str, v: &Option<Value>) -> Result<Option<String>, (String, String)> {
+    match v {
+        None => Ok(None),
+        Some(v) => {
+            let s = row.value(v).map_err(|e| (field.to_owned(), e))?;
+            Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty()))
+        }
+    }
+}
+
+/// An instant: RFC 3339, `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DD` (both UTC).
+fn instant(field: &str, v: &str) -> Result<chrono::DateTime<chrono::Utc>, (String, String)> {
+    use chrono::{NaiveDateTime, TimeZone, Utc};
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(v) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    if let Ok(t) = NaiveDateTime::parse_from_str(v, "%Y-%m-%d %H:%M:%S") {
+        return Ok(Utc.from_utc_datetime(&t));
+    }
+    failpass_shared::api::reports::parse_day(field, v)
+        .map(|d| Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default()))
+        .map_err(|_| {
+            (field.to_owned(), format!("`{v}` is not a time: RFC 3339, `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DD`"))
+        })
 }
 
 /// One line per item of a joined list.

@@ -560,6 +560,92 @@ verdict = { column = "join.fibs", map = { "0" = "not_reproduced", "*" = "reprodu
     });
 }
 
+/// A mapping sets each row's filing date, reporter, model and its cutoff,
+/// tokens, times and review, so the contamination split and the intake
+/// dates are the study's, not the import's.
+#[test]
+fn a_mapping_sets_every_report_and_attempt_field_per_row() {
+    let m: failpass::import::mapping::Mapping = toml::from_str(
+        r#"
+project = "study/dl"
+[report]
+external_id = "{id}"
+title = "{title}"
+filed_at = "{filed}"
+reporter = "{who}"
+environment = "torch {torch}"
+[attempt]
+agent = "{agent}"
+model = "{model}"
+model_cutoff = "{cutoff}"
+started_at = "{started}"
+tokens_in = "{tin}"
+tokens_out = { column = "tout" }
+verdict = { column = "ok", map = { y = "confirmed", n = "lead" } }
+verdict_source = "llm"
+review = { column = "ok", map = { y = "accepted", n = "rejected" } }
+reviewer = "{rev}"
+"#,
+    )
+    .unwrap();
+    let input = "id,title,filed,who,torch,agent,model,cutoff,started,tin,tout,ok,rev\n\
+        1,NaN in softmax backward,2024-03-01,ana,2.1,repgen,gpt-4o,2023-10-01,2024-03-02 10:00:00,1200,80,y,bo\n\
+        2,Crash in conv2d on MPS,2023-05-01T08:00:00Z,cy,2.0,repgen,gpt-4o,2023-10-01,2023-05-02,900,60,n,bo\n";
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+        s.migrate().await.unwrap();
+        let routing = RoutingConfig::default();
+        let options = failpass::import::ImportOptions { mapping: Some(m), ..Default::default() };
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        run(&mut importer, Format::Csv, input.as_bytes(), &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejected, 0, "{summary:?}");
+        let q = ReportListQuery { limit: 500, ..Default::default() };
+        let reports = s.list_reports(&q, &ProjectScope::All).await.unwrap().items;
+        let r1 = reports.iter().find(|r| r.external_id == "1").unwrap();
+        assert_eq!(r1.filed_at.to_rfc3339(), "2024-03-01T00:00:00+00:00");
+        let full = s.get_report(r1.id, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!((full.reporter.as_deref(), full.environment.as_deref()), (Some("ana"), Some("torch 2.1")));
+        let attempts = s
+            .list_attempts(
+                &failpass_shared::api::attempts::AttemptListQuery { limit: 500, ..Default::default() },
+                &ProjectScope::All,
+            )
+            .await
+            .unwrap()
+            .items;
+        let a1 = attempts.iter().find(|a| a.report_id == r1.id).unwrap();
+        assert_eq!(a1.model.as_deref(), Some("gpt-4o"));
+        assert_eq!(a1.model_cutoff.map(|d| d.to_string()).as_deref(), Some("2023-10-01"));
+        assert_eq!((a1.tokens_in, a1.tokens_out), (1200, 80));
+        assert_eq!(a1.review.map(|r| r.as_str()), Some("accepted"));
+        // The contamination split is the study's: one report filed after the cutoff, one before.
+        let q = failpass_shared::api::figures::FiguresQuery::from_pairs([("group_by", "cutoff")]).unwrap();
+        let rows = failpass_shared::figures::figure_rows(s.figure_contributions(&q, &ProjectScope::All).await.unwrap());
+        let keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["after_cutoff", "before_cutoff"], "{rows:?}");
+    });
+    // A date that is not one is named.
+    let bad: failpass::import::mapping::Mapping =
+        toml::from_str("project = \"a/b\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"t\"\nfiled_at = \"{d}\"\n")
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = failpass::db::connect(&dir.path().join("t.db").to_string_lossy()).await.unwrap();
+        s.migrate().await.unwrap();
+        let routing = RoutingConfig::default();
+        let options = failpass::import::ImportOptions { mapping: Some(bad), ..Default::default() };
+        let mut importer = Importer::new(s.as_ref(), &routing);
+        run(&mut importer, Format::Csv, &b"id,d\n1,last tuesday\n"[..], &options).await.unwrap();
+        let summary = importer.finish().await.unwrap();
+        assert_eq!(summary.rejections[0].field.as_deref(), Some("filed_at"), "{summary:?}");
+        assert!(summary.rejections[0].message.contains("`last tuesday` is not a time"), "{summary:?}");
+    });
+}
+
 async fn import_libro(file: &str) -> (std::sync::Arc<dyn failpass::db::Storage>, tempfile::TempDir, ImportSummary) {
     let (s, dir) = sqlite_storage().await;
     let mapping_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings/libro_ranking_d4j.toml");
