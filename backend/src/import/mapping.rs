@@ -633,7 +633,7 @@ fn take_row<'a>(
 async fn store(
     importer: &mut Importer<'_>,
     mapping: &Mapping,
-    reports: Vec<(u64, CreateReportRequest)>,
+    mut reports: Vec<(u64, CreateReportRequest)>,
     attempts: Vec<(u64, CreateAttemptRequest)>,
 ) -> anyhow::Result<()> {
     importer
@@ -673,7 +673,7 @@ async fn store(
             }
         }
     }
-    let reports: Vec<_> = reports.iter().filter(|(n, _)| !refused.contains(n)).cloned().collect();
+    reports.retain(|(n, _)| !refused.contains(n));
     importer.push_reports(reports).await?;
     for (n, a) in attempts {
         if !refused.contains(&n) {
