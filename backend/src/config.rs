@@ -28,6 +28,42 @@ pub enum Command {
     User(UserArgs),
     /// Manage API tokens for agents, CI and scripts.
     Token(TokenArgs),
+    /// Measure the routing rule against labelled reports.
+    Routing(RoutingArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoutingArgs {
+    #[command(subcommand)]
+    pub command: RoutingCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RoutingCommand {
+    /// Print the confusion matrix, precision and recall per route on a
+    /// labelled file (CSV or JSON Lines; see docs/routing.md).
+    Eval(RoutingEvalArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoutingEvalArgs {
+    /// The labelled reports: columns `id`, `title`, and `route` or `harness`;
+    /// optional `body`, `labels` (`;`-separated or a JSON list) and `paths`.
+    #[arg(long)]
+    pub truth: PathBuf,
+    /// Routing rule configuration (TOML; see docs/routing.toml).
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
+    /// Which part of the fixed split to measure on: `measure` (the default),
+    /// `train` (to tune on) or `all`. The split is by a stable hash of `id`.
+    #[arg(long, default_value = "measure")]
+    pub split: String,
+    /// Columns to read, of title, body, labels and paths (the rest are ignored).
+    #[arg(long, value_delimiter = ',', default_value = "title,body,labels,paths")]
+    pub fields: Vec<String>,
+    /// Print each report the rule got wrong (id, truth, decision, title).
+    #[arg(long)]
+    pub errors: bool,
 }
 
 #[derive(Debug, Clone, Args)]

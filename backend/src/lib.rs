@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod reroute;
 pub mod routes;
+pub mod routing_eval;
 pub mod runner;
 pub mod security;
 pub mod startup;

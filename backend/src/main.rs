@@ -120,6 +120,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(args) => failpass::accounts_cli::user(args).await,
         Command::Token(args) => failpass::accounts_cli::token(args).await,
+        Command::Routing(args) => match args.command {
+            failpass::config::RoutingCommand::Eval(args) => {
+                let cfg = failpass::config::load_routing(args.routing_config.as_deref())?;
+                let report = failpass::routing_eval::run(&args, &cfg)?;
+                print!("{report}");
+                Ok(())
+            }
+        },
         Command::Migrate(args) => {
             let url = args.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;

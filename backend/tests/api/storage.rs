@@ -285,7 +285,7 @@ async fn reports_round_trip_and_conflicts_keep_the_original() {
         assert_eq!(r.summary.labels, ["bug"]);
         assert_eq!(r.summary.route, Route::AgentFirst);
         assert_eq!(r.oracle.as_ref().unwrap().signature.as_deref(), Some("ValueError: bad shape (3, 4)"));
-        assert_eq!(r.explanation.len(), 5);
+        assert_eq!(r.explanation.len(), 6);
         assert!(r.features.has_traceback);
 
         let cfg = RoutingConfig::default();
