@@ -23,3 +23,4 @@ pub mod startup;
 pub mod status;
 pub mod summaries;
 pub mod telemetry;
+pub mod triage;

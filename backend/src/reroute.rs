@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort};
 use failpass_shared::model::OracleSource;
-use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide_with};
 
 use crate::db::{ProjectScope, Storage, StorageResult};
 
@@ -19,10 +19,12 @@ pub struct RerouteSummary {
     pub transitions: BTreeMap<String, u64>,
 }
 
-/// Re-decides every stored report under `cfg`; stores the changes unless `dry_run`.
-/// A supplied oracle is kept; a derived one is derived again.
+/// Re-decides every stored report under `cfg` (with its project's classifier
+/// once it has one); stores the changes unless `dry_run`. A supplied oracle
+/// is kept; a derived one is derived again; a corrected route is kept.
 pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) -> StorageResult<RerouteSummary> {
     let mut summary = RerouteSummary::default();
+    let mut models = std::collections::HashMap::new();
     let mut query =
         ReportListQuery { sort: ReportSort::CreatedAt, order: Order::Asc, limit: 500, ..Default::default() };
     loop {
@@ -32,8 +34,13 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
             summary.reports += 1;
             let supplied = report.oracle.as_ref().filter(|o| o.source != Some(OracleSource::Derived));
             let s = &report.summary;
-            let decision = decide(
+            if !models.contains_key(&s.project) {
+                let m = crate::triage::project_model(storage, cfg, &s.project).await?;
+                models.insert(s.project.clone(), m);
+            }
+            let mut decision = decide_with(
                 cfg,
+                models[&s.project].as_ref(),
                 &RoutingInput {
                     title: &s.title,
                     body: &report.body,
@@ -43,7 +50,11 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
                     oracle: supplied,
                 },
             );
+            if let Some(c) = &report.route_correction {
+                decision.keep_correction(c.route);
+            }
             let same = decision.route == s.route
+                && decision.route_check == s.route_check
                 && decision.category == s.category
                 && decision.vague == s.vague
                 && decision.llm_only == s.llm_only

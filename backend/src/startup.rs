@@ -87,6 +87,7 @@ impl App {
         let (router, routes) = router(AppState {
             storage: storage.clone(),
             routing,
+            models: Default::default(),
             security: security.clone(),
             health: Default::default(),
             status: status.clone(),

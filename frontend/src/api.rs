@@ -113,6 +113,15 @@ pub async fn review(
     post_json(&format!("/api/v1/attempts/{id}/review"), req).await
 }
 
+pub async fn correct_route(
+    id: i64,
+    req: &failpass_shared::api::reports::CorrectRouteRequest,
+) -> Result<(), ClientError> {
+    // The page refetches the report; reading it here would add a second
+    // `Report` decoder to the bundle.
+    post_json::<_, serde::de::IgnoredAny>(&format!("/api/v1/reports/{id}/route"), req).await.map(|_| ())
+}
+
 pub async fn refine(report_id: i64) -> Result<failpass_shared::api::jobs::Job, ClientError> {
     post_json("/api/v1/refine", &failpass_shared::api::jobs::RefineRequest { report_id }).await
 }
@@ -180,6 +189,8 @@ struct ReportOwn {
     features: failpass_shared::api::reports::ReportFeatures,
     oracle: Option<failpass_shared::api::reports::Oracle>,
     explanation: Vec<failpass_shared::api::reports::RuleOutcome>,
+    #[serde(default)]
+    route_correction: Option<failpass_shared::api::reports::RouteCorrection>,
 }
 
 pub async fn report(id: i64) -> Result<Report, ClientError> {
@@ -194,6 +205,7 @@ pub async fn report(id: i64) -> Result<Report, ClientError> {
         features: own.features,
         oracle: own.oracle,
         explanation: own.explanation,
+        route_correction: own.route_correction,
     })
 }
 

@@ -216,6 +216,13 @@ pub const ROUTES: &[RouteSpec] = &[
     route("GET", "/api/v1/reports", Read, Body::None, "reports (filters, search, keyset pages)"),
     route("POST", "/api/v1/reports", WriteReport, Body::Json, "file a report: it is routed and the explanation stored"),
     route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
+    route(
+        "POST",
+        "/api/v1/reports/{id}/route",
+        Review,
+        Body::Json,
+        "correct a report's route, saying why: it sticks through re-routing and trains the classifier",
+    ),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
     route(
         "POST",

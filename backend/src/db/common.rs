@@ -39,7 +39,8 @@ pub fn clean_labels(labels: &[String]) -> Vec<String> {
 }
 
 pub const REPORT_SUMMARY_COLUMNS: &str = "r.id, p.slug AS project, r.external_id, r.url, r.title, r.labels, r.filed_at, \
-     r.route, r.category, r.vague, r.llm_only, r.oracle_kind, r.status, r.best_verdict, r.attempts, r.cost_usd, r.created_at";
+     r.route, r.category, r.vague, r.llm_only, r.oracle_kind, r.status, r.best_verdict, r.attempts, r.cost_usd, r.created_at, \
+     r.route_check, r.route_override IS NOT NULL AS route_corrected";
 
 pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal, a.agent, a.model, a.model_cutoff, \
      a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.api_calls, a.iterations, a.candidate, \
@@ -53,11 +54,23 @@ pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public
 /// PostgreSQL's bind limits.
 pub const ATTEMPT_INSERT_CHUNK: usize = 1000;
 
-/// A new report: status `new` and its creation time are `$21`, `$22`.
+/// A new report: status `new` and its creation time are `$22`, `$23`.
 pub const REPORT_INSERT: &str = "INSERT INTO reports (project_id, external_id, url, title, body, labels, paths, filed_at, reporter, \
      environment, features, category, vague, llm_only, route, explanation, oracle_kind, oracle_source, \
-     has_det_oracle, content_hash, status, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)";
+     has_det_oracle, route_check, content_hash, status, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)";
+
+/// Updating a report's routing keeps a maintainer's corrected route: the
+/// route, its category and the flag follow the correction while there is one.
+/// `$route`, `$category`, `$check` are the rule's.
+pub fn routing_assignments(route: &str, category: &str, check: &str) -> String {
+    format!(
+        "route = COALESCE(route_override, {route}), \
+         category = CASE WHEN route_override IS NULL THEN {category} WHEN route_override = 'human_first' THEN 'harness' \
+         WHEN {category} = 'harness' THEN 'unknown' ELSE {category} END, \
+         route_check = CASE WHEN route_override IS NULL THEN {check} ELSE FALSE END"
+    )
+}
 
 pub const ORACLE_INSERT: &str = "INSERT INTO oracles (report_id, kind, source, command, fail_to_pass, pass_to_pass, signature, \
      repeats, authoring_minutes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use super::{ProjectScope, StorageError, StorageResult};
 use chrono::{DateTime, Utc};
 use failpass_shared::api::Page;
-use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
+use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary, RouteCorrection};
 use failpass_shared::api::reports::{Order, ReportSort};
+use failpass_shared::model::Route;
 use failpass_shared::routing::RoutingDecision;
 
 /// A report ready to store: the request plus the routing rule's decision.
@@ -44,6 +45,25 @@ pub trait ReportStore: Send + Sync {
 
     /// A report's id by its natural key, or `None`.
     async fn find_report(&self, project: &str, external_id: &str) -> StorageResult<Option<i64>>;
+
+    /// Sets a maintainer's route on a report: it keeps this route through
+    /// re-routing and is no longer flagged for a route check. `NotFound`
+    /// when the report does not exist.
+    async fn correct_route(&self, report_id: i64, correction: &RouteCorrection) -> StorageResult<()>;
+
+    /// The corrected reports of a project, oldest correction first: the
+    /// classifier's training data and evaluation truth.
+    async fn corrected_routes(&self, project: &str) -> StorageResult<Vec<CorrectedRoute>>;
+}
+
+/// A report whose route a maintainer corrected, as training data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorrectedRoute {
+    pub external_id: String,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub route: Route,
 }
 
 /// The keyset position a report cursor encodes: `sort.order:value:id`.

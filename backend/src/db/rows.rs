@@ -6,7 +6,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use failpass_shared::api::attempts::{Attempt, Run, Signals};
 use failpass_shared::api::jobs::{Job, JobPayload};
 use failpass_shared::api::projects::Project;
-use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RuleOutcome};
+use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RouteCorrection, RuleOutcome};
 use failpass_shared::grading::GradeRecord;
 use sqlx::types::Json;
 
@@ -72,6 +72,8 @@ pub struct ReportSummaryRow {
     pub attempts: i64,
     pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
+    pub route_check: bool,
+    pub route_corrected: bool,
 }
 
 impl ReportSummaryRow {
@@ -94,6 +96,8 @@ impl ReportSummaryRow {
             attempts: self.attempts,
             cost_usd: self.cost_usd,
             created_at: self.created_at,
+            route_check: self.route_check,
+            route_corrected: self.route_corrected,
         })
     }
 }
@@ -108,6 +112,7 @@ pub struct ReportDetailRow {
     pub paths: Json<Vec<String>>,
     pub features: Json<ReportFeatures>,
     pub explanation: Json<Vec<RuleOutcome>>,
+    pub route_correction: Option<Json<RouteCorrection>>,
 }
 
 impl ReportDetailRow {
@@ -121,6 +126,7 @@ impl ReportDetailRow {
             features: self.features.0,
             oracle,
             explanation: self.explanation.0,
+            route_correction: self.route_correction.map(|c| c.0),
             body_html: String::new(),
         })
     }

@@ -127,6 +127,7 @@ pub(super) fn insert_reports_raw(
                 d.oracle_kind().as_str(),
                 d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()),
                 d.oracle.as_ref().is_some_and(|o| o.is_deterministic()),
+                d.route_check,
                 hash,
                 ReportStatus::New.as_str(),
                 now,

@@ -15,7 +15,9 @@ pub mod swebench;
 
 use failpass_shared::api::attempts::CreateAttemptRequest;
 use failpass_shared::api::import::{ImportRecord, ImportSummary, Outcome};
-use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
+use std::collections::HashMap;
+
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide_with};
 use tokio::io::AsyncBufRead;
 
 use crate::auth::{Action, Viewer};
@@ -74,6 +76,8 @@ type Progress<'a> = Box<dyn FnMut(&ImportSummary) + Send + 'a>;
 pub struct Importer<'a> {
     storage: &'a dyn Storage,
     routing: &'a RoutingConfig,
+    /// Each project's classifier, trained once per import.
+    models: HashMap<String, Option<failpass_shared::routing::Classifier>>,
     summary: ImportSummary,
     attempts: Vec<(u64, CreateAttemptRequest)>,
     reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
@@ -236,6 +240,7 @@ impl<'a> Importer<'a> {
         Self {
             storage,
             routing,
+            models: HashMap::new(),
             summary: ImportSummary::default(),
             attempts: Vec::new(),
             reports: Vec::new(),
@@ -433,7 +438,11 @@ impl<'a> Importer<'a> {
                 continue;
             }
             let ImportRecord::Report(r) = record else { unreachable!() };
-            let decision = decide(self.routing, &RoutingInput::from_request(&r));
+            if !self.models.contains_key(&r.project) {
+                let m = crate::triage::project_model(self.storage, self.routing, &r.project).await?;
+                self.models.insert(r.project.clone(), m);
+            }
+            let decision = decide_with(self.routing, self.models[&r.project].as_ref(), &RoutingInput::from_request(&r));
             numbers.push(n);
             news.push(NewReport { request: r, decision });
         }

@@ -49,6 +49,8 @@ use crate::security::Security;
 pub struct AppState {
     pub storage: Arc<dyn Storage>,
     pub routing: Arc<RoutingConfig>,
+    /// Each project's trained routing classifier, dropped on a correction.
+    pub models: Arc<crate::triage::Models>,
     pub security: Arc<Security>,
     /// `/healthz`'s last answer, reused for a second.
     pub health: health::LastCheck,
@@ -75,6 +77,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/reports", get(reports::list_reports))
         .add("POST", "/api/v1/reports", post(reports::create_report))
         .add("GET", "/api/v1/reports/{id}", get(reports::get_report))
+        .add("POST", "/api/v1/reports/{id}/route", post(reports::correct_route))
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))
         .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))

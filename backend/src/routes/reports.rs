@@ -1,8 +1,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use failpass_shared::api::Page;
-use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary};
-use failpass_shared::routing::{RoutingInput, decide};
+use failpass_shared::api::reports::{
+    CorrectRouteRequest, CreateReportRequest, Report, ReportListQuery, ReportSummary, RouteCorrection,
+};
 
 use super::AppState;
 use crate::auth::{Action, Viewer};
@@ -44,7 +45,7 @@ pub async fn create_report(
         return Err(crate::db::common::no_project(&req.project).into());
     }
     viewer.require(Action::WriteReport, &req.project)?;
-    let decision = decide(&state.routing, &RoutingInput::from_request(&req));
+    let decision = state.models.decide(state.storage.as_ref(), &state.routing, &req).await?;
     let report = state.storage.create_report(&NewReport { request: req, decision }).await?;
     Ok((StatusCode::CREATED, ApiJson(with_html(report))))
 }
@@ -66,6 +67,39 @@ pub async fn get_report(
         .await?
         .map(|report| ApiJson(with_html(report)))
         .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))
+}
+
+/// A maintainer sets the report's route and says why. The route sticks
+/// through `failpass reroute`, and the project's classifier learns from it.
+#[utoipa::path(
+    post, path = "/api/v1/reports/{id}/route", tag = "reports",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body = CorrectRouteRequest,
+    responses((status = 200, description = "The report with its corrected route.", body = Report))
+)]
+#[tracing::instrument(skip_all, fields(report_id = id))]
+pub async fn correct_route(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<CorrectRouteRequest>,
+) -> ApiResult<ApiJson<Report>> {
+    req.validate()?;
+    let scope = viewer.scope();
+    let not_found = || ApiError::NotFound(format!("report {id} not found"));
+    let report = state.storage.get_report(id, &scope).await?.ok_or_else(not_found)?;
+    viewer.require(Action::Review, &report.summary.project)?;
+    let correction = RouteCorrection {
+        route: req.route,
+        previous: report.summary.route,
+        reason: req.reason.trim().to_owned(),
+        by: viewer.name(),
+        at: chrono::Utc::now(),
+    };
+    state.storage.correct_route(id, &correction).await?;
+    state.models.forget(&report.summary.project);
+    let report = state.storage.get_report(id, &scope).await?.ok_or_else(not_found)?;
+    Ok(ApiJson(with_html(report)))
 }
 
 /// The report as the API serves it: its body also as sanitised HTML.

@@ -51,6 +51,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/reports", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/reports", "401 403 201 400 201 403 201 403 400 401"),
     ("GET", "/api/v1/reports/{id}", "404 200 200 404 200 200 200 200 404 401"),
+    ("POST", "/api/v1/reports/{id}/route", "401 403 200 404 200 403 403 403 403 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/attempts", "401 403 201 400 201 201 201 403 400 401"),
     ("GET", "/api/v1/attempts/{id}", "404 200 200 404 200 200 200 200 404 401"),
@@ -254,6 +255,9 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             ("/api/v1/reports".to_owned(), json(json!({"project": "vault/secret", "external_id": format!("by-{i}"), "title": "another"})))
         }
         ("GET", "/api/v1/reports/{id}") => (format!("/api/v1/reports/{}", f.report), (None, String::new())),
+        ("POST", "/api/v1/reports/{id}/route") => {
+            (format!("/api/v1/reports/{}/route", f.report), json(json!({"route": "agent_first", "reason": format!("by {i}")})))
+        }
         ("POST", "/api/v1/attempts") => (
             "/api/v1/attempts".to_owned(),
             json(json!({"report_id": f.report, "agent": format!("agent-{i}"), "verdict": "hypothesis", "verdict_source": "llm"})),

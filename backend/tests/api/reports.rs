@@ -255,3 +255,59 @@ async fn report_bodies_come_back_as_sanitised_html() {
     assert!(!html.contains("<img"), "{html}");
     assert_eq!(created["body_html"], got["body_html"], "creation answers with the same rendering");
 }
+
+#[tokio::test]
+async fn a_maintainer_corrects_a_route_with_a_reason_and_unsure_routes_are_flagged() {
+    let app = spawn_app().await;
+    let ids = seed_reports(&app).await;
+    let path = format!("/api/v1/reports/{}/route", ids[0]);
+    let r = app.post(&path, &json!({"route": "human_first", "reason": "  the launcher sets the wrong device  "})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["route"], "human_first");
+    assert_eq!(r.body["category"], "harness");
+    assert_eq!(r.body["route_corrected"], true);
+    let c = &r.body["route_correction"];
+    assert_eq!(c["previous"], "agent_first");
+    assert_eq!(c["reason"], "the launcher sets the wrong device");
+    assert!(c["by"].as_str().is_some_and(|b| !b.is_empty()), "{c}");
+    // The list says it too, and route filters follow the correction.
+    let list = app.get("/api/v1/reports?route=human_first&project=pytorch/pytorch").await.body;
+    let corrected: Vec<_> = list["items"].as_array().unwrap().iter().filter(|i| i["route_corrected"] == true).collect();
+    assert_eq!(corrected.len(), 1);
+    assert_eq!(corrected[0]["id"], ids[0]);
+
+    // Wrong input is named.
+    assert_error(
+        &app.post(&path, &json!({"route": "human_first", "reason": "  "})).await,
+        400,
+        "bad_request",
+        "reason",
+    );
+    assert_error(&app.post(&path, &json!({"route": "humans", "reason": "x"})).await, 400, "bad_request", "route");
+    assert_error(&app.post(&path, &json!({"route": "human_first"})).await, 400, "bad_request", "reason");
+    assert_error(
+        &app.post("/api/v1/reports/999999/route", &json!({"route": "hypothesis", "reason": "x"})).await,
+        404,
+        "not_found",
+        "report 999999",
+    );
+
+    // Half-weight hints near the threshold: routed, and flagged for a human look.
+    let unsure = app
+        .report(json!({"project": "jax-ml/jax", "external_id": "301", "title": "cuda matmul wrong", "body": "only on the gpu"}))
+        .await;
+    let flagged = app.get("/api/v1/reports?route_check=true").await.body;
+    let ids_flagged: Vec<i64> =
+        flagged["items"].as_array().unwrap().iter().map(|i| i["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids_flagged, [unsure]);
+    let r = app.get(&format!("/api/v1/reports/{unsure}")).await.body;
+    let check = r["explanation"].as_array().unwrap().iter().find(|o| o["rule"] == "route_check").unwrap().clone();
+    assert_eq!(check["fired"], true, "{check}");
+    assert_error(&app.get("/api/v1/reports?route_check=maybe").await, 400, "bad_request", "route_check");
+    // Correcting it clears the flag.
+    let r = app
+        .post(&format!("/api/v1/reports/{unsure}/route"), &json!({"route": "hypothesis", "reason": "a kernel bug"}))
+        .await;
+    assert_eq!(r.body["route_check"], false, "{}", r.body);
+    assert!(app.get("/api/v1/reports?route_check=true").await.body["items"].as_array().unwrap().is_empty());
+}

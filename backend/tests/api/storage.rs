@@ -764,3 +764,67 @@ async fn the_recheck_schedule_holds_across_restarts() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_classifier() {
+    use failpass_shared::api::reports::RouteCorrection;
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        project(s.as_ref(), "a/one", true).await;
+        let id = report(s.as_ref(), "a/one", "17", "f crashes", CRASH, "2026-01-01T10:20:30Z", None).await;
+        let before = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(before.summary.route, Route::AgentFirst);
+        assert!(!before.summary.route_corrected && before.route_correction.is_none());
+        let correction = RouteCorrection {
+            route: Route::HumanFirst,
+            previous: Route::AgentFirst,
+            reason: "the shape error comes from the data loader's workers".into(),
+            by: "maintainer".into(),
+            at: t("2026-02-01T00:00:00Z"),
+        };
+        s.correct_route(id, &correction).await.unwrap();
+        let after = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(after.summary.route, Route::HumanFirst);
+        assert_eq!(after.summary.category, Category::Harness);
+        assert!(after.summary.route_corrected && !after.summary.route_check);
+        assert_eq!(after.route_correction.as_ref(), Some(&correction));
+        let missing = s.correct_route(999_999, &correction).await.unwrap_err();
+        assert!(matches!(missing, StorageError::NotFound(_)), "{missing}");
+
+        // Re-importing the report with new text re-routes it, but keeps the correction.
+        let cfg = RoutingConfig::default();
+        let request = CreateReportRequest {
+            project: "a/one".into(),
+            external_id: "17".into(),
+            url: None,
+            title: "f crashes (updated)".into(),
+            body: CRASH.into(),
+            labels: vec!["bug".into()],
+            filed_at: Some(t("2026-01-01T10:20:30Z")),
+            reporter: None,
+            environment: None,
+            paths: vec![],
+            oracle: None,
+        };
+        let decision = decide(&cfg, &RoutingInput::from_request(&request));
+        assert_eq!(decision.route, Route::AgentFirst);
+        let out = s.import_reports(&[NewReport { request, decision }]).await.unwrap();
+        assert!(out[0].is_ok(), "{:?}", out[0]);
+        let r = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!((r.summary.title.as_str(), r.summary.route), ("f crashes (updated)", Route::HumanFirst));
+        // So does `failpass reroute`, and it finds nothing to change.
+        let summary = failpass::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
+        assert_eq!(summary.routes_changed, 0, "{summary:?}");
+        assert_eq!(s.get_report(id, &ProjectScope::All).await.unwrap().unwrap().summary.route, Route::HumanFirst);
+
+        // The correction is training data: with enough of them the project gets a classifier.
+        let corrected = s.corrected_routes("a/one").await.unwrap();
+        assert_eq!(corrected.len(), 1);
+        assert_eq!((corrected[0].external_id.as_str(), corrected[0].route), ("17", Route::HumanFirst));
+        assert!(failpass::triage::project_model(s.as_ref(), &cfg, "a/one").await.unwrap().is_none());
+        let few = RoutingConfig { classifier_min_corrections: 1, ..RoutingConfig::default() };
+        let model = failpass::triage::project_model(s.as_ref(), &few, "a/one").await.unwrap().unwrap();
+        assert_eq!(model.trained_on.0 + model.trained_on.1, failpass::routing_eval::shipped_examples().len() + 1);
+        assert!(s.corrected_routes("no/such").await.unwrap().is_empty());
+    })
+    .await;
+}

@@ -259,6 +259,8 @@ fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
                         let mut flags = Vec::new();
                         if r.vague { flags.push("vague") }
                         if r.llm_only { flags.push("llm only") }
+                        if r.route_check { flags.push("route check") }
+                        if r.route_corrected { flags.push("corrected") }
                         view! {
                             <tr data-testid="queue-row" data-route=r.route.as_str() data-id=r.id.to_string()
                                 class:selected=move || selected.get() == Some(i) aria-selected=move || (selected.get() == Some(i)).to_string()>

@@ -80,6 +80,11 @@ impl IntoParams for ReportFilter {
             query("q", text(200), "Free text over title, body and external id (case-insensitive)."),
             query("since", day(), "Reports filed on or after this day (UTC)."),
             query("until", day(), "Reports filed on or before this day (UTC)."),
+            query(
+                "route_check",
+                ObjectBuilder::new().schema_type(Type::Boolean).into(),
+                "Only reports whose route the rule was unsure of (`true`: a human should look), or sure of (`false`).",
+            ),
         ]
     }
 }

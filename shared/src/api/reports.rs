@@ -243,6 +243,51 @@ pub struct ReportSummary {
     /// Spend on reproduction attempts (fix attempts are counted under goal `fix` in the figures).
     pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
+    /// The rule was unsure of the route (confidence under `min_confidence`):
+    /// a human should look at it.
+    #[serde(default)]
+    pub route_check: bool,
+    /// A maintainer corrected the route; re-routing keeps it.
+    #[serde(default)]
+    pub route_corrected: bool,
+}
+
+/// A maintainer's correction of a report's route.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RouteCorrection {
+    /// The route it has now.
+    pub route: Route,
+    /// The route it had before (the rule's, or an earlier correction).
+    pub previous: Route,
+    pub reason: String,
+    /// Who corrected it.
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+/// `PUT /api/v1/reports/{id}/route`: a maintainer sets the route, saying why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({
+    "route": "human_first",
+    "reason": "the crash is in the launcher's environment handling, not in the op"
+})))]
+pub struct CorrectRouteRequest {
+    pub route: Route,
+    /// Why: shown on the report, and kept with the correction.
+    pub reason: String,
+}
+
+impl CorrectRouteRequest {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let n = self.reason.trim().chars().count();
+        if n == 0 || n > 2000 {
+            return Err(FieldError::new("reason", "must say why, in 1 to 2000 characters"));
+        }
+        Ok(())
+    }
 }
 
 /// The full report, with its routing explanation.
@@ -263,6 +308,9 @@ pub struct Report {
     pub features: ReportFeatures,
     pub oracle: Option<Oracle>,
     pub explanation: Vec<RuleOutcome>,
+    /// The maintainer's correction of the route, if any.
+    #[serde(default)]
+    pub route_correction: Option<RouteCorrection>,
 }
 
 /// Filters shared by the reports list and the figures.
@@ -284,11 +332,13 @@ pub struct ReportFilter {
     pub since: Option<NaiveDate>,
     /// Reports filed on or before this day (UTC).
     pub until: Option<NaiveDate>,
+    /// Reports whose route the rule was unsure of (`true`), or sure of (`false`).
+    pub route_check: Option<bool>,
 }
 
 impl ReportFilter {
     /// Its query parameters, as error messages list them.
-    pub const PARAMETERS: &'static str = "project, route, status, label, verdict, q, since, until";
+    pub const PARAMETERS: &'static str = "project, route, status, label, verdict, q, since, until, route_check";
 
     /// Takes `key=value` if it is one of the filter's parameters.
     /// `Ok(false)` means the key is not a filter parameter.
@@ -308,6 +358,15 @@ impl ReportFilter {
             }
             "since" => self.since = v.map(|v| parse_day(key, v)).transpose()?,
             "until" => self.until = v.map(|v| parse_day(key, v)).transpose()?,
+            "route_check" => {
+                self.route_check = v
+                    .map(|v| match v {
+                        "true" => Ok(true),
+                        "false" => Ok(false),
+                        _ => Err(FieldError::new(key, format!("`{v}` is not true or false"))),
+                    })
+                    .transpose()?
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -338,6 +397,9 @@ impl ReportFilter {
         }
         if let Some(v) = self.until {
             out.push(("until", v.to_string()));
+        }
+        if let Some(v) = self.route_check {
+            out.push(("route_check", v.to_string()));
         }
         out
     }

@@ -51,6 +51,9 @@ pub struct RoutingConfig {
     /// `harness_prior`, at most `harness_threshold` either way (so a sure
     /// classifier can fire the rule alone, or hold back one weak signal).
     pub classifier_weight: f64,
+    /// A project's classifier is trained once maintainers have corrected this
+    /// many of its routes (from the shipped examples and the corrections).
+    pub classifier_min_corrections: u32,
     /// The share of harness reports the classifier assumes before reading a
     /// report (its examples are balanced; trackers are not).
     pub harness_prior: f64,
@@ -340,6 +343,7 @@ impl Default for RoutingConfig {
             path_weight: 2.0,
             harness_threshold: 2.0,
             classifier_weight: 1.0,
+            classifier_min_corrections: 10,
             harness_prior: 0.2,
             min_confidence: 0.7,
             short_length: 300,
@@ -418,6 +422,18 @@ impl<'a> RoutingInput<'a> {
 impl RoutingDecision {
     pub fn oracle_kind(&self) -> OracleKind {
         self.oracle.as_ref().map_or(OracleKind::None, |o| o.kind)
+    }
+
+    /// The decision as stored for a report whose route a maintainer
+    /// corrected: the corrected route, its category, no route check.
+    pub fn keep_correction(&mut self, route: Route) {
+        self.route = route;
+        if route == Route::HumanFirst {
+            self.category = Category::Harness;
+        } else if self.category == Category::Harness {
+            self.category = Category::Unknown;
+        }
+        self.route_check = false;
     }
 }
 

@@ -9,7 +9,7 @@ use crate::db::{attempts, common};
 use async_trait::async_trait;
 use failpass_shared::api::Page;
 use failpass_shared::api::attempts::CreateAttemptRequest;
-use failpass_shared::api::reports::{Oracle, Report, ReportFilter, ReportListQuery, ReportSummary};
+use failpass_shared::api::reports::{Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection};
 use failpass_shared::hash;
 use failpass_shared::model::ReportStatus;
 use failpass_shared::routing::RoutingDecision;
@@ -33,10 +33,15 @@ impl ReportStore for Engine {
 
     async fn update_routing(&self, report_id: i64, d: &RoutingDecision) -> StorageResult<()> {
         let mut tx = self.write.begin().await?;
-        let sql = "UPDATE reports SET features = $1, category = $2, vague = $3, llm_only = $4, route = $5, \
-                   explanation = $6, oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $10 RETURNING id";
-        let done: Option<i64> =
-            Self::bind_routing(sqlx::query_scalar(sql), d).bind(report_id).fetch_optional(&mut *tx).await?;
+        let sql = format!(
+            "UPDATE reports SET features = $1, vague = $3, llm_only = $4, {}, \
+             explanation = $6, oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $11 RETURNING id",
+            common::routing_assignments("$5", "$2", "$10")
+        );
+        let done: Option<i64> = Self::bind_routing(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)), d)
+            .bind(report_id)
+            .fetch_optional(&mut *tx)
+            .await?;
         if done.is_none() {
             return Err(StorageError::NotFound(format!("report {report_id}")));
         }
@@ -56,6 +61,48 @@ impl ReportStore for Engine {
         .await?)
     }
 
+    async fn correct_route(&self, report_id: i64, c: &RouteCorrection) -> StorageResult<()> {
+        use sqlx::types::Json;
+        let mut tx = self.write.begin().await?;
+        let done: Option<i64> = sqlx::query_scalar(
+            "UPDATE reports SET route_override = $1, route = $1, route_check = FALSE, route_correction = $2, \
+             category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'unknown' ELSE category END \
+             WHERE id = $3 RETURNING id",
+        )
+        .bind(c.route.as_str())
+        .bind(Json(c))
+        .bind(report_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if done.is_none() {
+            return Err(StorageError::NotFound(format!("report {report_id}")));
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn corrected_routes(&self, project: &str) -> StorageResult<Vec<CorrectedRoute>> {
+        type Row = (String, String, String, sqlx::types::Json<Vec<String>>, String);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.external_id, r.title, r.body, r.labels, r.route_override FROM reports r \
+             JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 AND r.route_override IS NOT NULL ORDER BY r.id",
+        )
+        .bind(project)
+        .fetch_all(&self.read)
+        .await?;
+        rows.into_iter()
+            .map(|(external_id, title, body, labels, route)| {
+                Ok(CorrectedRoute {
+                    external_id,
+                    title,
+                    body,
+                    labels: labels.0,
+                    route: crate::db::rows::parse(&route, "reports.route_override")?,
+                })
+            })
+            .collect()
+    }
+
     async fn report_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>> {
         Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "SELECT p.slug FROM reports r JOIN projects p ON p.id = r.project_id WHERE r.id = $1 AND {}",
@@ -68,7 +115,7 @@ impl ReportStore for Engine {
 
     async fn get_report(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Report>> {
         let row: Option<ReportDetailRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {}, r.body, r.reporter, r.environment, r.paths, r.features, r.explanation \
+            "SELECT {}, r.body, r.reporter, r.environment, r.paths, r.features, r.explanation, r.route_correction \
              FROM reports r JOIN projects p ON p.id = r.project_id \
              WHERE r.id = $1 AND {}",
             REPORT_SUMMARY_COLUMNS,
@@ -135,7 +182,7 @@ impl ReportStore for Engine {
 impl Engine {
     /// Binds a routing decision's columns in the order both report writes
     /// list them: features, category, vague, llm_only, route, explanation,
-    /// oracle_kind, oracle_source, has_det_oracle.
+    /// oracle_kind, oracle_source, has_det_oracle, route_check.
     fn bind_routing<'q>(query: ScalarQuery<'q>, d: &'q RoutingDecision) -> ScalarQuery<'q> {
         use sqlx::types::Json;
         query
@@ -148,6 +195,7 @@ impl Engine {
             .bind(d.oracle_kind().as_str())
             .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
             .bind(d.oracle.as_ref().is_some_and(|o| o.is_deterministic()))
+            .bind(d.route_check)
     }
 
     /// Appends `AND …` for the scope and the report filter.
@@ -168,6 +216,9 @@ impl Engine {
         }
         if let Some(v) = filter.verdict {
             qb.push(" AND r.best_verdict = ").push_bind(v.as_str());
+        }
+        if let Some(v) = filter.route_check {
+            qb.push(" AND r.route_check = ").push_bind(v);
         }
         if let Some(v) = &filter.label {
             qb.push(" AND EXISTS (SELECT 1 FROM report_labels l WHERE l.report_id = r.id AND l.label = ")
@@ -205,11 +256,13 @@ impl Engine {
         let labels = common::clean_labels(&req.labels);
         let sql = match existing {
             None => format!("{} RETURNING id", REPORT_INSERT),
-            Some(_) => "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
-                 reporter = $9, environment = $10, features = $11, category = $12, vague = $13, llm_only = $14, route = $15, \
-                 explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $20 \
-                 WHERE project_id = $1 AND external_id = $2 RETURNING id"
-                .to_owned(),
+            Some(_) => format!(
+                "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
+                 reporter = $9, environment = $10, features = $11, vague = $13, llm_only = $14, {}, \
+                 explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $21 \
+                 WHERE project_id = $1 AND external_id = $2 RETURNING id",
+                common::routing_assignments("$15", "$12", "$20")
+            ),
         };
         let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .bind(project_id)
