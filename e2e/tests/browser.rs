@@ -707,6 +707,57 @@ async fn a_maintainer_accepts_a_lead_from_the_report_page() {
     h.finish().await;
 }
 
+/// A maintainer corrects a report's route from the report page: a missing
+/// reason is refused, then the correction shows with who and why, and the
+/// queue marks the report corrected. At 1280 and 390 px.
+#[tokio::test]
+async fn a_maintainer_corrects_a_route_from_the_report_page() {
+    let _one = BROWSER.lock().await;
+    for width in [1280, 390] {
+        let h = start(width, 1100).await;
+        h.sign_in("demo-maintainer").await;
+        let list: serde_json::Value = h.api("/api/v1/reports?project=jax-ml%2Fjax&route=agent_first&limit=1").await;
+        let report = list["items"][0]["id"].as_i64().expect("the demo has an agent_first report in jax-ml/jax");
+        h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
+        // No reason: the server's message is shown, nothing changes.
+        h.client
+            .wait()
+            .for_element(Locator::Css("[data-testid=route-human_first]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        h.until("the refusal to show", || async { h.text("route-form").await.contains("reason") }).await;
+        let same: serde_json::Value = h.api(&format!("/api/v1/reports/{report}")).await;
+        assert_eq!(same["route"], "agent_first");
+        h.client
+            .find(Locator::Css("[data-testid=route-reason]"))
+            .await
+            .unwrap()
+            .send_keys("the failure is in the launcher's device setup")
+            .await
+            .unwrap();
+        h.client.find(Locator::Css("[data-testid=route-human_first]")).await.unwrap().click().await.unwrap();
+        h.until("the correction to show", || async { h.text("route-correction").await.contains("by demo-maintainer") })
+            .await;
+        let text = h.text("route-correction").await;
+        assert!(text.contains("from agent first to human first") && text.contains("launcher's device setup"), "{text}");
+        let after: serde_json::Value = h.api(&format!("/api/v1/reports/{report}")).await;
+        assert_eq!((after["route"].as_str(), after["route_corrected"].as_bool()), (Some("human_first"), Some(true)));
+        h.screenshot(&format!("report-route-{width}.png")).await;
+        let overflow: bool = h
+            .client
+            .execute("return document.documentElement.scrollWidth > window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_bool()
+            .unwrap();
+        assert!(!overflow, "no sideways scroll at {width} px");
+        h.finish().await;
+    }
+}
+
 /// Each user is offered only what they may use: anonymous visitors and
 /// viewers see no rerun or review buttons; a maintainer does, and makes an
 /// API token on the tokens page, shown once.

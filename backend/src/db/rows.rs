@@ -117,6 +117,10 @@ pub struct ReportDetailRow {
 
 impl ReportDetailRow {
     pub fn into_report(self, oracle: Option<Oracle>) -> StorageResult<Report> {
+        let mut explanation = self.explanation.0;
+        if self.route_correction.is_some() {
+            failpass_shared::routing::mark_corrected(&mut explanation);
+        }
         Ok(Report {
             summary: self.summary.into_summary()?,
             body: self.body,
@@ -125,7 +129,7 @@ impl ReportDetailRow {
             paths: self.paths.0,
             features: self.features.0,
             oracle,
-            explanation: self.explanation.0,
+            explanation,
             route_correction: self.route_correction.map(|c| c.0),
             body_html: String::new(),
         })

@@ -309,5 +309,8 @@ async fn a_maintainer_corrects_a_route_with_a_reason_and_unsure_routes_are_flagg
         .post(&format!("/api/v1/reports/{unsure}/route"), &json!({"route": "hypothesis", "reason": "a kernel bug"}))
         .await;
     assert_eq!(r.body["route_check"], false, "{}", r.body);
+    let check = r.body["explanation"].as_array().unwrap().iter().find(|o| o["rule"] == "route_check").unwrap().clone();
+    assert_eq!(check["fired"], false, "{check}");
+    assert!(check["evidence"].as_str().unwrap().ends_with("a maintainer set the route"), "{check}");
     assert!(app.get("/api/v1/reports?route_check=true").await.body["items"].as_array().unwrap().is_empty());
 }

@@ -213,7 +213,6 @@ impl Default for RoutingConfig {
                 "ubuntu",
                 "centos",
                 "platform",
-                "environment",
                 "numpy version",
                 "import error",
                 "importerror",
@@ -239,8 +238,6 @@ impl Default for RoutingConfig {
                 "native",
                 "binary",
                 "binaries",
-                "path",
-                "env",
             ]),
             harness_labels: strings(&[
                 "*distributed*",
@@ -434,6 +431,7 @@ impl RoutingDecision {
             self.category = Category::Unknown;
         }
         self.route_check = false;
+        mark_corrected(&mut self.explanation);
     }
 }
 
@@ -650,6 +648,15 @@ pub fn decide_with(cfg: &RoutingConfig, model: Option<&Classifier>, input: &Rout
     };
 
     RoutingDecision { route, category, vague, llm_only, features: f, oracle, explanation, confidence, route_check }
+}
+
+/// A corrected report's explanation: the rule's, with its route check
+/// answered by the correction.
+pub fn mark_corrected(explanation: &mut [RuleOutcome]) {
+    for r in explanation.iter_mut().filter(|r| r.rule == "route_check") {
+        r.fired = false;
+        r.evidence = format!("{}; a maintainer set the route", r.evidence.split(':').next().unwrap_or_default());
+    }
 }
 
 fn logit(p: f64) -> f64 {
