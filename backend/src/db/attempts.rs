@@ -34,6 +34,10 @@ pub struct NewRun {
     pub runner_id: Option<String>,
     /// When the run started; now if not given.
     pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The refine loop's iteration that ran it.
+    pub iteration: Option<u32>,
+    /// The release a re-check ran it on (its version, else the environment's name).
+    pub release: Option<String>,
 }
 
 impl NewRun {
@@ -53,6 +57,8 @@ impl NewRun {
             passing_tests: r.passing_tests.clone(),
             runner_id: r.runner_id.clone(),
             started_at: r.started_at,
+            iteration: None,
+            release: None,
         }
     }
 }

@@ -266,6 +266,8 @@ pub struct RunRow {
     pub passing_tests: Json<Vec<String>>,
     pub runner_id: Option<String>,
     pub started_at: DateTime<Utc>,
+    pub iteration: Option<i32>,
+    pub release: Option<String>,
 }
 
 impl RunRow {
@@ -285,6 +287,8 @@ impl RunRow {
             passing_tests: self.passing_tests.0,
             runner_id: self.runner_id,
             started_at: self.started_at,
+            iteration: self.iteration.map(|i| i.max(0) as u32),
+            release: self.release,
         })
     }
 }

@@ -446,6 +446,8 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                             passing_tests: vec![],
                             runner_id: Some("demo-runner".into()),
                             started_at: None,
+                            iteration: None,
+                            release: None,
                         })
                         .await?;
                 }

@@ -196,6 +196,8 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
         passing_tests: r.passing,
         runner_id: Some("junit-import".into()),
         started_at: r.started_at,
+        iteration: None,
+        release: None,
     };
     if let Some((field, message)) = importer.may_add_run(attempt_id).await? {
         importer.reject(1, Some(field), message);

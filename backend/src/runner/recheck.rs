@@ -81,7 +81,9 @@ impl Executor for Recheck {
                 .await
                 .map_err(|e| JobError::because("a run could not start", e))?;
             failed += u32::from(grading::failed(&criteria, &obs));
-            runs.push(bench.new_run(runner, attempt_id, RunTrigger::Scheduled, RunEnvironment::Release, run, &obs));
+            let mut new = bench.new_run(runner, attempt_id, RunTrigger::Scheduled, RunEnvironment::Release, run, &obs);
+            new.release = Some(env.version.clone().unwrap_or_else(|| name.to_owned()));
+            runs.push(new);
         }
         let was_fixed = detail.attempt.grade.as_ref().is_some_and(GradeRecord::recheck_found_fixed);
         let outcome = RecheckOutcome::of(failed, repeats, was_fixed);

@@ -190,7 +190,7 @@ impl Executor for Refine {
                 model: proposal.model,
                 ..Default::default()
             });
-            runs.extend(v.runs.iter().cloned());
+            runs.extend(v.runs.iter().cloned().map(|r| crate::db::NewRun { iteration: Some(i), ..r }));
             let failure_repeats = history.last().is_some_and(|prev| {
                 prev.verdict == v.verdict
                     && prev.reason == feedback.reason

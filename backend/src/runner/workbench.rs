@@ -180,6 +180,8 @@ impl Workbench {
             passing_tests: obs.passing_tests.clone(),
             runner_id: Some(runner.to_owned()),
             started_at: None,
+            iteration: None,
+            release: None,
         }
     }
 }

@@ -452,8 +452,11 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
     assert!(a["candidate"].as_str().unwrap().contains("1000.0"), "the successful candidate is kept");
     let its = a["grade"]["refine"]["iterations"].as_array().unwrap();
     assert_eq!((its[0]["verdict"].as_str(), its[1]["verdict"].as_str()), (Some("not_reproduced"), Some("reproduced")));
-    let runs = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["runs"].as_array().unwrap().len();
-    assert_eq!(runs, 4, "both iterations' runs are kept");
+    let runs = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["runs"].as_array().unwrap().clone();
+    assert_eq!(runs.len(), 4, "both iterations' runs are kept");
+    // Each run says which iteration ran it.
+    let iterations: Vec<i64> = runs.iter().map(|r| r["iteration"].as_i64().unwrap()).collect();
+    assert_eq!(iterations, [1, 1, 2, 2], "{runs:?}");
     // Only agent_first reports with an oracle can be refined.
     let vague = app.get("/api/v1/reports?project=fastnum/fastnum&q=look%20wrong").await.body["items"][0]["id"]
         .as_i64()
@@ -570,6 +573,12 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
         assert_eq!(a["grade"]["recheck"]["outcome"], outcome, "{}", a["grade"]);
         assert_eq!(a["grade"]["recheck"]["version"], format!("somelib {}", &env[8..]));
         assert_eq!(a["verdict"], "reproduced");
+        // Each release run names the release it ran on.
+        let release_runs: Vec<&Value> =
+            a["runs"].as_array().unwrap().iter().filter(|r| r["environment"] == "release").collect();
+        assert!(!release_runs.is_empty());
+        let named: Vec<&str> = release_runs.iter().map(|r| r["release"].as_str().unwrap()).collect();
+        assert!(named.contains(&format!("somelib {}", &env[8..]).as_str()), "{named:?}");
     }
     let data = app.data_dir().join("envs");
     let entries: Vec<String> = std::fs::read_dir(&data)

@@ -369,7 +369,12 @@ fn signal_row(name: &'static str, s: Option<Signal>) -> impl IntoView {
 fn run_cell(r: &Run) -> String {
     let status =
         if r.timed_out { "timeout".to_owned() } else { r.exit_status.map_or("killed".into(), |s| format!("exit {s}")) };
-    format!("{status} · {} ms", r.duration_ms)
+    let part = match (r.iteration, &r.release) {
+        (_, Some(release)) => format!("{release}: "),
+        (Some(i), None) => format!("iteration {i}: "),
+        (None, None) => String::new(),
+    };
+    format!("{part}{status} · {} ms", r.duration_ms)
 }
 
 #[component]

@@ -425,6 +425,12 @@ pub struct Run {
     pub passing_tests: Vec<String>,
     pub runner_id: Option<String>,
     pub started_at: DateTime<Utc>,
+    /// The refine loop's iteration that ran it.
+    #[serde(default)]
+    pub iteration: Option<u32>,
+    /// The release a re-check ran it on.
+    #[serde(default)]
+    pub release: Option<String>,
 }
 
 /// An attempt with its runs (`GET /api/v1/attempts/{id}`).

@@ -103,7 +103,7 @@ impl AttemptStore for Engine {
         let Some(row) = row else { return Ok(None) };
         let runs: Vec<RunRow> = sqlx::query_as(
             "SELECT id, attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-             output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at \
+             output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, iteration, release \
              FROM runs WHERE attempt_id = $1 ORDER BY id",
         )
         .bind(id)
@@ -493,8 +493,9 @@ impl Engine {
         use sqlx::types::Json;
         Ok(sqlx::query_scalar(
             "INSERT INTO runs (attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-             output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, content_hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, content_hash, \
+             iteration, release) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              ON CONFLICT (attempt_id, content_hash) DO NOTHING RETURNING id",
         )
         .bind(new.attempt_id)
@@ -511,6 +512,8 @@ impl Engine {
         .bind(&new.runner_id)
         .bind(new.started_at.map(common::secs).unwrap_or(now))
         .bind(content_hash)
+        .bind(new.iteration.map(|i| i as i32))
+        .bind(&new.release)
         .fetch_optional(&mut **tx)
         .await?)
     }
