@@ -228,6 +228,9 @@ string_enum!(
         NeedsReview => "needs_review",
         Reproduced => "reproduced",
         NotReproduced => "not_reproduced",
+        /// Reproduced, found fixed by a re-check on a release, then failing
+        /// again on a later one; until a later re-check finds it fixed.
+        Regressed => "regressed",
     }
 );
 

@@ -85,6 +85,9 @@ pub struct Verification {
     /// transaction as the job's completion; `attempt_id` and the runs'
     /// attempt ids are then placeholders.
     pub new_attempt: Option<CreateAttemptRequest>,
+    /// A re-check's judgement of the whole report: regressed (`true`) or
+    /// not (`false`); `None` leaves the report's state as it is.
+    pub report_regressed: Option<bool>,
 }
 
 impl Verification {
@@ -102,6 +105,7 @@ impl Verification {
             sets_verdict: true,
             refined: None,
             new_attempt: None,
+            report_regressed: None,
         }
     }
 }

@@ -17,6 +17,35 @@ use crate::db::attempts::Verification;
 /// job names: `still_reproduces` when it still fails there,
 /// `no_longer_reproduces` when it passes, `regressed` when it fails again
 /// after an earlier re-check found it fixed ([`RecheckOutcome::of`]).
+/// The re-checks of a report's attempts, but the one on `env` of `attempt`
+/// (which this re-check replaces).
+async fn report_history(
+    bench: &Workbench,
+    report_id: i64,
+    attempt: i64,
+    env: &str,
+) -> Result<Vec<RecheckRecord>, JobError> {
+    let query = failpass_shared::api::attempts::AttemptListQuery {
+        report_id: Some(report_id),
+        limit: failpass_shared::api::MAX_LIMIT,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    let mut query = query;
+    loop {
+        let page = bench.storage.list_attempts(&query, &ProjectScope::All).await?;
+        for a in &page.items {
+            let Some(g) = &a.grade else { continue };
+            out.extend(g.recheck_history().into_iter().filter(|h| !(a.id == attempt && h.environment == env)));
+        }
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(c),
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
 #[derive(Clone)]
 pub struct Recheck {
     pub bench: Workbench,
@@ -85,21 +114,38 @@ impl Executor for Recheck {
             new.release = Some(env.version.clone().unwrap_or_else(|| name.to_owned()));
             runs.push(new);
         }
-        let was_fixed = detail.attempt.grade.as_ref().is_some_and(GradeRecord::recheck_found_fixed);
+        // Judged per report: every attempt's re-checks count, and a release
+        // is "later" by version (schedule::newest_release's order).
+        let history = report_history(bench, report.summary.id, attempt_id, name).await?;
+        let position = |env: &str| super::schedule::release_position(&environments, env);
+        let here = position(name);
+        let was_fixed = history.iter().any(|h| {
+            h.outcome == RecheckOutcome::NoLongerReproduces && h.environment != name && position(&h.environment) < here
+        });
         let outcome = RecheckOutcome::of(failed, repeats, was_fixed);
-        Ok(Verification {
-            flaky: outcome == RecheckOutcome::Flaky,
-            runs,
-            ..recorded(RecheckRecord {
-                environment: name.to_owned(),
-                version: Some(env.version.clone().unwrap_or_else(|| name.to_owned())),
-                outcome,
-                failed: Some(failed),
-                runs: Some(repeats),
-                reason: None,
-                setup_log: None,
-                at,
+        let record = RecheckRecord {
+            environment: name.to_owned(),
+            version: Some(env.version.clone().unwrap_or_else(|| name.to_owned())),
+            outcome,
+            failed: Some(failed),
+            runs: Some(repeats),
+            reason: None,
+            setup_log: None,
+            at,
+        };
+        // The report is regressed when its conclusive re-check on the
+        // highest release re-checked says so.
+        let latest = history
+            .iter()
+            .chain(std::iter::once(&record))
+            .filter(|h| {
+                matches!(
+                    h.outcome,
+                    RecheckOutcome::StillReproduces | RecheckOutcome::NoLongerReproduces | RecheckOutcome::Regressed
+                )
             })
-        })
+            .max_by(|a, b| (position(&a.environment), a.at).cmp(&(position(&b.environment), b.at)));
+        let report_regressed = latest.map(|h| h.outcome == RecheckOutcome::Regressed);
+        Ok(Verification { flaky: outcome == RecheckOutcome::Flaky, runs, report_regressed, ..recorded(record) })
     }
 }

@@ -40,9 +40,18 @@ pub fn newest_release(envs: &[Environment]) -> Option<&Environment> {
     envs.iter().filter(|e| e.role == EnvironmentRole::Release).max_by(|a, b| release_key(a).cmp(&release_key(b)))
 }
 
+/// Where release `name` stands among the project's releases (by version,
+/// then creation); `None` for a name that is not an environment any more,
+/// which comes before all.
+pub(crate) fn release_position(envs: &[Environment], name: &str) -> Option<ReleaseKey> {
+    envs.iter().find(|e| e.name == name).map(release_key)
+}
+
+pub(crate) type ReleaseKey = (Option<Vec<Part>>, chrono::DateTime<chrono::Utc>, i64);
+
 /// One part of a version: numbers compare as numbers, before any text.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Part {
+pub(crate) enum Part {
     Num(u64),
     Text(String),
 }
@@ -56,7 +65,7 @@ fn version_parts(v: &str) -> Vec<Part> {
         .collect()
 }
 
-fn release_key(e: &Environment) -> (Option<Vec<Part>>, chrono::DateTime<chrono::Utc>, i64) {
+fn release_key(e: &Environment) -> ReleaseKey {
     let version = e.recipe.version.as_deref().filter(|v| !v.trim().is_empty()).map(version_parts);
     (version, e.created_at, e.id)
 }

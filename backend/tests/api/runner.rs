@@ -580,6 +580,31 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
         let named: Vec<&str> = release_runs.iter().map(|r| r["release"].as_str().unwrap()).collect();
         assert!(named.contains(&format!("somelib {}", &env[8..]).as_str()), "{named:?}");
     }
+    // Found fixed on 2.2 and failing on 2.3: the report is regressed, and
+    // stays so when 2.3 is re-checked again (it used to read "still reproduces").
+    let path = format!("/api/v1/reports/{report}");
+    let status = || async { app.get(&path).await.body["status"].as_str().unwrap().to_owned() };
+    assert_eq!(status().await, "regressed");
+    let r = app.post("/api/v1/reruns", &json!({ "attempt_id": ids[0], "recheck_environment": "somelib-2.3" })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    drain(&app, Duration::from_secs(120)).await;
+    let a = app.get(&format!("/api/v1/attempts/{}", ids[0])).await.body;
+    assert_eq!(a["grade"]["recheck"]["outcome"], "regressed", "{}", a["grade"]);
+    let history: Vec<(&str, &str)> = a["grade"]["rechecks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["environment"].as_str().unwrap(), h["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(history, [("somelib-2.2", "no_longer_reproduces"), ("somelib-2.3", "regressed")], "kept per release");
+    assert_eq!(status().await, "regressed");
+    let listed = app.get("/api/v1/reports?project=a/venv&status=regressed").await.body;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    // A re-check that finds it fixed on the newest release ends the regression.
+    let r = app.post("/api/v1/reruns", &json!({ "attempt_id": ids[0], "recheck_environment": "somelib-2.2" })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    drain(&app, Duration::from_secs(120)).await;
+    assert_eq!(status().await, "regressed", "2.2 is older than 2.3: the 2.3 result still stands");
     let data = app.data_dir().join("envs");
     let entries: Vec<String> = std::fs::read_dir(&data)
         .unwrap()

@@ -400,10 +400,10 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
                     c.buggy_failed, c.buggy_runs, c.fixed_passed, c.fixed_runs,
                     if a.flaky { " The repeats disagree: flaky." } else { "" })}</p>
             })}
-            {g.recheck.map(|r| view! {
+            {g.recheck_history().into_iter().map(|r| view! {
                 <p class="recheck" data-testid="recheck">{format!("Re-check on {}: {}", r.version.unwrap_or(r.environment),
                     r.outcome.as_str().replace('_', " "))}</p>
-            })}
+            }).collect_view()}
             {g.refine.map(|r| view! {
                 <p class="refine">{format!("Refine loop ({}): {} iteration(s), stopped: {}", r.generator,
                     r.iterations.len(), r.stop.as_str().replace('_', " "))}</p>

@@ -299,6 +299,10 @@ pub struct WeekFlow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Throughput {
     pub reports: u64,
+    /// Reproduced reports a re-check found back on a later release after an
+    /// earlier one found them fixed (counted as reproductions in the weeks too).
+    #[serde(default)]
+    pub regressed: u64,
     pub weeks: Vec<WeekFlow>,
     /// Reports not yet in a final state (new, in progress, needs review).
     pub backlog: u64,

@@ -354,10 +354,14 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
     let mut flows: Vec<(String, u8)> = Vec::new();
     let mut backlog_days = Vec::new();
     let mut to_repro_hours = Vec::new();
+    let mut regressed = 0;
     for r in reports {
         flows.push((week_of(r.filed_at), 0));
         match r.status {
-            ReportStatus::Reproduced => {
+            ReportStatus::Reproduced | ReportStatus::Regressed => {
+                if r.status == ReportStatus::Regressed {
+                    regressed += 1;
+                }
                 if let Some(t) = r.first_counting_at {
                     flows.push((week_of(t), 2));
                     to_repro_hours.push(((t - r.intake()).num_seconds() as f64 / 3600.0).max(0.0));
@@ -392,6 +396,7 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
     to_repro_hours.sort_by(f64::total_cmp);
     crate::api::figures::Throughput {
         reports: reports.len() as u64,
+        regressed,
         weeks: weeks.into_values().collect(),
         backlog: backlog_days.len() as u64,
         backlog_oldest_days: backlog_days.last().copied(),
@@ -553,6 +558,22 @@ mod tests {
         assert_eq!(cdf(&[2.0, 2.0, 2.0]), [(2.0, 1.0)]);
         assert!(cdf(&(0..1000).map(f64::from).collect::<Vec<_>>()).len() <= 101);
         assert_eq!(bin_edges(&[&[]], 3), [0.0, 1.0]);
+    }
+
+    #[test]
+    fn a_regressed_report_counts_as_reproduced_and_as_regressed() {
+        let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+        let flow = ReportFlow {
+            filed_at: t("2026-11-02T00:00:00Z"),
+            created_at: t("2026-11-02T00:00:00Z"),
+            first_attempt_at: Some(t("2026-11-02T01:00:00Z")),
+            status: crate::model::ReportStatus::Regressed,
+            first_counting_at: Some(t("2026-11-03T00:00:00Z")),
+            last_graded_at: Some(t("2026-11-03T00:00:00Z")),
+        };
+        let out = throughput(&[flow], t("2026-11-30T00:00:00Z"));
+        assert_eq!((out.regressed, out.backlog, out.time_to_reproduction_n), (1, 0, 1));
+        assert_eq!(out.weeks.iter().map(|w| w.reproduced).sum::<u64>(), 1);
     }
 
     #[test]

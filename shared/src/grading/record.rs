@@ -50,6 +50,10 @@ pub struct GradeRecord {
     /// The latest re-check against a newer release.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recheck: Option<Recheck>,
+    /// Every release it was re-checked on, with the latest result there,
+    /// in the order first checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rechecks: Vec<Recheck>,
     /// The refine loop that produced the candidate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refine: Option<RefineLog>,
@@ -210,11 +214,24 @@ impl GradeRecord {
     /// replaces only the re-check.
     pub fn stored_over(self, stored: Option<GradeRecord>, replaces_grade: bool) -> GradeRecord {
         let stored = stored.unwrap_or_default();
-        if replaces_grade {
-            GradeRecord { recheck: self.recheck.or(stored.recheck), ..self }
-        } else {
-            GradeRecord { recheck: self.recheck.or(stored.recheck), ..stored }
+        let mut rechecks = stored.recheck_history();
+        if let Some(new) = &self.recheck {
+            match rechecks.iter_mut().find(|r| r.environment == new.environment) {
+                Some(r) => *r = new.clone(),
+                None => rechecks.push(new.clone()),
+            }
         }
+        if replaces_grade {
+            GradeRecord { recheck: self.recheck.or(stored.recheck), rechecks, ..self }
+        } else {
+            GradeRecord { recheck: self.recheck.or(stored.recheck), rechecks, ..stored }
+        }
+    }
+
+    /// Every release re-checked, with its latest result (a grade stored
+    /// before the history was kept has its latest re-check only).
+    pub fn recheck_history(&self) -> Vec<Recheck> {
+        if self.rechecks.is_empty() { self.recheck.iter().cloned().collect() } else { self.rechecks.clone() }
     }
 }
 
@@ -308,7 +325,18 @@ mod tests {
         let merged = only.stored_over(Some(stored.clone()), false);
         assert_eq!((&merged.reason, merged.counts()), (&stored.reason, stored.counts()), "a re-check keeps the grade");
         assert_eq!(merged.buggy_signatures, stored.buggy_signatures);
-        assert_eq!(merged.recheck, Some(recheck));
+        assert_eq!(merged.recheck, Some(recheck.clone()));
+        // Each release keeps its latest result; the history survives a new verification.
+        let on = |env: &str, outcome| GradeRecord {
+            recheck: Some(Recheck { environment: env.into(), outcome, ..recheck.clone() }),
+            ..GradeRecord::default()
+        };
+        let g = on("lib-2.2", RecheckOutcome::NoLongerReproduces).stored_over(None, false);
+        let g = on("lib-2.3", RecheckOutcome::Regressed).stored_over(Some(g), false);
+        let g = on("lib-2.3", RecheckOutcome::Regressed).stored_over(Some(g), false);
+        let g = GradeRecord::default().stored_over(Some(g), true);
+        let h: Vec<(&str, RecheckOutcome)> = g.rechecks.iter().map(|r| (r.environment.as_str(), r.outcome)).collect();
+        assert_eq!(h, [("lib-2.2", RecheckOutcome::NoLongerReproduces), ("lib-2.3", RecheckOutcome::Regressed)]);
     }
 
     #[test]

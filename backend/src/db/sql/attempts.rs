@@ -535,7 +535,8 @@ impl Engine {
                 let status = report_status(r.attempts, r.counting, r.awaiting, r.graded);
                 sqlx::query(
                     "UPDATE reports SET attempts = $1, attempts_graded = $2, attempts_counting = $3, attempts_awaiting = $4, \
-                     best_verdict = $5, status = $6, cost_usd = $7, first_counting_at = $8 WHERE id = $9",
+                     best_verdict = $5, status = CASE WHEN regressed THEN 'regressed' ELSE $6 END, cost_usd = $7, \
+                     first_counting_at = $8 WHERE id = $9",
                 )
                 .bind(r.attempts)
                 .bind(r.graded)
@@ -649,6 +650,13 @@ impl Engine {
             sqlx::query("UPDATE attempts SET grade = $1 WHERE id = $2")
                 .bind(Json(&grade))
                 .bind(attempt_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        if let Some(regressed) = v.report_regressed {
+            sqlx::query("UPDATE reports SET regressed = $1 WHERE id = $2")
+                .bind(regressed)
+                .bind(report_id)
                 .execute(&mut **tx)
                 .await?;
         }

@@ -1,0 +1,3 @@
+-- Issue 14: a report whose reproduction fails again on a later release after
+-- a re-check found it fixed is `regressed` until a later re-check says otherwise.
+ALTER TABLE reports ADD COLUMN regressed INTEGER NOT NULL DEFAULT 0;
