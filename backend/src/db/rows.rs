@@ -206,6 +206,7 @@ pub struct AttemptRow {
     pub created_at: DateTime<Utc>,
     pub flaky: bool,
     pub grade: Option<Json<serde_json::Value>>,
+    pub cost_known: bool,
 }
 
 impl AttemptRow {
@@ -221,7 +222,7 @@ impl AttemptRow {
             started_at: self.started_at,
             ended_at: self.ended_at,
             wall_seconds: self.wall_seconds,
-            cost_usd: self.cost_usd,
+            cost_usd: self.cost_known.then_some(self.cost_usd),
             tokens_in: self.tokens_in,
             tokens_out: self.tokens_out,
             api_calls: self.api_calls,
@@ -308,6 +309,8 @@ pub struct ContributionRow {
     pub awaiting: i64,
     pub cost: f64,
     pub cost_counting: f64,
+    pub without_cost: i64,
+    pub counting_without_cost: i64,
     pub api_calls: i64,
     pub with_api_calls: i64,
 }

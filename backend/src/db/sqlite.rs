@@ -173,7 +173,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
     use rusqlite::params;
     let time = time_text;
     let sql =
-        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=27).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
+        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=28).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
     let mut stmt = conn.prepare(&sql)?;
     for p in rows {
         let r = &p.req;
@@ -186,7 +186,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
             time(p.started_at),
             r.ended_at.map(|t| time(secs(t))),
             r.effective_wall_seconds(),
-            r.cost_usd,
+            r.cost_usd.unwrap_or(0.0),
             r.tokens_in,
             r.tokens_out,
             r.api_calls,
@@ -205,6 +205,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
             p.awaiting,
             p.content_hash,
             time(p.created_at),
+            r.cost_usd.is_some(),
         ]);
         inserted.map_err(|e| {
             unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into())

@@ -124,7 +124,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
                 .create_attempt(&CreateAttemptRequest {
                     model: c.model,
                     started_at: Some(filed + chrono::Duration::hours(i as i64 * 5 + 1)),
-                    cost_usd: c.cost_usd,
+                    cost_usd: Some(c.cost_usd),
                     candidate: Some(c.code),
                     attempt_key: Some(format!("fastnum-{}-{}", r.external_id, c.key)),
                     verify: true,

@@ -481,7 +481,7 @@ fn convert(
         goal: a.goal.unwrap_or_default(),
         model: a.model.as_deref().map(|m| row.template(m)).transpose().map_err(at("model"))?,
         wall_seconds: number("wall_seconds", &a.wall_seconds)?,
-        cost_usd: number("cost_usd", &a.cost_usd)?.unwrap_or(0.0),
+        cost_usd: number("cost_usd", &a.cost_usd)?,
         attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
         model_cutoff: optional(row, "model_cutoff", &a.model_cutoff)?
             .map(|v| failpass_shared::api::reports::parse_day("model_cutoff", &v).map_err(|e| (e.field, e.message)))

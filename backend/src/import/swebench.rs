@@ -421,7 +421,7 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
             let attempt = CreateAttemptRequest {
                 goal: Goal::Fix,
                 model: model.clone(),
-                cost_usd: result.get("cost").and_then(Value::as_f64).unwrap_or(0.0),
+                cost_usd: result.get("cost").and_then(Value::as_f64),
                 api_calls: result.get("api_calls").and_then(Value::as_i64),
                 attempt_key: Some(e.attempt_key.clone()),
                 ..CreateAttemptRequest::for_key(key, agent.clone(), verdict, VerdictSource::Deterministic)

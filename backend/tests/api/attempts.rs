@@ -241,3 +241,43 @@ async fn a_human_review_turns_a_lead_into_a_confirmation_and_back() {
         "unknown field `reviewer`",
     );
 }
+
+/// An attempt without a cost is unknown, not $0: null in the API, left out
+/// of the cost figures and distributions, and counted apart.
+#[tokio::test]
+async fn an_unknown_cost_stays_unknown() {
+    let app = crate::helpers::spawn_app().await;
+    app.project("c/cost").await;
+    let report = app.report(serde_json::json!({"project": "c/cost", "external_id": "1", "title": "t"})).await;
+    let known = app
+        .attempt(serde_json::json!({"report_id": report, "agent": "a", "attempt_key": "k", "verdict": "reproduced",
+            "verdict_source": "human", "cost_usd": 2.0}))
+        .await;
+    assert_eq!(known["cost_usd"], 2.0);
+    let unknown = app
+        .attempt(serde_json::json!({"report_id": report, "agent": "b", "verdict": "not_reproduced",
+            "verdict_source": "human"}))
+        .await;
+    assert!(unknown["cost_usd"].is_null(), "{unknown}");
+    let explicit_null = app
+        .attempt(serde_json::json!({"report_id": report, "agent": "c", "verdict": "not_reproduced",
+            "verdict_source": "human", "cost_usd": null}))
+        .await;
+    assert!(explicit_null["cost_usd"].is_null(), "{explicit_null}");
+    let f = app.get("/api/v1/figures?project=c/cost").await.body;
+    let all = &f["rows"][0];
+    assert_eq!(all["attempts"], 3, "{all}");
+    assert_eq!(all["attempts_without_cost"], 2, "{all}");
+    assert_eq!(all["cost_mean_attempt_usd"], 2.0, "the mean is over the attempt with a cost: {all}");
+    assert_eq!(all["cost_per_reproduction_usd"], 2.0, "{all}");
+    let d = app.get("/api/v1/distributions?metric=cost_usd&project=c/cost").await.body;
+    assert_eq!(d["groups"][0]["n"], 1, "unknown costs are not $0 points: {d}");
+    // Only unknown costs: no cost figure at all.
+    app.project("c/none").await;
+    let r2 = app.report(serde_json::json!({"project": "c/none", "external_id": "1", "title": "t"})).await;
+    app.attempt(serde_json::json!({"report_id": r2, "agent": "a", "verdict": "reproduced", "verdict_source": "human"}))
+        .await;
+    let all = &app.get("/api/v1/figures?project=c/none").await.body["rows"][0];
+    assert!(all["cost_per_reproduction_usd"].is_null() && all["cost_mean_attempt_usd"].is_null(), "{all}");
+    assert!(all["cost_mean_success_usd"].is_null(), "{all}");
+}

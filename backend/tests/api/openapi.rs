@@ -134,6 +134,7 @@ fn sample(doc: &Value, schema: &Value, example: &Value) -> String {
     }
     match schema["type"].as_str() {
         Some("integer") => schema["minimum"].as_i64().unwrap_or(1).to_string(),
+        Some("boolean") => "true".into(),
         _ => "x".into(),
     }
 }

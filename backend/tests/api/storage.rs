@@ -75,7 +75,7 @@ async fn attempt(s: &dyn Storage, report_id: i64, x: A<'_>) -> i64 {
         model_cutoff: x.cutoff.map(|c| c.parse::<NaiveDate>().unwrap()),
         started_at: Some(t(x.started)),
         wall_seconds: Some(60.0),
-        cost_usd: x.cost,
+        cost_usd: Some(x.cost),
         tokens_in: 10,
         tokens_out: 5,
         ..CreateAttemptRequest::new(report_id, x.agent, x.verdict, x.source)
@@ -437,10 +437,10 @@ async fn attempts_runs_and_natural_keys() {
         assert_eq!(o, failpass_shared::api::import::Outcome::Created);
         let (again, o) = s.create_attempt(&req).await.unwrap();
         assert_eq!((again.id, o), (first.id, failpass_shared::api::import::Outcome::Unchanged), "a retry answers with the stored attempt");
-        req.cost_usd = 9.0;
+        req.cost_usd = Some(9.0);
         let err = s.create_attempt(&req).await.unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
-        req.cost_usd = 0.25;
+        req.cost_usd = Some(0.25);
         req.report_id = Some(4242);
         assert!(matches!(s.create_attempt(&req).await.unwrap_err(), StorageError::NotFound(_)));
         // a deterministic grade needs a deterministic oracle on the report
@@ -467,13 +467,13 @@ async fn attempts_runs_and_natural_keys() {
         req.report_id = Some(r);
         req.attempt_key = Some("twice".into());
         let mut later = req.clone();
-        later.cost_usd = 0.75;
+        later.cost_usd = Some(0.75);
         let out = s.import_attempts(&[req.clone(), later]).await.unwrap();
         assert!(matches!(out[..], [Ok(failpass_shared::api::import::Outcome::Created), Ok(failpass_shared::api::import::Outcome::Updated)]), "{out:?}");
         let stored = s.list_attempts(&AttemptListQuery { report_id: Some(r), ..Default::default() }, &ProjectScope::All).await.unwrap();
         let twice: Vec<_> = stored.items.iter().filter(|a| a.attempt_key.as_deref() == Some("twice")).collect();
         assert_eq!(twice.len(), 1);
-        assert_eq!(twice[0].cost_usd, 0.75, "the later version wins");
+        assert_eq!(twice[0].cost_usd, Some(0.75), "the later version wins");
     })
     .await;
 }

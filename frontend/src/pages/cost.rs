@@ -66,7 +66,8 @@ fn body(v: Views) -> Option<AnyView> {
     let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
-                detail=format!("all spend {} (failed and errored attempts included) over {} reproduced reports", usd(Some(t.cost_total_usd)), t.reports_reproduced)/>
+                detail=format!("all spend {} (failed and errored attempts included) over {} reproduced reports{}", usd(Some(t.cost_total_usd)), t.reports_reproduced,
+                    if t.attempts_without_cost > 0 { format!("; {} attempts without a cost left out", t.attempts_without_cost) } else { String::new() })/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="cost-mean-success"
                 detail=match t.cost_ratio { Some(r) => format!("{} successful attempts alone; the all-in figure is {r:.1}× this", t.attempts_counting), None => "no successful attempt yet".into() }/>
             <Stat label="Cost per attempt" value=usd(cost_all.as_ref().and_then(|c| c.median)) testid="cost-median"

@@ -317,7 +317,7 @@ fn AttemptRow(a: Attempt, maintains: Memo<bool>) -> impl IntoView {
             <td>{a.verdict_source.as_str()}</td>
             <td>{a.review.map(|r| r.as_str()).unwrap_or("—")}</td>
             <td>{if a.counts { "yes" } else { "no" }}</td>
-            <td class="num">{usd(Some(a.cost_usd))}</td>
+            <td class="num">{a.cost_usd.map_or_else(|| "unknown".to_owned(), |c| usd(Some(c)))}</td>
             <td class="num">{duration_secs(a.wall_seconds)}</td>
             <td class="grading">
                 <span class="reason">{reason.unwrap_or_else(|| "not graded by a run".into())}</span>

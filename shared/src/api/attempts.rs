@@ -69,8 +69,10 @@ pub struct CreateAttemptRequest {
     pub ended_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub wall_seconds: Option<f64>,
+    /// What the attempt cost, in US dollars; absent (or null) when unknown,
+    /// which is not $0: cost figures leave it out and count it apart.
     #[serde(default)]
-    pub cost_usd: f64,
+    pub cost_usd: Option<f64>,
     #[serde(default)]
     pub tokens_in: i64,
     #[serde(default)]
@@ -229,7 +231,7 @@ impl CreateAttemptRequest {
             started_at: None,
             ended_at: None,
             wall_seconds: None,
-            cost_usd: 0.0,
+            cost_usd: None,
             tokens_in: 0,
             tokens_out: 0,
             api_calls: None,
@@ -288,7 +290,9 @@ impl CreateAttemptRequest {
             return Err(FieldError::new("review", "a `confirmed` verdict needs review `accepted`"));
         }
         // Bounds keep sums far from overflow: a million attempts at the cap still add up.
-        if !(self.cost_usd.is_finite() && (0.0..=MAX_COST_USD).contains(&self.cost_usd)) {
+        if let Some(cost) = self.cost_usd
+            && !(cost.is_finite() && (0.0..=MAX_COST_USD).contains(&cost))
+        {
             return Err(FieldError::new("cost_usd", format!("must be between 0 and {MAX_COST_USD} (US dollars)")));
         }
         if let Some(w) = self.wall_seconds
@@ -379,7 +383,8 @@ pub struct Attempt {
     pub started_at: DateTime<Utc>,
     pub ended_at: Option<DateTime<Utc>>,
     pub wall_seconds: Option<f64>,
-    pub cost_usd: f64,
+    /// `null` when the attempt's cost is unknown.
+    pub cost_usd: Option<f64>,
     pub tokens_in: i64,
     pub tokens_out: i64,
     pub api_calls: Option<i64>,
@@ -538,11 +543,11 @@ mod tests {
     #[test]
     fn numbers_are_checked() {
         let mut r = request(Verdict::Error, VerdictSource::Deterministic);
-        r.cost_usd = 1e308;
+        r.cost_usd = Some(1e308);
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
-        r.cost_usd = -1.0;
+        r.cost_usd = Some(-1.0);
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
-        r.cost_usd = f64::NAN;
+        r.cost_usd = Some(f64::NAN);
         assert_eq!(r.validate().unwrap_err().field, "cost_usd");
     }
 

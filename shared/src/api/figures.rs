@@ -160,6 +160,10 @@ pub struct FigureRow {
     /// raise `reports_reproduced` (and the rate) by up to this many.
     #[serde(default)]
     pub reports_awaiting_review: u64,
+    /// Attempts whose cost is unknown: left out of every cost figure (a mean
+    /// is over the attempts with a cost; a total is theirs only).
+    #[serde(default)]
+    pub attempts_without_cost: u64,
     /// Reports with a deterministic oracle.
     pub reports_with_oracle: u64,
     /// `reports_with_oracle / reports`.

@@ -95,6 +95,10 @@ pub struct ReportContribution {
     pub attempts_awaiting_review: u64,
     pub cost_usd: f64,
     pub cost_counting_usd: f64,
+    /// Attempts (and counting attempts) whose cost is unknown: `cost_usd`
+    /// and `cost_counting_usd` hold only the known ones.
+    pub attempts_without_cost: u64,
+    pub attempts_counting_without_cost: u64,
     /// API calls summed over the attempts that reported them, and how many did.
     pub api_calls: u64,
     pub attempts_with_api_calls: u64,
@@ -116,6 +120,8 @@ struct Acc {
     reports_awaiting_review: u64,
     cost_usd: f64,
     cost_counting_usd: f64,
+    attempts_without_cost: u64,
+    attempts_counting_without_cost: u64,
     api_calls: u64,
     attempts_with_api_calls: u64,
 }
@@ -147,6 +153,8 @@ where
         acc.reports_awaiting_review += u64::from(c.attempts_awaiting_review > 0 && c.attempts_counting == 0);
         acc.cost_usd += c.cost_usd;
         acc.cost_counting_usd += c.cost_counting_usd;
+        acc.attempts_without_cost += c.attempts_without_cost;
+        acc.attempts_counting_without_cost += c.attempts_counting_without_cost;
         acc.api_calls += c.api_calls;
         acc.attempts_with_api_calls += c.attempts_with_api_calls;
     }
@@ -155,8 +163,13 @@ where
 
 fn row(key: String, a: Acc) -> FigureRow {
     let interval = wilson_interval(a.reports_reproduced, a.reports_graded);
-    let per_repro = cost_per_reproduction(a.cost_usd, a.reports_reproduced);
-    let mean_success = cost_mean_success(a.cost_counting_usd, a.attempts_counting);
+    // Unknown costs are left out: means are over the attempts with a cost,
+    // and with none known there is no cost figure at all.
+    let with_cost = a.attempts.saturating_sub(a.attempts_without_cost);
+    let per_repro =
+        if with_cost == 0 && a.attempts > 0 { None } else { cost_per_reproduction(a.cost_usd, a.reports_reproduced) };
+    let mean_success =
+        cost_mean_success(a.cost_counting_usd, a.attempts_counting.saturating_sub(a.attempts_counting_without_cost));
     FigureRow {
         key,
         keys: Vec::new(),
@@ -175,8 +188,9 @@ fn row(key: String, a: Acc) -> FigureRow {
         attempts_error: a.attempts_error,
         attempts_awaiting_review: a.attempts_awaiting_review,
         reports_awaiting_review: a.reports_awaiting_review,
+        attempts_without_cost: a.attempts_without_cost,
         cost_total_usd: tidy(a.cost_usd),
-        cost_mean_attempt_usd: ratio(a.cost_usd, a.attempts as f64),
+        cost_mean_attempt_usd: ratio(a.cost_usd, with_cost as f64),
         api_calls_mean: ratio(a.api_calls as f64, a.attempts_with_api_calls as f64),
         cost_per_reproduction_usd: per_repro,
         cost_mean_success_usd: mean_success,
@@ -464,6 +478,27 @@ mod tests {
         // more successes than trials is clamped, never NaN
         let (lo, hi) = wilson_interval(5, 3).unwrap();
         assert!(lo.is_finite() && hi <= 1.0);
+    }
+
+    #[test]
+    fn unknown_costs_are_left_out_and_counted() {
+        let unknown = |counting: u64| ReportContribution {
+            attempts_without_cost: 1,
+            attempts_counting_without_cost: counting,
+            ..contribution("a", 1, 1, counting, 0.0, 0.0)
+        };
+        // $3 known over 2 attempts; a third attempt (a reproduction) has no cost.
+        let rows = figure_rows(vec![contribution("a", 2, 2, 1, 3.0, 1.0), unknown(1)]);
+        let r = &rows[0];
+        assert_eq!((r.attempts, r.attempts_without_cost), (3, 1));
+        assert_eq!(r.cost_mean_attempt_usd, Some(1.5), "over the 2 attempts with a cost, not 3");
+        assert_eq!(r.cost_mean_success_usd, Some(1.0), "the unknown reproduction is not a $0 one");
+        assert_eq!(r.cost_per_reproduction_usd, Some(1.5));
+        // Nothing known: no cost figure, not $0.
+        let rows = figure_rows(vec![unknown(1), unknown(0)]);
+        let r = &rows[0];
+        assert_eq!((r.cost_per_reproduction_usd, r.cost_mean_attempt_usd, r.cost_mean_success_usd), (None, None, None));
+        assert_eq!(r.attempts_without_cost, 2);
     }
 
     #[test]

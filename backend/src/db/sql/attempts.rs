@@ -364,7 +364,7 @@ impl Engine {
                 .push_bind(p.started_at)
                 .push_bind(r.ended_at.map(common::secs))
                 .push_bind(r.effective_wall_seconds())
-                .push_bind(r.cost_usd)
+                .push_bind(r.cost_usd.unwrap_or(0.0))
                 .push_bind(r.tokens_in)
                 .push_bind(r.tokens_out)
                 .push_bind(r.api_calls)
@@ -382,7 +382,8 @@ impl Engine {
                 .push_bind(p.counts)
                 .push_bind(p.awaiting)
                 .push_bind(p.content_hash.clone())
-                .push_bind(p.created_at);
+                .push_bind(p.created_at)
+                .push_bind(r.cost_usd.is_some());
         });
         let conflict = common::conflict_on_unique("an attempt with the same agent, report and attempt_key exists");
         if !want_ids {
@@ -401,8 +402,8 @@ impl Engine {
             "UPDATE attempts SET goal = $1, model = $2, model_cutoff = $3, started_at = $4, ended_at = $5, \
              wall_seconds = $6, cost_usd = $7, tokens_in = $8, tokens_out = $9, api_calls = $10, iterations = $11, \
              candidate = $12, signals = $13, verdict = $14, verdict_source = $15, failure_cause = $16, review = $17, \
-             reviewer = $18, review_comment = $19, graded = $20, counts = $21, awaiting = $22, content_hash = $23 \
-             WHERE id = $24",
+             reviewer = $18, review_comment = $19, graded = $20, counts = $21, awaiting = $22, content_hash = $23, \
+             cost_known = $25 WHERE id = $24",
         )
         .bind(r.goal.as_str())
         .bind(&r.model)
@@ -410,7 +411,7 @@ impl Engine {
         .bind(p.started_at)
         .bind(r.ended_at.map(common::secs))
         .bind(r.effective_wall_seconds())
-        .bind(r.cost_usd)
+        .bind(r.cost_usd.unwrap_or(0.0))
         .bind(r.tokens_in)
         .bind(r.tokens_out)
         .bind(r.api_calls)
@@ -631,7 +632,7 @@ impl Engine {
             .await?;
             if let Some(r) = &v.refined {
                 sqlx::query(
-                    "UPDATE attempts SET candidate = $1, iterations = $2, cost_usd = $3, wall_seconds = $4, tokens_in = $5, \
+                    "UPDATE attempts SET candidate = $1, iterations = $2, cost_usd = $3, cost_known = TRUE, wall_seconds = $4, tokens_in = $5, \
                      tokens_out = $6, ended_at = $7 WHERE id = $8",
                 )
                 .bind(&r.candidate)

@@ -106,6 +106,8 @@ impl FigureStore for Engine {
              COALESCE(SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END), 0) AS awaiting, \
              COALESCE(SUM(a.cost_usd), 0.0) AS cost, \
              COALESCE(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost_counting, \
+             COALESCE(SUM(CASE WHEN a.id IS NULL OR a.cost_known THEN 0 ELSE 1 END), 0) AS without_cost, \
+             COALESCE(SUM(CASE WHEN a.counts AND NOT a.cost_known THEN 1 ELSE 0 END), 0) AS counting_without_cost, \
              CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, \
              COUNT(a.api_calls) AS with_api_calls \
              FROM reports r JOIN projects p ON p.id = r.project_id"
@@ -129,6 +131,8 @@ impl FigureStore for Engine {
                 attempts_awaiting_review: r.awaiting.max(0) as u64,
                 cost_usd: r.cost,
                 cost_counting_usd: r.cost_counting,
+                attempts_without_cost: r.without_cost.max(0) as u64,
+                attempts_counting_without_cost: r.counting_without_cost.max(0) as u64,
                 api_calls: r.api_calls.max(0) as u64,
                 attempts_with_api_calls: r.with_api_calls.max(0) as u64,
             })
@@ -153,6 +157,10 @@ impl FigureStore for Engine {
         ));
         Self::push_attempt_join(&mut qb, q, "JOIN");
         qb.push(format!(" WHERE {column} IS NOT NULL"));
+        if query.metric == Metric::CostUsd {
+            // An unknown cost is not a $0 attempt.
+            qb.push(" AND a.cost_known");
+        }
         Self::push_report_filter(&mut qb, &q.filter, scope);
         let rows: Vec<(String, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
         Ok(rows)
