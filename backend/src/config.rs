@@ -28,8 +28,31 @@ pub enum Command {
     User(UserArgs),
     /// Manage API tokens for agents, CI and scripts.
     Token(TokenArgs),
+    /// GitHub webhooks: set a project's secret.
+    Webhook(WebhookArgs),
     /// Measure the routing rule against labelled reports.
     Routing(RoutingArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(subcommand)]
+    pub command: WebhookCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum WebhookCommand {
+    /// Make a new secret for a project's GitHub webhook (it replaces any old
+    /// one) and print it once, with the URL to give GitHub.
+    Secret {
+        /// The project (`owner/name`, as GitHub names the repository).
+        project: String,
+        /// Remove the secret instead: deliveries for the project are refused.
+        #[arg(long)]
+        remove: bool,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

@@ -120,6 +120,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(args) => failpass::accounts_cli::user(args).await,
         Command::Token(args) => failpass::accounts_cli::token(args).await,
+        Command::Webhook(args) => {
+            let url = args.database.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            let failpass::config::WebhookCommand::Secret { project, remove } = args.command;
+            if remove {
+                storage.set_webhook_secret(&project, None).await?;
+                println!("webhook secret of {project} removed: its deliveries are refused");
+            } else {
+                let secret = failpass::auth::tokens::generate()?;
+                storage.set_webhook_secret(&project, Some(&secret)).await?;
+                println!(
+                    "webhook secret of {project} (shown once):\n{secret}\nIn GitHub: Settings → Webhooks → Add webhook: payload URL \
+                     https://YOUR-HOST/api/v1/webhooks/github, content type application/json, this secret, \
+                     events Issues and Issue comments."
+                );
+            }
+            Ok(())
+        }
         Command::Routing(args) => match args.command {
             failpass::config::RoutingCommand::Eval(args) => {
                 let cfg = failpass::config::load_routing(args.routing_config.as_deref())?;

@@ -218,6 +218,13 @@ pub const ROUTES: &[RouteSpec] = &[
     route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
     route(
         "POST",
+        "/api/v1/webhooks/github",
+        Open,
+        Body::Json,
+        "GitHub `issues` and `issue_comment` deliveries, signed with the project's webhook secret",
+    ),
+    route(
+        "POST",
         "/api/v1/reports/{id}/route",
         Review,
         Body::Json,

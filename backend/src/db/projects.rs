@@ -17,4 +17,18 @@ pub trait ProjectStore: Send + Sync {
 
     /// A project by slug, or `None` when it does not exist or is outside `scope`.
     async fn get_project(&self, slug: &str, scope: &ProjectScope) -> StorageResult<Option<Project>>;
+
+    /// Sets (or with `None` removes) a project's GitHub webhook secret.
+    /// `Invalid` (field `project`) when the project does not exist.
+    async fn set_webhook_secret(&self, slug: &str, secret: Option<&str>) -> StorageResult<()>;
+
+    /// The project (its slug, matched case-insensitively: GitHub's
+    /// `full_name` keeps the owner's capitals) and its webhook secret, when it has one.
+    async fn webhook_secret(&self, repo: &str) -> StorageResult<Option<(String, String)>>;
+
+    /// Whether a webhook delivery with this id was recorded.
+    async fn delivery_seen(&self, delivery_id: &str) -> StorageResult<bool>;
+
+    /// Records a handled delivery (a repeat of the id is ignored).
+    async fn record_delivery(&self, delivery_id: &str, project: &str, event: &str, outcome: &str) -> StorageResult<()>;
 }

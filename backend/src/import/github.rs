@@ -32,13 +32,13 @@ fn str_at<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
     })
 }
 
-enum Converted {
+pub(crate) enum Converted {
     Report(Box<CreateReportRequest>),
     Skip(String),
     Reject(Option<String>, String),
 }
 
-fn convert(v: &Value, project: Option<&str>) -> Converted {
+pub(crate) fn convert(v: &Value, project: Option<&str>) -> Converted {
     if v.get("pull_request").is_some_and(|p| !p.is_null()) {
         return Converted::Skip("a pull request, not an issue".into());
     }

@@ -27,6 +27,7 @@ pub(crate) mod reports;
 pub(crate) mod reruns;
 pub(crate) mod signatures;
 pub(crate) mod status;
+pub(crate) mod webhooks;
 
 use std::sync::Arc;
 
@@ -78,6 +79,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/api/v1/reports", post(reports::create_report))
         .add("GET", "/api/v1/reports/{id}", get(reports::get_report))
         .add("POST", "/api/v1/reports/{id}/route", post(reports::correct_route))
+        .add("POST", "/api/v1/webhooks/github", post(webhooks::github))
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))
         .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))

@@ -52,6 +52,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/reports", "401 403 201 400 201 403 201 403 400 401"),
     ("GET", "/api/v1/reports/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/reports/{id}/route", "401 403 200 404 200 403 403 403 403 401"),
+    // Authenticated by its signature, not by who sends it: without GitHub's headers, a 400 for all.
+    ("POST", "/api/v1/webhooks/github", "400 400 400 400 400 400 400 400 400 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/attempts", "401 403 201 400 201 201 201 403 400 401"),
     ("GET", "/api/v1/attempts/{id}", "404 200 200 404 200 200 200 200 404 401"),
@@ -255,6 +257,9 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             ("/api/v1/reports".to_owned(), json(json!({"project": "vault/secret", "external_id": format!("by-{i}"), "title": "another"})))
         }
         ("GET", "/api/v1/reports/{id}") => (format!("/api/v1/reports/{}", f.report), (None, String::new())),
+        ("POST", "/api/v1/webhooks/github") => {
+            ("/api/v1/webhooks/github".to_owned(), json(json!({"repository": {"full_name": "vault/secret"}})))
+        }
         ("POST", "/api/v1/reports/{id}/route") => {
             (format!("/api/v1/reports/{}/route", f.report), json(json!({"route": "agent_first", "reason": format!("by {i}")})))
         }

@@ -18,4 +18,5 @@ mod runner;
 mod sandbox;
 mod status;
 mod storage;
+mod webhooks;
 mod worker;

@@ -831,3 +831,23 @@ async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_cl
     })
     .await;
 }
+
+#[tokio::test]
+async fn webhook_secrets_and_deliveries() {
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        project(s.as_ref(), "Owner/Repo", true).await;
+        assert!(s.webhook_secret("owner/repo").await.unwrap().is_none(), "no secret yet");
+        s.set_webhook_secret("Owner/Repo", Some("s3cret")).await.unwrap();
+        // GitHub's full_name keeps capitals; either spelling finds the project.
+        assert_eq!(s.webhook_secret("owner/REPO").await.unwrap(), Some(("Owner/Repo".into(), "s3cret".into())));
+        let missing = s.set_webhook_secret("no/such", Some("x")).await.unwrap_err();
+        assert!(missing.to_string().contains("no/such"), "{missing}");
+        assert!(!s.delivery_seen("abc").await.unwrap());
+        s.record_delivery("abc", "Owner/Repo", "issues", "created").await.unwrap();
+        s.record_delivery("abc", "Owner/Repo", "issues", "created").await.unwrap();
+        assert!(s.delivery_seen("abc").await.unwrap());
+        s.set_webhook_secret("Owner/Repo", None).await.unwrap();
+        assert!(s.webhook_secret("Owner/Repo").await.unwrap().is_none());
+    })
+    .await;
+}

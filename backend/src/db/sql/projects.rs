@@ -13,6 +13,50 @@ use crate::db::{ProjectScope, StorageResult};
 
 #[async_trait]
 impl ProjectStore for Engine {
+    async fn set_webhook_secret(&self, slug: &str, secret: Option<&str>) -> StorageResult<()> {
+        let done: Option<i64> =
+            sqlx::query_scalar("UPDATE projects SET webhook_secret = $1 WHERE slug = $2 RETURNING id")
+                .bind(secret)
+                .bind(slug)
+                .fetch_optional(&self.write)
+                .await?;
+        done.map(|_| ()).ok_or_else(|| common::no_project(slug))
+    }
+
+    async fn webhook_secret(&self, repo: &str) -> StorageResult<Option<(String, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT slug, webhook_secret FROM projects WHERE LOWER(slug) = LOWER($1) AND webhook_secret IS NOT NULL \
+             ORDER BY slug LIMIT 1",
+        )
+        .bind(repo)
+        .fetch_optional(&self.read)
+        .await?)
+    }
+
+    async fn delivery_seen(&self, delivery_id: &str) -> StorageResult<bool> {
+        let n: Option<i64> =
+            sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM webhook_deliveries WHERE delivery_id = $1")
+                .bind(delivery_id)
+                .fetch_optional(&self.read)
+                .await?;
+        Ok(n.is_some())
+    }
+
+    async fn record_delivery(&self, delivery_id: &str, project: &str, event: &str, outcome: &str) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO webhook_deliveries (delivery_id, project, event, outcome, received_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (delivery_id) DO NOTHING",
+        )
+        .bind(delivery_id)
+        .bind(project)
+        .bind(event)
+        .bind(outcome)
+        .bind(common::now())
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
     async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project> {
         let name = req.name.clone().unwrap_or_else(|| req.slug.clone());
         let id: i64 = sqlx::query_scalar(
