@@ -30,6 +30,8 @@ pub enum Command {
     Token(TokenArgs),
     /// GitHub webhooks: set a project's secret.
     Webhook(WebhookArgs),
+    /// Pull issues from a tracker that cannot send webhooks.
+    Sync(SyncArgs),
     /// Measure the routing rule against labelled reports.
     Routing(RoutingArgs),
 }
@@ -53,6 +55,50 @@ pub enum WebhookCommand {
         #[arg(long)]
         remove: bool,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SyncArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(subcommand)]
+    pub command: SyncCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SyncCommand {
+    /// Poll GitHub's REST API for a repository's issues changed since the
+    /// last sync, then store and route them (pull requests are skipped). It
+    /// resumes where the last sync ended, asks with the last ETag (an
+    /// unchanged list costs no rate limit), follows `Link` pages and waits
+    /// out rate limits.
+    Github(SyncGithubArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SyncGithubArgs {
+    /// The repository, `OWNER/NAME`; also the project's slug unless `--project` names another.
+    pub repo: String,
+    /// The failpass project the issues go to (created if missing). Default: the repository.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// A GitHub token (a fine-grained token with read access to issues is
+    /// enough). Without one GitHub allows 60 requests an hour.
+    #[arg(long, env = "GITHUB_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The REST API's base address (GitHub Enterprise: `https://HOST/api/v3`).
+    #[arg(long, env = "FAILPASS_GITHUB_API", default_value = "https://api.github.com")]
+    pub api_url: String,
+    /// Poll again every N minutes until stopped (0: sync once and exit, for cron).
+    #[arg(long, default_value_t = 0)]
+    pub every_minutes: u64,
+    /// The longest wait for a rate limit to reset before giving up (the next
+    /// sync resumes where this one stopped).
+    #[arg(long, default_value_t = 900)]
+    pub max_wait_seconds: u64,
+    /// Routing rule configuration (TOML; see docs/routing.toml).
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -22,5 +22,6 @@ pub mod security;
 pub mod startup;
 pub mod status;
 pub mod summaries;
+pub mod sync;
 pub mod telemetry;
 pub mod triage;

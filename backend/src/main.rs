@@ -139,6 +139,43 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Sync(args) => {
+            let failpass::config::SyncCommand::Github(gh) = args.command;
+            let cfg = failpass::config::load_routing(gh.routing_config.as_deref())?;
+            failpass::sync::check_repo(&gh.repo)?;
+            let url = args.database.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            let opts = failpass::sync::SyncOptions {
+                project: gh.project.clone().unwrap_or_else(|| gh.repo.clone()),
+                repo: gh.repo,
+                token: gh.token.filter(|t| !t.trim().is_empty()),
+                api_url: gh.api_url,
+                max_wait: std::time::Duration::from_secs(gh.max_wait_seconds),
+                per_page: 100,
+            };
+            if opts.token.is_none() {
+                eprintln!("failpass: no GITHUB_TOKEN: GitHub allows 60 requests an hour without one");
+            }
+            let client = failpass::sync::client()?;
+            let models = failpass::triage::Models::default();
+            loop {
+                let result = failpass::sync::github(storage.as_ref(), &models, &cfg, &client, &opts).await;
+                match result {
+                    Ok(summary) => println!("sync {} → {}: {summary}", opts.repo, opts.project),
+                    // Once: the error is the exit status. Polling: said, and tried again next time.
+                    Err(e) if gh.every_minutes == 0 => return Err(e),
+                    Err(e) => eprintln!("failpass: sync {}: {e:#}", opts.repo),
+                }
+                if gh.every_minutes == 0 {
+                    return Ok(());
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_secs(gh.every_minutes * 60)) => {}
+                    _ = shutdown_signal() => return Ok(()),
+                }
+            }
+        }
         Command::Routing(args) => match args.command {
             failpass::config::RoutingCommand::Eval(args) => {
                 let cfg = failpass::config::load_routing(args.routing_config.as_deref())?;

@@ -31,4 +31,22 @@ pub trait ProjectStore: Send + Sync {
 
     /// Records a handled delivery (a repeat of the id is ignored).
     async fn record_delivery(&self, delivery_id: &str, project: &str, event: &str, outcome: &str) -> StorageResult<()>;
+
+    /// Where the last `failpass sync github` of a project ended, if it ran.
+    async fn github_sync(&self, project: &str) -> StorageResult<Option<GithubSync>>;
+
+    /// Stores where a sync of a project ended (replacing what was there).
+    async fn save_github_sync(&self, project: &str, state: &GithubSync) -> StorageResult<()>;
+}
+
+/// Where a project's GitHub sync ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct GithubSync {
+    /// The repository polled, `OWNER/NAME`.
+    pub repo: String,
+    /// The newest `updated_at` stored, GitHub's text (the next `since`).
+    pub since: Option<String>,
+    /// The ETag of the last first page, and the address it answered.
+    pub etag: Option<String>,
+    pub etag_url: Option<String>,
 }

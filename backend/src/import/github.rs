@@ -4,13 +4,17 @@
 
 use std::collections::HashSet;
 
-use failpass_shared::api::import::ImportRecord;
+use failpass_shared::api::import::{ImportRecord, Outcome};
+use failpass_shared::model::Route;
+use failpass_shared::routing::RoutingConfig;
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::CreateReportRequest;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use super::Importer;
+use crate::db::{NewReport, ProjectScope, Storage, StorageError, StorageResult};
+use crate::triage::Models;
 use super::swebench::parse_time;
 
 const BATCH: usize = 500;
@@ -87,6 +91,48 @@ pub(crate) fn convert(v: &Value, project: Option<&str>) -> Converted {
         paths: Vec::new(),
         oracle: None,
     }))
+}
+
+/// What became of one issue taken in live (a webhook delivery or a sync).
+pub enum Intake {
+    /// Stored and routed: created, updated or unchanged.
+    Stored { outcome: Outcome, id: Option<i64>, route: Option<Route> },
+    /// Not an issue failpass keeps (a pull request).
+    Skipped(String),
+    /// Not a valid issue: the field and what is wrong.
+    Rejected(String, String),
+}
+
+/// Creates or updates `project`'s report for a GitHub issue object and
+/// routes it with the project's rule (and classifier, once it has one).
+pub async fn intake_issue(
+    storage: &dyn Storage,
+    models: &Models,
+    cfg: &RoutingConfig,
+    project: &str,
+    issue: &Value,
+) -> StorageResult<Intake> {
+    let mut req = match convert(issue, Some(project)) {
+        Converted::Report(r) => *r,
+        Converted::Skip(why) => return Ok(Intake::Skipped(why)),
+        Converted::Reject(field, message) => return Ok(Intake::Rejected(field.unwrap_or_default(), message)),
+    };
+    req.normalize();
+    if let Err(e) = req.validate() {
+        return Ok(Intake::Rejected(e.field, e.message));
+    }
+    let decision = models.decide(storage, cfg, &req).await?;
+    let outcome = storage
+        .import_reports(&[NewReport { request: req.clone(), decision }])
+        .await?
+        .pop()
+        .unwrap_or_else(|| Err(StorageError::Corrupt("no outcome for the report".into())))?;
+    let id = storage.find_report(project, &req.external_id).await?;
+    let route = match id {
+        Some(id) => storage.get_report(id, &ProjectScope::All).await?.map(|r| r.summary.route),
+        None => None,
+    };
+    Ok(Intake::Stored { outcome, id, route })
 }
 
 pub async fn import_issues<R: AsyncBufRead + Unpin>(

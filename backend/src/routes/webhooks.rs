@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::AppState;
 use crate::auth::{Action, Via};
-use crate::db::{NewReport, ProjectScope};
+use crate::import::github::{Intake, intake_issue};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 
 /// What failpass did with a delivery.
@@ -124,33 +124,13 @@ async fn issue(state: &AppState, project: &str, payload: &Value) -> ApiResult<We
     let Some(issue) = payload.get("issue") else {
         return Err(ApiError::BadRequest("issue: missing from an `issues` payload".into()));
     };
-    let mut req = match crate::import::github::convert(issue, Some(project)) {
-        crate::import::github::Converted::Report(r) => *r,
-        crate::import::github::Converted::Skip(why) => return Ok(WebhookAnswer::status("ignored", why)),
-        crate::import::github::Converted::Reject(field, message) => {
-            return Err(ApiError::BadRequest(format!("issue.{}: {message}", field.unwrap_or_default())));
+    match intake_issue(state.storage.as_ref(), &state.models, &state.routing, project, issue).await? {
+        Intake::Stored { outcome, id, route } => {
+            Ok(WebhookAnswer { status: outcome.as_str().to_owned(), report_id: id, route, detail: None })
         }
-    };
-    req.normalize();
-    req.validate()?;
-    let decision = state.models.decide(state.storage.as_ref(), &state.routing, &req).await?;
-    let outcome = state
-        .storage
-        .import_reports(&[NewReport { request: req.clone(), decision }])
-        .await?
-        .pop()
-        .unwrap_or_else(|| Err(crate::db::StorageError::Corrupt("no outcome for the report".into())))?;
-    let id = state.storage.find_report(project, &req.external_id).await?;
-    let report = match id {
-        Some(id) => state.storage.get_report(id, &ProjectScope::All).await?,
-        None => None,
-    };
-    Ok(WebhookAnswer {
-        status: outcome.as_str().to_owned(),
-        report_id: id,
-        route: report.map(|r| r.summary.route),
-        detail: None,
-    })
+        Intake::Skipped(why) => Ok(WebhookAnswer::status("ignored", why)),
+        Intake::Rejected(field, message) => Err(ApiError::BadRequest(format!("issue.{field}: {message}"))),
+    }
 }
 
 /// An `issue_comment` event: a command on its first line, from a member with the right.

@@ -18,5 +18,6 @@ mod runner;
 mod sandbox;
 mod status;
 mod storage;
+mod sync;
 mod webhooks;
 mod worker;

@@ -57,6 +57,30 @@ impl ProjectStore for Engine {
         Ok(())
     }
 
+    async fn github_sync(&self, project: &str) -> StorageResult<Option<GithubSync>> {
+        Ok(sqlx::query_as("SELECT repo, since, etag, etag_url FROM github_sync WHERE project = $1")
+            .bind(project)
+            .fetch_optional(&self.read)
+            .await?)
+    }
+
+    async fn save_github_sync(&self, project: &str, state: &GithubSync) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO github_sync (project, repo, since, etag, etag_url, synced_at) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (project) DO UPDATE SET repo = excluded.repo, since = excluded.since, etag = excluded.etag, \
+             etag_url = excluded.etag_url, synced_at = excluded.synced_at",
+        )
+        .bind(project)
+        .bind(&state.repo)
+        .bind(&state.since)
+        .bind(&state.etag)
+        .bind(&state.etag_url)
+        .bind(common::now())
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
     async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project> {
         let name = req.name.clone().unwrap_or_else(|| req.slug.clone());
         let id: i64 = sqlx::query_scalar(
