@@ -13,3 +13,4 @@ pub mod hash;
 pub mod highlight;
 pub mod model;
 pub mod routing;
+pub mod time;

@@ -62,10 +62,13 @@ pub struct CreateAttemptRequest {
     pub model: Option<String>,
     /// The model's training cutoff (for the contamination split).
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::date_opt"))]
     pub model_cutoff: Option<NaiveDate>,
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc_opt"))]
     pub started_at: Option<DateTime<Utc>>,
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc_opt"))]
     pub ended_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub wall_seconds: Option<f64>,
@@ -176,6 +179,7 @@ pub struct CreateRunRequest {
     #[serde(default)]
     pub runner_id: Option<String>,
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc_opt"))]
     pub started_at: Option<DateTime<Utc>>,
 }
 
@@ -379,8 +383,11 @@ pub struct Attempt {
     pub goal: Goal,
     pub agent: String,
     pub model: Option<String>,
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::date_opt"))]
     pub model_cutoff: Option<NaiveDate>,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub started_at: DateTime<Utc>,
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
     pub ended_at: Option<DateTime<Utc>>,
     pub wall_seconds: Option<f64>,
     /// `null` when the attempt's cost is unknown.
@@ -407,6 +414,7 @@ pub struct Attempt {
     /// environments, and the latest re-check. `None` until a runner graded it.
     #[serde(default)]
     pub grade: Option<crate::grading::GradeRecord>,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -429,6 +437,7 @@ pub struct Run {
     pub failing_tests: Vec<String>,
     pub passing_tests: Vec<String>,
     pub runner_id: Option<String>,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub started_at: DateTime<Utc>,
     /// The refine loop's iteration that ran it.
     #[serde(default)]

@@ -36,12 +36,17 @@ pub struct Job {
     pub priority: i32,
     pub tries: i64,
     pub max_tries: i64,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub run_after: DateTime<Utc>,
     pub lease_owner: Option<String>,
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
     pub started_at: Option<DateTime<Utc>>,
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
     pub finished_at: Option<DateTime<Utc>>,
 }
 
@@ -57,7 +62,9 @@ pub struct Runner {
     pub id: String,
     pub host: String,
     pub pid: i64,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub started_at: DateTime<Utc>,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub last_heartbeat: DateTime<Utc>,
     pub current_job: Option<i64>,
     pub jobs_done: i64,
@@ -212,6 +219,7 @@ pub struct Environment {
     pub role: EnvironmentRole,
     pub recipe: Recipe,
     pub recipe_hash: String,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
 }
 

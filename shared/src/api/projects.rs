@@ -79,6 +79,7 @@ pub struct Project {
     pub name: String,
     pub description: Option<String>,
     pub public: bool,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
     /// Reports filed under this project.
     pub reports: i64,

@@ -124,6 +124,7 @@ pub struct CreateReportRequest {
     pub labels: Vec<String>,
     /// When the reporter filed it; intake time when absent.
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc_opt"))]
     pub filed_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub reporter: Option<String>,
@@ -228,6 +229,7 @@ pub struct ReportSummary {
     pub url: Option<String>,
     pub title: String,
     pub labels: Vec<String>,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub filed_at: DateTime<Utc>,
     pub route: Route,
     pub category: Category,
@@ -242,6 +244,7 @@ pub struct ReportSummary {
     pub attempts: i64,
     /// Spend on reproduction attempts (fix attempts are counted under goal `fix` in the figures).
     pub cost_usd: f64,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
     /// The rule was unsure of the route (confidence under `min_confidence`):
     /// a human should look at it.
@@ -263,6 +266,7 @@ pub struct RouteCorrection {
     pub reason: String,
     /// Who corrected it.
     pub by: String,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub at: DateTime<Utc>,
 }
 
@@ -329,8 +333,10 @@ pub struct ReportFilter {
     /// Free text over title, body and external id (case-insensitive).
     pub q: Option<String>,
     /// Reports filed on or after this day (UTC).
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::date_opt"))]
     pub since: Option<NaiveDate>,
     /// Reports filed on or before this day (UTC).
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::date_opt"))]
     pub until: Option<NaiveDate>,
     /// Reports whose route the rule was unsure of (`true`), or sure of (`false`).
     pub route_check: Option<bool>,

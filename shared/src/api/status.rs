@@ -32,6 +32,7 @@ pub struct ProjectStatus {
     pub name: String,
     pub description: String,
     /// When these figures were computed (they are recomputed at most once a minute).
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub updated_at: DateTime<Utc>,
     /// Reports in: every report of the project.
     pub reports: u64,
@@ -85,6 +86,7 @@ pub struct LatestVerdict {
     pub url: Option<String>,
     pub verdict: Verdict,
     pub graded_by: GradedBy,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub at: DateTime<Utc>,
 }
 

@@ -118,6 +118,7 @@ pub struct Recheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_log: Option<String>,
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc_opt"))]
     pub at: Option<DateTime<Utc>>,
 }
 
