@@ -186,12 +186,7 @@ struct Page {
     body: Vec<u8>,
 }
 
-async fn fetch(
-    client: &reqwest::Client,
-    url: &Url,
-    token: Option<&str>,
-    etag: Option<&str>,
-) -> anyhow::Result<Page> {
+async fn fetch(client: &reqwest::Client, url: &Url, token: Option<&str>, etag: Option<&str>) -> anyhow::Result<Page> {
     let mut req = client.get(url.clone());
     if let Some(token) = token {
         req = req.bearer_auth(token);
@@ -258,7 +253,8 @@ pub async fn github(
     let mut waits = 0;
     while let Some(url) = next.take() {
         let is_first = url == first;
-        let etag = if is_first && state.etag_url.as_deref() == Some(first.as_str()) { state.etag.as_deref() } else { None };
+        let etag =
+            if is_first && state.etag_url.as_deref() == Some(first.as_str()) { state.etag.as_deref() } else { None };
         let page = fetch(client, &url, opts.token.as_deref(), etag).await?;
         summary.requests += 1;
         summary.rate_remaining = header(&page.headers, "x-ratelimit-remaining");
@@ -303,8 +299,8 @@ pub async fn github(
         if is_first {
             first_etag = page.headers.get("etag").and_then(|v| v.to_str().ok()).map(str::to_owned);
         }
-        let items: Vec<Value> = serde_json::from_slice(&page.body)
-            .with_context(|| format!("GET {url}: not a JSON list of issues"))?;
+        let items: Vec<Value> =
+            serde_json::from_slice(&page.body).with_context(|| format!("GET {url}: not a JSON list of issues"))?;
         for item in &items {
             let number = item.get("number").map(Value::to_string).unwrap_or_else(|| "?".into());
             match intake_issue(storage, models, cfg, &opts.project, item).await? {
@@ -406,6 +402,9 @@ mod tests {
         assert_eq!(rate_limit_wait(StatusCode::OK, &h, now), None);
         h.insert("retry-after", HeaderValue::from_static("5"));
         assert_eq!(rate_limit_wait(StatusCode::TOO_MANY_REQUESTS, &h, now), Some(Duration::from_secs(5)));
-        assert_eq!(rate_limit_wait(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new(), now), Some(Duration::from_secs(60)));
+        assert_eq!(
+            rate_limit_wait(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new(), now),
+            Some(Duration::from_secs(60))
+        );
     }
 }

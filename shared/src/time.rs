@@ -80,9 +80,9 @@ pub fn utc<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
 pub fn utc_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
     match Option::<String>::deserialize(d)? {
         None => Ok(None),
-        Some(s) => {
-            parse_rfc3339(&s).map(Some).ok_or_else(|| D::Error::custom(format_args!("`{s}` is not an RFC 3339 timestamp")))
-        }
+        Some(s) => parse_rfc3339(&s)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format_args!("`{s}` is not an RFC 3339 timestamp"))),
     }
 }
 
@@ -90,7 +90,9 @@ pub fn utc_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>,
 pub fn date_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
     match Option::<String>::deserialize(d)? {
         None => Ok(None),
-        Some(s) => parse_date(&s).map(Some).ok_or_else(|| D::Error::custom(format_args!("`{s}` is not a YYYY-MM-DD day"))),
+        Some(s) => {
+            parse_date(&s).map(Some).ok_or_else(|| D::Error::custom(format_args!("`{s}` is not a YYYY-MM-DD day")))
+        }
     }
 }
 

@@ -5,17 +5,17 @@
 use std::collections::HashSet;
 
 use failpass_shared::api::import::{ImportRecord, Outcome};
-use failpass_shared::model::Route;
-use failpass_shared::routing::RoutingConfig;
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::CreateReportRequest;
+use failpass_shared::model::Route;
+use failpass_shared::routing::RoutingConfig;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use super::Importer;
+use super::swebench::parse_time;
 use crate::db::{NewReport, ProjectScope, Storage, StorageError, StorageResult};
 use crate::triage::Models;
-use super::swebench::parse_time;
 
 const BATCH: usize = 500;
 

@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use super::AppState;
 use crate::auth::{Action, Via};
-use crate::import::github::{Intake, intake_issue};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
+use crate::import::github::{Intake, intake_issue};
 
 /// What failpass did with a delivery.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

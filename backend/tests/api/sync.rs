@@ -79,7 +79,8 @@ async fn list_issues(
         return with_headers(StatusCode::NOT_FOUND, vec![], body.to_string());
     }
     if h.get("authorization").map(String::as_str) != Some(&format!("Bearer {TOKEN}")) {
-        let body = json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401"});
+        let body =
+            json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401"});
         return with_headers(StatusCode::UNAUTHORIZED, vec![], body.to_string());
     }
     if gh.limit_next.swap(false, Ordering::SeqCst) {
@@ -99,8 +100,8 @@ async fn list_issues(
     let per_page: usize = q.get("per_page").and_then(|p| p.parse().ok()).unwrap_or(30);
     let page: usize = q.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
     let pages = issues.len().div_ceil(per_page).max(1);
-    let body = serde_json::to_string(&issues.iter().skip((page - 1) * per_page).take(per_page).collect::<Vec<_>>())
-        .unwrap();
+    let body =
+        serde_json::to_string(&issues.iter().skip((page - 1) * per_page).take(per_page).collect::<Vec<_>>()).unwrap();
     let etag = etag_of(&body);
     if h.get("if-none-match") == Some(&etag) {
         // GitHub does not count a 304 against the limit.
