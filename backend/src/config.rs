@@ -112,6 +112,20 @@ pub enum RoutingCommand {
     /// Print the confusion matrix, precision and recall per route on a
     /// labelled file (CSV or JSON Lines; see docs/routing.md).
     Eval(RoutingEvalArgs),
+    /// Write a project's corrected routes as a truth file (JSON Lines) for
+    /// `routing eval --truth`: what maintainers decided is the evaluation's truth.
+    Corrections(RoutingCorrectionsArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoutingCorrectionsArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// The project (`owner/name`).
+    pub project: String,
+    /// Where to write it (standard output without).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -183,6 +183,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{report}");
                 Ok(())
             }
+            failpass::config::RoutingCommand::Corrections(args) => {
+                let url = args.database.url();
+                let storage =
+                    failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+                storage.migrate().await.context("applying migrations")?;
+                let rows = storage.corrected_routes(&args.project).await?;
+                let text = failpass::routing_eval::corrections_truth(&args.project, &rows);
+                match &args.output {
+                    Some(path) => {
+                        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+                        eprintln!("{} corrected routes of {} written to {}", rows.len(), args.project, path.display());
+                    }
+                    None => print!("{text}"),
+                }
+                Ok(())
+            }
         },
         Command::Migrate(args) => {
             let url = args.url();

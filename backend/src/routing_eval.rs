@@ -64,6 +64,23 @@ pub enum TruthKind {
     Harness,
 }
 
+/// A project's corrected routes as a truth file (JSON Lines, one report a
+/// line: `id`, `title`, `body`, `labels`, `route`), for `routing eval --truth`.
+pub fn corrections_truth(project: &str, rows: &[crate::db::reports::CorrectedRoute]) -> String {
+    rows.iter()
+        .map(|c| {
+            let line = serde_json::json!({
+                "id": format!("{project}#{}", c.external_id),
+                "title": c.title,
+                "body": c.body,
+                "labels": c.labels,
+                "route": c.route.as_str(),
+            });
+            format!("{line}\n")
+        })
+        .collect()
+}
+
 /// Reads a truth file: CSV (a header row) or JSON Lines (`.jsonl`, `.ndjson`).
 pub fn load_truth(path: &Path) -> anyhow::Result<(TruthKind, Vec<TruthRow>)> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -436,6 +453,34 @@ mod tests {
         assert!(e.to_string().contains("--split: `dev`"), "{e}");
         let e = run(&RoutingEvalArgs { fields: vec!["author".into()], ..args }, &RoutingConfig::default()).unwrap_err();
         assert!(e.to_string().contains("--fields: `author`"), "{e}");
+    }
+
+    #[test]
+    fn corrected_routes_read_back_as_truth() {
+        let rows = vec![
+            crate::db::reports::CorrectedRoute {
+                external_id: "7".into(),
+                title: "CUDA driver too old".into(),
+                body: "line one\n\"quoted\", with a comma".into(),
+                labels: vec!["module: build".into(), "a;b".into()],
+                route: Route::HumanFirst,
+            },
+            crate::db::reports::CorrectedRoute {
+                external_id: "8".into(),
+                title: "NaN after step 3".into(),
+                body: String::new(),
+                labels: vec![],
+                route: Route::AgentFirst,
+            },
+        ];
+        let text = corrections_truth("o/n", &rows);
+        let (kind, truth) = parse_truth(&text, true).unwrap();
+        assert_eq!(kind, TruthKind::Route);
+        assert_eq!(truth.len(), 2);
+        assert_eq!((truth[0].id.as_str(), truth[0].harness()), ("o/n#7", true));
+        assert_eq!(truth[0].labels, ["module: build", "a;b"], "labels kept as a list");
+        assert_eq!(truth[0].body, rows[0].body);
+        assert_eq!((truth[1].truth.as_str(), truth[1].harness()), ("agent_first", false));
     }
 
     #[test]
