@@ -185,8 +185,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             failpass::config::RoutingCommand::Corrections(args) => {
                 let url = args.database.url();
-                let storage =
-                    failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+                let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
                 storage.migrate().await.context("applying migrations")?;
                 let rows = storage.corrected_routes(&args.project).await?;
                 let text = failpass::routing_eval::corrections_truth(&args.project, &rows);

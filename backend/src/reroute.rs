@@ -48,6 +48,7 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
                     paths: &report.paths,
                     environment: report.environment.as_deref(),
                     oracle: supplied,
+                    upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
                 },
             );
             if let Some(c) = &report.route_correction {

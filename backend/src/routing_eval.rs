@@ -236,6 +236,7 @@ pub fn measure<'m>(
                 paths: &r.paths,
                 environment: None,
                 oracle: None,
+                upstream_kind: None,
             },
         );
         let decided = match (kind, d.route) {

@@ -25,6 +25,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
 use crate::db::projects::GithubSync;
+use crate::db::reports::Origin;
 use crate::db::{ProjectScope, Storage, StorageError};
 use crate::import::github::{Intake, intake_issue};
 use crate::triage::Models;
@@ -303,7 +304,7 @@ pub async fn github(
             serde_json::from_slice(&page.body).with_context(|| format!("GET {url}: not a JSON list of issues"))?;
         for item in &items {
             let number = item.get("number").map(Value::to_string).unwrap_or_else(|| "?".into());
-            match intake_issue(storage, models, cfg, &opts.project, item).await? {
+            match intake_issue(storage, models, cfg, &opts.project, item, Origin::upstream("sync")).await? {
                 Intake::Stored { outcome, .. } => match outcome {
                     Outcome::Created => summary.created += 1,
                     Outcome::Updated => summary.updated += 1,

@@ -206,6 +206,10 @@ pub async fn report(id: i64) -> Result<Report, ClientError> {
         oracle: own.oracle,
         explanation: own.explanation,
         route_correction: own.route_correction,
+        // Not read here: the page shows the server's rendering of the activity.
+        upstream: None,
+        resolution: None,
+        activity: Vec::new(),
     })
 }
 

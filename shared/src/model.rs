@@ -231,6 +231,48 @@ string_enum!(
         /// Reproduced, found fixed by a re-check on a release, then failing
         /// again on a later one; until a later re-check finds it fixed.
         Regressed => "regressed",
+        /// Closed by a maintainer.
+        Closed => "closed",
+        /// A maintainer found it a duplicate of another report.
+        Duplicate => "duplicate",
+        /// A maintainer decided not to fix it.
+        WontFix => "wont_fix",
+        /// Not a bug: a maintainer said so, or its upstream labels or type do
+        /// (`not_a_bug_labels`) and no reproduction says otherwise.
+        NotABug => "not_a_bug",
+        /// Closed upstream before failpass reproduced it or found it not reproducible.
+        ClosedUpstream => "closed_upstream",
+    }
+);
+
+impl ReportStatus {
+    /// A report that left the backlog without a verdict (closed, duplicate, …).
+    pub const fn is_resolved(self) -> bool {
+        matches!(self, Self::Closed | Self::Duplicate | Self::WontFix | Self::NotABug | Self::ClosedUpstream)
+    }
+}
+
+string_enum!(
+    /// A report's state in its upstream tracker.
+    UpstreamState, "upstream state" {
+        Open => "open",
+        Closed => "closed",
+        /// A pull request merged upstream.
+        Merged => "merged",
+    }
+);
+
+string_enum!(
+    /// Why a report left the backlog without a verdict. A maintainer's
+    /// resolution stands over everything; one read from upstream (closed
+    /// there, or labelled not a bug) stands only until failpass reproduces
+    /// the report or grades it not reproduced.
+    Resolution, "resolution" {
+        Closed => "closed",
+        Duplicate => "duplicate",
+        WontFix => "wont_fix",
+        NotABug => "not_a_bug",
+        ClosedUpstream => "closed_upstream",
     }
 );
 
@@ -419,21 +461,6 @@ pub fn attempt_awaits_review(
                 && source != VerdictSource::Human))
 }
 
-/// A report's triage status from its attempt counters.
-pub fn report_status(attempts: i64, counting: i64, awaiting_review: i64, graded: i64) -> ReportStatus {
-    if attempts == 0 {
-        ReportStatus::New
-    } else if counting > 0 {
-        ReportStatus::Reproduced
-    } else if awaiting_review > 0 {
-        ReportStatus::NeedsReview
-    } else if graded > 0 {
-        ReportStatus::NotReproduced
-    } else {
-        ReportStatus::InProgress
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,15 +510,6 @@ mod tests {
         assert!(attempt_counts(Fix, Resolved, Deterministic, None, true), "a fix is graded by the tests, vague or not");
         // a rejection cancels a success
         assert!(!attempt_counts(Reproduce, Reproduced, Deterministic, Some(Review::Rejected), false));
-    }
-
-    #[test]
-    fn status_from_counters() {
-        assert_eq!(report_status(0, 0, 0, 0), ReportStatus::New);
-        assert_eq!(report_status(3, 1, 1, 3), ReportStatus::Reproduced);
-        assert_eq!(report_status(2, 0, 1, 2), ReportStatus::NeedsReview);
-        assert_eq!(report_status(2, 0, 0, 2), ReportStatus::NotReproduced);
-        assert_eq!(report_status(2, 0, 0, 0), ReportStatus::InProgress);
     }
 }
 

@@ -230,6 +230,15 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::Json,
         "correct a report's route, saying why: it sticks through re-routing and trains the classifier",
     ),
+    route(
+        "POST",
+        "/api/v1/reports/{id}/status",
+        Review,
+        Body::Json,
+        "close a report, mark it a duplicate, won't fix or not a bug, or reopen it",
+    ),
+    route("POST", "/api/v1/reports/{id}/assign", Review, Body::Json, "assign a report to a member of its project"),
+    route("POST", "/api/v1/reports/{id}/comments", Review, Body::Json, "comment on a report (its activity timeline)"),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
     route(
         "POST",

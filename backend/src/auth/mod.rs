@@ -88,6 +88,17 @@ impl Viewer {
     }
 
     /// A name for records this caller makes (`created_by`, the reviewer).
+    /// Who this is and through what, for a report's activity timeline.
+    pub fn origin(&self) -> crate::db::reports::Origin {
+        let via = match self.via {
+            Via::Session => "ui",
+            Via::Bearer => "api",
+            Via::Nothing if self.principal == Principal::Operator => "cli",
+            Via::Nothing => "webhook",
+        };
+        crate::db::reports::Origin { actor: self.name(), via }
+    }
+
     pub fn name(&self) -> String {
         match &self.principal {
             Principal::Anonymous => "anonymous".into(),

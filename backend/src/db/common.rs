@@ -40,7 +40,21 @@ pub fn clean_labels(labels: &[String]) -> Vec<String> {
 
 pub const REPORT_SUMMARY_COLUMNS: &str = "r.id, p.slug AS project, r.external_id, r.url, r.title, r.labels, r.filed_at, \
      r.route, r.category, r.vague, r.llm_only, r.oracle_kind, r.status, r.best_verdict, r.attempts, r.cost_usd, r.created_at, \
-     r.route_check, r.route_override IS NOT NULL AS route_corrected";
+     r.route_check, r.route_override IS NOT NULL AS route_corrected, r.upstream_state, r.assignee, r.last_activity_at";
+
+/// A report's status from its counters, its regression flag and its
+/// resolution. A member's resolution stands over everything (`reopened`
+/// clears it); one read from upstream stands only while failpass has neither
+/// reproduced the report nor graded it not reproduced.
+pub const STATUS_EXPR: &str = "CASE \
+     WHEN resolution IS NOT NULL AND resolution_by <> 'upstream' AND resolution <> 'reopened' THEN resolution \
+     WHEN regressed THEN 'regressed' \
+     WHEN attempts_counting > 0 THEN 'reproduced' \
+     WHEN attempts_awaiting = 0 AND attempts_graded > 0 THEN 'not_reproduced' \
+     WHEN resolution IS NOT NULL AND resolution_by = 'upstream' THEN resolution \
+     WHEN attempts = 0 THEN 'new' \
+     WHEN attempts_awaiting > 0 THEN 'needs_review' \
+     ELSE 'in_progress' END";
 
 pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal, a.agent, a.model, a.model_cutoff, \
      a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.api_calls, a.iterations, a.candidate, \

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use failpass_shared::api::Page;
 use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary, RouteCorrection};
 use failpass_shared::api::reports::{Order, ReportSort};
+use failpass_shared::model::Resolution;
 use failpass_shared::model::Route;
 use failpass_shared::routing::RoutingDecision;
 
@@ -16,6 +17,35 @@ use failpass_shared::routing::RoutingDecision;
 pub struct NewReport {
     pub request: CreateReportRequest,
     pub decision: RoutingDecision,
+    /// Who took it in, for its activity timeline.
+    pub origin: Origin,
+}
+
+/// Who changed a report and through what, for its activity timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    /// A member's name, `upstream` or `import`.
+    pub actor: String,
+    /// `ui`, `api`, `import`, `webhook`, `sync` or `cli`.
+    pub via: &'static str,
+}
+
+impl Origin {
+    /// A file import (CLI or `POST /api/v1/import`).
+    pub fn import() -> Self {
+        Self { actor: "import".into(), via: "import" }
+    }
+
+    /// The upstream tracker, through a webhook or a sync.
+    pub fn upstream(via: &'static str) -> Self {
+        Self { actor: "upstream".into(), via }
+    }
+}
+
+impl Default for Origin {
+    fn default() -> Self {
+        Self::import()
+    }
 }
 
 /// Reports: intake with the routing rule's decision, the report page's
@@ -49,11 +79,31 @@ pub trait ReportStore: Send + Sync {
     /// Sets a maintainer's route on a report: it keeps this route through
     /// re-routing and is no longer flagged for a route check. `NotFound`
     /// when the report does not exist.
-    async fn correct_route(&self, report_id: i64, correction: &RouteCorrection) -> StorageResult<()>;
+    async fn correct_route(&self, report_id: i64, correction: &RouteCorrection, via: &'static str)
+    -> StorageResult<()>;
 
     /// The corrected reports of a project, oldest correction first: the
     /// classifier's training data and evaluation truth.
     async fn corrected_routes(&self, project: &str) -> StorageResult<Vec<CorrectedRoute>>;
+
+    /// A member's resolution of a report (`None` reopens it: back to what
+    /// its attempts say, whatever upstream says), recorded in its activity.
+    /// `duplicate_of` names the report it duplicates. `NotFound` when the
+    /// report does not exist.
+    async fn set_resolution(
+        &self,
+        report_id: i64,
+        resolution: Option<Resolution>,
+        duplicate_of: Option<i64>,
+        reason: Option<&str>,
+        origin: &Origin,
+    ) -> StorageResult<()>;
+
+    /// Assigns a report to a member (or to nobody), recorded in its activity.
+    async fn assign_report(&self, report_id: i64, assignee: Option<&str>, origin: &Origin) -> StorageResult<()>;
+
+    /// Appends a comment to a report's activity.
+    async fn comment_report(&self, report_id: i64, text: &str, origin: &Origin) -> StorageResult<()>;
 }
 
 /// A report whose route a maintainer corrected, as training data.

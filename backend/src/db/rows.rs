@@ -6,7 +6,10 @@ use chrono::{DateTime, NaiveDate, Utc};
 use failpass_shared::api::attempts::{Attempt, Run, Signals};
 use failpass_shared::api::jobs::{Job, JobPayload};
 use failpass_shared::api::projects::Project;
-use failpass_shared::api::reports::{Oracle, Report, ReportFeatures, ReportSummary, RouteCorrection, RuleOutcome};
+use failpass_shared::api::reports::{
+    Activity, Oracle, Report, ReportFeatures, ReportRef, ReportSummary, ResolutionInfo, RouteCorrection, RuleOutcome,
+    Upstream,
+};
 use failpass_shared::grading::GradeRecord;
 use sqlx::types::Json;
 
@@ -74,6 +77,9 @@ pub struct ReportSummaryRow {
     pub created_at: DateTime<Utc>,
     pub route_check: bool,
     pub route_corrected: bool,
+    pub upstream_state: Option<String>,
+    pub assignee: Option<String>,
+    pub last_activity_at: Option<DateTime<Utc>>,
 }
 
 impl ReportSummaryRow {
@@ -98,6 +104,9 @@ impl ReportSummaryRow {
             created_at: self.created_at,
             route_check: self.route_check,
             route_corrected: self.route_corrected,
+            upstream_state: parse_opt(self.upstream_state.as_deref(), "reports.upstream_state")?,
+            assignee: self.assignee,
+            last_activity_at: self.last_activity_at,
         })
     }
 }
@@ -113,10 +122,37 @@ pub struct ReportDetailRow {
     pub features: Json<ReportFeatures>,
     pub explanation: Json<Vec<RuleOutcome>>,
     pub route_correction: Option<Json<RouteCorrection>>,
+    pub upstream_reason: Option<String>,
+    pub upstream_locked: bool,
+    pub upstream_type: Option<String>,
+    pub resolution: Option<String>,
+    pub resolution_by: Option<String>,
+    pub duplicate_of: Option<i64>,
+    pub duplicate_of_external: Option<String>,
 }
 
 impl ReportDetailRow {
-    pub fn into_report(self, oracle: Option<Oracle>) -> StorageResult<Report> {
+    pub fn into_report(self, oracle: Option<Oracle>, activity: Vec<Activity>) -> StorageResult<Report> {
+        let upstream = match self.summary.upstream_state.as_deref() {
+            Some(state) => Some(Upstream {
+                state: parse(state, "reports.upstream_state")?,
+                reason: self.upstream_reason,
+                locked: self.upstream_locked,
+                kind: self.upstream_type,
+            }),
+            None => None,
+        };
+        let resolution = match (self.resolution.as_deref(), self.resolution_by) {
+            (Some(r), Some(by)) if r != "reopened" => Some(ResolutionInfo {
+                resolution: parse(r, "reports.resolution")?,
+                by,
+                duplicate_of: self
+                    .duplicate_of
+                    .zip(self.duplicate_of_external)
+                    .map(|(id, external_id)| ReportRef { id, external_id }),
+            }),
+            _ => None,
+        };
         let mut explanation = self.explanation.0;
         if self.route_correction.is_some() {
             failpass_shared::routing::mark_corrected(&mut explanation);
@@ -132,6 +168,9 @@ impl ReportDetailRow {
             explanation,
             route_correction: self.route_correction.map(|c| c.0),
             body_html: String::new(),
+            upstream,
+            resolution,
+            activity,
         })
     }
 }

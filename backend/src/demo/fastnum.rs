@@ -107,9 +107,10 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
             environment: r.environment,
             paths: vec![],
             oracle: r.oracle,
+            upstream: None,
         };
         let decision = decide(routing, &RoutingInput::from_request(&request));
-        let report = storage.create_report(&NewReport { request, decision }).await?;
+        let report = storage.create_report(&NewReport { request, decision, origin: Default::default() }).await?;
         summary.reports += 1;
         // The refine loop, offline (`snippet`), on every report an agent should take.
         if report.summary.route == failpass_shared::model::Route::AgentFirst

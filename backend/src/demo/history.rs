@@ -330,13 +330,14 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
             environment,
             paths: vec![],
             oracle,
+            upstream: None,
         };
         request.normalize();
         let decision = decide(routing, &RoutingInput::from_request(&request));
         let route = decision.route;
         let has_oracle = decision.oracle.as_ref().is_some_and(Oracle::is_deterministic);
         let vague = decision.vague;
-        let report = storage.create_report(&NewReport { request, decision }).await?;
+        let report = storage.create_report(&NewReport { request, decision, origin: Default::default() }).await?;
         summary.reports += 1;
 
         // The newest few reports wait untouched in the queue.

@@ -14,6 +14,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use super::Importer;
 use super::swebench::parse_time;
+use crate::db::reports::Origin;
 use crate::db::{NewReport, ProjectScope, Storage, StorageError, StorageResult};
 use crate::triage::Models;
 
@@ -40,6 +41,19 @@ pub(crate) enum Converted {
     Report(Box<CreateReportRequest>),
     Skip(String),
     Reject(Option<String>, String),
+}
+
+/// The issue's state upstream: REST `state`/`state_reason`/`locked`/`type`,
+/// or `gh`'s `state` (`OPEN`, `CLOSED`), `stateReason` and `isLocked`.
+fn upstream_of(v: &Value) -> Option<failpass_shared::api::reports::Upstream> {
+    let state = str_at(v, &["state"])?.to_lowercase().parse().ok()?;
+    let reason = str_at(v, &["state_reason", "stateReason"])
+        .map(str::to_lowercase)
+        .filter(|r| !r.is_empty() && r != "reopened" && r.len() <= 100);
+    let locked = ["locked", "isLocked"].iter().any(|k| v.get(*k).and_then(Value::as_bool) == Some(true));
+    let kind =
+        str_at(v, &["type.name", "issueType.name"]).map(str::to_owned).filter(|k| !k.is_empty() && k.len() <= 100);
+    Some(failpass_shared::api::reports::Upstream { state, reason, locked, kind })
 }
 
 pub(crate) fn convert(v: &Value, project: Option<&str>) -> Converted {
@@ -90,6 +104,7 @@ pub(crate) fn convert(v: &Value, project: Option<&str>) -> Converted {
         environment: None,
         paths: Vec::new(),
         oracle: None,
+        upstream: upstream_of(v),
     }))
 }
 
@@ -111,6 +126,7 @@ pub async fn intake_issue(
     cfg: &RoutingConfig,
     project: &str,
     issue: &Value,
+    origin: Origin,
 ) -> StorageResult<Intake> {
     let mut req = match convert(issue, Some(project)) {
         Converted::Report(r) => *r,
@@ -123,7 +139,7 @@ pub async fn intake_issue(
     }
     let decision = models.decide(storage, cfg, &req).await?;
     let outcome = storage
-        .import_reports(&[NewReport { request: req.clone(), decision }])
+        .import_reports(&[NewReport { request: req.clone(), decision, origin }])
         .await?
         .pop()
         .unwrap_or_else(|| Err(StorageError::Corrupt("no outcome for the report".into())))?;

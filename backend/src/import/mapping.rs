@@ -101,6 +101,15 @@ pub struct ReportMapping {
     /// Framework and versions, hardware.
     #[serde(default)]
     pub environment: Option<Value>,
+    /// Its state upstream: `open`, `closed` or `merged` (case-insensitive).
+    #[serde(default)]
+    pub upstream_state: Option<Value>,
+    /// Why upstream closed it (`completed`, `not_planned`, `duplicate`).
+    #[serde(default)]
+    pub upstream_reason: Option<Value>,
+    /// The tracker's own type of the issue (`Bug`, `Feature`).
+    #[serde(default)]
+    pub upstream_type: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -201,9 +210,14 @@ impl Mapping {
             t("report.labels", Some(l));
         }
         t("report.oracle.command", r.oracle.as_ref().and_then(|o| o.command.as_deref()));
-        for (field, v) in
-            [("report.filed_at", &r.filed_at), ("report.reporter", &r.reporter), ("report.environment", &r.environment)]
-        {
+        for (field, v) in [
+            ("report.filed_at", &r.filed_at),
+            ("report.reporter", &r.reporter),
+            ("report.environment", &r.environment),
+            ("report.upstream_state", &r.upstream_state),
+            ("report.upstream_reason", &r.upstream_reason),
+            ("report.upstream_type", &r.upstream_type),
+        ] {
             t(field, v.as_ref().map(value).as_deref());
         }
         if let Some(j) = &self.join {
@@ -460,6 +474,15 @@ fn convert(
         oracle: match &r.oracle {
             None => None,
             Some(o) => Some(oracle(o, row)?),
+        },
+        upstream: match optional(row, "upstream_state", &r.upstream_state)? {
+            None => None,
+            Some(state) => Some(failpass_shared::api::reports::Upstream {
+                state: parse("upstream_state", state.to_lowercase())?,
+                reason: optional(row, "upstream_reason", &r.upstream_reason)?,
+                locked: false,
+                kind: optional(row, "upstream_type", &r.upstream_type)?,
+            }),
         },
     };
     let Some(a) = &m.attempt else { return Ok((report, None)) };

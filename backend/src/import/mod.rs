@@ -444,7 +444,7 @@ impl<'a> Importer<'a> {
             }
             let decision = decide_with(self.routing, self.models[&r.project].as_ref(), &RoutingInput::from_request(&r));
             numbers.push(n);
-            news.push(NewReport { request: r, decision });
+            news.push(NewReport { request: r, decision, origin: Default::default() });
         }
         let out = batch_or_each(self.storage, &news, |s, batch| s.import_reports(batch), "report").await?;
         for (n, o) in numbers.into_iter().zip(out) {

@@ -122,6 +122,7 @@ fn instance_to_report(i: Instance) -> Result<CreateReportRequest, (Option<String
             authoring_minutes: None,
         }),
         external_id: i.instance_id,
+        upstream: None,
     })
 }
 
@@ -386,6 +387,7 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                         authoring_minutes: None,
                     }),
                     external_id: id,
+                    upstream: None,
                 },
             )
         })

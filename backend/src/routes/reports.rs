@@ -1,8 +1,10 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use failpass_shared::api::Page;
+use failpass_shared::api::query::FieldError;
 use failpass_shared::api::reports::{
-    CorrectRouteRequest, CreateReportRequest, Report, ReportListQuery, ReportSummary, RouteCorrection,
+    AssignRequest, CommentRequest, CorrectRouteRequest, CreateReportRequest, Report, ReportListQuery, ReportSummary,
+    RouteCorrection, SetStatusRequest,
 };
 
 use super::AppState;
@@ -46,7 +48,7 @@ pub async fn create_report(
     }
     viewer.require(Action::WriteReport, &req.project)?;
     let decision = state.models.decide(state.storage.as_ref(), &state.routing, &req).await?;
-    let report = state.storage.create_report(&NewReport { request: req, decision }).await?;
+    let report = state.storage.create_report(&NewReport { request: req, decision, origin: viewer.origin() }).await?;
     Ok((StatusCode::CREATED, ApiJson(with_html(report))))
 }
 
@@ -96,10 +98,112 @@ pub async fn correct_route(
         by: viewer.name(),
         at: chrono::Utc::now(),
     };
-    state.storage.correct_route(id, &correction).await?;
+    state.storage.correct_route(id, &correction, viewer.origin().via).await?;
     state.models.forget(&report.summary.project);
     let report = state.storage.get_report(id, &scope).await?.ok_or_else(not_found)?;
     Ok(ApiJson(with_html(report)))
+}
+
+/// The report, when the viewer may review in its project.
+async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<Report> {
+    let report = state
+        .storage
+        .get_report(id, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+    viewer.require(Action::Review, &report.summary.project)?;
+    Ok(report)
+}
+
+async fn reread(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<ApiJson<Report>> {
+    let report = state.storage.get_report(id, &viewer.scope()).await?;
+    Ok(ApiJson(with_html(report.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?)))
+}
+
+/// A maintainer closes a report, marks it a duplicate (of another report of
+/// the project, by its upstream number), won't fix or not a bug, or reopens
+/// it. A member's resolution stands over what upstream says; reopening
+/// returns the report to what its attempts say.
+#[utoipa::path(
+    post, path = "/api/v1/reports/{id}/status", tag = "reports",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body = SetStatusRequest,
+    responses((status = 200, description = "The report with its new status and the change in its activity.", body = Report))
+)]
+#[tracing::instrument(skip_all, fields(report_id = id))]
+pub async fn set_status(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<SetStatusRequest>,
+) -> ApiResult<ApiJson<Report>> {
+    req.validate()?;
+    let report = reviewable(&state, &viewer, id).await?;
+    let resolution = req.resolution()?;
+    let duplicate_of = match req.duplicate_of.as_deref().map(|d| d.trim().trim_start_matches('#').trim()) {
+        None => None,
+        Some(number) => {
+            let project = &report.summary.project;
+            let other = state.storage.find_report(project, number).await?.ok_or_else(|| {
+                ApiError::from(FieldError::new("duplicate_of", format!("{project} has no report #{number}")))
+            })?;
+            if other == id {
+                return Err(FieldError::new("duplicate_of", "a report is not a duplicate of itself").into());
+            }
+            Some(other)
+        }
+    };
+    state.storage.set_resolution(id, resolution, duplicate_of, req.reason.as_deref(), &viewer.origin()).await?;
+    reread(&state, &viewer, id).await
+}
+
+/// Assigns a report to a member of its project (or an admin), or to nobody.
+#[utoipa::path(
+    post, path = "/api/v1/reports/{id}/assign", tag = "reports",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body = AssignRequest,
+    responses((status = 200, description = "The report with its assignee.", body = Report))
+)]
+#[tracing::instrument(skip_all, fields(report_id = id))]
+pub async fn assign(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<AssignRequest>,
+) -> ApiResult<ApiJson<Report>> {
+    let report = reviewable(&state, &viewer, id).await?;
+    let assignee = req.assignee.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    if let Some(name) = assignee {
+        let project = &report.summary.project;
+        let not_member =
+            || ApiError::from(FieldError::new("assignee", format!("`{name}` is not a member of {project}")));
+        let user = state.storage.user_by_name(name).await?.ok_or_else(not_member)?;
+        if !user.admin && !state.storage.memberships(user.id).await?.iter().any(|m| &m.project == project) {
+            return Err(not_member());
+        }
+    }
+    state.storage.assign_report(id, assignee, &viewer.origin()).await?;
+    reread(&state, &viewer, id).await
+}
+
+/// Adds a comment to a report's activity.
+#[utoipa::path(
+    post, path = "/api/v1/reports/{id}/comments", tag = "reports",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body = CommentRequest,
+    responses((status = 200, description = "The report with the comment in its activity.", body = Report))
+)]
+#[tracing::instrument(skip_all, fields(report_id = id))]
+pub async fn comment(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<CommentRequest>,
+) -> ApiResult<ApiJson<Report>> {
+    req.validate()?;
+    reviewable(&state, &viewer, id).await?;
+    state.storage.comment_report(id, &req.text, &viewer.origin()).await?;
+    reread(&state, &viewer, id).await
 }
 
 /// The report as the API serves it: its body also as sanitised HTML.

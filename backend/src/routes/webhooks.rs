@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::AppState;
 use crate::auth::{Action, Via};
+use crate::db::reports::Origin;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 use crate::import::github::{Intake, intake_issue};
 
@@ -124,7 +125,16 @@ async fn issue(state: &AppState, project: &str, payload: &Value) -> ApiResult<We
     let Some(issue) = payload.get("issue") else {
         return Err(ApiError::BadRequest("issue: missing from an `issues` payload".into()));
     };
-    match intake_issue(state.storage.as_ref(), &state.models, &state.routing, project, issue).await? {
+    match intake_issue(
+        state.storage.as_ref(),
+        &state.models,
+        &state.routing,
+        project,
+        issue,
+        Origin::upstream("webhook"),
+    )
+    .await?
+    {
         Intake::Stored { outcome, id, route } => {
             Ok(WebhookAnswer { status: outcome.as_str().to_owned(), report_id: id, route, detail: None })
         }

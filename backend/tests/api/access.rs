@@ -52,6 +52,9 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/reports", "401 403 201 400 201 403 201 403 400 401"),
     ("GET", "/api/v1/reports/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/reports/{id}/route", "401 403 200 404 200 403 403 403 403 401"),
+    ("POST", "/api/v1/reports/{id}/status", "401 403 200 404 200 403 403 403 403 401"),
+    ("POST", "/api/v1/reports/{id}/assign", "401 403 200 404 200 403 403 403 403 401"),
+    ("POST", "/api/v1/reports/{id}/comments", "401 403 200 404 200 403 403 403 403 401"),
     // Authenticated by its signature, not by who sends it: without GitHub's headers, a 400 for all.
     ("POST", "/api/v1/webhooks/github", "400 400 400 400 400 400 400 400 400 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
@@ -262,6 +265,15 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         }
         ("POST", "/api/v1/reports/{id}/route") => {
             (format!("/api/v1/reports/{}/route", f.report), json(json!({"route": "agent_first", "reason": format!("by {i}")})))
+        }
+        ("POST", "/api/v1/reports/{id}/status") => {
+            (format!("/api/v1/reports/{}/status", f.report), json(json!({"status": "reopen", "reason": format!("by {i}")})))
+        }
+        ("POST", "/api/v1/reports/{id}/assign") => {
+            (format!("/api/v1/reports/{}/assign", f.report), json(json!({"assignee": null})))
+        }
+        ("POST", "/api/v1/reports/{id}/comments") => {
+            (format!("/api/v1/reports/{}/comments", f.report), json(json!({"text": format!("by {i}")})))
         }
         ("POST", "/api/v1/attempts") => (
             "/api/v1/attempts".to_owned(),

@@ -1,5 +1,6 @@
 //! Importers on the real data in ../shared/data/real, checked against MANIFEST.txt.
 
+use failpass_shared::model::ReportStatus;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -236,6 +237,15 @@ async fn github_issues_import_skips_pull_requests_and_keeps_labels() {
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 36);
     q.filter.label = Some("enhancement".into());
     assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 88);
+    // Upstream state and kind (issue 15): 317 of the 514 are closed upstream and
+    // 94 carry a not-a-bug label (88 enhancement, 8 documentation, some both);
+    // only the 139 open bugs and unlabelled issues stay in the backlog.
+    q.filter.label = None;
+    for (status, n) in [(ReportStatus::NotABug, 94), (ReportStatus::ClosedUpstream, 281), (ReportStatus::New, 139)] {
+        q.filter.status = Some(status);
+        assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), n, "{status}");
+    }
+    q.filter.status = None;
     let one = s
         .list_reports(&ReportListQuery { limit: 1, ..Default::default() }, &ProjectScope::All)
         .await

@@ -9,6 +9,7 @@ mod health;
 mod helpers;
 mod import;
 mod input;
+mod lifecycle;
 mod metrics;
 mod openapi;
 mod projects;

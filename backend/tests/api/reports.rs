@@ -49,7 +49,10 @@ async fn created_reports_are_routed_with_an_explanation() {
     assert_eq!(crash["status"], "new");
     assert_eq!(crash["features"]["has_traceback"], true);
     let rules: Vec<_> = crash["explanation"].as_array().unwrap().iter().map(|r| r["rule"].as_str().unwrap()).collect();
-    assert_eq!(rules, ["harness_or_plumbing", "route_check", "deterministic_oracle", "no_oracle", "vague", "llm_only"]);
+    assert_eq!(
+        rules,
+        ["harness_or_plumbing", "route_check", "deterministic_oracle", "no_oracle", "vague", "llm_only", "not_a_bug"]
+    );
 
     let harness = app.get(&format!("/api/v1/reports/{}", ids[7])).await.body;
     assert_eq!(harness["route"], "human_first");

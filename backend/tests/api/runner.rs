@@ -335,7 +335,8 @@ async fn a_worker_killed_mid_run_leaves_exactly_one_result() {
         &Default::default(),
         &failpass_shared::routing::RoutingInput::from_request(&request),
     );
-    let report = s.create_report(&failpass::db::NewReport { request, decision }).await.unwrap();
+    let report =
+        s.create_report(&failpass::db::NewReport { request, decision, origin: Default::default() }).await.unwrap();
     // Runs write nowhere but their own directory: the marker on the command line says a run is underway.
     let candidate =
         "import os, time\ntime.sleep(3)\nraise SystemExit(1 if os.environ['MODE'] == 'buggy' else 0)\n".to_owned();

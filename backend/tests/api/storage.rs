@@ -48,10 +48,11 @@ async fn report(
         environment: Some("torch 2.4.1".into()),
         paths: vec![],
         oracle,
+        upstream: None,
     };
     let cfg = RoutingConfig::default();
     let decision = decide(&cfg, &RoutingInput::from_request(&request));
-    s.create_report(&NewReport { request, decision }).await.unwrap().summary.id
+    s.create_report(&NewReport { request, decision, origin: Default::default() }).await.unwrap().summary.id
 }
 
 struct A<'a> {
@@ -285,7 +286,7 @@ async fn reports_round_trip_and_conflicts_keep_the_original() {
         assert_eq!(r.summary.labels, ["bug"]);
         assert_eq!(r.summary.route, Route::AgentFirst);
         assert_eq!(r.oracle.as_ref().unwrap().signature.as_deref(), Some("ValueError: bad shape (3, 4)"));
-        assert_eq!(r.explanation.len(), 6);
+        assert_eq!(r.explanation.len(), 7);
         assert!(r.features.has_traceback);
 
         let cfg = RoutingConfig::default();
@@ -301,16 +302,29 @@ async fn reports_round_trip_and_conflicts_keep_the_original() {
             environment: None,
             paths: vec![],
             oracle: None,
+            upstream: None,
         };
         let decision = decide(
             &cfg,
-            &RoutingInput { title: "other", body: "", labels: &[], paths: &[], environment: None, oracle: None },
+            &RoutingInput {
+                title: "other",
+                body: "",
+                labels: &[],
+                paths: &[],
+                environment: None,
+                oracle: None,
+                upstream_kind: None,
+            },
         );
-        let err = s.create_report(&NewReport { request: dup.clone(), decision: decision.clone() }).await.unwrap_err();
+        let err = s
+            .create_report(&NewReport { request: dup.clone(), decision: decision.clone(), origin: Default::default() })
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::Conflict(_)), "{err}");
         let mut missing = dup;
         missing.project = "no/such".into();
-        let err = s.create_report(&NewReport { request: missing, decision }).await.unwrap_err();
+        let err =
+            s.create_report(&NewReport { request: missing, decision, origin: Default::default() }).await.unwrap_err();
         assert!(matches!(err, StorageError::Invalid { ref field, .. } if field == "project"), "{err}");
         assert_eq!(s.get_report(id, &ProjectScope::All).await.unwrap().unwrap().summary.title, "f crashes");
         assert_eq!(s.list_reports(&ReportListQuery::default(), &ProjectScope::All).await.unwrap().items.len(), 1);
@@ -497,8 +511,13 @@ async fn imported_reports_equal_created_ones_and_later_lines_win() {
                 environment: Some("torch 2.4.1".into()),
                 paths: vec!["torch/nn.py".into()],
                 oracle,
+                upstream: None,
             };
-            NewReport { decision: decide(&cfg, &RoutingInput::from_request(&request)), request }
+            NewReport {
+                decision: decide(&cfg, &RoutingInput::from_request(&request)),
+                request,
+                origin: Default::default(),
+            }
         };
         let f2p = Oracle {
             kind: OracleKind::FailToPass,
@@ -784,13 +803,13 @@ async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_cl
             by: "maintainer".into(),
             at: t("2026-02-01T00:00:00Z"),
         };
-        s.correct_route(id, &correction).await.unwrap();
+        s.correct_route(id, &correction, "api").await.unwrap();
         let after = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!(after.summary.route, Route::HumanFirst);
         assert_eq!(after.summary.category, Category::Harness);
         assert!(after.summary.route_corrected && !after.summary.route_check);
         assert_eq!(after.route_correction.as_ref(), Some(&correction));
-        let missing = s.correct_route(999_999, &correction).await.unwrap_err();
+        let missing = s.correct_route(999_999, &correction, "api").await.unwrap_err();
         assert!(matches!(missing, StorageError::NotFound(_)), "{missing}");
 
         // Re-importing the report with new text re-routes it, but keeps the correction.
@@ -807,10 +826,11 @@ async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_cl
             environment: None,
             paths: vec![],
             oracle: None,
+            upstream: None,
         };
         let decision = decide(&cfg, &RoutingInput::from_request(&request));
         assert_eq!(decision.route, Route::AgentFirst);
-        let out = s.import_reports(&[NewReport { request, decision }]).await.unwrap();
+        let out = s.import_reports(&[NewReport { request, decision, origin: Default::default() }]).await.unwrap();
         assert!(out[0].is_ok(), "{:?}", out[0]);
         let r = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!((r.summary.title.as_str(), r.summary.route), ("f crashes (updated)", Route::HumanFirst));

@@ -80,7 +80,8 @@ async fn attempts(s: &dyn Storage, n: usize) -> Vec<i64> {
     }))
     .unwrap();
     let decision = decide(&RoutingConfig::default(), &RoutingInput::from_request(&request));
-    let report = s.create_report(&NewReport { request, decision }).await.unwrap().summary.id;
+    let report =
+        s.create_report(&NewReport { request, decision, origin: Default::default() }).await.unwrap().summary.id;
     let mut ids = Vec::new();
     for _ in 0..n {
         let req = CreateAttemptRequest::new(report, "agent", Verdict::Hypothesis, VerdictSource::Llm);

@@ -310,6 +310,10 @@ pub struct Throughput {
     pub weeks: Vec<WeekFlow>,
     /// Reports not yet in a final state (new, in progress, needs review).
     pub backlog: u64,
+    /// Reports that left the backlog without a verdict: closed, duplicate,
+    /// won't fix, not a bug, closed upstream.
+    #[serde(default)]
+    pub resolved: u64,
     /// Age (since filing) of the backlog's oldest and median report.
     pub backlog_oldest_days: Option<f64>,
     pub backlog_median_days: Option<f64>,

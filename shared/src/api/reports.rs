@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::query::{FieldError, non_empty, parse_field};
 use super::{DEFAULT_LIMIT, MAX_LIMIT};
-use crate::model::{Category, OracleKind, OracleSource, ReportStatus, Route, Verdict};
+use crate::model::{Category, OracleKind, OracleSource, ReportStatus, Resolution, Route, UpstreamState, Verdict};
 
 /// How a candidate is graded for one report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -136,6 +136,38 @@ pub struct CreateReportRequest {
     pub paths: Vec<String>,
     #[serde(default)]
     pub oracle: Option<Oracle>,
+    /// Its state in the upstream tracker: a report closed there, or whose
+    /// type or labels say it is not a bug, leaves the backlog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Upstream>,
+}
+
+/// A report's state in its upstream tracker, as the tracker says it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Upstream {
+    pub state: UpstreamState,
+    /// Why it was closed, in the tracker's words (GitHub: `completed`, `not_planned`, `duplicate`).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Conversation locked upstream.
+    #[serde(default)]
+    pub locked: bool,
+    /// The tracker's own type of the issue (GitHub issue types: `Bug`, `Feature`, `Task`).
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+impl Upstream {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        for (field, v) in [("upstream.reason", &self.reason), ("upstream.kind", &self.kind)] {
+            if v.as_ref().is_some_and(|v| v.trim().is_empty() || v.len() > 100) {
+                return Err(FieldError::new(field, "must be 1 to 100 characters"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl CreateReportRequest {
@@ -193,6 +225,9 @@ impl CreateReportRequest {
         }
         if let Some(o) = &self.oracle {
             o.validate()?;
+        }
+        if let Some(u) = &self.upstream {
+            u.validate()?;
         }
         Ok(())
     }
@@ -253,6 +288,16 @@ pub struct ReportSummary {
     /// A maintainer corrected the route; re-routing keeps it.
     #[serde(default)]
     pub route_corrected: bool,
+    /// Its state in the upstream tracker, when the intake said.
+    #[serde(default)]
+    pub upstream_state: Option<UpstreamState>,
+    /// The member working on it.
+    #[serde(default)]
+    pub assignee: Option<String>,
+    /// The last change to it or its attempts.
+    #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc_opt"))]
+    pub last_activity_at: Option<DateTime<Utc>>,
 }
 
 /// A maintainer's correction of a report's route.
@@ -315,6 +360,134 @@ pub struct Report {
     /// The maintainer's correction of the route, if any.
     #[serde(default)]
     pub route_correction: Option<RouteCorrection>,
+    /// Its state in the upstream tracker, when the intake said.
+    #[serde(default)]
+    pub upstream: Option<Upstream>,
+    /// Why it left the backlog without a verdict, and who said so.
+    #[serde(default)]
+    pub resolution: Option<ResolutionInfo>,
+    /// What happened to it, oldest first: intake, upstream changes, status,
+    /// assignment, route and comments, each with who, when and through what.
+    #[serde(default)]
+    pub activity: Vec<Activity>,
+}
+
+/// A report's resolution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ResolutionInfo {
+    pub resolution: Resolution,
+    /// `upstream` when read from the tracker, else the member who set it.
+    pub by: String,
+    /// For a duplicate: the report it duplicates (id and upstream number).
+    #[serde(default)]
+    pub duplicate_of: Option<ReportRef>,
+}
+
+/// Another report, by id and by its upstream number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReportRef {
+    pub id: i64,
+    pub external_id: String,
+}
+
+/// One entry of a report's activity timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Activity {
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
+    pub at: DateTime<Utc>,
+    /// A member's name, a token's owner, `upstream` or `import`.
+    pub actor: String,
+    /// Through what: `ui`, `api`, `import`, `webhook`, `sync`, `cli`.
+    pub via: String,
+    /// `created`, `upstream`, `status`, `assigned`, `route`, `comment`.
+    pub kind: String,
+    /// What changed, in words (`new → duplicate of #5641`), or the comment.
+    pub text: String,
+}
+
+/// `POST /api/v1/reports/{id}/status`: a maintainer closes, marks or reopens a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetStatusRequest {
+    /// `closed`, `duplicate`, `wont_fix`, `not_a_bug`, or `reopen` (back to
+    /// what its attempts say, whatever upstream says).
+    pub status: String,
+    /// For `duplicate`: the other report of the project, by its upstream
+    /// number (`5641` or `#5641`).
+    #[serde(default)]
+    pub duplicate_of: Option<String>,
+    /// Why (optional); kept in the activity.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl SetStatusRequest {
+    /// The resolution asked for; `None` for `reopen`.
+    pub fn resolution(&self) -> Result<Option<Resolution>, FieldError> {
+        let s = self.status.trim();
+        if s == "reopen" {
+            return Ok(None);
+        }
+        match s.parse::<Resolution>() {
+            Ok(Resolution::ClosedUpstream) | Err(_) => Err(FieldError::new(
+                "status",
+                format!("`{s}` is not one of closed, duplicate, wont_fix, not_a_bug, reopen"),
+            )),
+            Ok(r) => Ok(Some(r)),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let r = self.resolution()?;
+        match (r, self.duplicate_of.as_deref().map(str::trim)) {
+            (Some(Resolution::Duplicate), None | Some("" | "#")) => {
+                return Err(FieldError::new("duplicate_of", "a duplicate names the report it duplicates"));
+            }
+            (Some(Resolution::Duplicate), Some(d)) if d.len() > 200 => {
+                return Err(FieldError::new("duplicate_of", "is longer than 200 characters"));
+            }
+            (Some(Resolution::Duplicate), _) => {}
+            (_, Some(_)) => return Err(FieldError::new("duplicate_of", "only a duplicate names another report")),
+            _ => {}
+        }
+        if self.reason.as_ref().is_some_and(|r| r.chars().count() > 2000) {
+            return Err(FieldError::new("reason", "is longer than 2000 characters"));
+        }
+        Ok(())
+    }
+}
+
+/// `POST /api/v1/reports/{id}/assign`: who works on it (a member of its project), or nobody.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AssignRequest {
+    /// An account name; null (or absent) unassigns.
+    #[serde(default)]
+    pub assignee: Option<String>,
+}
+
+/// `POST /api/v1/reports/{id}/comments`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CommentRequest {
+    /// Plain text, 1 to 10,000 characters.
+    pub text: String,
+}
+
+impl CommentRequest {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let n = self.text.trim().chars().count();
+        if n == 0 || n > 10_000 {
+            return Err(FieldError::new("text", "must be 1 to 10000 characters"));
+        }
+        Ok(())
+    }
 }
 
 /// Filters shared by the reports list and the figures.

@@ -369,6 +369,7 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
     let mut backlog_days = Vec::new();
     let mut to_repro_hours = Vec::new();
     let mut regressed = 0;
+    let mut resolved = 0;
     for r in reports {
         flows.push((week_of(r.filed_at), 0));
         match r.status {
@@ -389,6 +390,11 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
             ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview => {
                 backlog_days.push(((now - r.filed_at).num_seconds() as f64 / 86_400.0).max(0.0));
             }
+            ReportStatus::Closed
+            | ReportStatus::Duplicate
+            | ReportStatus::WontFix
+            | ReportStatus::NotABug
+            | ReportStatus::ClosedUpstream => resolved += 1,
         }
     }
     for (key, _) in &flows {
@@ -413,6 +419,7 @@ pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) ->
         regressed,
         weeks: weeks.into_values().collect(),
         backlog: backlog_days.len() as u64,
+        resolved,
         backlog_oldest_days: backlog_days.last().copied(),
         backlog_median_days: median_sorted(&backlog_days),
         time_to_reproduction_n: to_repro_hours.len() as u64,

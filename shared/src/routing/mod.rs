@@ -66,6 +66,10 @@ pub struct RoutingConfig {
     pub expected_actual_markers: Vec<String>,
     /// Words that, followed by a version number, state versions.
     pub version_markers: Vec<String>,
+    /// Label patterns (and upstream issue types) that say a report is not a
+    /// bug: a feature request, a question, documentation. Such a report
+    /// leaves the backlog as `not_a_bug` until failpass reproduces it.
+    pub not_a_bug_labels: Vec<String>,
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -368,6 +372,25 @@ impl Default for RoutingConfig {
                 "==",
                 "v",
             ]),
+            not_a_bug_labels: strings(&[
+                "enhancement",
+                "feature",
+                "feature request",
+                "feature-request",
+                "new feature",
+                "*: feature*",
+                "kind/feature",
+                "*: enhancement",
+                "question",
+                "*: question",
+                "kind/support",
+                "documentation",
+                "docs",
+                "*: doc*",
+                "kind/documentation",
+                "task",
+                "invalid",
+            ]),
         }
     }
 }
@@ -382,6 +405,8 @@ pub struct RoutingInput<'a> {
     pub environment: Option<&'a str>,
     /// An oracle supplied with the report (benchmark tests, an authored check).
     pub oracle: Option<&'a Oracle>,
+    /// The upstream tracker's own type of the issue (`Bug`, `Feature`).
+    pub upstream_kind: Option<&'a str>,
 }
 
 /// What the rule decided, and why.
@@ -400,6 +425,8 @@ pub struct RoutingDecision {
     pub confidence: f64,
     /// Confidence fell under `min_confidence`: a human should look at the route.
     pub route_check: bool,
+    /// The label or upstream type that says the report is not a bug.
+    pub not_a_bug: Option<String>,
 }
 
 impl<'a> RoutingInput<'a> {
@@ -412,6 +439,7 @@ impl<'a> RoutingInput<'a> {
             paths: &req.paths,
             environment: req.environment.as_deref(),
             oracle: req.oracle.as_ref(),
+            upstream_kind: req.upstream.as_ref().and_then(|u| u.kind.as_deref()),
         }
     }
 }
@@ -647,7 +675,39 @@ pub fn decide_with(cfg: &RoutingConfig, model: Option<&Classifier>, input: &Rout
         Category::Unknown
     };
 
-    RoutingDecision { route, category, vague, llm_only, features: f, oracle, explanation, confidence, route_check }
+    // Not a bug: a label or the tracker's type says so.
+    let not_a_bug = input
+        .labels
+        .iter()
+        .map(|l| ("label", l.as_str()))
+        .chain(input.upstream_kind.map(|k| ("upstream type", k)))
+        .find_map(|(what, v)| {
+            cfg.not_a_bug_labels
+                .iter()
+                .find(|p| text::glob_match(p, v))
+                .map(|p| format!("{what} \"{v}\" matches \"{p}\""))
+        });
+    explanation.push(RuleOutcome {
+        rule: "not_a_bug".into(),
+        fired: not_a_bug.is_some(),
+        evidence: match &not_a_bug {
+            Some(why) => format!("{why}: it leaves the backlog as not a bug unless it is reproduced"),
+            None => "no label or upstream type says it is not a bug".into(),
+        },
+    });
+
+    RoutingDecision {
+        route,
+        category,
+        vague,
+        llm_only,
+        features: f,
+        oracle,
+        explanation,
+        confidence,
+        route_check,
+        not_a_bug,
+    }
 }
 
 /// A corrected report's explanation: the rule's, with its route check
@@ -787,7 +847,7 @@ mod tests {
     use super::*;
 
     fn input<'a>(title: &'a str, body: &'a str, labels: &'a [String]) -> RoutingInput<'a> {
-        RoutingInput { title, body, labels, paths: &[], environment: None, oracle: None }
+        RoutingInput { title, body, labels, paths: &[], environment: None, oracle: None, upstream_kind: None }
     }
 
     const TRACE: &str = "Running on torch 2.3.1\n```python\nimport torch\ntorch.logsumexp(x, 0)\n```\nTraceback (most recent call last):\n  File \"a.py\", line 2\nRuntimeError: value cannot be converted to type float without overflow\n";

@@ -521,7 +521,6 @@ impl Engine {
 
     /// Recomputes reports' counters, best verdict, status and spend from their attempts.
     pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
-        use failpass_shared::model::report_status;
         for chunk in ids.chunks(500) {
             let mut qb = sqlx::QueryBuilder::<Db>::new(report_aggregate_sql());
             let mut sep = qb.separated(", ");
@@ -533,23 +532,21 @@ impl Engine {
             for r in rows {
                 let best =
                     r.best_rank.and_then(|rank| Verdict::ALL.iter().copied().find(|v| i64::from(v.rank()) == rank));
-                let status = report_status(r.attempts, r.counting, r.awaiting, r.graded);
                 sqlx::query(
                     "UPDATE reports SET attempts = $1, attempts_graded = $2, attempts_counting = $3, attempts_awaiting = $4, \
-                     best_verdict = $5, status = CASE WHEN regressed THEN 'regressed' ELSE $6 END, cost_usd = $7, \
-                     first_counting_at = $8 WHERE id = $9",
+                     best_verdict = $5, cost_usd = $6, first_counting_at = $7 WHERE id = $8",
                 )
                 .bind(r.attempts)
                 .bind(r.graded)
                 .bind(r.counting)
                 .bind(r.awaiting)
                 .bind(best.map(|b| b.as_str()))
-                .bind(status.as_str())
                 .bind(r.cost)
                 .bind(r.first_counting_at)
                 .bind(r.report_id)
                 .execute(&mut **tx)
                 .await?;
+                Self::refresh_status(tx, r.report_id).await?;
             }
         }
         Ok(())

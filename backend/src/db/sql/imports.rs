@@ -86,6 +86,15 @@ impl ImportStore for Engine {
             out.push(Ok(outcome));
         }
         Self::create_reports(&mut tx, creates, &mut existing).await?;
+        // Upstream state, activity and status of what was written.
+        for (new, outcome) in news.iter().zip(&out) {
+            let Ok(outcome @ (Outcome::Created | Outcome::Updated)) = outcome else { continue };
+            let Some(project_id) = projects[&new.request.project] else { continue };
+            let key = (project_id, new.request.external_id.trim().to_owned());
+            if let Some((id, _)) = existing.get(&key) {
+                Self::after_report_write(&mut tx, *id, new, *outcome == Outcome::Created).await?;
+            }
+        }
         tx.commit().await?;
         Ok(out)
     }

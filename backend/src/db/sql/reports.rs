@@ -9,9 +9,11 @@ use crate::db::{attempts, common};
 use async_trait::async_trait;
 use failpass_shared::api::Page;
 use failpass_shared::api::attempts::CreateAttemptRequest;
-use failpass_shared::api::reports::{Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection};
+use failpass_shared::api::reports::{
+    Activity, Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection, Upstream,
+};
 use failpass_shared::hash;
-use failpass_shared::model::ReportStatus;
+use failpass_shared::model::{ReportStatus, Resolution};
 use failpass_shared::routing::RoutingDecision;
 
 use super::{Db, Engine, Tx};
@@ -27,6 +29,7 @@ impl ReportStore for Engine {
         let project_id = Self::project_id(&mut tx, &new.request.project).await?;
         let hash = hash::content_hash(&new.request);
         let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
+        Self::after_report_write(&mut tx, id, new, true).await?;
         tx.commit().await?;
         self.get_report(id, &ProjectScope::All).await?.ok_or_else(|| StorageError::NotFound(format!("report {id}")))
     }
@@ -47,6 +50,15 @@ impl ReportStore for Engine {
         }
         Self::write_oracle(&mut tx, report_id, d.oracle.as_ref(), true).await?;
         Self::rederive_attempts(&mut tx, report_id, d.vague).await?;
+        // A changed `not_a_bug_labels` changes what upstream implies.
+        Self::apply_upstream(
+            &mut tx,
+            report_id,
+            None,
+            d.not_a_bug.as_deref(),
+            &Origin { actor: "reroute".into(), via: "cli" },
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -61,7 +73,7 @@ impl ReportStore for Engine {
         .await?)
     }
 
-    async fn correct_route(&self, report_id: i64, c: &RouteCorrection) -> StorageResult<()> {
+    async fn correct_route(&self, report_id: i64, c: &RouteCorrection, via: &'static str) -> StorageResult<()> {
         use sqlx::types::Json;
         let mut tx = self.write.begin().await?;
         let done: Option<i64> = sqlx::query_scalar(
@@ -77,6 +89,96 @@ impl ReportStore for Engine {
         if done.is_none() {
             return Err(StorageError::NotFound(format!("report {report_id}")));
         }
+        let origin = Origin { actor: c.by.clone(), via };
+        Self::add_activity(
+            &mut tx,
+            report_id,
+            &origin,
+            "route",
+            &format!("route {} → {}: {}", c.previous, c.route, c.reason),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn set_resolution(
+        &self,
+        report_id: i64,
+        resolution: Option<Resolution>,
+        duplicate_of: Option<i64>,
+        reason: Option<&str>,
+        origin: &Origin,
+    ) -> StorageResult<()> {
+        let mut tx = self.write.begin().await?;
+        let before: Option<String> = sqlx::query_scalar("SELECT status FROM reports WHERE id = $1")
+            .bind(report_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(before) = before else { return Err(StorageError::NotFound(format!("report {report_id}"))) };
+        sqlx::query("UPDATE reports SET resolution = $1, resolution_by = $2, duplicate_of = $3 WHERE id = $4")
+            .bind(resolution.map_or("reopened", |r| r.as_str()))
+            .bind(&origin.actor)
+            .bind(duplicate_of)
+            .bind(report_id)
+            .execute(&mut *tx)
+            .await?;
+        Self::refresh_status(&mut tx, report_id).await?;
+        let after: String =
+            sqlx::query_scalar("SELECT status FROM reports WHERE id = $1").bind(report_id).fetch_one(&mut *tx).await?;
+        let mut text = if resolution.is_none() {
+            format!("reopened: {before} → {after}")
+        } else {
+            format!("{before} → {after}")
+        };
+        if let Some(dup) = duplicate_of {
+            let ext: Option<String> = sqlx::query_scalar("SELECT external_id FROM reports WHERE id = $1")
+                .bind(dup)
+                .fetch_optional(&mut *tx)
+                .await?;
+            text = format!("{text} of #{}", ext.unwrap_or_else(|| dup.to_string()));
+        }
+        if let Some(r) = reason.map(str::trim).filter(|r| !r.is_empty()) {
+            text = format!("{text}: {r}");
+        }
+        Self::add_activity(&mut tx, report_id, origin, "status", &text).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn assign_report(&self, report_id: i64, assignee: Option<&str>, origin: &Origin) -> StorageResult<()> {
+        let mut tx = self.write.begin().await?;
+        let before: Option<Option<String>> = sqlx::query_scalar("SELECT assignee FROM reports WHERE id = $1")
+            .bind(report_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(before) = before else { return Err(StorageError::NotFound(format!("report {report_id}"))) };
+        if before.as_deref() == assignee {
+            return Ok(());
+        }
+        sqlx::query("UPDATE reports SET assignee = $1 WHERE id = $2")
+            .bind(assignee)
+            .bind(report_id)
+            .execute(&mut *tx)
+            .await?;
+        let text = match (assignee, before) {
+            (Some(a), _) => format!("assigned to {a}"),
+            (None, Some(b)) => format!("unassigned (was {b})"),
+            (None, None) => "unassigned".into(),
+        };
+        Self::add_activity(&mut tx, report_id, origin, "assigned", &text).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn comment_report(&self, report_id: i64, text: &str, origin: &Origin) -> StorageResult<()> {
+        let mut tx = self.write.begin().await?;
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM reports WHERE id = $1").bind(report_id).fetch_optional(&mut *tx).await?;
+        if found.is_none() {
+            return Err(StorageError::NotFound(format!("report {report_id}")));
+        }
+        Self::add_activity(&mut tx, report_id, origin, "comment", text.trim()).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -115,8 +217,10 @@ impl ReportStore for Engine {
 
     async fn get_report(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Report>> {
         let row: Option<ReportDetailRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {}, r.body, r.reporter, r.environment, r.paths, r.features, r.explanation, r.route_correction \
-             FROM reports r JOIN projects p ON p.id = r.project_id \
+            "SELECT {}, r.body, r.reporter, r.environment, r.paths, r.features, r.explanation, r.route_correction, \
+             r.upstream_reason, r.upstream_locked, r.upstream_type, r.resolution, r.resolution_by, r.duplicate_of, \
+             d.external_id AS duplicate_of_external \
+             FROM reports r JOIN projects p ON p.id = r.project_id LEFT JOIN reports d ON d.id = r.duplicate_of \
              WHERE r.id = $1 AND {}",
             REPORT_SUMMARY_COLUMNS,
             scope.sql("p")
@@ -126,7 +230,17 @@ impl ReportStore for Engine {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let oracle = self.load_oracle(id).await?;
-        row.into_report(oracle).map(Some)
+        // The newest 500 entries, oldest first.
+        let mut activity: Vec<(chrono::DateTime<chrono::Utc>, String, String, String, String)> = sqlx::query_as(
+            "SELECT at, actor, via, kind, text FROM report_activity WHERE report_id = $1 ORDER BY id DESC LIMIT 500",
+        )
+        .bind(id)
+        .fetch_all(&self.read)
+        .await?;
+        activity.reverse();
+        let activity =
+            activity.into_iter().map(|(at, actor, via, kind, text)| Activity { at, actor, via, kind, text }).collect();
+        row.into_report(oracle, activity).map(Some)
     }
 
     async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>> {
@@ -242,6 +356,128 @@ impl Engine {
 
     /// Inserts a report (`existing` = None) or rewrites one in place, with
     /// its labels and oracle; a rewrite re-derives its attempts' counting.
+    /// Appends to a report's activity and moves its last activity to now.
+    pub(in crate::db) async fn add_activity(
+        tx: &mut Tx,
+        report_id: i64,
+        origin: &Origin,
+        kind: &str,
+        text: &str,
+    ) -> StorageResult<()> {
+        let now = common::now();
+        sqlx::query(
+            "INSERT INTO report_activity (report_id, at, actor, via, kind, text) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(report_id)
+        .bind(now)
+        .bind(&origin.actor)
+        .bind(origin.via)
+        .bind(kind)
+        .bind(text)
+        .execute(&mut **tx)
+        .await?;
+        sqlx::query("UPDATE reports SET last_activity_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(report_id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Recomputes a report's status from its counters and resolution ([`common::STATUS_EXPR`]).
+    pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_id: i64) -> StorageResult<()> {
+        sqlx::query(sqlx::AssertSqlSafe(format!("UPDATE reports SET status = {} WHERE id = $1", common::STATUS_EXPR)))
+            .bind(report_id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// After a report is created or updated from intake: its upstream state
+    /// and what it implies, its activity, its status.
+    pub(in crate::db) async fn after_report_write(
+        tx: &mut Tx,
+        report_id: i64,
+        new: &NewReport,
+        created: bool,
+    ) -> StorageResult<()> {
+        if created {
+            let text = format!("taken in, routed {}", new.decision.route);
+            Self::add_activity(tx, report_id, &new.origin, "created", &text).await?;
+        }
+        Self::apply_upstream(
+            tx,
+            report_id,
+            Some(new.request.upstream.as_ref()),
+            new.decision.not_a_bug.as_deref(),
+            &new.origin,
+        )
+        .await
+    }
+
+    /// Stores the upstream state (`Some`; `None` keeps the stored one) and
+    /// the resolution it and the rule's `not_a_bug` imply, unless a member
+    /// set one; records what changed and refreshes the status.
+    pub(in crate::db) async fn apply_upstream(
+        tx: &mut Tx,
+        report_id: i64,
+        upstream: Option<Option<&Upstream>>,
+        not_a_bug: Option<&str>,
+        origin: &Origin,
+    ) -> StorageResult<()> {
+        let row: Option<(Option<String>, Option<String>, Option<String>)> =
+            sqlx::query_as("SELECT upstream_state, resolution, resolution_by FROM reports WHERE id = $1")
+                .bind(report_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        let Some((state, resolution, by)) = row else { return Ok(()) };
+        let mut new_state = state.clone();
+        if let Some(u) = upstream {
+            new_state = u.map(|u| u.state.as_str().to_owned());
+            sqlx::query(
+                "UPDATE reports SET upstream_state = $1, upstream_reason = $2, upstream_locked = $3, upstream_type = $4 \
+                 WHERE id = $5",
+            )
+            .bind(&new_state)
+            .bind(u.and_then(|u| u.reason.as_deref()))
+            .bind(u.is_some_and(|u| u.locked))
+            .bind(u.and_then(|u| u.kind.as_deref()))
+            .bind(report_id)
+            .execute(&mut **tx)
+            .await?;
+            let first_open = state.is_none() && new_state.as_deref() == Some("open");
+            if state != new_state && !first_open {
+                let reason = u.and_then(|u| u.reason.as_deref()).map(|r| format!(" ({r})")).unwrap_or_default();
+                let text = format!(
+                    "upstream {} → {}{reason}",
+                    state.as_deref().unwrap_or("unknown"),
+                    new_state.as_deref().unwrap_or("unknown")
+                );
+                Self::add_activity(tx, report_id, origin, "upstream", &text).await?;
+            }
+        }
+        let member = by.as_deref().is_some_and(|b| b != "upstream");
+        if !member {
+            let implied = match (not_a_bug, new_state.as_deref()) {
+                (Some(_), _) => Some("not_a_bug"),
+                (None, Some("closed" | "merged")) => Some("closed_upstream"),
+                _ => None,
+            };
+            if implied != resolution.as_deref() {
+                sqlx::query("UPDATE reports SET resolution = $1, resolution_by = $2 WHERE id = $3")
+                    .bind(implied)
+                    .bind(implied.map(|_| "upstream"))
+                    .bind(report_id)
+                    .execute(&mut **tx)
+                    .await?;
+                if let (Some("not_a_bug"), Some(why)) = (implied, not_a_bug) {
+                    Self::add_activity(tx, report_id, origin, "status", &format!("not a bug: {why}")).await?;
+                }
+            }
+        }
+        Self::refresh_status(tx, report_id).await
+    }
+
     pub(in crate::db) async fn write_report(
         tx: &mut Tx,
         existing: Option<i64>,
