@@ -36,7 +36,7 @@ use crate::routes::{
         pages::signin_page, pages::sign_in, pages::sign_out, pages::tokens_page, pages::create_token,
         pages::revoke_token, pages::session, reference::api_reference, openapi_json,
         projects::list_projects, projects::create_project, projects::get_project,
-        reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, webhooks::github,
+        reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, webhooks::github,
         attempts::list_attempts, attempts::create_attempt, attempts::get_attempt, attempts::review_attempt,
         figures::get_figures, figures::get_distributions, figures::get_throughput, agents::list_agents,
         facets::get_facets, charts::get_chart, reruns::rerun, refine::refine, signatures::signatures,

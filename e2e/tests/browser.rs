@@ -758,6 +758,100 @@ async fn a_maintainer_corrects_a_route_from_the_report_page() {
     }
 }
 
+/// A maintainer's triage from the report page: a duplicate (refused without
+/// the other report's number, then of it), an assignee, a comment; each in
+/// the timeline and the API; reopened at the end.
+#[tokio::test]
+async fn a_maintainer_closes_a_duplicate_assigns_and_comments_from_the_report_page() {
+    let _one = BROWSER.lock().await;
+    for width in [1280, 390] {
+        let h = start(width, 1100).await;
+        h.sign_in("demo-maintainer").await;
+        let list: serde_json::Value = h.api("/api/v1/reports?project=jax-ml%2Fjax&limit=2").await;
+        let (a, b) = (list["items"][0]["id"].as_i64().expect("the demo has jax-ml/jax reports"), &list["items"][1]);
+        let was = list["items"][0]["status"].as_str().unwrap().to_owned();
+        let b_number = b["external_id"].as_str().unwrap().to_owned();
+        h.client.goto(&format!("{}/reports/{a}", h.base)).await.unwrap();
+        let choose = |value: &'static str| {
+            let c = h.client.clone();
+            async move {
+                let select = c.wait().for_element(Locator::Css("[data-testid=status-choice]")).await.unwrap();
+                select.select_by_value(value).await.unwrap();
+            }
+        };
+        let click = |id: &'static str| {
+            let c = h.client.clone();
+            async move { c.find(Locator::Css(&format!("[data-testid={id}]"))).await.unwrap().click().await.unwrap() }
+        };
+        // A duplicate of nothing: refused, said on the page, nothing changed.
+        choose("duplicate").await;
+        click("set-status").await;
+        h.until("the refusal to show", || async { h.text("lifecycle-error").await.contains("duplicates") }).await;
+        let same: serde_json::Value = h.api(&format!("/api/v1/reports/{a}")).await;
+        assert_eq!(same["status"], was.as_str());
+        // Of the other report, by its upstream number.
+        choose("duplicate").await;
+        h.client.find(Locator::Css("[data-testid=duplicate-of]")).await.unwrap().send_keys(&b_number).await.unwrap();
+        h.client
+            .find(Locator::Css("[data-testid=status-reason]"))
+            .await
+            .unwrap()
+            .send_keys("same traceback")
+            .await
+            .unwrap();
+        click("set-status").await;
+        h.until("the duplicate to show", || async { h.text("lifecycle-status").await == "duplicate" }).await;
+        let activity = h.text("activity").await;
+        let was_words = was.replace('_', " ");
+        assert!(activity.contains(&format!("{was_words} → duplicate of #{b_number}: same traceback")), "{activity}");
+        // Assigned and commented.
+        h.client
+            .find(Locator::Css("[data-testid=assignee]"))
+            .await
+            .unwrap()
+            .send_keys("demo-maintainer")
+            .await
+            .unwrap();
+        click("assign").await;
+        h.until("the assignee to show", || async { h.text("lifecycle-assignee").await == "demo-maintainer" }).await;
+        h.client
+            .wait()
+            .for_element(Locator::Css("[data-testid=comment]"))
+            .await
+            .unwrap()
+            .send_keys("Seen on jax 0.4.30 too.")
+            .await
+            .unwrap();
+        click("post-comment").await;
+        h.until("the comment to show", || async { h.text("activity").await.contains("Seen on jax 0.4.30 too.") }).await;
+        let after: serde_json::Value = h.api(&format!("/api/v1/reports/{a}")).await;
+        assert_eq!(
+            (after["status"].as_str(), after["assignee"].as_str()),
+            (Some("duplicate"), Some("demo-maintainer"))
+        );
+        let vias: Vec<&str> =
+            after["activity"].as_array().unwrap().iter().skip(1).map(|x| x["via"].as_str().unwrap()).collect();
+        assert!(vias.iter().all(|v| *v == "ui"), "changes from the page say so: {vias:?}");
+        h.screenshot(&format!("report-lifecycle-{width}.png")).await;
+        let overflow: bool = h
+            .client
+            .execute("return document.documentElement.scrollWidth > window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_bool()
+            .unwrap();
+        assert!(!overflow, "no sideways scroll at {width} px");
+        // Reopened, for the next width.
+        choose("reopen").await;
+        click("set-status").await;
+        h.until("the reopening to show", || async { h.text("lifecycle-status").await == was.replace('_', " ") }).await;
+        h.client.wait().for_element(Locator::Css("[data-testid=assignee]")).await.unwrap().clear().await.unwrap();
+        click("assign").await;
+        h.until("the unassigning to show", || async { h.text("lifecycle-assignee").await == "nobody" }).await;
+        h.finish().await;
+    }
+}
+
 /// Each user is offered only what they may use: anonymous visitors and
 /// viewers see no rerun or review buttons; a maintainer does, and makes an
 /// API token on the tokens page, shown once.
@@ -790,6 +884,8 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
     h.text("attempts").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(buttons("[data-testid=rerun]").await, 0, "a viewer elsewhere may not rerun fastnum's attempts");
+    assert_eq!(buttons("[data-testid=status-form]").await, 0, "nor change its status");
+    assert!(h.text("activity").await.contains("taken in"), "but reads its activity");
     h.client.goto(&format!("{}/queue?project=acme%2Ftrainer-internal", h.base)).await.unwrap();
     h.client
         .wait()

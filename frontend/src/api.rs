@@ -191,6 +191,8 @@ struct ReportOwn {
     explanation: Vec<failpass_shared::api::reports::RuleOutcome>,
     #[serde(default)]
     route_correction: Option<failpass_shared::api::reports::RouteCorrection>,
+    #[serde(default)]
+    lifecycle_html: String,
 }
 
 pub async fn report(id: i64) -> Result<Report, ClientError> {
@@ -210,6 +212,7 @@ pub async fn report(id: i64) -> Result<Report, ClientError> {
         upstream: None,
         resolution: None,
         activity: Vec::new(),
+        lifecycle_html: own.lifecycle_html,
     })
 }
 

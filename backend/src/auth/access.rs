@@ -239,6 +239,13 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route("POST", "/api/v1/reports/{id}/assign", Review, Body::Json, "assign a report to a member of its project"),
     route("POST", "/api/v1/reports/{id}/comments", Review, Body::Json, "comment on a report (its activity timeline)"),
+    route(
+        "POST",
+        "/reports/{id}/lifecycle",
+        Review,
+        Body::Form,
+        "the report page's form: status, assignee or comment, then back to the report",
+    ),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
     route(
         "POST",

@@ -171,6 +171,7 @@ impl ReportDetailRow {
             upstream,
             resolution,
             activity,
+            lifecycle_html: String::new(),
         })
     }
 }

@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/api/v1/reports/{id}/status", post(reports::set_status))
         .add("POST", "/api/v1/reports/{id}/assign", post(reports::assign))
         .add("POST", "/api/v1/reports/{id}/comments", post(reports::comment))
+        .add("POST", "/reports/{id}/lifecycle", post(reports::lifecycle_form))
         .add("POST", "/api/v1/webhooks/github", post(webhooks::github))
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))

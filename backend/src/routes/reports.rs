@@ -49,7 +49,7 @@ pub async fn create_report(
     viewer.require(Action::WriteReport, &req.project)?;
     let decision = state.models.decide(state.storage.as_ref(), &state.routing, &req).await?;
     let report = state.storage.create_report(&NewReport { request: req, decision, origin: viewer.origin() }).await?;
-    Ok((StatusCode::CREATED, ApiJson(with_html(report))))
+    Ok((StatusCode::CREATED, ApiJson(with_html(report, &viewer))))
 }
 
 #[utoipa::path(
@@ -67,7 +67,7 @@ pub async fn get_report(
         .storage
         .get_report(id, &viewer.scope())
         .await?
-        .map(|report| ApiJson(with_html(report)))
+        .map(|report| ApiJson(with_html(report, &viewer)))
         .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))
 }
 
@@ -101,7 +101,7 @@ pub async fn correct_route(
     state.storage.correct_route(id, &correction, viewer.origin().via).await?;
     state.models.forget(&report.summary.project);
     let report = state.storage.get_report(id, &scope).await?.ok_or_else(not_found)?;
-    Ok(ApiJson(with_html(report)))
+    Ok(ApiJson(with_html(report, &viewer)))
 }
 
 /// The report, when the viewer may review in its project.
@@ -117,7 +117,7 @@ async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<Rep
 
 async fn reread(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<ApiJson<Report>> {
     let report = state.storage.get_report(id, &viewer.scope()).await?;
-    Ok(ApiJson(with_html(report.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?)))
+    Ok(ApiJson(with_html(report.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?, viewer)))
 }
 
 /// A maintainer closes a report, marks it a duplicate (of another report of
@@ -206,8 +206,156 @@ pub async fn comment(
     reread(&state, &viewer, id).await
 }
 
-/// The report as the API serves it: its body also as sanitised HTML.
-fn with_html(mut report: Report) -> Report {
+/// The life-cycle form the report page posts (`application/x-www-form-urlencoded`).
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct LifecycleForm {
+    /// `status`, `assign` or `comment`.
+    pub action: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub duplicate_of: String,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub assignee: String,
+    #[serde(default)]
+    pub text: String,
+}
+
+/// The report page's life-cycle form (server-rendered in `lifecycle_html`,
+/// so the dashboard's WebAssembly carries no form code): the change is made
+/// as the JSON routes make it, then the browser goes back to the report, with
+/// `?error=…` when the change was refused.
+#[utoipa::path(
+    post, path = "/reports/{id}/lifecycle", tag = "pages",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body(content = LifecycleForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 303, description = "Back to the report page (`?error=…` when refused)."))
+)]
+pub async fn lifecycle_form(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    form: Result<axum::extract::Form<LifecycleForm>, axum::extract::rejection::FormRejection>,
+) -> ApiResult<axum::response::Redirect> {
+    use axum::response::Redirect;
+    let back = |error: Option<String>| match error {
+        None => Redirect::to(&format!("/reports/{id}")),
+        Some(e) => {
+            Redirect::to(&format!("/reports/{id}?{}", failpass_shared::api::query::to_query_string(&[("error", e)])))
+        }
+    };
+    let axum::extract::Form(form) = match form {
+        Ok(f) => f,
+        Err(e) => return Ok(back(Some(format!("the form did not arrive whole: {}", e.body_text())))),
+    };
+    let opt = |v: &str| Some(v.trim().to_owned()).filter(|v| !v.is_empty());
+    let state2 = State(state.clone());
+    let done = match form.action.as_str() {
+        "status" => {
+            let req = SetStatusRequest {
+                status: form.status.clone(),
+                duplicate_of: opt(&form.duplicate_of),
+                reason: opt(&form.reason),
+            };
+            set_status(state2, viewer, ApiPath(id), ApiJson(req)).await.map(|_| ())
+        }
+        "assign" => assign(state2, viewer, ApiPath(id), ApiJson(AssignRequest { assignee: opt(&form.assignee) }))
+            .await
+            .map(|_| ()),
+        "comment" => {
+            comment(state2, viewer, ApiPath(id), ApiJson(CommentRequest { text: form.text.clone() })).await.map(|_| ())
+        }
+        other => Err(ApiError::BadRequest(format!("action: `{other}` is not one of status, assign, comment"))),
+    };
+    match done {
+        Ok(()) => Ok(back(None)),
+        // Who may not change it is answered as the API answers.
+        Err(e @ (ApiError::Unauthorized(_) | ApiError::Forbidden(_) | ApiError::NotFound(_))) => Err(e),
+        Err(e) => Ok(back(Some(e.to_string()))),
+    }
+}
+
+/// The report as the API serves it: its body also as sanitised HTML, and
+/// its life cycle as the report page shows it (with the form for those who
+/// may change it).
+fn with_html(mut report: Report, viewer: &Viewer) -> Report {
     report.body_html = crate::markdown::render(&report.body);
+    let may_change = viewer.role_in(&report.summary.project).may(Action::Review);
+    report.lifecycle_html = lifecycle_html(&report, may_change);
     report
+}
+
+/// Upstream state, resolution, assignee, the maintainers' form and the
+/// activity timeline (newest first), escaped by maud.
+fn lifecycle_html(report: &Report, may_change: bool) -> String {
+    let s = &report.summary;
+    let words = |t: &str| t.replace('_', " ");
+    let action = format!("/reports/{}/lifecycle", s.id);
+    maud::html! {
+        dl.lifecycle data-testid="lifecycle" {
+            dt { "Status" } dd data-testid="lifecycle-status" { (words(s.status.as_str())) }
+            @if let Some(r) = &report.resolution {
+                dt { "Resolution" }
+                dd {
+                    (words(r.resolution.as_str())) " (" (r.by) ")"
+                    @if let Some(d) = &r.duplicate_of { " of " a href=(format!("/reports/{}", d.id)) { "#" (d.external_id) } }
+                }
+            }
+            dt { "Upstream" }
+            dd data-testid="lifecycle-upstream" {
+                @match &report.upstream {
+                    None => "not known",
+                    Some(u) => {
+                        (u.state.as_str())
+                        @if let Some(reason) = &u.reason { " (" (words(reason)) ")" }
+                        @if u.locked { ", locked" }
+                        @if let Some(kind) = &u.kind { ", type " (kind) }
+                    }
+                }
+            }
+            dt { "Assignee" } dd data-testid="lifecycle-assignee" { (s.assignee.as_deref().unwrap_or("nobody")) }
+        }
+        @if may_change {
+            form.review method="post" action=(action) data-testid="status-form" {
+                input type="hidden" name="action" value="status";
+                label.field { span { "Status" }
+                    select name="status" data-testid="status-choice" {
+                        option value="closed" { "Close" }
+                        option value="duplicate" { "Duplicate" }
+                        option value="wont_fix" { "Won't fix" }
+                        option value="not_a_bug" { "Not a bug" }
+                        option value="reopen" { "Reopen" }
+                    }
+                }
+                label.field { span { "Duplicate of #" } input name="duplicate_of" size="8" data-testid="duplicate-of"; }
+                label.field.field-grow { span { "Why" } input name="reason" placeholder="optional" data-testid="status-reason"; }
+                button type="submit" data-testid="set-status" { "Set status" }
+            }
+            form.review method="post" action=(action) {
+                input type="hidden" name="action" value="assign";
+                label.field { span { "Assignee" }
+                    input name="assignee" value=(s.assignee.as_deref().unwrap_or("")) placeholder="member, or empty" data-testid="assignee";
+                }
+                button type="submit" data-testid="assign" { "Assign" }
+            }
+            form.review method="post" action=(action) {
+                input type="hidden" name="action" value="comment";
+                label.field.field-grow { span { "Comment" } textarea name="text" rows="2" required data-testid="comment" {} }
+                button type="submit" data-testid="post-comment" { "Comment" }
+            }
+        }
+        ol.activity data-testid="activity" reversed {
+            @for a in report.activity.iter().rev() {
+                li.(format!("activity-{}", a.kind)) {
+                    time datetime=(a.at.to_rfc3339()) { (a.at.format("%Y-%m-%d %H:%M")) }
+                    " " b { (a.actor) } " "
+                    span.via { "via " (a.via) } ": "
+                    @if a.kind == "comment" { q { (a.text) } } @else { (a.text) }
+                }
+            }
+        }
+    }
+    .into_string()
 }

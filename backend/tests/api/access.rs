@@ -55,6 +55,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/reports/{id}/status", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/reports/{id}/assign", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/reports/{id}/comments", "401 403 200 404 200 403 403 403 403 401"),
+    ("POST", "/reports/{id}/lifecycle", "401 403 303 404 303 403 403 403 403 401"),
     // Authenticated by its signature, not by who sends it: without GitHub's headers, a 400 for all.
     ("POST", "/api/v1/webhooks/github", "400 400 400 400 400 400 400 400 400 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
@@ -272,6 +273,10 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/api/v1/reports/{id}/assign") => {
             (format!("/api/v1/reports/{}/assign", f.report), json(json!({"assignee": null})))
         }
+        ("POST", "/reports/{id}/lifecycle") => (
+            format!("/reports/{}/lifecycle", f.report),
+            (Some("application/x-www-form-urlencoded"), format!("action=comment&text=by+{i}")),
+        ),
         ("POST", "/api/v1/reports/{id}/comments") => {
             (format!("/api/v1/reports/{}/comments", f.report), json(json!({"text": format!("by {i}")})))
         }

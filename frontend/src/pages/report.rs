@@ -208,6 +208,15 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
             </p>
             // Reruns, refine and re-checks are the project's maintainers' to start.
             {move || maintains.get().then(|| view! { <ReportActions report=actions.clone()/> })}
+            <section class="panel" data-testid="lifecycle-panel">
+                <h2>"Life cycle"</h2>
+                // A refused change comes back as `?error=…` (the form posts to the server).
+                {move || crate::router::use_query().with(|q| q.iter().find(|(k, _)| k == "error").map(|(_, e)| e.clone()))
+                    .map(|e| view! { <p class="message" role="alert" data-testid="lifecycle-error">{e}</p> })}
+                // Rendered and escaped by the server (`lifecycle_html`), with
+                // the maintainers' form that posts to /reports/{id}/lifecycle.
+                <div inner_html=report.lifecycle_html.clone()></div>
+            </section>
             <section class="panel">
                 <h2>"Why this route"</h2>
                 {report.route_correction.clone().map(|c| view! {

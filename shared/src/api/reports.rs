@@ -370,6 +370,10 @@ pub struct Report {
     /// assignment, route and comments, each with who, when and through what.
     #[serde(default)]
     pub activity: Vec<Activity>,
+    /// Its upstream state, resolution, assignee and activity as HTML (every
+    /// text escaped), as the report page shows them.
+    #[serde(default)]
+    pub lifecycle_html: String,
 }
 
 /// A report's resolution.

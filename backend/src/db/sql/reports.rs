@@ -126,6 +126,7 @@ impl ReportStore for Engine {
         Self::refresh_status(&mut tx, report_id).await?;
         let after: String =
             sqlx::query_scalar("SELECT status FROM reports WHERE id = $1").bind(report_id).fetch_one(&mut *tx).await?;
+        let (before, after) = (before.replace('_', " "), after.replace('_', " "));
         let mut text = if resolution.is_none() {
             format!("reopened: {before} → {after}")
         } else {
@@ -402,7 +403,7 @@ impl Engine {
         created: bool,
     ) -> StorageResult<()> {
         if created {
-            let text = format!("taken in, routed {}", new.decision.route);
+            let text = format!("taken in, routed {}", new.decision.route.as_str().replace('_', " "));
             Self::add_activity(tx, report_id, &new.origin, "created", &text).await?;
         }
         Self::apply_upstream(
