@@ -109,7 +109,11 @@ async fn upstream_state_and_labels_take_reports_out_of_the_backlog_until_evidenc
         );
         let r = s.get_report(feature, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
         assert!(r.resolution.is_none());
-        assert!(r.activity.iter().any(|a| a.kind == "status" && a.text.starts_with("reopened: not a bug → new")), "{:?}", r.activity);
+        assert!(
+            r.activity.iter().any(|a| a.kind == "status" && a.text.starts_with("reopened: not a bug → new")),
+            "{:?}",
+            r.activity
+        );
 
         // Filters and figures see the statuses.
         let mut q = ReportListQuery { limit: 50, ..Default::default() };
