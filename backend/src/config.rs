@@ -32,6 +32,8 @@ pub enum Command {
     Webhook(WebhookArgs),
     /// Pull issues from a tracker that cannot send webhooks.
     Sync(SyncArgs),
+    /// Write reports or attempts (with a page's filters) as CSV, JSON or NDJSON.
+    Export(ExportArgs),
     /// Measure the routing rule against labelled reports.
     Routing(RoutingArgs),
 }
@@ -55,6 +57,25 @@ pub enum WebhookCommand {
         #[arg(long)]
         remove: bool,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// `reports`, `attempts`, or `all` (NDJSON: projects, reports, then
+    /// attempts: a file `failpass import --format ndjson` takes back).
+    pub what: String,
+    /// `csv`, `json` or `ndjson` (`all` is always NDJSON).
+    #[arg(long, default_value = "csv")]
+    pub format: String,
+    /// The page's filters, as in its address: `project=a/b&status=new&label=bug`
+    /// (the reports list's for reports, the attempts list's for attempts).
+    #[arg(long, default_value = "")]
+    pub query: String,
+    /// Where to write it (standard output without).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -8,6 +8,7 @@ pub mod config;
 pub mod db;
 pub mod demo;
 pub mod error;
+pub mod export;
 pub mod import;
 pub mod import_cli;
 pub mod input;

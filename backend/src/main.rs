@@ -176,6 +176,55 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
         }
+        Command::Export(args) => {
+            use failpass::export::ExportFormat;
+            let url = args.database.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            let format = if args.what == "all" {
+                ExportFormat::Ndjson
+            } else {
+                ExportFormat::parse(&args.format).map_err(|e| anyhow::anyhow!("--format: {}", e.message))?
+            };
+            let pairs = failpass_shared::api::query::parse_query_string(args.query.trim_start_matches('?'));
+            let pairs = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+            let bad =
+                |e: failpass_shared::api::query::FieldError| anyhow::anyhow!("--query: {}: {}", e.field, e.message);
+            let mut out: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>> = match &args.output {
+                Some(path) => Box::pin(
+                    tokio::fs::File::create(path).await.with_context(|| format!("creating {}", path.display()))?,
+                ),
+                None => Box::pin(tokio::io::stdout()),
+            };
+            let scope = failpass::db::ProjectScope::All;
+            let s = storage.as_ref();
+            let n = match args.what.as_str() {
+                "reports" => {
+                    let q = failpass_shared::api::reports::ReportListQuery::from_pairs(pairs).map_err(bad)?;
+                    failpass::export::reports(s, &q, &scope, format, &mut out).await?
+                }
+                "attempts" => {
+                    let q = failpass_shared::api::attempts::AttemptListQuery::from_pairs(pairs).map_err(bad)?;
+                    failpass::export::attempts(s, &q, &scope, format, &mut out).await?
+                }
+                "all" => {
+                    let pairs: Vec<_> = pairs.collect();
+                    if let Some((k, _)) = pairs.iter().find(|(k, _)| *k != "project") {
+                        anyhow::bail!(
+                            "--query: `{k}`: `all` takes only `project` (attempts of other reports would not import)"
+                        );
+                    }
+                    let project = pairs.iter().find(|(k, _)| *k == "project").map(|(_, v)| (*v).to_owned());
+                    let reports = failpass_shared::api::reports::ReportListQuery::from_pairs(pairs).map_err(bad)?;
+                    let attempts = failpass_shared::api::attempts::AttemptListQuery { project, ..Default::default() };
+                    failpass::export::reports(s, &reports, &scope, format, &mut out).await?
+                        + failpass::export::attempts(s, &attempts, &scope, format, &mut out).await?
+                }
+                other => anyhow::bail!("`{other}`: export reports, attempts or all"),
+            };
+            eprintln!("{n} records exported");
+            Ok(())
+        }
         Command::Routing(args) => match args.command {
             failpass::config::RoutingCommand::Eval(args) => {
                 let cfg = failpass::config::load_routing(args.routing_config.as_deref())?;

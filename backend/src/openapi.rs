@@ -18,8 +18,8 @@ use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 
 use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
-    agents, attempts, charts, environments, facets, figures, health, import, jobs, metrics, oracles, pages, projects,
-    reference, refine, reports, reruns, signatures, status, webhooks,
+    agents, attempts, charts, environments, export, facets, figures, health, import, jobs, metrics, oracles, pages,
+    projects, reference, refine, reports, reruns, signatures, status, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -36,7 +36,7 @@ use crate::routes::{
         pages::signin_page, pages::sign_in, pages::sign_out, pages::tokens_page, pages::create_token,
         pages::revoke_token, pages::session, reference::api_reference, openapi_json,
         projects::list_projects, projects::create_project, projects::get_project,
-        reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, webhooks::github,
+        reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, webhooks::github, export::reports, export::attempts,
         attempts::list_attempts, attempts::create_attempt, attempts::get_attempt, attempts::review_attempt,
         figures::get_figures, figures::get_distributions, figures::get_throughput, agents::list_agents,
         facets::get_facets, charts::get_chart, reruns::rerun, refine::refine, signatures::signatures,
@@ -61,6 +61,7 @@ use crate::routes::{
         (name = "jobs", description = "The verification queue: reruns, refine, events."),
         (name = "environments", description = "Recipes the runner builds (admins write, maintainers read)."),
         (name = "import", description = "Bulk NDJSON, and JUnit results of one attempt."),
+        (name = "export", description = "Lists as CSV, JSON or NDJSON (the import's format), with their filters."),
         (name = "status", description = "Public projects' status pages, their JSON and badges."),
     ),
 )]

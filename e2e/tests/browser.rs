@@ -419,6 +419,12 @@ async fn queue_filters_search_and_pages() {
     assert_eq!(shown, expected, "same reports in the same order as the API");
     assert!(h.client.current_url().await.unwrap().as_str().contains("route=human_first"));
     h.screenshot("queue-human-first.png").await;
+    // "Export all" carries the filters: every human_first report, as CSV.
+    let href =
+        h.client.find(Locator::Css("[data-testid=export-csv]")).await.unwrap().attr("href").await.unwrap().unwrap();
+    assert!(href.starts_with("/api/v1/export/reports?") && href.contains("route=human_first"), "{href}");
+    let csv = reqwest::get(format!("{}{href}", h.base)).await.unwrap().text().await.unwrap();
+    assert_eq!(csv.lines().count(), human.items.len() + 1, "{csv}");
 
     // free-text search, typed and submitted
     h.client.goto(&format!("{}/queue", h.base)).await.unwrap();

@@ -248,6 +248,20 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
     route(
+        "GET",
+        "/api/v1/export/reports",
+        Read,
+        Body::None,
+        "the reports list as CSV, JSON or NDJSON (what the caller may read)",
+    ),
+    route(
+        "GET",
+        "/api/v1/export/attempts",
+        Read,
+        Body::None,
+        "the attempts list as CSV, JSON or NDJSON (what the caller may read)",
+    ),
+    route(
         "POST",
         "/api/v1/attempts",
         SubmitAttempt,

@@ -12,6 +12,7 @@ pub(crate) mod agents;
 pub(crate) mod attempts;
 pub(crate) mod charts;
 pub(crate) mod environments;
+pub(crate) mod export;
 pub(crate) mod facets;
 pub(crate) mod figures;
 pub mod health;
@@ -83,6 +84,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/api/v1/reports/{id}/assign", post(reports::assign))
         .add("POST", "/api/v1/reports/{id}/comments", post(reports::comment))
         .add("POST", "/reports/{id}/lifecycle", post(reports::lifecycle_form))
+        .add("GET", "/api/v1/export/reports", get(export::reports))
+        .add("GET", "/api/v1/export/attempts", get(export::attempts))
         .add("POST", "/api/v1/webhooks/github", post(webhooks::github))
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))

@@ -4,6 +4,7 @@ mod access;
 mod accounts;
 mod attempts;
 mod charts;
+mod export;
 mod figures;
 mod health;
 mod helpers;

@@ -163,8 +163,15 @@ pub fn QueuePage() -> impl IntoView {
                                 p
                             })));
                             let first_href = format!("/queue?{}", with_param(&q.pairs(), "cursor", ""));
+                            // Every report the filters select, not only this page.
+                            let export = |format: &str| format!("/api/v1/export/reports?{}", with_param(&q.pairs(), "format", format));
                             view! {
-                                <p class="count" data-testid="queue-count">{format!("{} reports on this page", page.items.len())}</p>
+                                <p class="count" data-testid="queue-count">{format!("{} reports on this page", page.items.len())}
+                                    " · export all: "
+                                    <a href=export("csv") download data-testid="export-csv">"CSV"</a>" "
+                                    <a href=export("json") download>"JSON"</a>" "
+                                    <a href=export("ndjson") download>"NDJSON"</a>
+                                </p>
                                 <ReportTable rows=page.items/>
                                 <nav class="pager" aria-label="Pages">
                                     {paged.then(|| view! { <a href=first_href data-testid="first-page">"First page"</a> })}

@@ -1,0 +1,83 @@
+//! `GET /api/v1/export/{reports,attempts}`: a list, with the page's filters,
+//! as CSV, JSON or NDJSON, streamed as it is read.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Response;
+use failpass_shared::api::attempts::AttemptListQuery;
+use failpass_shared::api::reports::ReportListQuery;
+
+use super::AppState;
+use crate::auth::Viewer;
+use crate::error::{ApiError, ApiResult, QueryPairs};
+use crate::export::ExportFormat;
+
+/// `format` taken out of the query; the rest are the list's filters.
+fn split_format(query: &QueryPairs) -> ApiResult<(ExportFormat, Vec<(&str, &str)>)> {
+    let mut format = ExportFormat::Csv;
+    let mut rest = Vec::new();
+    for (k, v) in query.iter() {
+        if k == "format" {
+            format = ExportFormat::parse(v)?;
+        } else {
+            rest.push((k, v));
+        }
+    }
+    Ok((format, rest))
+}
+
+/// Streams what `write` writes as the response body, named `name.EXT` for download.
+fn stream<F, Fut>(format: ExportFormat, name: &str, write: F) -> ApiResult<Response>
+where
+    F: FnOnce(tokio::io::DuplexStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<u64, crate::export::ExportError>> + Send + 'static,
+{
+    let (writer, reader) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        // A failure half-way ends the body early; it is logged.
+        if let Err(e) = write(writer).await {
+            tracing::warn!(error = %e, "export stopped");
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, format.content_type())
+        .header(header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}.{}\"", format.extension()))
+        .body(Body::from_stream(tokio_util::io::ReaderStream::new(reader)))
+        .map_err(|e| ApiError::Internal(e.into()))
+}
+
+/// Every report matching the reports list's filters (`project`, `route`,
+/// `status`, `label`, `q`, dates, `sort`, `order`…), every page. CSV has one
+/// row per report; JSON is the list's objects; NDJSON is failpass's import
+/// format (each project's record first), so an export imports back.
+#[utoipa::path(
+    get, path = "/api/v1/export/reports", tag = "export",
+    params(("format" = Option<String>, Query, example = "csv", description = "`csv` (the default), `json` or `ndjson`."), ReportListQuery),
+    responses((status = 200, description = "The reports, as a download.", content_type = "text/csv", body = String))
+)]
+pub async fn reports(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
+    let (format, rest) = split_format(&query)?;
+    let q = ReportListQuery::from_pairs(rest)?;
+    let scope = viewer.scope();
+    stream(format, "failpass-reports", move |mut w| async move {
+        crate::export::reports(state.storage.as_ref(), &q, &scope, format, &mut w).await
+    })
+}
+
+/// Every attempt matching the attempts list's filters (`project`,
+/// `report_id`, `agent`, `model`, `verdict`, `goal`), every page. NDJSON
+/// names each attempt's report by project and number, as the import reads it.
+#[utoipa::path(
+    get, path = "/api/v1/export/attempts", tag = "export",
+    params(("format" = Option<String>, Query, example = "csv", description = "`csv` (the default), `json` or `ndjson`."), AttemptListQuery),
+    responses((status = 200, description = "The attempts, as a download.", content_type = "text/csv", body = String))
+)]
+pub async fn attempts(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
+    let (format, rest) = split_format(&query)?;
+    let q = AttemptListQuery::from_pairs(rest)?;
+    let scope = viewer.scope();
+    stream(format, "failpass-attempts", move |mut w| async move {
+        crate::export::attempts(state.storage.as_ref(), &q, &scope, format, &mut w).await
+    })
+}
