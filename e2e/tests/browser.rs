@@ -726,17 +726,16 @@ async fn a_maintainer_corrects_a_route_from_the_report_page() {
         let report = list["items"][0]["id"].as_i64().expect("the demo has an agent_first report in jax-ml/jax");
         h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
         // No reason: the server's message is shown, nothing changes.
-        h.client
-            .wait()
-            .for_element(Locator::Css("[data-testid=route-human_first]"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        h.until("the refusal to show", || async { h.text("route-form").await.contains("reason") }).await;
+        let choose = || async {
+            let select = h.client.wait().for_element(Locator::Css("[data-testid=route-choice]")).await.unwrap();
+            select.select_by_value("human_first").await.unwrap();
+        };
+        choose().await;
+        h.client.find(Locator::Css("[data-testid=set-route]")).await.unwrap().click().await.unwrap();
+        h.until("the refusal to show", || async { h.text("lifecycle-error").await.contains("reason") }).await;
         let same: serde_json::Value = h.api(&format!("/api/v1/reports/{report}")).await;
         assert_eq!(same["route"], "agent_first");
+        choose().await;
         h.client
             .find(Locator::Css("[data-testid=route-reason]"))
             .await
@@ -744,13 +743,18 @@ async fn a_maintainer_corrects_a_route_from_the_report_page() {
             .send_keys("the failure is in the launcher's device setup")
             .await
             .unwrap();
-        h.client.find(Locator::Css("[data-testid=route-human_first]")).await.unwrap().click().await.unwrap();
+        h.client.find(Locator::Css("[data-testid=set-route]")).await.unwrap().click().await.unwrap();
         h.until("the correction to show", || async { h.text("route-correction").await.contains("by demo-maintainer") })
             .await;
         let text = h.text("route-correction").await;
         assert!(text.contains("from agent first to human first") && text.contains("launcher's device setup"), "{text}");
         let after: serde_json::Value = h.api(&format!("/api/v1/reports/{report}")).await;
         assert_eq!((after["route"].as_str(), after["route_corrected"].as_bool()), (Some("human_first"), Some(true)));
+        assert!(
+            h.text("activity")
+                .await
+                .contains("route agent first → human first: the failure is in the launcher's device setup")
+        );
         h.screenshot(&format!("report-route-{width}.png")).await;
         let overflow: bool = h
             .client

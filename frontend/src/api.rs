@@ -113,15 +113,6 @@ pub async fn review(
     post_json(&format!("/api/v1/attempts/{id}/review"), req).await
 }
 
-pub async fn correct_route(
-    id: i64,
-    req: &failpass_shared::api::reports::CorrectRouteRequest,
-) -> Result<(), ClientError> {
-    // The page refetches the report; reading it here would add a second
-    // `Report` decoder to the bundle.
-    post_json::<_, serde::de::IgnoredAny>(&format!("/api/v1/reports/{id}/route"), req).await.map(|_| ())
-}
-
 pub async fn refine(report_id: i64) -> Result<failpass_shared::api::jobs::Job, ClientError> {
     post_json("/api/v1/refine", &failpass_shared::api::jobs::RefineRequest { report_id }).await
 }

@@ -130,6 +130,7 @@ pub fn report_sort_column(sort: ReportSort) -> &'static str {
         ReportSort::CreatedAt => "r.created_at",
         ReportSort::Cost => "r.cost_usd",
         ReportSort::Attempts => "r.attempts",
+        ReportSort::LastActivity => "COALESCE(r.last_activity_at, r.created_at)",
     }
 }
 
@@ -159,7 +160,7 @@ pub fn decode_report_cursor(cursor: &str, sort: ReportSort, order: Order) -> Sto
     }
     let id: i64 = id.parse().map_err(|_| bad("has no valid id"))?;
     let value = match sort {
-        ReportSort::FiledAt | ReportSort::CreatedAt => {
+        ReportSort::FiledAt | ReportSort::CreatedAt | ReportSort::LastActivity => {
             let ts: i64 = value.parse().map_err(|_| bad("has no valid time"))?;
             CursorValue::Time(DateTime::from_timestamp(ts, 0).ok_or_else(|| bad("has no valid time"))?)
         }

@@ -209,7 +209,7 @@ pub async fn comment(
 /// The life-cycle form the report page posts (`application/x-www-form-urlencoded`).
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
 pub struct LifecycleForm {
-    /// `status`, `assign` or `comment`.
+    /// `status`, `route`, `assign` or `comment`.
     pub action: String,
     #[serde(default)]
     pub status: String,
@@ -221,6 +221,9 @@ pub struct LifecycleForm {
     pub assignee: String,
     #[serde(default)]
     pub text: String,
+    /// For `route`: `human_first`, `agent_first` or `hypothesis` (the reason is `reason`).
+    #[serde(default)]
+    pub route: String,
 }
 
 /// The report page's life-cycle form (server-rendered in `lifecycle_html`,
@@ -267,7 +270,14 @@ pub async fn lifecycle_form(
         "comment" => {
             comment(state2, viewer, ApiPath(id), ApiJson(CommentRequest { text: form.text.clone() })).await.map(|_| ())
         }
-        other => Err(ApiError::BadRequest(format!("action: `{other}` is not one of status, assign, comment"))),
+        "route" => match form.route.parse::<failpass_shared::model::Route>() {
+            Ok(route) => {
+                let req = CorrectRouteRequest { route, reason: form.reason.clone() };
+                correct_route(state2, viewer, ApiPath(id), ApiJson(req)).await.map(|_| ())
+            }
+            Err(e) => Err(ApiError::BadRequest(format!("route: {e}"))),
+        },
+        other => Err(ApiError::BadRequest(format!("action: `{other}` is not one of status, route, assign, comment"))),
     };
     match done {
         Ok(()) => Ok(back(None)),
@@ -332,6 +342,18 @@ fn lifecycle_html(report: &Report, may_change: bool) -> String {
                 label.field { span { "Duplicate of #" } input name="duplicate_of" size="8" data-testid="duplicate-of"; }
                 label.field.field-grow { span { "Why" } input name="reason" placeholder="optional" data-testid="status-reason"; }
                 button type="submit" data-testid="set-status" { "Set status" }
+            }
+            form.review method="post" action=(action) data-testid="route-form" {
+                input type="hidden" name="action" value="route";
+                label.field { span { "Route" }
+                    select name="route" data-testid="route-choice" {
+                        @for (value, label) in [("human_first", "Human first"), ("agent_first", "Agent first"), ("hypothesis", "Hypothesis")] {
+                            option value=(value) selected[s.route.as_str() == value] { (label) }
+                        }
+                    }
+                }
+                label.field.field-grow { span { "Why" } input name="reason" placeholder="required" data-testid="route-reason"; }
+                button type="submit" data-testid="set-route" { "Correct route" }
             }
             form.review method="post" action=(action) {
                 input type="hidden" name="action" value="assign";

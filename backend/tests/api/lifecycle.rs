@@ -213,3 +213,102 @@ async fn members_close_mark_duplicates_assign_and_comment_through_the_api() {
     assert_eq!(kinds, expected.map(|(k, t)| (k.to_owned(), t.to_owned())), "{}", r.body);
     assert!(r.body["last_activity_at"].is_string());
 }
+
+/// Sets a report's last activity `days` ago, straight in the database.
+async fn age(url: &str, external_id: &str, days: i64) {
+    let t = chrono::Utc::now() - chrono::Duration::days(days);
+    if url.starts_with("postgres") {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        sqlx::query("UPDATE reports SET last_activity_at = $1 WHERE external_id = $2")
+            .bind(t)
+            .bind(external_id)
+            .execute(&pool)
+            .await
+            .unwrap();
+    } else {
+        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+        sqlx::query("UPDATE reports SET last_activity_at = $1 WHERE external_id = $2")
+            .bind(t)
+            .bind(external_id)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_queue_filters_by_agent_model_and_stuck_days_and_sorts_by_last_activity() {
+    crate::helpers::run_storage_test_url(|s: Arc<dyn Storage>, url: String| async move {
+        s.create_project(&failpass_shared::api::projects::CreateProjectRequest {
+            slug: "o/n".into(),
+            name: None,
+            description: None,
+            public: None,
+        })
+        .await
+        .unwrap();
+        let ids = [
+            intake(s.as_ref(), request("1", &["bug"], None)).await,
+            intake(s.as_ref(), request("2", &["bug"], None)).await,
+            intake(s.as_ref(), request("3", &["bug"], None)).await,
+        ];
+        for (report, agent, model) in [(ids[0], "repgen", "m1"), (ids[1], "openhands", "m2")] {
+            let req = serde_json::from_value(json!({"report_id": report, "agent": agent, "model": model,
+                "verdict": "hypothesis", "verdict_source": "llm"}))
+            .unwrap();
+            s.create_attempt(&req).await.unwrap();
+        }
+        age(&url, "3", 10).await;
+        age(&url, "2", 3).await;
+        let list = |pairs: &'static str| {
+            let s = s.clone();
+            async move {
+                let q = ReportListQuery::from_pairs(
+                    failpass_shared::api::query::parse_query_string(pairs)
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str())),
+                )
+                .unwrap();
+                s.list_reports(&q, &failpass::db::ProjectScope::All)
+                    .await
+                    .unwrap()
+                    .items
+                    .iter()
+                    .map(|r| r.id)
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(list("agent=repgen").await, [ids[0]]);
+        assert_eq!(list("model=m2").await, [ids[1]]);
+        assert_eq!(list("stuck_days=5").await, [ids[2]], "nothing happened to #3 for 10 days");
+        assert_eq!(list("stuck_days=2&sort=last_activity&order=asc").await, [ids[2], ids[1]]);
+        assert_eq!(
+            list("sort=last_activity&order=desc").await,
+            ids,
+            "#1 was touched last (its attempt), #3 longest ago"
+        );
+        // A closed report is not stuck, however old.
+        let member = Origin { actor: "maintainer".into(), via: "api" };
+        s.set_resolution(ids[2], Some(Resolution::Closed), None, None, &member).await.unwrap();
+        assert_eq!(list("stuck_days=5").await, Vec::<i64>::new());
+        // Keyset pages in the new order cover every report once.
+        let q = ReportListQuery::from_pairs([("sort", "last_activity"), ("limit", "1")]).unwrap();
+        let mut seen = Vec::new();
+        let mut q = q;
+        loop {
+            let page = s.list_reports(&q, &failpass::db::ProjectScope::All).await.unwrap();
+            seen.extend(page.items.iter().map(|r| r.id));
+            match page.next_cursor {
+                Some(c) => q.cursor = Some(c),
+                None => break,
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, ids);
+        for bad in ["stuck_days=0", "stuck_days=soon", "sort=last_seen"] {
+            let pairs = failpass_shared::api::query::parse_query_string(bad);
+            assert!(ReportListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).is_err(), "{bad}");
+        }
+    })
+    .await;
+}

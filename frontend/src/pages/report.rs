@@ -184,7 +184,6 @@ fn ReportActions(report: Report) -> impl IntoView {
 #[component]
 fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
     let s = report.summary.clone();
-    let report_id = s.id;
     let actions = report.clone();
     let me = crate::me::use_me();
     let project = s.project.clone();
@@ -228,7 +227,6 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 {s.route_check.then(|| view! {
                     <p class="correction">"The rule was unsure of this route: a maintainer should confirm or correct it."</p>
                 })}
-                {move || maintains.get().then(|| view! { <RouteForm id=report_id/> })}
                 <table class="explanation" data-testid="explanation">
                     <thead><tr><th scope="col">"Rule"</th><th scope="col">"Fired"</th><th scope="col">"Evidence"</th></tr></thead>
                     <tbody>
@@ -445,39 +443,6 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
             }}
             {a.candidate.map(|c| view! { <h3>"Candidate"</h3><Candidate source=c/> })}
         </div>
-    }
-}
-
-/// Set the report's route, and why (kept through re-routing; trains the classifier).
-#[component]
-fn RouteForm(id: i64) -> impl IntoView {
-    let reason: NodeRef<leptos::html::Input> = NodeRef::new();
-    let message = RwSignal::new(String::new());
-    let refetch = use_context::<Refetch>();
-    let send = move |route: Route| {
-        let req = failpass_shared::api::reports::CorrectRouteRequest {
-            route,
-            reason: reason.get().map(|i| i.value()).unwrap_or_default(),
-        };
-        leptos::task::spawn_local(async move {
-            match api::correct_route(id, &req).await {
-                Ok(_) => {
-                    if let Some(Refetch(r)) = refetch {
-                        r.run(());
-                    }
-                }
-                Err(e) => message.set(e.to_string()),
-            }
-        });
-    };
-    view! {
-        <form class="review" data-testid="route-form" on:submit=|ev| ev.prevent_default()>
-            <label class="field field-grow"><span>"Correct the route: why"</span><input node_ref=reason data-testid="route-reason" placeholder="required"/></label>
-            <button type="button" data-testid="route-human_first" on:click=move |_| send(Route::HumanFirst)>"Human first"</button>
-            <button type="button" data-testid="route-agent_first" on:click=move |_| send(Route::AgentFirst)>"Agent first"</button>
-            <button type="button" data-testid="route-hypothesis" on:click=move |_| send(Route::Hypothesis)>"Hypothesis"</button>
-            <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
-        </form>
     }
 }
 

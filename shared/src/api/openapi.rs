@@ -85,6 +85,13 @@ impl IntoParams for ReportFilter {
                 ObjectBuilder::new().schema_type(Type::Boolean).into(),
                 "Only reports whose route the rule was unsure of (`true`: a human should look), or sure of (`false`).",
             ),
+            query("agent", text(200), "Only reports with an attempt by this agent."),
+            query("model", text(200), "Only reports with an attempt by this model."),
+            query(
+                "stuck_days",
+                ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(3650)).into(),
+                "Stuck reports: not in a final state and nothing happened to them for this many days.",
+            ),
         ]
     }
 }

@@ -517,11 +517,22 @@ pub struct ReportFilter {
     pub until: Option<NaiveDate>,
     /// Reports whose route the rule was unsure of (`true`), or sure of (`false`).
     pub route_check: Option<bool>,
+    /// Reports with an attempt by this agent.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Reports with an attempt by this model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Stuck reports: not in a final state, and nothing happened to them
+    /// (no change, no attempt) for this many days.
+    #[serde(default)]
+    pub stuck_days: Option<u32>,
 }
 
 impl ReportFilter {
     /// Its query parameters, as error messages list them.
-    pub const PARAMETERS: &'static str = "project, route, status, label, verdict, q, since, until, route_check";
+    pub const PARAMETERS: &'static str =
+        "project, route, status, label, verdict, q, since, until, route_check, agent, model, stuck_days";
 
     /// Takes `key=value` if it is one of the filter's parameters.
     /// `Ok(false)` means the key is not a filter parameter.
@@ -538,6 +549,17 @@ impl ReportFilter {
                     return Err(FieldError::new("q", "is longer than 200 characters"));
                 }
                 self.q = v.map(str::to_owned)
+            }
+            "agent" => self.agent = v.map(str::to_owned),
+            "model" => self.model = v.map(str::to_owned),
+            "stuck_days" => {
+                self.stuck_days = v
+                    .map(|v| {
+                        v.parse::<u32>().ok().filter(|d| (1..=3650).contains(d)).ok_or_else(|| {
+                            FieldError::new(key, format!("`{v}` is not a number of days from 1 to 3650"))
+                        })
+                    })
+                    .transpose()?
             }
             "since" => self.since = v.map(|v| parse_day(key, v)).transpose()?,
             "until" => self.until = v.map(|v| parse_day(key, v)).transpose()?,
@@ -584,6 +606,14 @@ impl ReportFilter {
         if let Some(v) = self.route_check {
             out.push(("route_check", v.to_string()));
         }
+        for (k, v) in [("agent", &self.agent), ("model", &self.model)] {
+            if let Some(v) = v {
+                out.push((k, v.clone()));
+            }
+        }
+        if let Some(v) = self.stuck_days {
+            out.push(("stuck_days", v.to_string()));
+        }
         out
     }
 
@@ -629,6 +659,8 @@ crate::model::string_enum!(
         CreatedAt => "created_at",
         Cost => "cost",
         Attempts => "attempts",
+        /// The last change to the report or its attempts (`last_activity_at`).
+        LastActivity => "last_activity",
     }
 );
 

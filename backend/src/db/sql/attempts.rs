@@ -534,7 +534,7 @@ impl Engine {
                     r.best_rank.and_then(|rank| Verdict::ALL.iter().copied().find(|v| i64::from(v.rank()) == rank));
                 sqlx::query(
                     "UPDATE reports SET attempts = $1, attempts_graded = $2, attempts_counting = $3, attempts_awaiting = $4, \
-                     best_verdict = $5, cost_usd = $6, first_counting_at = $7 WHERE id = $8",
+                     best_verdict = $5, cost_usd = $6, first_counting_at = $7, last_activity_at = $9 WHERE id = $8",
                 )
                 .bind(r.attempts)
                 .bind(r.graded)
@@ -544,6 +544,7 @@ impl Engine {
                 .bind(r.cost)
                 .bind(r.first_counting_at)
                 .bind(r.report_id)
+                .bind(common::now())
                 .execute(&mut **tx)
                 .await?;
                 Self::refresh_status(tx, r.report_id).await?;

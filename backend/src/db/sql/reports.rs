@@ -95,7 +95,12 @@ impl ReportStore for Engine {
             report_id,
             &origin,
             "route",
-            &format!("route {} → {}: {}", c.previous, c.route, c.reason),
+            &format!(
+                "route {} → {}: {}",
+                c.previous.as_str().replace('_', " "),
+                c.route.as_str().replace('_', " "),
+                c.reason
+            ),
         )
         .await?;
         tx.commit().await?;
@@ -284,6 +289,7 @@ impl ReportStore for Engine {
                     ReportSort::CreatedAt => CursorValue::Time(last.created_at),
                     ReportSort::Cost => CursorValue::Float(last.cost_usd),
                     ReportSort::Attempts => CursorValue::Int(last.attempts),
+                    ReportSort::LastActivity => CursorValue::Time(last.last_activity_at.unwrap_or(last.created_at)),
                 };
                 encode_report_cursor(query.sort, query.order, &value, last.id)
             })
@@ -347,6 +353,18 @@ impl Engine {
         if let Some(t) = until {
             qb.push(" AND r.filed_at < ").push_bind(t);
         }
+        for (column, v) in [("agent", &filter.agent), ("model", &filter.model)] {
+            if let Some(v) = v {
+                qb.push(format!(" AND EXISTS (SELECT 1 FROM attempts fa WHERE fa.report_id = r.id AND fa.{column} = "))
+                    .push_bind(v.clone())
+                    .push(")");
+            }
+        }
+        if let Some(days) = filter.stuck_days {
+            let cutoff = common::now() - chrono::Duration::days(i64::from(days));
+            qb.push(" AND r.status IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < ")
+                .push_bind(cutoff);
+        }
         if let Some(q) = &filter.q {
             let pattern = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
             qb.push(" AND (r.title ").push(Self::LIKE).push(" ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
@@ -355,8 +373,6 @@ impl Engine {
         }
     }
 
-    /// Inserts a report (`existing` = None) or rewrites one in place, with
-    /// its labels and oracle; a rewrite re-derives its attempts' counting.
     /// Appends to a report's activity and moves its last activity to now.
     pub(in crate::db) async fn add_activity(
         tx: &mut Tx,
@@ -479,6 +495,8 @@ impl Engine {
         Self::refresh_status(tx, report_id).await
     }
 
+    /// Inserts a report (`existing` = None) or rewrites one in place, with
+    /// its labels and oracle; a rewrite re-derives its attempts' counting.
     pub(in crate::db) async fn write_report(
         tx: &mut Tx,
         existing: Option<i64>,
