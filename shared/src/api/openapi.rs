@@ -85,13 +85,6 @@ impl IntoParams for ReportFilter {
                 ObjectBuilder::new().schema_type(Type::Boolean).into(),
                 "Only reports whose route the rule was unsure of (`true`: a human should look), or sure of (`false`).",
             ),
-            query("agent", text(200), "Only reports with an attempt by this agent."),
-            query("model", text(200), "Only reports with an attempt by this model."),
-            query(
-                "stuck_days",
-                ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(3650)).into(),
-                "Stuck reports: not in a final state and nothing happened to them for this many days.",
-            ),
         ]
     }
 }
@@ -99,6 +92,15 @@ impl IntoParams for ReportFilter {
 impl IntoParams for ReportListQuery {
     fn into_params(p: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         let mut out = ReportFilter::into_params(p);
+        out.extend([
+            query("agent", text(200), "Only reports with an attempt by this agent."),
+            query("model", text(200), "Only reports with an attempt by this model."),
+            query(
+                "stuck_days",
+                ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(3650)).into(),
+                "Stuck reports: not in a final state and nothing happened to them for this many days.",
+            ),
+        ]);
         out.push(query("sort", ReportSort::schema(), "Order by this; ties break on id. Default `filed_at`."));
         out.push(query("order", Order::schema(), "Default `desc`."));
         out.extend([limit(), cursor()]);

@@ -517,22 +517,11 @@ pub struct ReportFilter {
     pub until: Option<NaiveDate>,
     /// Reports whose route the rule was unsure of (`true`), or sure of (`false`).
     pub route_check: Option<bool>,
-    /// Reports with an attempt by this agent.
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// Reports with an attempt by this model.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Stuck reports: not in a final state, and nothing happened to them
-    /// (no change, no attempt) for this many days.
-    #[serde(default)]
-    pub stuck_days: Option<u32>,
 }
 
 impl ReportFilter {
     /// Its query parameters, as error messages list them.
-    pub const PARAMETERS: &'static str =
-        "project, route, status, label, verdict, q, since, until, route_check, agent, model, stuck_days";
+    pub const PARAMETERS: &'static str = "project, route, status, label, verdict, q, since, until, route_check";
 
     /// Takes `key=value` if it is one of the filter's parameters.
     /// `Ok(false)` means the key is not a filter parameter.
@@ -549,17 +538,6 @@ impl ReportFilter {
                     return Err(FieldError::new("q", "is longer than 200 characters"));
                 }
                 self.q = v.map(str::to_owned)
-            }
-            "agent" => self.agent = v.map(str::to_owned),
-            "model" => self.model = v.map(str::to_owned),
-            "stuck_days" => {
-                self.stuck_days = v
-                    .map(|v| {
-                        v.parse::<u32>().ok().filter(|d| (1..=3650).contains(d)).ok_or_else(|| {
-                            FieldError::new(key, format!("`{v}` is not a number of days from 1 to 3650"))
-                        })
-                    })
-                    .transpose()?
             }
             "since" => self.since = v.map(|v| parse_day(key, v)).transpose()?,
             "until" => self.until = v.map(|v| parse_day(key, v)).transpose()?,
@@ -605,14 +583,6 @@ impl ReportFilter {
         }
         if let Some(v) = self.route_check {
             out.push(("route_check", v.to_string()));
-        }
-        for (k, v) in [("agent", &self.agent), ("model", &self.model)] {
-            if let Some(v) = v {
-                out.push((k, v.clone()));
-            }
-        }
-        if let Some(v) = self.stuck_days {
-            out.push(("stuck_days", v.to_string()));
         }
         out
     }
@@ -693,6 +663,13 @@ impl Default for Order {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportListQuery {
     pub filter: ReportFilter,
+    /// Reports with an attempt by this agent.
+    pub agent: Option<String>,
+    /// Reports with an attempt by this model.
+    pub model: Option<String>,
+    /// Stuck reports: not in a final state, and nothing happened to them
+    /// (no change, no attempt) for this many days.
+    pub stuck_days: Option<u32>,
     pub sort: ReportSort,
     pub order: Order,
     pub limit: u32,
@@ -703,6 +680,9 @@ impl Default for ReportListQuery {
     fn default() -> Self {
         Self {
             filter: ReportFilter::default(),
+            agent: None,
+            model: None,
+            stuck_days: None,
             sort: ReportSort::default(),
             order: Order::default(),
             limit: DEFAULT_LIMIT,
@@ -729,10 +709,21 @@ impl ReportListQuery {
                 "order" => q.order = val.map(|v| parse_field(k, v)).transpose()?.unwrap_or_default(),
                 "limit" => q.limit = val.map(parse_limit).transpose()?.unwrap_or(DEFAULT_LIMIT),
                 "cursor" => q.cursor = val.map(str::to_owned),
+                "agent" => q.agent = val.map(str::to_owned),
+                "model" => q.model = val.map(str::to_owned),
+                "stuck_days" => {
+                    q.stuck_days = val
+                        .map(|v| {
+                            v.parse::<u32>().ok().filter(|d| (1..=3650).contains(d)).ok_or_else(|| {
+                                FieldError::new(k, format!("`{v}` is not a number of days from 1 to 3650"))
+                            })
+                        })
+                        .transpose()?
+                }
                 _ => {
                     return Err(unknown_parameter(
                         k,
-                        &format!("{}, sort, order, limit, cursor", ReportFilter::PARAMETERS),
+                        &format!("{}, agent, model, stuck_days, sort, order, limit, cursor", ReportFilter::PARAMETERS),
                     ));
                 }
             }
@@ -743,6 +734,14 @@ impl ReportListQuery {
 
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
         let mut out = self.filter.pairs();
+        for (k, v) in [("agent", &self.agent), ("model", &self.model)] {
+            if let Some(v) = v {
+                out.push((k, v.clone()));
+            }
+        }
+        if let Some(v) = self.stuck_days {
+            out.push(("stuck_days", v.to_string()));
+        }
         if self.sort != ReportSort::default() {
             out.push(("sort", self.sort.as_str().to_owned()));
         }

@@ -262,6 +262,18 @@ impl ReportStore for Engine {
             REPORT_SUMMARY_COLUMNS
         ));
         Self::push_report_filter(&mut qb, &query.filter, scope);
+        for (column, v) in [("agent", &query.agent), ("model", &query.model)] {
+            if let Some(v) = v {
+                qb.push(format!(" AND EXISTS (SELECT 1 FROM attempts fa WHERE fa.report_id = r.id AND fa.{column} = "))
+                    .push_bind(v.clone())
+                    .push(")");
+            }
+        }
+        if let Some(days) = query.stuck_days {
+            let cutoff = common::now() - chrono::Duration::days(i64::from(days));
+            qb.push(" AND r.status IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < ")
+                .push_bind(cutoff);
+        }
         if let Some(cursor) = &query.cursor {
             let (value, id) = decode_report_cursor(cursor, query.sort, query.order)?;
             qb.push(format!(" AND ({col} {cmp} "));
@@ -352,18 +364,6 @@ impl Engine {
         }
         if let Some(t) = until {
             qb.push(" AND r.filed_at < ").push_bind(t);
-        }
-        for (column, v) in [("agent", &filter.agent), ("model", &filter.model)] {
-            if let Some(v) = v {
-                qb.push(format!(" AND EXISTS (SELECT 1 FROM attempts fa WHERE fa.report_id = r.id AND fa.{column} = "))
-                    .push_bind(v.clone())
-                    .push(")");
-            }
-        }
-        if let Some(days) = filter.stuck_days {
-            let cutoff = common::now() - chrono::Duration::days(i64::from(days));
-            qb.push(" AND r.status IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < ")
-                .push_bind(cutoff);
         }
         if let Some(q) = &filter.q {
             let pattern = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
