@@ -782,6 +782,15 @@ async fn a_maintainer_closes_a_duplicate_assigns_and_comments_from_the_report_pa
         let was = list["items"][0]["status"].as_str().unwrap().to_owned();
         let b_number = b["external_id"].as_str().unwrap().to_owned();
         h.client.goto(&format!("{}/reports/{a}", h.base)).await.unwrap();
+        // jax-ml/jax has no buggy and fixed environment: nothing to run, and the page says why.
+        let refine = h.client.wait().for_element(Locator::Css("[data-testid=refine]")).await.unwrap();
+        h.until("the environments check", || async {
+            refine.attr("disabled").await.unwrap().is_some()
+                && refine.attr("title").await.unwrap().unwrap_or_default().contains("no buggy and fixed environment")
+        })
+        .await;
+        let rerun = h.client.find(Locator::Css("[data-testid=rerun-failed]")).await.unwrap();
+        assert!(rerun.attr("disabled").await.unwrap().is_some());
         let choose = |value: &'static str| {
             let c = h.client.clone();
             async move {

@@ -71,6 +71,8 @@ impl Started {
     }
 }
 
+const NO_ENVIRONMENTS: &str = "This project has no buggy and fixed environment to run in yet: an admin sets them up";
+
 /// Buttons that queue work for the whole report, and the progress they started.
 #[component]
 fn ReportActions(report: Report) -> impl IntoView {
@@ -87,12 +89,19 @@ fn ReportActions(report: Report) -> impl IntoView {
     let rerun_failed = move |_| {
         leptos::task::spawn_local(async move {
             match api::rerun(&RerunRequest { report_id: Some(id), ..Default::default() }).await {
-                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => message.set(
-                    "Nothing to rerun: no failed or errored attempt with a candidate, or this project has no buggy and fixed environments yet (POST /api/v1/environments)."
-                        .into(),
-                ),
+                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => {
+                    message.set("Nothing to rerun: no failed or errored attempt with a candidate.".into())
+                }
                 Ok(r) => {
-                    message.set(format!("{} rerun(s) queued{}.", r.queued.len(), if r.already_queued > 0 { format!(", {} already waiting", r.already_queued) } else { String::new() }));
+                    message.set(format!(
+                        "{} rerun(s) queued{}.",
+                        r.queued.len(),
+                        if r.already_queued > 0 {
+                            format!(", {} already waiting", r.already_queued)
+                        } else {
+                            String::new()
+                        }
+                    ));
                     push(r.queued);
                 }
                 Err(e) => message.set(format!("Could not queue the reruns: {e}")),
@@ -112,12 +121,16 @@ fn ReportActions(report: Report) -> impl IntoView {
             }
         });
     };
-    // Re-check the reproduced attempts against a release environment of the project.
+    // Re-check the reproduced attempts against a release environment of the
+    // project; reruns and refine need its buggy and fixed environments.
+    let runnable = RwSignal::new(true);
     let project = report.summary.project.clone();
     let releases = crate::load::Load::new(move || {
         let project = project.clone();
         async move {
             api::environments(&project).await.map(|envs| {
+                use failpass_shared::model::EnvironmentRole::{Buggy, Fixed};
+                runnable.set([Buggy, Fixed].iter().all(|r| envs.iter().any(|e| e.role == *r)));
                 envs.into_iter()
                     .filter(|e| e.role == failpass_shared::model::EnvironmentRole::Release)
                     .collect::<Vec<_>>()
@@ -148,12 +161,12 @@ fn ReportActions(report: Report) -> impl IntoView {
     };
     view! {
         <div class="actions" data-testid="report-actions">
-            <button type="button" on:click=rerun_failed disabled=!graded
-                title=if graded { "Rerun every failed or errored attempt on buggy and fixed" } else { "Needs a deterministic oracle" }>
+            <button type="button" data-testid="rerun-failed" on:click=rerun_failed disabled=move || !graded || !runnable.get()
+                title=move || if !runnable.get() { NO_ENVIRONMENTS } else if graded { "Rerun every failed or errored attempt on buggy and fixed" } else { "Needs a deterministic oracle" }>
                 "Rerun failed attempts"
             </button>
-            <button type="button" on:click=refine disabled=!refinable
-                title=if refinable { "Generate, grade and feed back until it reproduces or gives up" } else { "For agent-first reports with a deterministic oracle" }>
+            <button type="button" data-testid="refine" on:click=refine disabled=move || !refinable || !runnable.get()
+                title=move || if !runnable.get() { NO_ENVIRONMENTS } else if refinable { "Generate, grade and feed back until it reproduces or gives up" } else { "For agent-first reports with a deterministic oracle" }>
                 "Run refine loop"
             </button>
             <Suspense fallback=|| ()>
