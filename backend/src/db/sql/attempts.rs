@@ -547,8 +547,8 @@ impl Engine {
                 .bind(common::now())
                 .execute(&mut **tx)
                 .await?;
-                Self::refresh_status(tx, r.report_id).await?;
             }
+            Self::refresh_status(tx, chunk).await?;
         }
         Ok(())
     }

@@ -128,7 +128,7 @@ impl ReportStore for Engine {
             .bind(report_id)
             .execute(&mut *tx)
             .await?;
-        Self::refresh_status(&mut tx, report_id).await?;
+        Self::refresh_status(&mut tx, &[report_id]).await?;
         let after: String =
             sqlx::query_scalar("SELECT status FROM reports WHERE id = $1").bind(report_id).fetch_one(&mut *tx).await?;
         let (before, after) = (before.replace('_', " "), after.replace('_', " "));
@@ -401,12 +401,21 @@ impl Engine {
         Ok(())
     }
 
-    /// Recomputes a report's status from its counters and resolution ([`common::STATUS_EXPR`]).
-    pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_id: i64) -> StorageResult<()> {
-        sqlx::query(sqlx::AssertSqlSafe(format!("UPDATE reports SET status = {} WHERE id = $1", common::STATUS_EXPR)))
-            .bind(report_id)
-            .execute(&mut **tx)
-            .await?;
+    /// Recomputes reports' statuses from their counters and resolutions
+    /// ([`common::STATUS_EXPR`]), one statement per chunk of ids.
+    pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
+        for chunk in report_ids.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+                "UPDATE reports SET status = {} WHERE id IN (",
+                common::STATUS_EXPR
+            ));
+            let mut sep = qb.separated(", ");
+            for id in chunk {
+                sep.push_bind(*id);
+            }
+            qb.push(")");
+            qb.build().execute(&mut **tx).await?;
+        }
         Ok(())
     }
 
@@ -490,9 +499,12 @@ impl Engine {
                 if let (Some("not_a_bug"), Some(why)) = (implied, not_a_bug) {
                     Self::add_activity(tx, report_id, origin, "status", &format!("not a bug: {why}")).await?;
                 }
+                // Otherwise the status stands: it follows the counters, which
+                // their own writes refresh.
+                Self::refresh_status(tx, &[report_id]).await?;
             }
         }
-        Self::refresh_status(tx, report_id).await
+        Ok(())
     }
 
     /// Inserts a report (`existing` = None) or rewrites one in place, with
