@@ -221,6 +221,7 @@ pub async fn reports<W: AsyncWrite + Unpin>(
                             name: p.as_ref().map(|p| p.name.clone()),
                             description: p.as_ref().and_then(|p| p.description.clone()),
                             public: p.as_ref().map(|p| p.public),
+                            upstream_url: p.as_ref().and_then(|p| p.upstream_url.clone()),
                         });
                         out.write_all(&json_line(&record)?).await?;
                     }

@@ -87,6 +87,12 @@ impl Default for StatusCache {
 }
 
 impl StatusCache {
+    /// Drops the index of public projects (a project changed visibility or
+    /// name), so the next listing reads it again.
+    pub fn forget_index(&self) {
+        self.index.invalidate_all();
+    }
+
     /// The status of public project `slug`, or `NotFound` (the same for a
     /// private project as for a missing one). Visibility is checked on every
     /// call, so a project made private disappears at once.

@@ -222,7 +222,13 @@ pub async fn github(
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
         .with_context(|| format!("--api-url `{}`: not an http(s) address", opts.api_url))?;
     if storage.get_project(&opts.project, &ProjectScope::All).await?.is_none() {
-        let req = CreateProjectRequest { slug: opts.project.clone(), name: None, description: None, public: None };
+        let req = CreateProjectRequest {
+            slug: opts.project.clone(),
+            name: None,
+            description: None,
+            public: None,
+            upstream_url: None,
+        };
         req.validate().map_err(|e| anyhow::anyhow!("project `{}`: {}: {}", opts.project, e.field, e.message))?;
         match storage.create_project(&req).await {
             Ok(_) | Err(StorageError::Conflict(_)) => {}

@@ -871,6 +871,131 @@ async fn a_maintainer_closes_a_duplicate_assigns_and_comments_from_the_report_pa
     }
 }
 
+/// The maintainer's set-up without curl: a project created from the
+/// Set-up page, its buggy environment written and built by a runner (the
+/// log on the page), and a file imported from the browser with its
+/// rejection listed; wrong input named on the page.
+#[tokio::test]
+async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() {
+    let _one = BROWSER.lock().await;
+    for width in [1280, 390] {
+        let h = start_with(width, 1400, 1).await;
+        h.sign_in("demo-admin").await;
+        let slug = format!("acme/fastnum-{width}");
+        let fill = |testid: &'static str, name: &'static str, value: String| {
+            let c = h.client.clone();
+            async move {
+                let css = format!("[data-testid={testid}] [name={name}]");
+                let el = c.wait().for_element(Locator::Css(&css)).await.unwrap();
+                el.clear().await.unwrap();
+                el.send_keys(&value).await.unwrap();
+            }
+        };
+        let click = |testid: &'static str| {
+            let c = h.client.clone();
+            async move {
+                c.wait()
+                    .for_element(Locator::Css(&format!("[data-testid={testid}]")))
+                    .await
+                    .unwrap()
+                    .click()
+                    .await
+                    .unwrap()
+            }
+        };
+        // From the dashboard's header to the Set-up page.
+        click("setup-link").await;
+        fill("new-project", "slug", slug.clone()).await;
+        fill("new-project", "upstream_url", "not a url".into()).await;
+        h.client.execute("document.querySelector('[name=upstream_url]').type = 'text'", vec![]).await.unwrap();
+        click("create-project").await;
+        assert!(h.text("setup-error").await.contains("upstream_url"), "a wrong address is named");
+        fill("new-project", "upstream_url", "https://github.com/acme/fastnum".into()).await;
+        click("create-project").await;
+        assert_eq!(h.text("setup-notice").await, "Project created.");
+        assert!(h.text("setup-missing").await.contains("lacks both"));
+        // The buggy environment: a variable line without `=` is refused, as typed.
+        fill("new-environment", "name", "fastnum-buggy".into()).await;
+        h.client
+            .find(Locator::Css("[data-testid=new-environment] [name=source]"))
+            .await
+            .unwrap()
+            .select_by_value("none")
+            .await
+            .unwrap();
+        fill("new-environment", "setup", "echo built-in-the-browser".into()).await;
+        fill("new-environment", "variables", "NOEQUALS".into()).await;
+        click("save-environment").await;
+        assert!(h.text("setup-error").await.contains("variables: line 1 `NOEQUALS` is not NAME=value"));
+        fill("new-environment", "variables", "MODE=strict".into()).await;
+        click("save-environment").await;
+        assert!(h.text("setup-notice").await.contains("Environment `fastnum-buggy` created"));
+        click("build-now").await;
+        assert!(h.text("setup-notice").await.contains("queued as job"));
+        // The page reloads until a runner has built it.
+        let started = Instant::now();
+        loop {
+            let status = h.text("build-status").await;
+            if status.starts_with("built") {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "the build never ended: {status}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let log =
+            h.client.find(Locator::Css("[data-testid=build-log]")).await.unwrap().prop("textContent").await.unwrap();
+        assert!(log.unwrap_or_default().contains("built-in-the-browser"));
+        h.client
+            .execute("document.querySelectorAll('details.build-log').forEach(d => d.open = true)", vec![])
+            .await
+            .unwrap();
+        let overflow: i64 = h
+            .client
+            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_i64()
+            .unwrap_or(0);
+        assert!(overflow <= 0, "the set-up page does not scroll sideways at {width} px");
+        h.screenshot(&format!("setup-project-{width}.png")).await;
+        // An import from the browser: two reports stored, one bad line listed.
+        click("import-link").await;
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let record = |n: u32| serde_json::json!({"kind": "report", "project": slug, "external_id": n.to_string(), "title": format!("softmax {n} overflows")});
+        std::fs::write(file.path(), format!("{}\n{}\n{{\"kind\": \"report\"}}\n", record(1), record(2))).unwrap();
+        h.client
+            .find(Locator::Css("[data-testid=import-form] [name=format]"))
+            .await
+            .unwrap()
+            .select_by_value("ndjson")
+            .await
+            .unwrap();
+        h.client
+            .find(Locator::Css("input[name=file]"))
+            .await
+            .unwrap()
+            .send_keys(&file.path().to_string_lossy())
+            .await
+            .unwrap();
+        click("import-submit").await;
+        assert_eq!(h.text("import-created").await, "2");
+        assert_eq!(h.text("import-rejected").await, "1");
+        assert!(h.text("import-rejections").await.contains("project"), "the rejection names the field");
+        let reports: serde_json::Value = h.api(&format!("/api/v1/reports?project={}", slug.replace('/', "%2F"))).await;
+        assert_eq!(reports["items"].as_array().unwrap().len(), 2);
+        let overflow: i64 = h
+            .client
+            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_i64()
+            .unwrap_or(0);
+        assert!(overflow <= 0, "the import page does not scroll sideways at {width} px");
+        h.screenshot(&format!("setup-import-{width}.png")).await;
+        h.finish().await;
+    }
+}
+
 /// Each user is offered only what they may use: anonymous visitors and
 /// viewers see no rerun or review buttons; a maintainer does, and makes an
 /// API token on the tokens page, shown once.

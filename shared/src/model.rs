@@ -340,6 +340,20 @@ string_enum!(
         Recheck => "recheck",
         /// Run the refine loop for a report: generate, verify, feed back.
         Refine => "refine",
+        /// Build an environment's recipe now and keep its log ("build now").
+        Build => "build",
+    }
+);
+
+string_enum!(
+    /// How an environment build asked for on the set-up page went.
+    BuildStatus, "build status" {
+        Running => "running",
+        /// Built by this build.
+        Built => "built",
+        /// Already built from the same recipe: the cached build's log.
+        Cached => "cached",
+        Failed => "failed",
     }
 );
 

@@ -156,6 +156,9 @@ pub enum Body {
     Form,
     /// A bulk import: one of [`IMPORT_TYPES`], never a type a cross-site form can send.
     Import,
+    /// A file upload from failpass's own import page (`multipart/form-data`;
+    /// `security::guard` holds it to this server's origin like any form).
+    Multipart,
 }
 
 impl Body {
@@ -165,6 +168,7 @@ impl Body {
             Body::Json => &["application/json"],
             Body::Form => &["application/x-www-form-urlencoded"],
             Body::Import => IMPORT_TYPES,
+            Body::Multipart => &["multipart/form-data"],
         }
     }
 }
@@ -207,12 +211,57 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route("POST", "/settings/tokens", ManageTokens, Body::Form, "create a project token (shown once)"),
     route("POST", "/settings/tokens/{id}/revoke", ManageTokens, Body::Form, "revoke a token"),
+    route("GET", "/settings/projects", ReadEnvironments, Body::None, "the set-up page: your projects, a new project"),
+    route("POST", "/settings/projects", ManageProjects, Body::Form, "create a project (the set-up page's form)"),
+    route(
+        "GET",
+        "/settings/projects/{owner}/{name}",
+        ReadEnvironments,
+        Body::None,
+        "a project's set-up: details, environments and their builds",
+    ),
+    route(
+        "POST",
+        "/settings/projects/{owner}/{name}",
+        ManageProjects,
+        Body::Form,
+        "change a project's name, description, visibility, upstream address",
+    ),
+    route(
+        "POST",
+        "/settings/projects/{owner}/{name}/environments",
+        ManageEnvironments,
+        Body::Form,
+        "create or replace an environment (the set-up page's form)",
+    ),
+    route(
+        "POST",
+        "/settings/projects/{owner}/{name}/environments/{id}/build",
+        ManageEnvironments,
+        Body::Form,
+        "build an environment now (the set-up page's button)",
+    ),
+    route("GET", "/settings/import", Import, Body::None, "the import page: a file, its format and mapping"),
+    route(
+        "POST",
+        "/settings/import",
+        Import,
+        Body::Multipart,
+        "import an uploaded file; the summary with every rejection",
+    ),
     route("GET", "/api/v1/session", Open, Body::None, "who you are: user, admin, memberships, token"),
     route("GET", "/api/v1/openapi.json", Open, Body::None, "this API as an OpenAPI 3.1 document"),
     route("GET", "/docs/api", Open, Body::None, "the API reference page, drawn from the OpenAPI document"),
     route("GET", "/api/v1/projects", Read, Body::None, "projects you may see"),
     route("POST", "/api/v1/projects", ManageProjects, Body::Json, "create a project"),
     route("GET", "/api/v1/projects/{*slug}", Read, Body::None, "one project"),
+    route(
+        "PATCH",
+        "/api/v1/projects/{*slug}",
+        ManageProjects,
+        Body::Json,
+        "change a project's name, description, visibility or upstream address",
+    ),
     route("GET", "/api/v1/reports", Read, Body::None, "reports (filters, search, keyset pages)"),
     route("POST", "/api/v1/reports", WriteReport, Body::Json, "file a report: it is routed and the explanation stored"),
     route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
@@ -320,6 +369,20 @@ pub const ROUTES: &[RouteSpec] = &[
         ManageEnvironments,
         Body::Json,
         "create or replace an environment (admins only: the runner builds it)",
+    ),
+    route(
+        "POST",
+        "/api/v1/environments/{id}/build",
+        ManageEnvironments,
+        Body::None,
+        "build an environment now on a runner (a job); its log is kept",
+    ),
+    route(
+        "GET",
+        "/api/v1/environments/{id}/build",
+        ReadEnvironments,
+        Body::None,
+        "an environment's newest requested build, with its log",
     ),
     route(
         "GET",

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::{ProjectScope, StorageResult};
-use failpass_shared::api::projects::{CreateProjectRequest, Project};
+use failpass_shared::api::projects::{CreateProjectRequest, Project, UpdateProjectRequest};
 
 /// Projects: the slugs reports, jobs, environments and memberships hang
 /// from. A project is public unless created private.
@@ -11,6 +11,11 @@ use failpass_shared::api::projects::{CreateProjectRequest, Project};
 pub trait ProjectStore: Send + Sync {
     /// Creates a project (public unless `public` says otherwise). `Conflict` when the slug is taken.
     async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project>;
+
+    /// Changes a project's name, description, visibility or upstream address
+    /// (what `req` gives; an empty description or address removes it).
+    /// `NotFound` when there is no such project.
+    async fn update_project(&self, slug: &str, req: &UpdateProjectRequest) -> StorageResult<Project>;
 
     /// Projects visible in `scope`, by slug.
     async fn list_projects(&self, scope: &ProjectScope) -> StorageResult<Vec<Project>>;

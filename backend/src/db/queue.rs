@@ -44,6 +44,18 @@ impl NewJob {
         }
     }
 
+    /// Builds an environment now (the set-up page's "build now"): one
+    /// waiting build per environment; a build that fails is a result, not a retry.
+    pub fn build(environment_id: i64) -> Self {
+        Self {
+            kind: JobKind::Build,
+            payload: JobPayload { environment_id: Some(environment_id), manual: true, ..Default::default() },
+            priority: failpass_shared::api::jobs::PRIORITY_MANUAL,
+            max_tries: 2,
+            dedup_key: Some(format!("build:{environment_id}")),
+        }
+    }
+
     pub fn verify(attempt_id: i64, priority: i32, manual: bool) -> Self {
         Self {
             kind: JobKind::Verify,

@@ -38,6 +38,7 @@ pub struct ProjectRow {
     pub name: String,
     pub description: Option<String>,
     pub public: bool,
+    pub upstream_url: Option<String>,
     pub created_at: DateTime<Utc>,
     pub reports: i64,
 }
@@ -50,6 +51,7 @@ impl From<ProjectRow> for Project {
             name: r.name,
             description: r.description,
             public: r.public,
+            upstream_url: r.upstream_url,
             created_at: r.created_at,
             reports: r.reports,
         }

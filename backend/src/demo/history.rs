@@ -276,6 +276,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                 name: None,
                 description: Some((*description).into()),
                 public: Some(*public),
+                upstream_url: None,
             })
             .await?;
         summary.projects += 1;

@@ -197,6 +197,7 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(
                                     name: None,
                                     description: None,
                                     public: None,
+                                    upstream_url: None,
                                 }),
                             )
                             .await?;

@@ -667,6 +667,7 @@ async fn store(
                 name: None,
                 description: None,
                 public: None,
+                upstream_url: None,
             }),
         )
         .await?;

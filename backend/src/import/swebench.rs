@@ -192,6 +192,7 @@ async fn store(
                         name: None,
                         description: None,
                         public: None,
+                        upstream_url: None,
                     }),
                 )
                 .await?;
@@ -353,6 +354,7 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                         name: None,
                         description: None,
                         public: None,
+                        upstream_url: None,
                     }),
                 )
                 .await?;

@@ -2,12 +2,12 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use failpass_shared::api::jobs::{CreateEnvironmentRequest, Environment};
+use failpass_shared::api::jobs::{CreateEnvironmentRequest, Environment, EnvironmentBuild};
 use failpass_shared::model::EnvironmentRole;
 
 use super::AppState;
 use crate::auth::{Action, Viewer};
-use crate::error::{ApiError, ApiJson, ApiResult, QueryPairs};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
 /// `GET /api/v1/environments?project=owner/name`.
 #[utoipa::path(
@@ -61,4 +61,55 @@ pub async fn create_environment(
     let env = state.storage.create_environment(&req.project, &req).await?;
     tracing::info!(project = %req.project, environment = %env.name, role = %env.role, by = %viewer.name(), "environment recipe stored");
     Ok((if replaced { StatusCode::OK } else { StatusCode::CREATED }, ApiJson(env)))
+}
+
+/// The environment `id` as `viewer` may see it: `NotFound` when it does not
+/// exist or its project is out of the viewer's sight.
+async fn visible_environment(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<Environment> {
+    match state.storage.environment(id).await? {
+        Some(e) if state.storage.get_project(&e.project, &viewer.scope()).await?.is_some() => Ok(e),
+        _ => Err(ApiError::NotFound(format!("environment {id} not found"))),
+    }
+}
+
+/// `POST /api/v1/environments/{id}/build`: builds the recipe on a runner now
+/// (a job; one waiting per environment) and keeps its log.
+#[utoipa::path(
+    post, path = "/api/v1/environments/{id}/build", tag = "environments",
+    params(("id" = i64, Path, example = 1, description = "The environment's id.")),
+    responses((status = 202, description = "The build job (or the one already waiting).", body = failpass_shared::api::jobs::Job),
+              (status = 404, description = "No such environment.", body = failpass_shared::error::ApiErrorBody))
+)]
+pub async fn build_environment(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<(StatusCode, ApiJson<failpass_shared::api::jobs::Job>)> {
+    let env = visible_environment(&state, &viewer, id).await?;
+    viewer.require(Action::ManageEnvironments, &env.project)?;
+    let (job, _) = state.storage.enqueue(&crate::db::queue::NewJob::build(id), chrono::Utc::now()).await?;
+    tracing::info!(project = %env.project, environment = %env.name, job = job.id, by = %viewer.name(), "environment build queued");
+    Ok((StatusCode::ACCEPTED, ApiJson(job)))
+}
+
+/// `GET /api/v1/environments/{id}/build`: the newest build asked for, with its log.
+#[utoipa::path(
+    get, path = "/api/v1/environments/{id}/build", tag = "environments",
+    params(("id" = i64, Path, example = 1, description = "The environment's id.")),
+    responses((status = 200, description = "The newest build and its log.", body = EnvironmentBuild),
+              (status = 404, description = "No such environment, or it was never built on request.", body = failpass_shared::error::ApiErrorBody))
+)]
+pub async fn latest_build(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<ApiJson<EnvironmentBuild>> {
+    let env = visible_environment(&state, &viewer, id).await?;
+    viewer.require(Action::ReadEnvironments, &env.project)?;
+    let builds = state.storage.latest_builds(&env.project).await?;
+    builds
+        .into_iter()
+        .find(|b| b.environment_id == id)
+        .map(ApiJson)
+        .ok_or_else(|| ApiError::NotFound(format!("environment {id} has no build yet; POST to build it")))
 }

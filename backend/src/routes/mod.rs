@@ -26,6 +26,7 @@ pub(crate) mod reference;
 pub(crate) mod refine;
 pub(crate) mod reports;
 pub(crate) mod reruns;
+pub(crate) mod setup;
 pub(crate) mod signatures;
 pub(crate) mod status;
 pub(crate) mod webhooks;
@@ -70,12 +71,22 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/settings/tokens", get(pages::tokens_page))
         .add("POST", "/settings/tokens", post(pages::create_token))
         .add("POST", "/settings/tokens/{id}/revoke", post(pages::revoke_token))
+        .add("GET", "/settings/projects", get(setup::projects_page))
+        .add("POST", "/settings/projects", post(setup::create_project))
+        .add("GET", "/settings/projects/{owner}/{name}", get(setup::project_page))
+        .add("POST", "/settings/projects/{owner}/{name}", post(setup::update_project))
+        .add("POST", "/settings/projects/{owner}/{name}/environments", post(setup::save_environment))
+        .add("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", post(setup::build_environment))
+        .add("GET", "/settings/import", get(setup::import_page))
+        // Uploads are spooled to a temporary file, so a large export fits.
+        .add("POST", "/settings/import", post(setup::import_upload).layer(DefaultBodyLimit::max(setup::UPLOAD_LIMIT)))
         .add("GET", "/api/v1/session", get(pages::session))
         .add("GET", "/api/v1/openapi.json", get(crate::openapi::openapi_json))
         .add("GET", "/docs/api", get(reference::api_reference))
         .add("GET", "/api/v1/projects", get(projects::list_projects))
         .add("POST", "/api/v1/projects", post(projects::create_project))
         .add("GET", "/api/v1/projects/{*slug}", get(projects::get_project))
+        .add("PATCH", "/api/v1/projects/{*slug}", axum::routing::patch(projects::update_project))
         .add("GET", "/api/v1/reports", get(reports::list_reports))
         .add("POST", "/api/v1/reports", post(reports::create_report))
         .add("GET", "/api/v1/reports/{id}", get(reports::get_report))
@@ -106,6 +117,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
         .add("GET", "/api/v1/environments", get(environments::list_environments))
         .add("POST", "/api/v1/environments", post(environments::create_environment))
+        .add("POST", "/api/v1/environments/{id}/build", post(environments::build_environment))
+        .add("GET", "/api/v1/environments/{id}/build", get(environments::latest_build))
         .add("GET", "/metrics", get(metrics::metrics))
         .add("GET", "/api/v1/status/{owner}/{name}", get(status::status_json))
         .add("GET", "/status", get(status::status_index))

@@ -52,7 +52,7 @@ fn safe_next(next: Option<&str>) -> String {
 }
 
 /// The frame every account page shares: the dashboard's top bar and styles.
-fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
+pub(crate) fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
     let me = viewer.me(false);
     html! {
         (DOCTYPE)
@@ -66,7 +66,10 @@ fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
             body {
                 header.topbar {
                     a.brand href="/" { "failpass" }
-                    nav.nav aria-label="Main" { a href="/" { "Dashboard" } }
+                    nav.nav aria-label="Main" {
+                        a href="/" { "Dashboard" }
+                        @if me.maintains_any() { a href="/settings/projects" { "Set-up" } a href="/settings/tokens" { "Tokens" } }
+                    }
                     div.account {
                         @if let Some(user) = &me.user {
                             span.account-name data-testid="signed-in-as" { (user) @if me.admin { " (admin)" } }
@@ -82,7 +85,7 @@ fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
     }
 }
 
-fn page(status: StatusCode, title: &str, viewer: &Viewer, body: Markup) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, viewer: &Viewer, body: Markup) -> Response {
     (
         status,
         [(axum::http::header::CACHE_CONTROL, "no-store")],
@@ -247,7 +250,7 @@ async fn managed_projects(state: &AppState, viewer: &Viewer) -> ApiResult<Vec<(i
     Ok(projects.into_iter().map(|p| (p.id, p.slug)).collect())
 }
 
-fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+pub(crate) fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
     t.map_or_else(|| "never".to_owned(), |t| t.format("%Y-%m-%d %H:%M").to_string())
 }
 

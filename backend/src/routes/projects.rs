@@ -1,6 +1,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
-use failpass_shared::api::projects::{CreateProjectRequest, Project};
+use failpass_shared::api::projects::{CreateProjectRequest, Project, UpdateProjectRequest};
 
 use super::AppState;
 use crate::auth::Viewer;
@@ -49,4 +49,33 @@ pub async fn get_project(
         .await?
         .map(ApiJson)
         .ok_or_else(|| ApiError::NotFound(format!("project `{slug}` not found")))
+}
+
+/// `PATCH /api/v1/projects/{owner}/{name}`: name, description, visibility,
+/// upstream address (admins only, the route's action).
+#[utoipa::path(
+    patch, path = "/api/v1/projects/{slug}", tag = "projects",
+    params(("slug" = String, Path, example = "pytorch/pytorch", description = "`owner/name` (the slash may be sent as is).")),
+    request_body = UpdateProjectRequest,
+    responses((status = 200, description = "The project as changed.", body = Project),
+              (status = 404, description = "No such project.", body = failpass_shared::error::ApiErrorBody))
+)]
+#[tracing::instrument(skip_all, fields(slug = %slug))]
+pub async fn update_project(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(slug): ApiPath<String>,
+    ApiJson(req): ApiJson<UpdateProjectRequest>,
+) -> ApiResult<ApiJson<Project>> {
+    let slug = slug.trim_start_matches('/');
+    req.validate()?;
+    if state.storage.get_project(slug, &viewer.scope()).await?.is_none() {
+        return Err(ApiError::NotFound(format!("project `{slug}` not found")));
+    }
+    viewer.require(crate::auth::Action::ManageProjects, slug)?;
+    let project = state.storage.update_project(slug, &req).await?;
+    // A project made private leaves the status pages' list now (its own page checks on every call).
+    state.status.forget_index();
+    tracing::info!(project = %slug, public = project.public, by = %viewer.name(), "project changed");
+    Ok(ApiJson(project))
 }

@@ -42,7 +42,7 @@ pub async fn refine(
         Ok(()) => {}
         Err(Unverifiable::NoEnvironments) => {
             return Err(ApiError::BadRequest(format!(
-                "report_id: project {} has no buggy and fixed environment to grade candidates in; an admin adds them first (POST /api/v1/environments)",
+                "report_id: project {0} has no buggy and fixed environment to grade candidates in; an admin adds them first on /settings/projects/{0}",
                 report.summary.project
             )));
         }

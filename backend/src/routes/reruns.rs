@@ -54,7 +54,7 @@ pub async fn rerun(
                 Ok(()) => {}
                 Err(Unverifiable::NoEnvironments) => {
                     return Err(ApiError::BadRequest(format!(
-                        "attempt_id: project {} has no buggy and fixed environment to run in, so its recorded verdict stays; add them first (POST /api/v1/environments)",
+                        "attempt_id: project {0} has no buggy and fixed environment to run in, so its recorded verdict stays; an admin adds them first on /settings/projects/{0}",
                         attempt.project
                     )));
                 }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use failpass_shared::api::jobs::Job;
 use failpass_shared::model::JobKind;
 
+use super::build::Build;
 use super::recheck::Recheck;
 use super::refine::{DEFAULT_BUDGET, Generator, Refine};
 use super::verify::Verify;
@@ -16,10 +17,11 @@ use super::{Executor, JobError};
 use crate::db::Storage;
 use crate::db::attempts::Verification;
 
-/// Verify, re-check and refine jobs, each to its executor.
+/// Verify, re-check, refine and build jobs, each to its executor.
 #[derive(Clone)]
 pub struct ByKind {
     pub bench: Workbench,
+    pub build: Build,
     pub verify: Verify,
     pub recheck: Recheck,
     pub refine: Refine,
@@ -50,6 +52,7 @@ impl ByKind {
             recheck: super::recheck::Recheck { bench: bench.clone() },
             refine: Refine { verify: verify.clone(), generator: config.generator, budget: config.refine_budget },
             verify,
+            build: Build { bench: bench.clone() },
             bench,
         }
     }
@@ -57,12 +60,13 @@ impl ByKind {
 
 #[async_trait]
 impl Executor for ByKind {
-    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
+    async fn execute(&self, job: &Job, runner: &str) -> Result<Option<Verification>, JobError> {
         self.bench.preflight().await?;
         match job.kind {
-            JobKind::Verify => self.verify.execute(job, runner).await,
-            JobKind::Recheck => self.recheck.execute(job, runner).await,
-            JobKind::Refine => self.refine.execute(job, runner).await,
+            JobKind::Verify => self.verify.execute(job, runner).await.map(Some),
+            JobKind::Recheck => self.recheck.execute(job, runner).await.map(Some),
+            JobKind::Refine => self.refine.execute(job, runner).await.map(Some),
+            JobKind::Build => self.build.execute(job).await.map(|()| None),
         }
     }
 }

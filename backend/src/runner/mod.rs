@@ -7,6 +7,7 @@
 //! [`workbench::Workbench`] (the sandbox, the environment cache, the run
 //! limits); the refine loop grades each candidate through `Verify`.
 
+pub mod build;
 pub mod env;
 pub mod executors;
 pub mod recheck;
@@ -30,8 +31,9 @@ use crate::db::{attempts::Verification, jobs::Retry};
 #[async_trait]
 pub trait Executor: Send + Sync {
     /// Carries out `job` as runner `runner`: the verification to store with
-    /// the job's completion, or why the job could not be carried out.
-    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError>;
+    /// the job's completion (`None` for a job that stores its own result, a
+    /// build), or why the job could not be carried out.
+    async fn execute(&self, job: &Job, runner: &str) -> Result<Option<Verification>, JobError>;
 }
 
 /// A job that could not be carried out (as opposed to a candidate that

@@ -2,14 +2,13 @@
 //! environment (a newer release), and the outcome is recorded beside the
 //! grade; the verdict stays.
 
-use async_trait::async_trait;
 use chrono::SubsecRound;
 use failpass_shared::api::jobs::Job;
 use failpass_shared::grading::{self, GradeRecord, Recheck as RecheckRecord};
 use failpass_shared::model::{RecheckOutcome, RunEnvironment, RunTrigger, Verdict};
 
+use super::JobError;
 use super::workbench::{self, Workbench};
-use super::{Executor, JobError};
 use crate::db::ProjectScope;
 use crate::db::attempts::Verification;
 
@@ -51,10 +50,10 @@ pub struct Recheck {
     pub bench: Workbench,
 }
 
-#[async_trait]
-impl Executor for Recheck {
+impl Recheck {
+    /// Carries out one `recheck` job (see [`super::Executor`]).
     #[tracing::instrument(name = "recheck", skip_all, fields(job = job.id, attempt = job.payload.attempt_id))]
-    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
+    pub async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
         let bench = &self.bench;
         let attempt_id = job.payload.attempt_id.ok_or_else(|| JobError::permanent("the job names no attempt_id"))?;
         let detail = bench

@@ -13,7 +13,6 @@
 
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use failpass_shared::api::attempts::CreateAttemptRequest;
 use failpass_shared::api::jobs::Job;
 use failpass_shared::api::reports::Report;
@@ -23,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tracing::Instrument;
 
+use super::JobError;
 use super::verify::Verify;
-use super::{Executor, JobError};
 use crate::db::ProjectScope;
 use crate::db::attempts::{Refined, Verification};
 
@@ -93,10 +92,10 @@ pub struct Refine {
 /// exists (it is created with the job's completion).
 const PENDING_ATTEMPT: i64 = 0;
 
-#[async_trait]
-impl Executor for Refine {
+impl Refine {
+    /// Carries out one `refine` job (see [`super::Executor`]).
     #[tracing::instrument(name = "refine", skip_all, fields(job = job.id, report = job.payload.report_id))]
-    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
+    pub async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
         let (generator, budget) = (&self.generator, self.budget);
         let bench = &self.verify.bench;
         let report_id = job.payload.report_id.ok_or_else(|| JobError::permanent("a refine job names no report_id"))?;

@@ -2,15 +2,14 @@
 //! candidate statically, run it (repeatedly, if the oracle asks) on buggy and
 //! fixed, grade the runs by the report's oracle, and compute the four signals.
 
-use async_trait::async_trait;
 use failpass_shared::api::attempts::{Signal, Signals};
 use failpass_shared::api::jobs::{Environment, Job};
 use failpass_shared::api::reports::Report;
 use failpass_shared::grading::{self, GradeRecord, Observation, SetupFailure, Sides, Unverifiable};
 use failpass_shared::model::{EnvironmentRole, FailureCause, RunEnvironment, RunTrigger, SignalSource, Verdict};
 
+use super::JobError;
 use super::workbench::{self, Workbench};
-use super::{Executor, JobError};
 use crate::db::ProjectScope;
 use crate::db::attempts::Verification;
 
@@ -20,10 +19,10 @@ pub struct Verify {
     pub bench: Workbench,
 }
 
-#[async_trait]
-impl Executor for Verify {
+impl Verify {
+    /// Carries out one `verify` job (see [`super::Executor`]).
     #[tracing::instrument(name = "verify", skip_all, fields(job = job.id, attempt = job.payload.attempt_id))]
-    async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
+    pub async fn execute(&self, job: &Job, runner: &str) -> Result<Verification, JobError> {
         let attempt_id = job.payload.attempt_id.ok_or_else(|| JobError::permanent("the job names no attempt_id"))?;
         let storage = &self.bench.storage;
         let detail = storage
@@ -164,7 +163,7 @@ fn unverifiable(
         Unverifiable::NoEnvironments => error(
             FailureCause::EnvSetup,
             format!(
-                "project {} has no buggy and fixed environment to run in (POST /api/v1/environments)",
+                "project {0} has no buggy and fixed environment to run in (an admin adds them on /settings/projects/{0})",
                 report.summary.project
             ),
             None,

@@ -154,10 +154,13 @@ async fn run_one(worker: &Worker, job: &Job, options: &WorkerOptions) {
     crate::metrics::job_finished(job.kind.as_str(), ended, started.elapsed().as_secs_f64());
     match outcome {
         None => tracing::warn!("lease lost to another worker; result dropped"),
-        Some(Ok(v)) => match storage.complete(job.id, id, now, Some(&v)).await {
-            Ok(Finish::Done) => {
-                tracing::info!(attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done")
-            }
+        Some(Ok(v)) => match storage.complete(job.id, id, now, v.as_ref()).await {
+            Ok(Finish::Done) => match &v {
+                Some(v) => {
+                    tracing::info!(attempt = v.attempt_id, verdict = %v.verdict, ms = started.elapsed().as_millis() as u64, "job done")
+                }
+                None => tracing::info!(kind = %job.kind, ms = started.elapsed().as_millis() as u64, "job done"),
+            },
             Ok(Finish::Fenced) => {
                 tracing::warn!("lease lost before completing; result dropped")
             }

@@ -42,12 +42,22 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/settings/tokens", "303 403 200S 200H 200S 403 403 403 403 401"),
     ("POST", "/settings/tokens", "401 403 201 400 201 403 403 403 403 401"),
     ("POST", "/settings/tokens/{id}/revoke", "401 403 303 404 303 403 403 403 403 401"),
+    ("GET", "/settings/projects", "303 403 200S 200H 200S 403 403 403 403 401"),
+    ("POST", "/settings/projects", "401 403 403 403 303 403 403 403 403 401"),
+    ("GET", "/settings/projects/{owner}/{name}", "303 403 200S 404 200S 403 403 403 403 401"),
+    ("POST", "/settings/projects/{owner}/{name}", "401 403 403 403 200S 403 403 403 403 401"),
+    ("POST", "/settings/projects/{owner}/{name}/environments", "401 403 403 403 200S 403 403 403 403 401"),
+    ("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", "401 403 403 403 303 403 403 403 403 401"),
+    ("GET", "/settings/import", "303 403 200S 200H 200S 403 200S 403 200H 401"),
+    // Who may import at all gets the page; each record is then checked against its project.
+    ("POST", "/settings/import", "401 403 200 200 200 403 200 403 200 401"),
     ("GET", "/api/v1/session", "200 200 200 200 200 200 200 200 200 401"),
     ("GET", "/api/v1/openapi.json", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/docs/api", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/api/v1/projects", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/projects", "401 403 403 403 201 403 403 403 403 401"),
     ("GET", "/api/v1/projects/{*slug}", "404 200 200 404 200 200 200 200 404 401"),
+    ("PATCH", "/api/v1/projects/{*slug}", "401 403 403 403 200 403 403 403 403 401"),
     ("GET", "/api/v1/reports", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/reports", "401 403 201 400 201 403 201 403 400 401"),
     ("GET", "/api/v1/reports/{id}", "404 200 200 404 200 200 200 200 404 401"),
@@ -79,6 +89,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/jobs/{id}/events", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/environments", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/environments", "401 403 403 403 201 403 403 403 403 401"),
+    ("POST", "/api/v1/environments/{id}/build", "401 403 403 403 202 403 403 403 403 401"),
+    ("GET", "/api/v1/environments/{id}/build", "401 403 200S 404 200S 403 403 403 403 401"),
     ("POST", "/api/v1/import", "401 403 200C 200R 200C 403 200C 403 200R 401"),
     // The public face shows public projects only, to everyone alike.
     ("GET", "/api/v1/status/{owner}/{name}", "404 404 404 404 404 404 404 404 404 401"),
@@ -95,6 +107,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
 struct Fixture {
     report: i64,
     lead: i64,
+    /// The private project's buggy environment, built once (its log says "vault").
+    environment: i64,
     job: i64,
     /// A token of the private project for each caller to revoke.
     spare_tokens: Vec<i64>,
@@ -174,13 +188,19 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     .await;
     assert_eq!(report["route"], "agent_first", "the refine loop needs an agent_first report: {report}");
     let report = report["id"].as_i64().unwrap();
+    let mut environment = 0;
     for (name, role) in [("vault-buggy", "buggy"), ("vault-fixed", "fixed"), ("vault-release", "release")] {
-        ok(
+        let env = ok(
             app,
             "/api/v1/environments",
             json!({"project": "vault/secret", "name": name, "role": role, "recipe": {"setup": []}}),
         )
         .await;
+        if role == "buggy" {
+            environment = env["id"].as_i64().unwrap();
+            let build = s.start_build(environment, None, env["recipe_hash"].as_str().unwrap()).await.unwrap();
+            s.finish_build(build, failpass_shared::model::BuildStatus::Built, "$ true\nvault built\n").await.unwrap();
+        }
     }
     let attempt = |verdict: &str, source: &str, verify: bool| {
         json!({"report_id": report, "agent": "vault-agent", "model": "vault-model", "verdict": verdict, "verdict_source": source,
@@ -239,6 +259,7 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     .collect();
     let fixture = Fixture {
         report,
+        environment,
         lead: lead["id"].as_i64().unwrap(),
         job: job.id,
         spare_tokens,
@@ -258,6 +279,32 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         }
         ("POST", "/settings/tokens/{id}/revoke") => (format!("/settings/tokens/{}/revoke", f.spare_tokens[i]), (Some("application/x-www-form-urlencoded"), String::new())),
         ("POST", "/api/v1/projects") => ("/api/v1/projects".to_owned(), json(json!({"slug": format!("made/by-{i}")}))),
+        ("PATCH", "/api/v1/projects/{*slug}") => ("/api/v1/projects/vault/secret".to_owned(), json(json!({"description": "vault"}))),
+        ("POST", "/settings/projects") => ("/settings/projects".to_owned(), (Some("application/x-www-form-urlencoded"), format!("slug=made%2Fpage-{i}&visibility=private"))),
+        ("GET", "/settings/projects/{owner}/{name}") => ("/settings/projects/vault/secret".to_owned(), (None, String::new())),
+        ("POST", "/settings/projects/{owner}/{name}") => (
+            "/settings/projects/vault/secret".to_owned(),
+            (Some("application/x-www-form-urlencoded"), "name=vault%2Fsecret&description=vault&visibility=private&upstream_url=".to_owned()),
+        ),
+        ("POST", "/settings/projects/{owner}/{name}/environments") => (
+            "/settings/projects/vault/secret/environments".to_owned(),
+            (Some("application/x-www-form-urlencoded"), format!("name=page-release-{i}&role=release&source=none&setup=true")),
+        ),
+        ("POST", "/settings/projects/{owner}/{name}/environments/{id}/build") => (
+            format!("/settings/projects/vault/secret/environments/{}/build", f.environment),
+            (Some("application/x-www-form-urlencoded"), String::new()),
+        ),
+        ("POST", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), (None, String::new())),
+        ("GET", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), (None, String::new())),
+        ("POST", "/settings/import") => {
+            let record = json!({"kind": "report", "project": "vault/secret", "external_id": format!("page-{i}"), "title": "imported"});
+            let body = format!(
+                "--XBOUNDARYX\r\nContent-Disposition: form-data; name=\"format\"\r\n\r\nndjson\r\n\
+                 --XBOUNDARYX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"r.ndjson\"\r\n\
+                 Content-Type: application/x-ndjson\r\n\r\n{record}\n\r\n--XBOUNDARYX--\r\n"
+            );
+            ("/settings/import".to_owned(), (Some("multipart/form-data; boundary=XBOUNDARYX"), body))
+        }
         ("GET", "/api/v1/projects/{*slug}") => ("/api/v1/projects/vault/secret".to_owned(), (None, String::new())),
         ("POST", "/api/v1/reports") => {
             ("/api/v1/reports".to_owned(), json(json!({"project": "vault/secret", "external_id": format!("by-{i}"), "title": "another"})))
@@ -340,7 +387,11 @@ async fn check_matrix(app: &TestApp, engine: &str) {
         for (i, (caller, want)) in callers.iter().zip(expected).enumerate() {
             let (path, ct, body) = request(route, method, &fixture, i);
             let url = format!("{}{path}", app.base);
-            let mut req = if *method == "GET" { caller.client.get(&url) } else { caller.client.post(&url).body(body) };
+            let mut req = match *method {
+                "GET" => caller.client.get(&url),
+                "PATCH" => caller.client.patch(&url).body(body),
+                _ => caller.client.post(&url).body(body),
+            };
             if let Some(ct) = ct {
                 req = req.header("content-type", ct);
             }

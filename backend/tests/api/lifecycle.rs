@@ -53,6 +53,7 @@ async fn upstream_state_and_labels_take_reports_out_of_the_backlog_until_evidenc
             name: None,
             description: None,
             public: None,
+            upstream_url: None,
         })
         .await
         .unwrap();
@@ -244,6 +245,7 @@ async fn the_queue_filters_by_agent_model_and_stuck_days_and_sorts_by_last_activ
             name: None,
             description: None,
             public: None,
+            upstream_url: None,
         })
         .await
         .unwrap();

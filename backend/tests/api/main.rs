@@ -18,6 +18,7 @@ mod queue;
 mod reports;
 mod runner;
 mod sandbox;
+mod setup;
 mod status;
 mod storage;
 mod sync;

@@ -22,9 +22,15 @@ fn t(s: &str) -> DateTime<Utc> {
 }
 
 async fn project(s: &dyn Storage, slug: &str, public: bool) {
-    s.create_project(&CreateProjectRequest { slug: slug.into(), name: None, description: None, public: Some(public) })
-        .await
-        .unwrap();
+    s.create_project(&CreateProjectRequest {
+        slug: slug.into(),
+        name: None,
+        description: None,
+        public: Some(public),
+        upstream_url: None,
+    })
+    .await
+    .unwrap();
 }
 
 async fn report(
@@ -254,6 +260,7 @@ async fn projects_scope_and_conflicts() {
                 name: None,
                 description: None,
                 public: Some(true),
+                upstream_url: None,
             })
             .await
             .unwrap_err();

@@ -45,7 +45,7 @@ struct Fake {
 
 #[async_trait]
 impl Executor for Fake {
-    async fn execute(&self, job: &Job, _runner: &str) -> Result<Verification, JobError> {
+    async fn execute(&self, job: &Job, _runner: &str) -> Result<Option<Verification>, JobError> {
         let attempt = job.payload.attempt_id.unwrap();
         let try_no = {
             let mut tries = self.tries.lock().unwrap();
@@ -63,18 +63,24 @@ impl Executor for Fake {
             Act::FlakyOnce => {}
             Act::Broken => return Err(JobError::permanent(format!("attempt {attempt} names no candidate"))),
         }
-        Ok(Verification {
+        Ok(Some(Verification {
             grade: GradeRecord::because("graded by the fake"),
             ..Verification::new(attempt, Verdict::NotReproduced)
-        })
+        }))
     }
 }
 
 /// A project, a report, and `n` LLM attempts waiting to be graded.
 async fn attempts(s: &dyn Storage, n: usize) -> Vec<i64> {
-    s.create_project(&CreateProjectRequest { slug: "w/lib".into(), name: None, description: None, public: None })
-        .await
-        .unwrap();
+    s.create_project(&CreateProjectRequest {
+        slug: "w/lib".into(),
+        name: None,
+        description: None,
+        public: None,
+        upstream_url: None,
+    })
+    .await
+    .unwrap();
     let request: CreateReportRequest = serde_json::from_value(serde_json::json!({
         "project": "w/lib", "external_id": "1", "title": "softmax overflows", "body": "softmax([1000.0]) is nan"
     }))

@@ -64,10 +64,16 @@ pub fn QueuePage() -> impl IntoView {
         leptos::task::spawn_local(async move {
             let req = failpass_shared::api::jobs::RerunRequest { filter: Some(filter), ..Default::default() };
             bulk_message.set(match api::rerun(&req).await {
-                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => "Nothing to rerun here: no failed or errored attempt with a candidate \
-                    in a project that has buggy and fixed environments (POST /api/v1/environments) matches these filters."
-                    .to_owned(),
-                Ok(r) => format!("{} rerun(s) queued, {} already waiting; follow them on the Runners page.", r.queued.len(), r.already_queued),
+                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => {
+                    "Nothing to rerun here: no failed or errored attempt with a candidate \
+                    in a project that has buggy and fixed environments (set up under Set-up) matches these filters."
+                        .to_owned()
+                }
+                Ok(r) => format!(
+                    "{} rerun(s) queued, {} already waiting; follow them on the Runners page.",
+                    r.queued.len(),
+                    r.already_queued
+                ),
                 Err(e) => format!("Could not queue the reruns: {e}"),
             });
         });

@@ -20,6 +20,9 @@ pub struct JobPayload {
     /// For a re-check: the environment (by name) to run against instead of fixed.
     #[serde(default)]
     pub environment: Option<String>,
+    /// The environment to build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<i64>,
     /// Manual (from a person) rather than bulk or automatic.
     #[serde(default)]
     pub manual: bool,
@@ -221,6 +224,24 @@ pub struct Environment {
     pub recipe_hash: String,
     #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
+}
+
+/// A build of an environment asked for on the set-up page (or
+/// `POST /api/v1/environments/{id}/build`), with everything it printed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentBuild {
+    pub id: i64,
+    pub environment_id: i64,
+    pub job_id: Option<i64>,
+    /// The recipe built (an edit since makes this build stale).
+    pub recipe_hash: String,
+    pub status: crate::model::BuildStatus,
+    pub log: String,
+    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
+    pub started_at: DateTime<Utc>,
+    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
+    pub finished_at: Option<DateTime<Utc>>,
 }
 
 impl CreateEnvironmentRequest {

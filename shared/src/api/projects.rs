@@ -22,6 +22,9 @@ pub struct CreateProjectRequest {
     /// (and, for an existing project in an import, unchanged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public: Option<bool>,
+    /// Where the project lives upstream (`https://github.com/pytorch/pytorch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_url: Option<String>,
 }
 
 impl CreateProjectRequest {
@@ -36,7 +39,68 @@ impl CreateProjectRequest {
         if self.description.as_ref().is_some_and(|d| d.len() > 10_000) {
             return Err(FieldError::new("description", "is longer than 10000 bytes"));
         }
+        if let Some(url) = &self.upstream_url {
+            validate_upstream_url(url)?;
+        }
         Ok(())
+    }
+}
+
+/// `PATCH /api/v1/projects/{owner}/{name}`: what to change (fields left out
+/// stay as they are; an empty description or upstream address removes it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", schema(example = json!({"public": false, "upstream_url": "https://github.com/pytorch/pytorch"})))]
+pub struct UpdateProjectRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_url: Option<String>,
+}
+
+impl UpdateProjectRequest {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.name.is_none() && self.description.is_none() && self.public.is_none() && self.upstream_url.is_none() {
+            return Err(FieldError::new("name", "nothing to change: give name, description, public or upstream_url"));
+        }
+        if let Some(name) = &self.name
+            && (name.trim().is_empty() || name.len() > 200)
+        {
+            return Err(FieldError::new("name", "must be 1 to 200 characters"));
+        }
+        if self.description.as_ref().is_some_and(|d| d.len() > 10_000) {
+            return Err(FieldError::new("description", "is longer than 10000 bytes"));
+        }
+        if let Some(url) = self.upstream_url.as_deref().filter(|u| !u.trim().is_empty()) {
+            validate_upstream_url(url)?;
+        }
+        Ok(())
+    }
+}
+
+/// An upstream address is an `http(s)://` URL of at most 500 characters,
+/// with no spaces or control characters (it becomes a link on the pages).
+pub fn validate_upstream_url(url: &str) -> Result<(), FieldError> {
+    let url = url.trim();
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let ok = url.len() <= 500
+        && rest.is_some_and(|r| {
+            let host = r.split(['/', '?', '#']).next().unwrap_or("");
+            !host.is_empty() && !host.contains('@')
+        })
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '\\' | '`'));
+    if ok {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            "upstream_url",
+            format!("`{url}` is not an http(s) address (at most 500 characters, no spaces or quotes)"),
+        ))
     }
 }
 
@@ -79,6 +143,9 @@ pub struct Project {
     pub name: String,
     pub description: Option<String>,
     pub public: bool,
+    /// Where the project lives upstream, when someone said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_url: Option<String>,
     #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
     /// Reports filed under this project.

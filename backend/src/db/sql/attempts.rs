@@ -477,7 +477,7 @@ impl Engine {
             Err(Unverifiable::NoEnvironments) => Err(invalid(
                 "verify",
                 format!(
-                    "report {report_id}'s project has no buggy and fixed environment to run in; add them (POST /api/v1/environments) first"
+                    "report {report_id}'s project has no buggy and fixed environment to run in; an admin adds them on the project's set-up page first"
                 ),
             )),
         }

@@ -5,7 +5,8 @@ use crate::db::common;
 use crate::db::environments::*;
 use async_trait::async_trait;
 use failpass_shared::api::jobs::SignatureGroup;
-use failpass_shared::api::jobs::{CreateEnvironmentRequest, Environment};
+use failpass_shared::api::jobs::{CreateEnvironmentRequest, Environment, EnvironmentBuild};
+use failpass_shared::model::BuildStatus;
 
 use super::Engine;
 use crate::db::{ProjectScope, StorageError, StorageResult};
@@ -66,6 +67,57 @@ impl EnvironmentStore for Engine {
             .into_iter()
             .find(|e| e.name == name)
             .ok_or_else(|| StorageError::NotFound(format!("environment `{name}`")))
+    }
+
+    async fn environment(&self, id: i64) -> StorageResult<Option<Environment>> {
+        let row: Option<EnvironmentRow> = sqlx::query_as(
+            "SELECT e.id, p.slug AS project, e.name, e.role, e.recipe, e.recipe_hash, e.created_at \
+             FROM environments e JOIN projects p ON p.id = e.project_id WHERE e.id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(EnvironmentRow::into_environment).transpose()
+    }
+
+    async fn start_build(&self, environment_id: i64, job_id: Option<i64>, recipe_hash: &str) -> StorageResult<i64> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO environment_builds (environment_id, job_id, recipe_hash, status, log, started_at) \
+             VALUES ($1, $2, $3, 'running', '', $4) RETURNING id",
+        )
+        .bind(environment_id)
+        .bind(job_id)
+        .bind(recipe_hash)
+        .bind(common::now())
+        .fetch_one(&self.write)
+        .await?)
+    }
+
+    async fn finish_build(&self, build_id: i64, status: BuildStatus, log: &str) -> StorageResult<()> {
+        let done = sqlx::query("UPDATE environment_builds SET status = $1, log = $2, finished_at = $3 WHERE id = $4")
+            .bind(status.as_str())
+            .bind(log)
+            .bind(common::now())
+            .bind(build_id)
+            .execute(&self.write)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StorageError::NotFound(format!("environment build {build_id}")));
+        }
+        Ok(())
+    }
+
+    async fn latest_builds(&self, project: &str) -> StorageResult<Vec<EnvironmentBuild>> {
+        let rows: Vec<BuildRow> = sqlx::query_as(
+            "SELECT b.id, b.environment_id, b.job_id, b.recipe_hash, b.status, b.log, b.started_at, b.finished_at \
+             FROM environment_builds b JOIN environments e ON e.id = b.environment_id JOIN projects p ON p.id = e.project_id \
+             WHERE p.slug = $1 AND b.id = (SELECT MAX(b2.id) FROM environment_builds b2 WHERE b2.environment_id = b.environment_id) \
+             ORDER BY b.environment_id",
+        )
+        .bind(project)
+        .fetch_all(&self.read)
+        .await?;
+        rows.into_iter().map(BuildRow::into_build).collect()
     }
 
     async fn list_environments(&self, project: &str) -> StorageResult<Vec<Environment>> {

@@ -107,36 +107,44 @@ impl ImportStore for Engine {
         let mut tx = self.write.begin().await?;
         let mut out = Vec::with_capacity(reqs.len());
         for req in reqs {
-            let existing: Option<(i64, String, Option<String>, bool)> =
-                sqlx::query_as("SELECT id, name, description, public FROM projects WHERE slug = $1")
+            let existing: Option<(i64, String, Option<String>, bool, Option<String>)> =
+                sqlx::query_as("SELECT id, name, description, public, upstream_url FROM projects WHERE slug = $1")
                     .bind(&req.slug)
                     .fetch_optional(&mut *tx)
                     .await?;
             out.push(match existing {
-                Some((id, n, d, p)) => {
+                Some((id, n, d, p, u)) => {
                     // A field the record leaves out keeps its stored value.
                     let name = req.name.clone().unwrap_or(n.clone());
                     let description = req.description.clone().or(d.clone());
                     let public = req.public.unwrap_or(p);
-                    if (&name, &description, public) == (&n, &d, p) {
+                    let upstream = req.upstream_url.clone().or(u.clone());
+                    if (&name, &description, public, &upstream) == (&n, &d, p, &u) {
                         Outcome::Unchanged
                     } else {
-                        sqlx::query("UPDATE projects SET name = $1, description = $2, public = $3 WHERE id = $4")
-                            .bind(&name)
-                            .bind(&description)
-                            .bind(public)
-                            .bind(id)
+                        sqlx::query(
+                            "UPDATE projects SET name = $1, description = $2, public = $3, upstream_url = $4 WHERE id = $5",
+                        )
+                        .bind(&name)
+                        .bind(&description)
+                        .bind(public)
+                        .bind(&upstream)
+                        .bind(id)
                             .execute(&mut *tx)
                             .await?;
                         Outcome::Updated
                     }
                 }
                 None => {
-                    sqlx::query("INSERT INTO projects (slug, name, description, public, created_at) VALUES ($1, $2, $3, $4, $5)")
-                        .bind(&req.slug)
-                        .bind(req.name.clone().unwrap_or_else(|| req.slug.clone()))
-                        .bind(&req.description)
-                        .bind(req.public.unwrap_or(default_public))
+                    sqlx::query(
+                        "INSERT INTO projects (slug, name, description, public, upstream_url, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(&req.slug)
+                    .bind(req.name.clone().unwrap_or_else(|| req.slug.clone()))
+                    .bind(&req.description)
+                    .bind(req.public.unwrap_or(default_public))
+                    .bind(&req.upstream_url)
                         .bind(common::now())
                         .execute(&mut *tx)
                         .await?;

@@ -6,10 +6,10 @@ use crate::db::common::PROJECT_COLUMNS;
 use crate::db::projects::*;
 use crate::db::rows::ProjectRow;
 use async_trait::async_trait;
-use failpass_shared::api::projects::{CreateProjectRequest, Project};
+use failpass_shared::api::projects::{CreateProjectRequest, Project, UpdateProjectRequest};
 
 use super::{Engine, Tx};
-use crate::db::{ProjectScope, StorageResult};
+use crate::db::{ProjectScope, StorageError, StorageResult};
 
 #[async_trait]
 impl ProjectStore for Engine {
@@ -84,16 +84,46 @@ impl ProjectStore for Engine {
     async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project> {
         let name = req.name.clone().unwrap_or_else(|| req.slug.clone());
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO projects (slug, name, description, public, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            "INSERT INTO projects (slug, name, description, public, upstream_url, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(&req.slug)
         .bind(&name)
         .bind(&req.description)
         .bind(req.public.unwrap_or(true))
+        .bind(req.upstream_url.as_deref().map(str::trim))
         .bind(common::now())
         .fetch_one(&self.write)
         .await
         .map_err(common::conflict_on_unique(format!("project `{}` already exists", req.slug)))?;
+        let row: ProjectRow =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {} FROM projects p WHERE p.id = $1", PROJECT_COLUMNS)))
+                .bind(id)
+                .fetch_one(&self.write)
+                .await?;
+        Ok(row.into())
+    }
+
+    async fn update_project(&self, slug: &str, req: &UpdateProjectRequest) -> StorageResult<Project> {
+        // An empty description or address removes it; a field left out stays.
+        let blank_is_none =
+            |v: &Option<String>| v.as_ref().map(|v| Some(v.trim().to_owned()).filter(|v| !v.is_empty()));
+        let (description, upstream) = (blank_is_none(&req.description), blank_is_none(&req.upstream_url));
+        let id: Option<i64> = sqlx::query_scalar(
+            "UPDATE projects SET name = COALESCE($1, name), \
+             description = CASE WHEN $2 THEN $3 ELSE description END, public = COALESCE($4, public), \
+             upstream_url = CASE WHEN $5 THEN $6 ELSE upstream_url END WHERE slug = $7 RETURNING id",
+        )
+        .bind(req.name.as_deref().map(str::trim))
+        .bind(description.is_some())
+        .bind(description.flatten())
+        .bind(req.public)
+        .bind(upstream.is_some())
+        .bind(upstream.flatten())
+        .bind(slug)
+        .fetch_optional(&self.write)
+        .await?;
+        let id = id.ok_or_else(|| StorageError::NotFound(format!("project `{slug}`")))?;
         let row: ProjectRow =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {} FROM projects p WHERE p.id = $1", PROJECT_COLUMNS)))
                 .bind(id)

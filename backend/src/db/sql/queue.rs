@@ -75,7 +75,15 @@ impl Engine {
                     .fetch_optional(&mut **tx)
                     .await?
             }
-            _ => None,
+            _ => match payload.environment_id {
+                Some(e) => {
+                    sqlx::query_scalar("SELECT project_id FROM environments WHERE id = $1")
+                        .bind(e)
+                        .fetch_optional(&mut **tx)
+                        .await?
+                }
+                None => None,
+            },
         })
     }
 }
