@@ -307,6 +307,11 @@ pub struct WorkerArgs {
     pub lease_seconds: i64,
     #[command(flatten)]
     pub runs: RunArgs,
+    /// Routing rule configuration (TOML; see docs/routing.toml): a report
+    /// whose authored oracle this worker validates is re-routed by it, so
+    /// give the file `serve` reads.
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

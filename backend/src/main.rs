@@ -94,6 +94,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 generator: args.refine.generator(),
                 refine_budget: args.refine.refine_budget,
                 allow_unsandboxed: args.runs.allow_unsandboxed_runs,
+                routing: std::sync::Arc::new(failpass::config::load_routing(args.routing_config.as_deref())?),
             };
             let executor = std::sync::Arc::new(failpass::runner::executors::ByKind::new(
                 storage.clone(),

@@ -33,6 +33,8 @@ pub struct App {
     allow_unsandboxed: bool,
     /// Public projects' statuses (shared with the routes).
     status: crate::status::StatusCache,
+    /// The routing rule (the workers re-route reports that gain an authored oracle).
+    routing: Arc<RoutingConfig>,
 }
 
 /// What to build an [`App`] from.
@@ -86,7 +88,7 @@ impl App {
         let status = crate::status::StatusCache::default();
         let (router, routes) = router(AppState {
             storage: storage.clone(),
-            routing,
+            routing: routing.clone(),
             models: Default::default(),
             security: security.clone(),
             health: Default::default(),
@@ -105,6 +107,7 @@ impl App {
             recheck_every: cfg.recheck_every,
             allow_unsandboxed: cfg.security.allow_unsandboxed_runs,
             status,
+            routing,
         })
     }
 
@@ -133,6 +136,7 @@ impl App {
             generator: self.generator,
             refine_budget: self.refine_budget,
             allow_unsandboxed: self.allow_unsandboxed,
+            routing: self.routing.clone(),
         };
         let executor = Arc::new(crate::runner::executors::ByKind::new(self.storage.clone(), &self.data_dir, config));
         if self.workers > 0 && !crate::runner::sandbox::switches_user() {

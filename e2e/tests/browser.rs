@@ -996,6 +996,76 @@ async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() 
     }
 }
 
+/// The maintainer writes an oracle for a hypothesis report from its page:
+/// a weak test is run and refused (it passes on buggy too), the real one is
+/// validated by a runner on the demo's buggy and fixed fastnum, and the
+/// report is routed again (agent first), with the measured minutes shown.
+#[tokio::test]
+async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
+    let _one = BROWSER.lock().await;
+    for width in [1280, 390] {
+        let h = start_with(width, 1400, 1).await;
+        h.sign_in("demo-maintainer").await;
+        let list: serde_json::Value = h.api("/api/v1/reports?project=fastnum%2Ffastnum&route=hypothesis").await;
+        let id = list["items"][0]["id"].as_i64().expect("the demo has a hypothesis report in fastnum");
+        h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
+        h.client.wait().for_element(Locator::Css("[data-testid=write-oracle] a")).await.unwrap().click().await.unwrap();
+        assert!(h.text("oracle-clock").await.ends_with("(running)"));
+        let validate = |script: &'static str| {
+            let c = h.client.clone();
+            async move {
+                let area = c.wait().for_element(Locator::Css("[data-testid=oracle-script]")).await.unwrap();
+                area.clear().await.unwrap();
+                area.send_keys(script).await.unwrap();
+                c.find(Locator::Css("[data-testid=oracle-validate]")).await.unwrap().click().await.unwrap();
+            }
+        };
+        let settled = |h: &Harness| {
+            let c = h.client.clone();
+            async move {
+                let started = Instant::now();
+                // The page reloads every 5 s while a runner validates.
+                while c.find(Locator::Css("[data-testid=oracle-validating]")).await.is_ok() {
+                    assert!(started.elapsed() < Duration::from_secs(120), "the validation never ended");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        };
+        // A test that passes on buggy as well is run, and not stored.
+        validate("import fastnum\nprint(fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0))\n").await;
+        settled(&h).await;
+        assert!(h.text("oracle-result").await.contains("Last validation: not reproduced"));
+        assert_eq!(h.text("oracle-tries").await, "1");
+        // The real one: 0.3.0 averages over the wrong axis.
+        validate(
+            "import fastnum\n\nm = fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0)\nassert m == [2.5, 3.5, 4.5], m\n",
+        )
+        .await;
+        settled(&h).await;
+        assert_eq!(h.text("oracle-route").await, "agent first");
+        let report: serde_json::Value = h.api(&format!("/api/v1/reports/{id}")).await;
+        assert_eq!(
+            (report["route"].as_str(), report["oracle"]["source"].as_str()),
+            (Some("agent_first"), Some("authored"))
+        );
+        assert!(report["oracle"]["authoring_minutes"].as_f64().unwrap() > 0.0);
+        let overflow: i64 = h
+            .client
+            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_i64()
+            .unwrap_or(0);
+        assert!(overflow <= 0, "the oracle page does not scroll sideways at {width} px");
+        h.screenshot(&format!("oracle-validated-{width}.png")).await;
+        // The Oracles page answers "within an hour?" from this history.
+        h.client.goto(&format!("{}/oracles?project=fastnum%2Ffastnum", h.base)).await.unwrap();
+        assert!(h.text("within-hour").await.starts_with("1 of 1"));
+        h.screenshot(&format!("oracles-authoring-{width}.png")).await;
+        h.finish().await;
+    }
+}
+
 /// Each user is offered only what they may use: anonymous visitors and
 /// viewers see no rerun or review buttons; a maintainer does, and makes an
 /// API token on the tokens page, shown once.

@@ -342,6 +342,8 @@ string_enum!(
         Refine => "refine",
         /// Build an environment's recipe now and keep its log ("build now").
         Build => "build",
+        /// Validate a maintainer's draft oracle on buggy and fixed.
+        Oracle => "oracle",
     }
 );
 

@@ -295,6 +295,20 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::Form,
         "the report page's form: status, assignee or comment, then back to the report",
     ),
+    route(
+        "GET",
+        "/reports/{id}/oracle",
+        Review,
+        Body::None,
+        "write an oracle for a report without one (its authoring clock starts)",
+    ),
+    route(
+        "POST",
+        "/reports/{id}/oracle",
+        Review,
+        Body::Form,
+        "validate the oracle on buggy and fixed (stored once it fails, then passes); pause, resume",
+    ),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
     route(
         "GET",

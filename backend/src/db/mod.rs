@@ -23,6 +23,7 @@ pub mod environments;
 pub mod figures;
 pub mod imports;
 pub mod jobs;
+pub mod oracle_drafts;
 mod postgres;
 pub mod projects;
 pub mod queue;
@@ -40,6 +41,7 @@ pub use environments::EnvironmentStore;
 pub use figures::FigureStore;
 pub use imports::ImportStore;
 pub use jobs::JobStore;
+pub use oracle_drafts::OracleDraftStore;
 pub use postgres::PgStorage;
 pub use projects::ProjectStore;
 pub use reports::{NewReport, ReportStore};
@@ -177,6 +179,7 @@ pub trait Storage:
     + JobStore
     + EnvironmentStore
     + AccountStore
+    + OracleDraftStore
     + Send
     + Sync
     + 'static

@@ -56,6 +56,22 @@ impl NewJob {
         }
     }
 
+    /// Validates a maintainer's draft oracle for `report_id` (one waiting per draft).
+    pub fn oracle(draft_id: i64, report_id: i64) -> Self {
+        Self {
+            kind: JobKind::Oracle,
+            payload: JobPayload {
+                oracle_draft_id: Some(draft_id),
+                report_id: Some(report_id),
+                manual: true,
+                ..Default::default()
+            },
+            priority: failpass_shared::api::jobs::PRIORITY_MANUAL,
+            max_tries: 3,
+            dedup_key: Some(format!("oracle:{draft_id}")),
+        }
+    }
+
     pub fn verify(attempt_id: i64, priority: i32, manual: bool) -> Self {
         Self {
             kind: JobKind::Verify,

@@ -10,6 +10,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod attempts;
+pub(crate) mod authoring;
 pub(crate) mod charts;
 pub(crate) mod environments;
 pub(crate) mod export;
@@ -95,6 +96,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/api/v1/reports/{id}/assign", post(reports::assign))
         .add("POST", "/api/v1/reports/{id}/comments", post(reports::comment))
         .add("POST", "/reports/{id}/lifecycle", post(reports::lifecycle_form))
+        .add("GET", "/reports/{id}/oracle", get(authoring::oracle_page))
+        .add("POST", "/reports/{id}/oracle", post(authoring::oracle_form))
         .add("GET", "/api/v1/export/reports", get(export::reports))
         .add("GET", "/api/v1/export/attempts", get(export::attempts))
         .add("POST", "/api/v1/webhooks/github", post(webhooks::github))

@@ -327,6 +327,12 @@ fn lifecycle_html(report: &Report, may_change: bool) -> String {
             }
             dt { "Assignee" } dd data-testid="lifecycle-assignee" { (s.assignee.as_deref().unwrap_or("nobody")) }
         }
+        @if may_change && !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
+            p data-testid="write-oracle" {
+                "No deterministic oracle yet: " a href=(format!("/reports/{}/oracle", s.id)) target="_self" { "write one" }
+                " (failpass validates it on buggy and fixed, then routes the report again)."
+            }
+        }
         @if may_change {
             form.review method="post" action=(action) data-testid="status-form" {
                 input type="hidden" name="action" value="status";

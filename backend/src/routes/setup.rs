@@ -166,7 +166,7 @@ pub async fn projects_page(State(state): State<AppState>, viewer: Viewer) -> Api
 
 /// `POST /settings/projects`: on to the new project's set-up page.
 #[utoipa::path(
-    post, path = "/settings/projects", tag = "pages",
+    post, path = "/settings/projects", tag = "pages", operation_id = "create_project_form",
     request_body(content = ProjectForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 303, description = "Created: on to its set-up page."),
               (status = 400, description = "Refused: the page again, saying why.", content_type = "text/html", body = String))
@@ -470,7 +470,7 @@ pub async fn project_page(
 
 /// `POST /settings/projects/{owner}/{name}`
 #[utoipa::path(
-    post, path = "/settings/projects/{owner}/{name}", tag = "pages",
+    post, path = "/settings/projects/{owner}/{name}", tag = "pages", operation_id = "update_project_form",
     params(("owner" = String, Path, example = "pytorch"), ("name" = String, Path, example = "pytorch")),
     request_body(content = ProjectForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Saved: the page again, saying so.", content_type = "text/html", body = String),
@@ -559,7 +559,7 @@ pub async fn save_environment(
 
 /// `POST /settings/projects/{owner}/{name}/environments/{id}/build`
 #[utoipa::path(
-    post, path = "/settings/projects/{owner}/{name}/environments/{id}/build", tag = "pages",
+    post, path = "/settings/projects/{owner}/{name}/environments/{id}/build", tag = "pages", operation_id = "build_environment_form",
     params(("owner" = String, Path, example = "pytorch"), ("name" = String, Path, example = "pytorch"),
            ("id" = i64, Path, example = 1, description = "The environment's id.")),
     responses((status = 303, description = "Queued: back to the project's page, which reloads until the build ends."))

@@ -9,6 +9,7 @@ use failpass_shared::api::jobs::Job;
 use failpass_shared::model::JobKind;
 
 use super::build::Build;
+use super::oracle::ValidateOracle;
 use super::recheck::Recheck;
 use super::refine::{DEFAULT_BUDGET, Generator, Refine};
 use super::verify::Verify;
@@ -22,6 +23,7 @@ use crate::db::attempts::Verification;
 pub struct ByKind {
     pub bench: Workbench,
     pub build: Build,
+    pub oracle: ValidateOracle,
     pub verify: Verify,
     pub recheck: Recheck,
     pub refine: Refine,
@@ -35,11 +37,18 @@ pub struct RunnerConfig {
     pub refine_budget: u32,
     /// Run candidates even when the sandbox cannot give them users of their own.
     pub allow_unsandboxed: bool,
+    /// The routing rule, for re-routing a report that gains a validated oracle.
+    pub routing: Arc<failpass_shared::routing::RoutingConfig>,
 }
 
 impl Default for RunnerConfig {
     fn default() -> Self {
-        Self { generator: Generator::Snippet, refine_budget: DEFAULT_BUDGET, allow_unsandboxed: false }
+        Self {
+            generator: Generator::Snippet,
+            refine_budget: DEFAULT_BUDGET,
+            allow_unsandboxed: false,
+            routing: Arc::default(),
+        }
     }
 }
 
@@ -51,6 +60,7 @@ impl ByKind {
         Self {
             recheck: super::recheck::Recheck { bench: bench.clone() },
             refine: Refine { verify: verify.clone(), generator: config.generator, budget: config.refine_budget },
+            oracle: ValidateOracle { verify: verify.clone(), routing: config.routing.clone() },
             verify,
             build: Build { bench: bench.clone() },
             bench,
@@ -67,6 +77,7 @@ impl Executor for ByKind {
             JobKind::Recheck => self.recheck.execute(job, runner).await.map(Some),
             JobKind::Refine => self.refine.execute(job, runner).await.map(Some),
             JobKind::Build => self.build.execute(job).await.map(|()| None),
+            JobKind::Oracle => self.oracle.execute(job, runner).await.map(|()| None),
         }
     }
 }

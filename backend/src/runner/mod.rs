@@ -10,6 +10,7 @@
 pub mod build;
 pub mod env;
 pub mod executors;
+pub mod oracle;
 pub mod recheck;
 pub mod refine;
 pub mod sandbox;

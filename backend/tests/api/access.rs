@@ -66,6 +66,9 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/reports/{id}/assign", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/reports/{id}/comments", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/reports/{id}/lifecycle", "401 403 303 404 303 403 403 403 403 401"),
+    ("GET", "/reports/{id}/oracle", "303 403 200S 404 200S 403 403 403 403 401"),
+    // The fixture's report has an oracle: refused on the page, said why.
+    ("POST", "/reports/{id}/oracle", "401 403 400 404 400 403 403 403 403 401"),
     // Authenticated by its signature, not by who sends it: without GitHub's headers, a 400 for all.
     ("POST", "/api/v1/webhooks/github", "400 400 400 400 400 400 400 400 400 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
@@ -321,6 +324,10 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         }
         ("POST", "/api/v1/reports/{id}/assign") => {
             (format!("/api/v1/reports/{}/assign", f.report), json(json!({"assignee": null})))
+        }
+        ("GET", "/reports/{id}/oracle") => (format!("/reports/{}/oracle", f.report), (None, String::new())),
+        ("POST", "/reports/{id}/oracle") => {
+            (format!("/reports/{}/oracle", f.report), (Some("application/x-www-form-urlencoded"), "action=pause".to_owned()))
         }
         ("POST", "/reports/{id}/lifecycle") => (
             format!("/reports/{}/lifecycle", f.report),

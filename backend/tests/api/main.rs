@@ -3,6 +3,7 @@
 mod access;
 mod accounts;
 mod attempts;
+mod authoring;
 mod charts;
 mod export;
 mod figures;

@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::helpers::{TestApp, assert_error, spawn_app};
 
 /// A form post as the dashboard's own page sends it (same origin).
-async fn form(app: &TestApp, path: &str, fields: &[(&str, &str)]) -> (u16, String, Option<String>) {
+pub(crate) async fn form(app: &TestApp, path: &str, fields: &[(&str, &str)]) -> (u16, String, Option<String>) {
     let r =
         app.client.post(format!("{}{path}", app.base)).header("origin", &app.base).form(fields).send().await.unwrap();
     // The client follows a 303: where it ended up.

@@ -83,6 +83,8 @@ fn OracleView(
                     None => "no LLM lead has been graded deterministically yet".to_owned(),
                 }/>
         </section>
+        // Rendered and escaped by the server: authored oracles by category and route.
+        <div inner_html=s.authoring_html.clone()></div>
         <section class="panel">
             <h2>"Oracle kinds"</h2>
             <div data-testid="chart-oracle-kinds"><ChartSvg src=chart("oracle-kinds")/></div>

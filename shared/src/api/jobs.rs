@@ -7,9 +7,12 @@ use super::query::FieldError;
 use crate::model::{EnvironmentRole, JobKind, JobStatus};
 
 /// What a job carries. One shape for every kind; fields a kind does not use stay empty.
+///
+/// The dashboard's WebAssembly reads only the attempt and report it names
+/// (so it skips the rest, and takes fields it does not know).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
+#[cfg_attr(not(target_arch = "wasm32"), serde(deny_unknown_fields))]
 pub struct JobPayload {
     /// The attempt to verify or re-check.
     #[serde(default)]
@@ -19,12 +22,19 @@ pub struct JobPayload {
     pub report_id: Option<i64>,
     /// For a re-check: the environment (by name) to run against instead of fixed.
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub environment: Option<String>,
+    /// The draft oracle to validate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub oracle_draft_id: Option<i64>,
     /// The environment to build.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub environment_id: Option<i64>,
     /// Manual (from a person) rather than bulk or automatic.
     #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub manual: bool,
 }
 

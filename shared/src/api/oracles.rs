@@ -78,6 +78,36 @@ pub struct OracleSummary {
     /// later attempt on its report), the share that check reproduced.
     /// `1 - rate` is LLM judging's false-positive rate.
     pub llm_precision: Share,
+    /// Oracles maintainers wrote in the dashboard, by the report's category
+    /// and its route when they started (measured minutes and tries).
+    /// Not read by the dashboard, which shows `authoring_html`.
+    #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub authoring: Vec<AuthoringGroup>,
+    /// Of reports a maintainer started an oracle for, those validated
+    /// within an hour of authoring time: the rule's "under an hour" question.
+    #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub validated_within_hour: Option<Share>,
+    /// `authoring` as the Oracles page shows it (rendered and escaped by the server).
+    #[serde(default)]
+    pub authoring_html: String,
+}
+
+/// Authored oracles of one category and starting route.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuthoringGroup {
+    pub category: String,
+    /// The report's route when the maintainer started writing.
+    pub route: String,
+    /// Reports a maintainer started an oracle for.
+    pub started: i64,
+    pub validated: i64,
+    /// Validated within 60 minutes of authoring time.
+    pub within_hour: i64,
+    pub median_minutes: Option<f64>,
+    pub mean_tries: Option<f64>,
 }
 
 #[cfg(test)]

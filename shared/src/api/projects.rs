@@ -143,8 +143,10 @@ pub struct Project {
     pub name: String,
     pub description: Option<String>,
     pub public: bool,
-    /// Where the project lives upstream, when someone said.
+    /// Where the project lives upstream, when someone said (the set-up
+    /// pages show it; the dashboard's WebAssembly does not read it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub upstream_url: Option<String>,
     #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,

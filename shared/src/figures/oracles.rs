@@ -65,6 +65,9 @@ pub fn oracle_summary(counts: OracleCounts) -> OracleSummary {
         authoring_minutes_total: super::tidy(minutes.iter().sum::<f64>()),
         authoring_minutes_median: median_sorted(&minutes),
         failure_causes: causes.into_iter().map(|(cause, attempts)| CauseCount { cause, attempts }).collect(),
+        authoring: Vec::new(),
+        validated_within_hour: None,
+        authoring_html: String::new(),
     }
 }
 

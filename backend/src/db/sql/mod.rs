@@ -12,6 +12,7 @@ mod environments;
 mod figures;
 mod imports;
 mod jobs;
+mod oracle_drafts;
 mod projects;
 mod queue;
 mod reports;

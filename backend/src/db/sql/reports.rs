@@ -36,29 +36,7 @@ impl ReportStore for Engine {
 
     async fn update_routing(&self, report_id: i64, d: &RoutingDecision) -> StorageResult<()> {
         let mut tx = self.write.begin().await?;
-        let sql = format!(
-            "UPDATE reports SET features = $1, vague = $3, llm_only = $4, {}, \
-             explanation = $6, oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $11 RETURNING id",
-            common::routing_assignments("$5", "$2", "$10")
-        );
-        let done: Option<i64> = Self::bind_routing(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)), d)
-            .bind(report_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if done.is_none() {
-            return Err(StorageError::NotFound(format!("report {report_id}")));
-        }
-        Self::write_oracle(&mut tx, report_id, d.oracle.as_ref(), true).await?;
-        Self::rederive_attempts(&mut tx, report_id, d.vague).await?;
-        // A changed `not_a_bug_labels` changes what upstream implies.
-        Self::apply_upstream(
-            &mut tx,
-            report_id,
-            None,
-            d.not_a_bug.as_deref(),
-            &Origin { actor: "reroute".into(), via: "cli" },
-        )
-        .await?;
+        Self::route_report(&mut tx, report_id, d, &Origin { actor: "reroute".into(), via: "cli" }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -371,6 +349,33 @@ impl Engine {
             qb.push(" OR r.external_id ").push(Self::LIKE).push(" ").push_bind(pattern.clone()).push(" ESCAPE '\\'");
             qb.push(" OR r.body ").push(Self::LIKE).push(" ").push_bind(pattern).push(" ESCAPE '\\')");
         }
+    }
+
+    /// Stores a routing decision (its oracle, flags, route) and re-derives
+    /// what depends on it, inside the caller's transaction.
+    pub(in crate::db) async fn route_report(
+        tx: &mut Tx,
+        report_id: i64,
+        d: &RoutingDecision,
+        origin: &Origin,
+    ) -> StorageResult<()> {
+        let sql = format!(
+            "UPDATE reports SET features = $1, vague = $3, llm_only = $4, {}, \
+             explanation = $6, oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $11 RETURNING id",
+            common::routing_assignments("$5", "$2", "$10")
+        );
+        let done: Option<i64> = Self::bind_routing(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)), d)
+            .bind(report_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        if done.is_none() {
+            return Err(StorageError::NotFound(format!("report {report_id}")));
+        }
+        Self::write_oracle(tx, report_id, d.oracle.as_ref(), true).await?;
+        Self::rederive_attempts(tx, report_id, d.vague).await?;
+        // A changed `not_a_bug_labels` changes what upstream implies.
+        Self::apply_upstream(tx, report_id, None, d.not_a_bug.as_deref(), origin).await?;
+        Ok(())
     }
 
     /// Appends to a report's activity and moves its last activity to now.

@@ -1,0 +1,120 @@
+//! Validating a maintainer's draft oracle: its test (or command) runs on the
+//! buggy and the fixed environment under its repeats, graded as any
+//! candidate is. It is stored as the report's oracle (source `authored`,
+//! with the measured authoring minutes) only when it fails on buggy and
+//! passes on fixed; the report is then re-routed by the rule and, when the
+//! maintainer asked, the refine loop is queued.
+
+use std::sync::Arc;
+
+use failpass_shared::api::jobs::{Job, PRIORITY_MANUAL};
+use failpass_shared::model::{Route, RunTrigger, Verdict};
+use failpass_shared::routing::{RoutingConfig, RoutingInput, decide_with};
+
+use super::JobError;
+use super::verify::Verify;
+use crate::db::ProjectScope;
+use crate::db::oracle_drafts::{DraftResult, DraftRun};
+use crate::db::queue::NewJob;
+use crate::db::reports::Origin;
+
+/// Runs from the output each side shows on the draft's page.
+const TAIL: usize = 2000;
+
+#[derive(Clone)]
+pub struct ValidateOracle {
+    pub verify: Verify,
+    pub routing: Arc<RoutingConfig>,
+}
+
+impl ValidateOracle {
+    /// Carries out one `oracle` job (see [`super::Executor`]).
+    #[tracing::instrument(name = "oracle", skip_all, fields(job = job.id, draft = job.payload.oracle_draft_id))]
+    pub async fn execute(&self, job: &Job, runner: &str) -> Result<(), JobError> {
+        let id = job.payload.oracle_draft_id.ok_or_else(|| JobError::permanent("the job names no oracle_draft_id"))?;
+        let storage = self.verify.bench.storage.clone();
+        let draft = storage
+            .oracle_draft(id)
+            .await?
+            .ok_or_else(|| JobError::permanent(format!("oracle draft {id} does not exist")))?;
+        if draft.status != "validating" {
+            return Ok(()); // abandoned or already validated
+        }
+        let mut report = storage
+            .get_report(draft.report_id, &ProjectScope::All)
+            .await?
+            .ok_or_else(|| JobError::permanent(format!("report {} does not exist", draft.report_id)))?;
+        let fields = draft.fields();
+        let oracle = match fields.oracle() {
+            Ok(o) => o,
+            Err(why) => {
+                let result = DraftResult { verdict: "error".into(), reason: why, ..Default::default() };
+                storage.finish_oracle_validation(id, &result, None).await?;
+                return Ok(());
+            }
+        };
+        let environments = storage.list_environments(&report.summary.project).await?;
+        report.oracle = Some(oracle.clone());
+        let script = Some(fields.script.as_str()).filter(|s| !s.trim().is_empty());
+        let v = self.verify.grade(runner, 0, &report, script, &environments, RunTrigger::Initial).await?;
+        let validated = v.verdict == Verdict::Reproduced && !v.flaky;
+        let result = DraftResult {
+            validated,
+            verdict: if v.flaky { "flaky".into() } else { v.verdict.as_str().into() },
+            reason: v.grade.reason.clone().unwrap_or_default(),
+            runs: v
+                .runs
+                .iter()
+                .map(|r| DraftRun {
+                    environment: r.environment.as_str().into(),
+                    exit: if r.timed_out {
+                        "timeout".into()
+                    } else {
+                        r.exit_status.map_or("killed".into(), |s| s.to_string())
+                    },
+                    output_tail: tail(&r.output),
+                })
+                .collect(),
+        };
+        if !validated {
+            storage.finish_oracle_validation(id, &result, None).await?;
+            return Ok(());
+        }
+        let minutes = draft.seconds_at(storage.clock().await.unwrap_or_else(|_| chrono::Utc::now())) / 60.0;
+        let oracle = failpass_shared::api::reports::Oracle { authoring_minutes: Some(minutes), ..oracle };
+        let model = crate::triage::project_model(storage.as_ref(), &self.routing, &report.summary.project).await?;
+        let s = &report.summary;
+        let mut decision = decide_with(
+            &self.routing,
+            model.as_ref(),
+            &RoutingInput {
+                title: &s.title,
+                body: &report.body,
+                labels: &s.labels,
+                paths: &report.paths,
+                environment: report.environment.as_deref(),
+                oracle: Some(&oracle),
+                upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
+            },
+        );
+        if let Some(c) = &report.route_correction {
+            decision.keep_correction(c.route);
+        }
+        let origin = Origin { actor: draft.author.clone(), via: "ui" };
+        storage.finish_oracle_validation(id, &result, Some((&decision, &origin, minutes))).await?;
+        tracing::info!(report = draft.report_id, route = %decision.route, minutes, tries = draft.tries, "authored oracle validated");
+        if fields.queue_agents && decision.route == Route::AgentFirst {
+            storage.enqueue(&NewJob::refine(draft.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The last `TAIL` bytes of a run's output (on a character boundary).
+fn tail(output: &str) -> String {
+    let mut start = output.len().saturating_sub(TAIL);
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    output[start..].to_owned()
+}

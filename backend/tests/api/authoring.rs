@@ -1,0 +1,137 @@
+//! Oracle authoring (issue 15): a maintainer writes an oracle for a
+//! hypothesis report on the report's own page, failpass validates it on the
+//! demo's real buggy and fixed `fastnum` (in the sandbox), stores it only
+//! once it fails on buggy and passes on fixed, routes the report again and
+//! measures the authoring time and tries; the Oracles page answers the
+//! rule's "under an hour" question from that history.
+
+use std::sync::Arc;
+
+use failpass::runner::oracle::ValidateOracle;
+use failpass::runner::verify::Verify;
+use failpass::runner::workbench::Workbench;
+use failpass_shared::model::JobKind;
+use serde_json::json;
+
+use crate::helpers::{TestApp, spawn_app_with_demo};
+use crate::setup::form;
+
+/// Runs the oracle job waiting for `report`, as a runner would.
+async fn run_validation(app: &TestApp, report: i64) {
+    let job =
+        app.storage.claim("tests", chrono::Utc::now(), chrono::Duration::seconds(600)).await.unwrap().expect("a job");
+    assert_eq!((job.kind, job.payload.report_id), (JobKind::Oracle, Some(report)));
+    let bench = Workbench::new(app.storage.clone(), app.data_dir());
+    let validate = ValidateOracle { verify: Verify { bench }, routing: Arc::default() };
+    validate.execute(&job, "tests").await.expect("the validation ends");
+    app.storage.complete(job.id, "tests", chrono::Utc::now(), None).await.unwrap();
+}
+
+const GOOD: &str =
+    "import fastnum\n\nm = fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0)\nassert m == [2.5, 3.5, 4.5], m\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_maintainer_writes_an_oracle_that_is_stored_only_once_it_fails_on_buggy_and_passes_on_fixed() {
+    let app = spawn_app_with_demo().await;
+    // A report with no code and no traceback: no oracle, so a hypothesis.
+    let id = app
+        .report(json!({"project": "fastnum/fastnum", "external_id": "900", "title": "column means look off",
+                       "body": "The means I get over rows and columns do not add up since I upgraded."}))
+        .await;
+    let before = app.get(&format!("/api/v1/reports/{id}")).await.body;
+    assert_eq!(before["route"], "hypothesis", "{before}");
+    assert!(
+        before["lifecycle_html"].as_str().unwrap().contains(&format!("/reports/{id}/oracle")),
+        "the report page offers it"
+    );
+    let page = format!("/reports/{id}/oracle");
+    let html = app.get(&page).await.body.as_str().unwrap().to_owned();
+    assert!(html.contains("(running)") && html.contains("data-testid=\"oracle-tries\">0<"), "{html}");
+
+    // Paused and resumed: the clock stops and starts.
+    let (_, html, _) = form(&app, &page, &[("action", "pause")]).await;
+    assert!(html.contains("(paused)"), "{html}");
+    let (_, html, _) = form(&app, &page, &[("action", "resume")]).await;
+    assert!(html.contains("(running)"));
+
+    // Wrong input: named, kept as typed, no try counted, no job.
+    for (fields, needle) in [
+        (vec![("kind", "llm_judge"), ("script", GOOD)], "not deterministic"),
+        (vec![("kind", "fail_to_pass"), ("script", GOOD), ("repeats", "many")], "repeats: `many` is not a number"),
+        (vec![("kind", "fail_to_pass"), ("script", GOOD), ("repeats", "50")], "repeats: 50 is not 1 to 20"),
+        (vec![("kind", "crash_signature"), ("script", GOOD)], "signature: a crash signature oracle needs"),
+        (vec![("kind", "fail_to_pass"), ("script", "  ")], "script: write the test"),
+    ] {
+        let mut fields = fields.clone();
+        fields.push(("action", "validate"));
+        let (status, html, _) = form(&app, &page, &fields).await;
+        assert_eq!(status, 400, "{fields:?}: {html}");
+        assert!(html.contains(needle), "{fields:?}: {html}");
+    }
+    let html = app.get(&page).await.body.as_str().unwrap().to_owned();
+    assert!(html.contains("data-testid=\"oracle-tries\">0<"), "refused forms are no tries");
+
+    // A test that passes on buggy too: not stored, the result shown, the report unchanged.
+    let weak = "import fastnum\nprint(fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0))\n";
+    let (status, html, _) =
+        form(&app, &page, &[("action", "validate"), ("kind", "fail_to_pass"), ("script", weak)]).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("oracle-validating"), "{html}");
+    run_validation(&app, id).await;
+    let html = app.get(&page).await.body.as_str().unwrap().to_owned();
+    assert!(
+        html.contains("Last validation: not reproduced") && html.contains("data-testid=\"oracle-tries\">1<"),
+        "{html}"
+    );
+    assert_eq!(app.get(&format!("/api/v1/reports/{id}")).await.body["route"], "hypothesis");
+
+    // The real test: fails on buggy (0.3.0 averages the wrong axis), passes on fixed. Stored, re-routed.
+    let (status, _, _) = form(
+        &app,
+        &page,
+        &[("action", "validate"), ("kind", "fail_to_pass"), ("script", GOOD), ("repeats", "2"), ("queue_agents", "on")],
+    )
+    .await;
+    assert_eq!(status, 200);
+    run_validation(&app, id).await;
+    let after = app.get(&format!("/api/v1/reports/{id}")).await.body;
+    assert_eq!(after["route"], "agent_first", "a hypothesis with a validated oracle becomes agent first: {after}");
+    let oracle = &after["oracle"];
+    assert_eq!(
+        (oracle["kind"].as_str(), oracle["source"].as_str(), oracle["repeats"].as_u64()),
+        (Some("fail_to_pass"), Some("authored"), Some(2))
+    );
+    let minutes = oracle["authoring_minutes"].as_f64().expect("measured minutes");
+    assert!(minutes > 0.0 && minutes < 10.0, "{minutes}");
+    let activity = after["activity"].as_array().unwrap();
+    let last = activity.last().unwrap();
+    assert_eq!((last["kind"].as_str(), last["via"].as_str()), (Some("oracle"), Some("ui")));
+    assert!(last["text"].as_str().unwrap().contains("after 2 tries"), "{last}");
+    let html = app.get(&page).await.body.as_str().unwrap().to_owned();
+    assert!(html.contains("oracle-validated") && html.contains("agent first"), "{html}");
+    // The refine loop was queued, as asked.
+    let queue = app.get("/api/v1/jobs").await.body;
+    assert!(
+        queue["jobs"].as_array().unwrap().iter().any(|j| j["kind"] == "refine" && j["payload"]["report_id"] == id),
+        "{queue}"
+    );
+    // Once it has one, the form is closed.
+    let (status, html, _) =
+        form(&app, &page, &[("action", "validate"), ("kind", "fail_to_pass"), ("script", GOOD)]).await;
+    assert!(status == 400 && html.contains("has a deterministic oracle already"), "{html}");
+
+    // The Oracles page's answer to "can one be written in under an hour?".
+    let o = app.get("/api/v1/oracles?project=fastnum/fastnum").await.body;
+    let group =
+        o["authoring"].as_array().unwrap().iter().find(|g| g["route"] == "hypothesis").expect("a group").clone();
+    assert_eq!(
+        (group["started"].as_i64(), group["validated"].as_i64(), group["within_hour"].as_i64()),
+        (Some(1), Some(1), Some(1))
+    );
+    assert_eq!(group["mean_tries"].as_f64(), Some(2.0));
+    assert_eq!(
+        (o["validated_within_hour"]["count"].as_i64(), o["validated_within_hour"]["of"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert!(o["authoring_html"].as_str().unwrap().contains("1 of 1"));
+}

@@ -1,0 +1,27 @@
+-- Issue 15 (oracle authoring): a maintainer's draft oracle for a report
+-- without a deterministic one, validated on the buggy and the fixed
+-- environment before it is stored as the report's oracle. The clock runs
+-- from opening the form (`started_at`) while not paused: `active_seconds`
+-- holds the time up to `resumed_at` (NULL while paused).
+CREATE TABLE oracle_drafts (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    report_id       INTEGER NOT NULL REFERENCES reports(id) ON DELETE CASCADE,
+    author          TEXT NOT NULL,
+    route_before    TEXT NOT NULL,
+    category        TEXT NOT NULL,
+    kind            TEXT NOT NULL DEFAULT 'fail_to_pass',
+    command         TEXT NOT NULL DEFAULT '',
+    script          TEXT NOT NULL DEFAULT '',
+    pass_to_pass    TEXT NOT NULL DEFAULT '',
+    signature       TEXT NOT NULL DEFAULT '',
+    repeats         INTEGER NOT NULL DEFAULT 1,
+    queue_agents    INTEGER NOT NULL DEFAULT 0,
+    status          TEXT NOT NULL,                                    -- open | validating | validated | abandoned
+    started_at      TEXT NOT NULL,
+    resumed_at      TEXT NULL,
+    active_seconds  REAL NOT NULL DEFAULT 0,
+    tries           INTEGER NOT NULL DEFAULT 0,
+    last_result     TEXT NULL,
+    validated_at    TEXT NULL
+);
+CREATE INDEX oracle_drafts_report ON oracle_drafts (report_id, id);
