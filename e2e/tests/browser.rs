@@ -1010,6 +1010,8 @@ async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
         let id = list["items"][0]["id"].as_i64().expect("the demo has a hypothesis report in fastnum");
         h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
         h.client.wait().for_element(Locator::Css("[data-testid=write-oracle] a")).await.unwrap().click().await.unwrap();
+        // Opening the page starts nothing; "Start writing" starts the clock.
+        h.client.wait().for_element(Locator::Css("[data-testid=oracle-start]")).await.unwrap().click().await.unwrap();
         assert!(h.text("oracle-clock").await.ends_with("(running)"));
         let validate = |script: &'static str| {
             let c = h.client.clone();
@@ -1127,7 +1129,9 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
         .expect("a maintainer may rerun");
     h.client.wait().for_element(Locator::Css("[data-testid=report-actions]")).await.unwrap();
     h.screenshot("report-maintainer.png").await;
-    h.client.find(Locator::LinkText("Tokens")).await.unwrap().click().await.unwrap();
+    // The header's Set-up leads to the server's pages, whose header has Tokens.
+    h.client.find(Locator::LinkText("Set-up")).await.unwrap().click().await.unwrap();
+    h.client.wait().for_element(Locator::LinkText("Tokens")).await.unwrap().click().await.unwrap();
     h.client.wait().for_element(Locator::Css("[data-testid=create-token]")).await.unwrap();
     h.client.find(Locator::Css("select[name=scope]")).await.unwrap().select_by_value("agent").await.unwrap();
     h.client.find(Locator::Css("input[name=name]")).await.unwrap().send_keys("nightly agent").await.unwrap();

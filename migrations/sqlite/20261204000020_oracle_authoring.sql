@@ -16,7 +16,7 @@ CREATE TABLE oracle_drafts (
     signature       TEXT NOT NULL DEFAULT '',
     repeats         INTEGER NOT NULL DEFAULT 1,
     queue_agents    INTEGER NOT NULL DEFAULT 0,
-    status          TEXT NOT NULL,                                    -- open | validating | validated | abandoned
+    status          TEXT NOT NULL,                                    -- open | validating | validated | abandoned | superseded
     started_at      TEXT NOT NULL,
     resumed_at      TEXT NULL,
     active_seconds  REAL NOT NULL DEFAULT 0,
@@ -25,3 +25,5 @@ CREATE TABLE oracle_drafts (
     validated_at    TEXT NULL
 );
 CREATE INDEX oracle_drafts_report ON oracle_drafts (report_id, id);
+-- One open draft per maintainer and report (two tabs meet here).
+CREATE UNIQUE INDEX oracle_drafts_open ON oracle_drafts (report_id, author) WHERE status IN ('open', 'validating');

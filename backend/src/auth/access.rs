@@ -388,7 +388,7 @@ pub const ROUTES: &[RouteSpec] = &[
         "POST",
         "/api/v1/environments/{id}/build",
         ManageEnvironments,
-        Body::None,
+        Body::Json,
         "build an environment now on a runner (a job); its log is kept",
     ),
     route(

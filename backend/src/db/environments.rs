@@ -37,6 +37,10 @@ pub trait EnvironmentStore: Send + Sync {
     /// Ends a build with its status and everything it printed.
     async fn finish_build(&self, build_id: i64, status: BuildStatus, log: &str) -> StorageResult<()>;
 
+    /// Ends an environment's running builds as failed (their job failed for
+    /// good: a runner died, or the database did not answer), saying why.
+    async fn fail_running_builds(&self, environment_id: i64, why: &str) -> StorageResult<()>;
+
     /// The newest build of each of a project's environments that has one.
     async fn latest_builds(&self, project: &str) -> StorageResult<Vec<EnvironmentBuild>>;
 }

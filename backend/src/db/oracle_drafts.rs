@@ -9,7 +9,6 @@ use failpass_shared::api::reports::Oracle;
 use failpass_shared::model::{OracleKind, OracleSource};
 use failpass_shared::routing::RoutingDecision;
 
-use super::reports::Origin;
 use super::{ProjectScope, StorageResult};
 
 /// What the form holds.
@@ -45,7 +44,7 @@ pub struct OracleDraft {
     pub signature: String,
     pub repeats: i32,
     pub queue_agents: bool,
-    /// `open`, `validating`, `validated` or `abandoned`.
+    /// `open`, `validating`, `validated`, `abandoned` or `superseded`.
     pub status: String,
     pub started_at: DateTime<Utc>,
     /// When the clock last started; `None` while paused (or once validated).
@@ -170,9 +169,12 @@ pub struct AuthoringRow {
 
 #[async_trait]
 pub trait OracleDraftStore: Send + Sync {
+    /// The author's open (or validating) draft for the report, if any.
+    async fn open_oracle_draft(&self, report_id: i64, author: &str) -> StorageResult<Option<OracleDraft>>;
+
     /// The author's open draft for the report, or a new one whose clock
     /// starts now (with the report's current route and category).
-    async fn open_oracle_draft(&self, report_id: i64, author: &str) -> StorageResult<OracleDraft>;
+    async fn start_oracle_draft(&self, report_id: i64, author: &str) -> StorageResult<OracleDraft>;
 
     async fn oracle_draft(&self, id: i64) -> StorageResult<Option<OracleDraft>>;
 
@@ -182,23 +184,38 @@ pub trait OracleDraftStore: Send + Sync {
     /// Closes an open draft without an oracle (its time is kept, as spent).
     async fn abandon_oracle_draft(&self, id: i64) -> StorageResult<()>;
 
-    /// Saves the form; with `validate`, counts a try, marks it validating
-    /// and starts the clock again if it was paused.
-    async fn save_oracle_draft(&self, id: i64, fields: &DraftFields, validate: bool) -> StorageResult<OracleDraft>;
+    /// Saves the form of an open draft. `Conflict` while a validation runs.
+    async fn save_oracle_draft(&self, id: i64, fields: &DraftFields) -> StorageResult<OracleDraft>;
+
+    /// Saves the form, counts a try, marks the draft validating (starting
+    /// the clock again if it was paused) and queues `job`, in one
+    /// transaction. `Conflict` while a validation runs.
+    async fn start_oracle_validation(
+        &self,
+        id: i64,
+        fields: &DraftFields,
+        job: &super::queue::NewJob,
+    ) -> StorageResult<(OracleDraft, failpass_shared::api::jobs::Job)>;
 
     /// Stops (banking the time so far) or restarts the draft's clock.
     async fn pause_oracle_draft(&self, id: i64, pause: bool) -> StorageResult<OracleDraft>;
 
-    /// Ends a validation. Validated: the draft is closed with `minutes`,
-    /// and the report takes the routing `decision` (whose oracle is the new
-    /// one) with an `oracle` activity by `origin`, in one transaction.
-    /// Otherwise the draft is open again with the result.
+    /// Ends try `try_no` of a validation (`None`: whichever runs, for a job
+    /// that failed for good); a later try, or a closed draft, is left alone.
+    /// Validated: in one transaction the draft is closed with its authoring
+    /// time up to now, and the report takes the routing `decision` with the
+    /// new oracle (its minutes filled in), an `oracle` activity by the
+    /// author and, if the draft asked and the route is `agent_first`, a
+    /// queued refine loop. A report that gained an oracle meanwhile keeps it
+    /// (the draft is closed as `superseded`). Otherwise the draft is open
+    /// again with the result. The minutes stored, when validated.
     async fn finish_oracle_validation(
         &self,
         id: i64,
+        try_no: Option<i32>,
         result: &DraftResult,
-        validated: Option<(&RoutingDecision, &Origin, f64)>,
-    ) -> StorageResult<()>;
+        validated: Option<&RoutingDecision>,
+    ) -> StorageResult<Option<f64>>;
 
     /// Authoring figures by category and starting route (reports in scope).
     async fn authoring_rows(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<Vec<AuthoringRow>>;

@@ -98,6 +98,16 @@ async fn view(
                         (report.oracle.as_ref().map_or("", |o| o.kind.as_str())) ")." }
                 }
             }
+            (None, false) => {
+                section.panel {
+                    h2 { "Write one" }
+                    p { "Starting opens the form and starts the authoring clock." }
+                    form.inline method="post" action=(action) {
+                        input type="hidden" name="action" value="start";
+                        button type="submit" data-testid="oracle-start" { "Start writing" }
+                    }
+                }
+            }
             _ => {}
         }
         @if let Some(d) = draft && d.status != "validated" {
@@ -180,20 +190,21 @@ pub async fn oracle_page(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Response> {
     let report = reviewable(&state, &viewer, id).await?;
-    let draft =
-        if has_oracle(&report) { None } else { Some(state.storage.open_oracle_draft(id, &viewer.name()).await?) };
-    // The validated draft of an authored oracle stays on show.
-    let draft = match draft {
+    // The maintainer's draft under way, else the validated one of an authored oracle.
+    let draft = match state.storage.open_oracle_draft(id, &viewer.name()).await? {
         Some(d) => Some(d),
         None => state.storage.latest_oracle_draft(id).await?.filter(|d| d.status == "validated"),
     };
     view(&state, &viewer, &report, draft.as_ref(), None, None).await
 }
 
+/// Text fields of the form are held to this many bytes each.
+const FIELD_LIMIT: usize = 200_000;
+
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
 pub struct OracleForm {
-    /// `validate`, `pause`, `resume` or `abandon`.
+    /// `start`, `validate`, `pause`, `resume` or `abandon`.
     action: String,
     kind: String,
     script: String,
@@ -204,13 +215,13 @@ pub struct OracleForm {
     queue_agents: Option<String>,
 }
 
-/// `POST /reports/{id}/oracle`: validate the oracle as written (a job), or
-/// pause, resume or abandon the draft.
+/// `POST /reports/{id}/oracle`: start a draft (its clock starts), validate
+/// the oracle as written (a job), or pause, resume or abandon the draft.
 #[utoipa::path(
     post, path = "/reports/{id}/oracle", tag = "pages",
     params(("id" = i64, Path, example = 1, description = "The report's id.")),
     request_body(content = OracleForm, content_type = "application/x-www-form-urlencoded"),
-    responses((status = 303, description = "Back to the form (validating, paused or resumed)."),
+    responses((status = 303, description = "Back to the form (started, validating, paused or resumed)."),
               (status = 400, description = "Refused: the form again, as typed, saying why.", content_type = "text/html", body = String))
 )]
 pub async fn oracle_form(
@@ -221,17 +232,30 @@ pub async fn oracle_form(
 ) -> ApiResult<Response> {
     let report = reviewable(&state, &viewer, id).await?;
     let back = Redirect::to(&format!("/reports/{id}/oracle")).into_response();
+    let open = state.storage.open_oracle_draft(id, &viewer.name()).await?;
     if has_oracle(&report) {
         let draft = state.storage.latest_oracle_draft(id).await?;
         let e = "this report has a deterministic oracle already";
         return view(&state, &viewer, &report, draft.as_ref(), None, Some(e)).await;
     }
-    let draft = state.storage.open_oracle_draft(id, &viewer.name()).await?;
     let Form(form) = match form {
         Ok(f) => f,
         Err(e) => {
             let e = format!("the form did not arrive whole: {}", e.body_text());
-            return view(&state, &viewer, &report, Some(&draft), None, Some(&e)).await;
+            return view(&state, &viewer, &report, open.as_ref(), None, Some(&e)).await;
+        }
+    };
+    // Starting is a step of its own (a POST), so a followed link starts no clock.
+    let draft = match (form.action.as_str(), open) {
+        ("start", _) => {
+            let draft = state.storage.start_oracle_draft(id, &viewer.name()).await?;
+            tracing::info!(report = id, draft = draft.id, by = %viewer.name(), "oracle draft started");
+            return Ok(back);
+        }
+        (_, Some(d)) => d,
+        (_, None) => {
+            let e = "start writing first: this account has no draft oracle for this report";
+            return view(&state, &viewer, &report, None, None, Some(e)).await;
         }
     };
     match form.action.as_str() {
@@ -246,7 +270,7 @@ pub async fn oracle_form(
         }
         "validate" => {}
         other => {
-            let e = format!("action: `{other}` is not one of validate, pause, resume, abandon");
+            let e = format!("action: `{other}` is not one of start, validate, pause, resume, abandon");
             return view(&state, &viewer, &report, Some(&draft), None, Some(&e)).await;
         }
     }
@@ -264,7 +288,16 @@ pub async fn oracle_form(
         repeats: *repeats.as_ref().unwrap_or(&1),
         queue_agents: form.queue_agents.is_some(),
     };
+    if draft.status == "validating" {
+        let e = "a validation of this draft is running: wait for its result, then change it";
+        return view(&state, &viewer, &report, Some(&draft), Some(&fields), Some(e)).await;
+    }
+    let too_long = [("script", &form.script), ("command", &form.command), ("pass_to_pass", &form.pass_to_pass)]
+        .into_iter()
+        .find(|(_, v)| v.len() > FIELD_LIMIT)
+        .map(|(f, _)| format!("{f}: is longer than {FIELD_LIMIT} bytes"));
     let refused = match (kind, repeats) {
+        _ if too_long.is_some() => too_long,
         (Err(e), _) => Some(format!("kind: {e}")),
         (_, Err(e)) => Some(e),
         _ => fields.oracle().err(),
@@ -280,12 +313,22 @@ pub async fn oracle_form(
         })
     });
     if let Some(e) = refused {
-        // Kept as typed (the clock runs on), not sent to a runner.
-        let draft = state.storage.save_oracle_draft(draft.id, &fields, false).await?;
+        // Kept as typed (the clock runs on), not sent to a runner; an oversized field is not kept.
+        let draft = if e.contains("is longer than") {
+            draft
+        } else {
+            state.storage.save_oracle_draft(draft.id, &fields).await?
+        };
         return view(&state, &viewer, &report, Some(&draft), Some(&fields), Some(&e)).await;
     }
-    let draft = state.storage.save_oracle_draft(draft.id, &fields, true).await?;
-    let (job, _) = state.storage.enqueue(&NewJob::oracle(draft.id, id), chrono::Utc::now()).await?;
-    tracing::info!(report = id, draft = draft.id, job = job.id, tries = draft.tries, by = %viewer.name(), "oracle validation queued");
-    Ok(back)
+    match state.storage.start_oracle_validation(draft.id, &fields, &NewJob::oracle(draft.id, id)).await {
+        Ok((draft, job)) => {
+            tracing::info!(report = id, draft = draft.id, job = job.id, tries = draft.tries, by = %viewer.name(), "oracle validation queued");
+            Ok(back)
+        }
+        Err(crate::db::StorageError::Conflict(e)) => {
+            view(&state, &viewer, &report, Some(&draft), Some(&fields), Some(&e)).await
+        }
+        Err(e) => Err(e.into()),
+    }
 }

@@ -72,8 +72,8 @@ async fn visible_environment(state: &AppState, viewer: &Viewer, id: i64) -> ApiR
     }
 }
 
-/// `POST /api/v1/environments/{id}/build`: builds the recipe on a runner now
-/// (a job; one waiting per environment) and keeps its log.
+/// `POST /api/v1/environments/{id}/build` (body `{}`): builds the recipe on a
+/// runner now (a job; one waiting per environment) and keeps its log.
 #[utoipa::path(
     post, path = "/api/v1/environments/{id}/build", tag = "environments",
     params(("id" = i64, Path, example = 1, description = "The environment's id.")),

@@ -745,7 +745,15 @@ async fn upload(
             got_file = true;
             continue;
         }
-        let text = field.text().await.map_err(|e| bad(format!("{name}: {}", e.body_text())))?;
+        // The form's own fields are short (a mapping is a few lines): held to 1 MiB each.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(|e| bad(format!("{name}: {}", e.body_text())))? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > 1 << 20 {
+                return Err(bad(format!("{name}: is longer than 1 MiB")));
+            }
+        }
+        let text = String::from_utf8(bytes).map_err(|_| bad(format!("{name}: is not UTF-8")))?;
         if text.contains('\0') {
             return Err(bad(crate::input::nul_message(&name)));
         }

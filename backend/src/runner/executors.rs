@@ -81,3 +81,30 @@ impl Executor for ByKind {
         }
     }
 }
+
+/// What a job that failed for good leaves behind besides the job: a build
+/// still `running`, a draft oracle still `validating`. They are ended with
+/// the job's error, so their pages stop waiting.
+pub async fn after_final_failure(storage: &dyn Storage, job: &Job, error: &str) {
+    let ended = match job.kind {
+        JobKind::Build => match job.payload.environment_id {
+            Some(env) => storage.fail_running_builds(env, error).await,
+            None => Ok(()),
+        },
+        JobKind::Oracle => match job.payload.oracle_draft_id {
+            Some(draft) => {
+                let result = crate::db::oracle_drafts::DraftResult {
+                    verdict: "error".into(),
+                    reason: format!("the validation could not run: {error}"),
+                    ..Default::default()
+                };
+                storage.finish_oracle_validation(draft, None, &result, None).await.map(|_| ())
+            }
+            None => Ok(()),
+        },
+        JobKind::Verify | JobKind::Recheck | JobKind::Refine => Ok(()),
+    };
+    if let Err(e) = ended {
+        tracing::error!(job = job.id, error = %e, "could not end what the failed job left running");
+    }
+}

@@ -3,20 +3,18 @@
 //! candidate is. It is stored as the report's oracle (source `authored`,
 //! with the measured authoring minutes) only when it fails on buggy and
 //! passes on fixed; the report is then re-routed by the rule and, when the
-//! maintainer asked, the refine loop is queued.
+//! maintainer asked, the refine loop is queued (in the same transaction).
 
 use std::sync::Arc;
 
-use failpass_shared::api::jobs::{Job, PRIORITY_MANUAL};
-use failpass_shared::model::{Route, RunTrigger, Verdict};
+use failpass_shared::api::jobs::Job;
+use failpass_shared::model::{RunTrigger, Verdict};
 use failpass_shared::routing::{RoutingConfig, RoutingInput, decide_with};
 
 use super::JobError;
 use super::verify::Verify;
 use crate::db::ProjectScope;
 use crate::db::oracle_drafts::{DraftResult, DraftRun};
-use crate::db::queue::NewJob;
-use crate::db::reports::Origin;
 
 /// Runs from the output each side shows on the draft's page.
 const TAIL: usize = 2000;
@@ -40,6 +38,8 @@ impl ValidateOracle {
         if draft.status != "validating" {
             return Ok(()); // abandoned or already validated
         }
+        // This try's result only: a later try (the form sent again) is its own job.
+        let try_no = Some(draft.tries);
         let mut report = storage
             .get_report(draft.report_id, &ProjectScope::All)
             .await?
@@ -49,7 +49,7 @@ impl ValidateOracle {
             Ok(o) => o,
             Err(why) => {
                 let result = DraftResult { verdict: "error".into(), reason: why, ..Default::default() };
-                storage.finish_oracle_validation(id, &result, None).await?;
+                storage.finish_oracle_validation(id, try_no, &result, None).await?;
                 return Ok(());
             }
         };
@@ -77,11 +77,10 @@ impl ValidateOracle {
                 .collect(),
         };
         if !validated {
-            storage.finish_oracle_validation(id, &result, None).await?;
+            storage.finish_oracle_validation(id, try_no, &result, None).await?;
             return Ok(());
         }
-        let minutes = draft.seconds_at(storage.clock().await.unwrap_or_else(|_| chrono::Utc::now())) / 60.0;
-        let oracle = failpass_shared::api::reports::Oracle { authoring_minutes: Some(minutes), ..oracle };
+        // The authoring minutes are filled in when it is stored (the clock runs until then).
         let model = crate::triage::project_model(storage.as_ref(), &self.routing, &report.summary.project).await?;
         let s = &report.summary;
         let mut decision = decide_with(
@@ -100,11 +99,14 @@ impl ValidateOracle {
         if let Some(c) = &report.route_correction {
             decision.keep_correction(c.route);
         }
-        let origin = Origin { actor: draft.author.clone(), via: "ui" };
-        storage.finish_oracle_validation(id, &result, Some((&decision, &origin, minutes))).await?;
-        tracing::info!(report = draft.report_id, route = %decision.route, minutes, tries = draft.tries, "authored oracle validated");
-        if fields.queue_agents && decision.route == Route::AgentFirst {
-            storage.enqueue(&NewJob::refine(draft.report_id, PRIORITY_MANUAL, true), chrono::Utc::now()).await?;
+        match storage.finish_oracle_validation(id, try_no, &result, Some(&decision)).await? {
+            Some(minutes) => tracing::info!(
+                report = draft.report_id, route = %decision.route, minutes, tries = draft.tries, "authored oracle validated"
+            ),
+            None => tracing::info!(
+                report = draft.report_id,
+                "validated oracle not stored: a later try, or the report has one"
+            ),
         }
         Ok(())
     }

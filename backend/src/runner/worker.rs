@@ -179,7 +179,12 @@ async fn clock(storage: &Arc<dyn Storage>) -> chrono::DateTime<Utc> {
 async fn fail(storage: &Arc<dyn Storage>, job: &Job, id: &str, e: JobError) {
     let message = cause_chain(&e);
     match storage.fail(job.id, id, clock(storage).await, &message, e.retry()).await {
-        Ok(Some(status)) => tracing::warn!(error = %message, retry = ?e.retry(), %status, "job failed"),
+        Ok(Some(status)) => {
+            tracing::warn!(error = %message, retry = ?e.retry(), %status, "job failed");
+            if status == failpass_shared::model::JobStatus::Failed {
+                super::executors::after_final_failure(storage.as_ref(), job, &message).await;
+            }
+        }
         Ok(None) => tracing::warn!(error = %message, "lease lost before recording the failure"),
         Err(err) => tracing::error!(error = %cause_chain(&err), failure = %message, "could not record the failure"),
     }

@@ -297,7 +297,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             format!("/settings/projects/vault/secret/environments/{}/build", f.environment),
             (Some("application/x-www-form-urlencoded"), String::new()),
         ),
-        ("POST", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), (None, String::new())),
+        ("POST", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), json(json!({}))),
         ("GET", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), (None, String::new())),
         ("POST", "/settings/import") => {
             let record = json!({"kind": "report", "project": "vault/secret", "external_id": format!("page-{i}"), "title": "imported"});

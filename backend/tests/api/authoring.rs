@@ -45,7 +45,12 @@ async fn a_maintainer_writes_an_oracle_that_is_stored_only_once_it_fails_on_bugg
         "the report page offers it"
     );
     let page = format!("/reports/{id}/oracle");
+    // Opening the page starts nothing: a validation asks for a started draft.
     let html = app.get(&page).await.body.as_str().unwrap().to_owned();
+    assert!(html.contains("oracle-start") && !html.contains("oracle-clock"), "{html}");
+    let (status, html, _) = form(&app, &page, &[("action", "validate"), ("script", GOOD)]).await;
+    assert!(status == 400 && html.contains("start writing first"), "{html}");
+    let (_, html, _) = form(&app, &page, &[("action", "start")]).await;
     assert!(html.contains("(running)") && html.contains("data-testid=\"oracle-tries\">0<"), "{html}");
 
     // Paused and resumed: the clock stops and starts.
@@ -77,6 +82,10 @@ async fn a_maintainer_writes_an_oracle_that_is_stored_only_once_it_fails_on_bugg
         form(&app, &page, &[("action", "validate"), ("kind", "fail_to_pass"), ("script", weak)]).await;
     assert_eq!(status, 200);
     assert!(html.contains("oracle-validating"), "{html}");
+    // While it runs, the form cannot change under it.
+    let (status, html, _) =
+        form(&app, &page, &[("action", "validate"), ("kind", "fail_to_pass"), ("script", GOOD)]).await;
+    assert!(status == 400 && html.contains("a validation of this draft is running"), "{html}");
     run_validation(&app, id).await;
     let html = app.get(&page).await.body.as_str().unwrap().to_owned();
     assert!(
@@ -134,4 +143,76 @@ async fn a_maintainer_writes_an_oracle_that_is_stored_only_once_it_fails_on_bugg
         (Some(1), Some(1))
     );
     assert!(o["authoring_html"].as_str().unwrap().contains("1 of 1"));
+}
+
+/// The draft store on both engines: a late result of an earlier try is
+/// ignored, a job that failed for good reopens the draft, and a report that
+/// gained an oracle meanwhile keeps it (the later draft is superseded).
+#[tokio::test]
+async fn validations_end_once_per_try_and_never_overwrite_an_oracle() {
+    use failpass::db::Storage;
+    use failpass::db::oracle_drafts::{DraftFields, DraftResult};
+    use failpass::db::queue::NewJob;
+    use failpass_shared::model::{OracleKind, Route};
+    use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
+    crate::helpers::run_storage_test(|s: Arc<dyn Storage>| async move {
+        let project: failpass_shared::api::projects::CreateProjectRequest =
+            serde_json::from_value(json!({"slug": "o/n"})).unwrap();
+        s.create_project(&project).await.unwrap();
+        let req: failpass_shared::api::reports::CreateReportRequest = serde_json::from_value(
+            json!({"project": "o/n", "external_id": "1", "title": "numbers look off", "body": "since the upgrade"}),
+        )
+        .unwrap();
+        let decision = decide(&RoutingConfig::default(), &RoutingInput::from_request(&req));
+        let report = s
+            .create_report(&failpass::db::NewReport { request: req.clone(), decision, origin: Default::default() })
+            .await
+            .unwrap()
+            .summary
+            .id;
+        let fields = DraftFields {
+            kind: OracleKind::FailToPass,
+            script: "assert False".into(),
+            repeats: 1,
+            ..Default::default()
+        };
+        let oracle = fields.oracle().unwrap();
+        let routed = |oracle: &failpass_shared::api::reports::Oracle| {
+            let mut input = RoutingInput::from_request(&req);
+            input.oracle = Some(oracle);
+            decide(&RoutingConfig::default(), &input)
+        };
+        let a = s.start_oracle_draft(report, "alice").await.unwrap();
+        assert_eq!(s.start_oracle_draft(report, "alice").await.unwrap().id, a.id, "one open draft per author");
+        let b = s.start_oracle_draft(report, "bob").await.unwrap();
+        let (a1, _) = s.start_oracle_validation(a.id, &fields, &NewJob::oracle(a.id, report)).await.unwrap();
+        assert!(matches!(s.save_oracle_draft(a.id, &fields).await, Err(failpass::db::StorageError::Conflict(_))));
+        // The job failed for good: the draft opens again with the error.
+        let error = DraftResult { verdict: "error".into(), reason: "no runner".into(), ..Default::default() };
+        s.finish_oracle_validation(a.id, None, &error, None).await.unwrap();
+        let a1 = s.oracle_draft(a1.id).await.unwrap().unwrap();
+        assert_eq!((a1.status.as_str(), a1.tries), ("open", 1));
+        assert_eq!(a1.result().unwrap().reason, "no runner");
+        // Try 2 runs; a late result of try 1 is ignored.
+        s.start_oracle_validation(a.id, &fields, &NewJob::oracle(a.id, report)).await.unwrap();
+        let ok = DraftResult { validated: true, verdict: "reproduced".into(), ..Default::default() };
+        assert_eq!(s.finish_oracle_validation(a.id, Some(1), &ok, Some(&routed(&oracle))).await.unwrap(), None);
+        assert_eq!(s.oracle_draft(a.id).await.unwrap().unwrap().status, "validating");
+        let minutes = s.finish_oracle_validation(a.id, Some(2), &ok, Some(&routed(&oracle))).await.unwrap();
+        assert!(minutes.is_some_and(|m| m >= 0.0));
+        let stored = s.get_report(report, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(stored.summary.route, Route::AgentFirst);
+        assert_eq!(stored.oracle.as_ref().unwrap().kind, OracleKind::FailToPass);
+        assert!(stored.oracle.as_ref().unwrap().authoring_minutes.is_some());
+        // Bob's validation of his own draft ends later: the report keeps Alice's oracle.
+        let other = DraftFields { command: "python3 -m pytest".into(), ..fields.clone() };
+        s.start_oracle_validation(b.id, &other, &NewJob::oracle(b.id, report)).await.unwrap();
+        let bob =
+            s.finish_oracle_validation(b.id, Some(1), &ok, Some(&routed(&other.oracle().unwrap()))).await.unwrap();
+        assert_eq!(bob, None);
+        assert_eq!(s.oracle_draft(b.id).await.unwrap().unwrap().status, "superseded");
+        let kept = s.get_report(report, &failpass::db::ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(kept.oracle.unwrap().command, None, "Alice's oracle (no command) stays");
+    })
+    .await;
 }

@@ -201,7 +201,8 @@ async fn environments_are_written_on_the_page_and_built_on_request_with_their_lo
     assert!(built.log.contains("$ cat marker\nbuilt-ok"), "{}", built.log);
     let html = app.get("/settings/projects/acme/fastnum").await.body.as_str().unwrap().to_owned();
     assert!(html.contains("built-ok") && !html.contains("reloads every"), "{html}");
-    let r = app.client.post(format!("{}/api/v1/environments/{id}/build", app.base)).send().await.unwrap();
+    let r =
+        app.client.post(format!("{}/api/v1/environments/{id}/build", app.base)).json(&json!({})).send().await.unwrap();
     assert_eq!(r.status(), 202);
     let cached = run_build(&app, id).await;
     assert_eq!(cached.status, BuildStatus::Cached);

@@ -107,6 +107,19 @@ impl EnvironmentStore for Engine {
         Ok(())
     }
 
+    async fn fail_running_builds(&self, environment_id: i64, why: &str) -> StorageResult<()> {
+        sqlx::query(
+            "UPDATE environment_builds SET status = 'failed', log = log || $1, finished_at = $2 \
+             WHERE environment_id = $3 AND status = 'running'",
+        )
+        .bind(format!("\n# the build job failed: {why}\n"))
+        .bind(common::now())
+        .bind(environment_id)
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
     async fn latest_builds(&self, project: &str) -> StorageResult<Vec<EnvironmentBuild>> {
         let rows: Vec<BuildRow> = sqlx::query_as(
             "SELECT b.id, b.environment_id, b.job_id, b.recipe_hash, b.status, b.log, b.started_at, b.finished_at \
