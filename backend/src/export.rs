@@ -183,6 +183,8 @@ pub async fn reports<W: AsyncWrite + Unpin>(
     let mut n = 0;
     let mut array = JsonArray { first: true };
     let mut projects = std::collections::HashSet::new();
+    // Reports whose life cycle follows all the reports (a duplicate names another report).
+    let mut life_cycles = Vec::new();
     if format == ExportFormat::Csv {
         out.write_all(&csv_row(&REPORT_COLUMNS.map(String::from))?).await?;
     }
@@ -227,6 +229,14 @@ pub async fn reports<W: AsyncWrite + Unpin>(
                     }
                     let Some(r) = storage.get_report(s.id, scope).await? else { continue };
                     out.write_all(&json_line(&ImportRecord::Report(report_record(&r)))?).await?;
+                    // Every change of a report adds to its timeline: one taken in by an
+                    // import and left alone has nothing more to carry.
+                    if r.route_correction.is_some()
+                        || r.activity.len() != 1
+                        || r.activity.first().is_some_and(|a| a.via != "import")
+                    {
+                        life_cycles.push(s.id);
+                    }
                 }
             }
         }
@@ -237,6 +247,11 @@ pub async fn reports<W: AsyncWrite + Unpin>(
     }
     if format == ExportFormat::Json {
         array.end(out).await?;
+    }
+    for id in life_cycles {
+        if let Some(l) = storage.life_cycle(id).await? {
+            out.write_all(&json_line(&ImportRecord::LifeCycle(l))?).await?;
+        }
     }
     out.flush().await?;
     Ok(n)

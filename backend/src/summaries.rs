@@ -16,8 +16,19 @@ use crate::error::{ApiError, ApiResult};
 /// Bars in a distribution's histogram.
 pub const HISTOGRAM_BINS: usize = 20;
 
+/// A project filter names a project the caller may read, or the answer is
+/// `NotFound` (as for a missing one), never an empty page that looks like
+/// "nothing here".
+pub async fn known_project(storage: &dyn Storage, scope: &ProjectScope, project: Option<&str>) -> ApiResult<()> {
+    match project.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(p) => visible_project(storage, scope, p).await,
+        None => Ok(()),
+    }
+}
+
 /// The figures `query` asks for, in `scope`.
 pub async fn figures(storage: &dyn Storage, scope: &ProjectScope, query: FiguresQuery) -> ApiResult<FiguresResponse> {
+    known_project(storage, scope, query.filter.project.as_deref()).await?;
     let contributions = storage.figure_contributions(&query, scope).await?;
     let mut rows = figure_rows(contributions);
     if !query.then_by.is_empty() {
@@ -36,6 +47,7 @@ pub async fn distributions(
     scope: &ProjectScope,
     query: DistributionQuery,
 ) -> ApiResult<DistributionResponse> {
+    known_project(storage, scope, query.figures.filter.project.as_deref()).await?;
     let values = storage.metric_values(&query, scope).await?;
     let mut groups: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
     for (key, v) in values {
@@ -64,6 +76,7 @@ pub async fn throughput_of<'a>(
         }
     }
     filter.check_window()?;
+    known_project(storage, scope, filter.project.as_deref()).await?;
     let flows = storage.report_flows(&filter, scope).await?;
     Ok(throughput(&flows, chrono::Utc::now()))
 }

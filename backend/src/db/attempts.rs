@@ -140,6 +140,10 @@ pub trait AttemptStore: Send + Sync {
     /// An attempt with its runs, or `None`.
     async fn get_attempt(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<AttemptDetail>>;
 
+    /// The report of each of these attempts, as (attempt, report) pairs
+    /// (attempts that do not exist are left out).
+    async fn attempt_reports(&self, ids: &[i64]) -> StorageResult<Vec<(i64, i64)>>;
+
     /// Attempts matching the query, newest first, keyset-paged on id.
     async fn list_attempts(&self, query: &AttemptListQuery, scope: &ProjectScope) -> StorageResult<Page<Attempt>>;
 

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use super::{ProjectScope, StorageError, StorageResult};
 use chrono::{DateTime, Utc};
 use failpass_shared::api::Page;
+use failpass_shared::api::import::LifeCycleRecord;
 use failpass_shared::api::reports::{CreateReportRequest, Report, ReportListQuery, ReportSummary, RouteCorrection};
 use failpass_shared::api::reports::{Order, ReportSort};
 use failpass_shared::model::Resolution;
@@ -104,6 +105,19 @@ pub trait ReportStore: Send + Sync {
 
     /// Appends a comment to a report's activity.
     async fn comment_report(&self, report_id: i64, text: &str, origin: &Origin) -> StorageResult<()>;
+
+    /// A report's life cycle as the NDJSON export writes it.
+    async fn life_cycle(&self, report_id: i64) -> StorageResult<Option<LifeCycleRecord>>;
+
+    /// Restores a report's life cycle (an NDJSON import): its correction
+    /// (when given), resolution, assignee, and timeline, which replaces the
+    /// report's own; `duplicate_of` is the duplicated report's id.
+    async fn import_life_cycle(
+        &self,
+        report_id: i64,
+        record: &LifeCycleRecord,
+        duplicate_of: Option<i64>,
+    ) -> StorageResult<failpass_shared::api::import::Outcome>;
 }
 
 /// A report whose route a maintainer corrected, as training data.

@@ -166,6 +166,10 @@ impl Gate {
             ImportRecord::Report(r) => {
                 self.allow(storage, Action::WriteReport, &r.project, missing_project(&r.project)).await
             }
+            // Statuses, assignees and timelines are a reviewer's to set.
+            ImportRecord::LifeCycle(l) => {
+                self.allow(storage, Action::Review, &l.project, missing_project(&l.project)).await
+            }
             ImportRecord::Attempt(a) => {
                 let project = match (&a.report_id, &a.report) {
                     (Some(id), _) => self.report_project(storage, *id).await?,
@@ -397,6 +401,33 @@ impl<'a> Importer<'a> {
                     }
                     out => self.record(n, out),
                 }
+            }
+            ImportRecord::LifeCycle(l) => {
+                self.flush().await?;
+                let Some(id) = self.storage.find_report(&l.project, &l.external_id).await? else {
+                    let why = format!(
+                        "report #{} of {} is not in failpass (its report record comes first)",
+                        l.external_id, l.project
+                    );
+                    self.reject(n, Some("external_id".into()), why);
+                    return Ok(());
+                };
+                let duplicate_of = match &l.duplicate_of {
+                    None => None,
+                    Some(d) => match self.storage.find_report(&l.project, d).await? {
+                        Some(d) => Some(d),
+                        None => {
+                            self.reject(
+                                n,
+                                Some("duplicate_of".into()),
+                                format!("report #{d} of {} is not in failpass", l.project),
+                            );
+                            return Ok(());
+                        }
+                    },
+                };
+                let out = self.storage.import_life_cycle(id, &l, duplicate_of).await;
+                self.record(n, out);
             }
         }
         Ok(())

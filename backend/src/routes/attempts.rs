@@ -23,6 +23,7 @@ pub async fn list_attempts(
     query: QueryPairs,
 ) -> ApiResult<ApiJson<Page<Attempt>>> {
     let query = AttemptListQuery::from_pairs(query.iter())?;
+    crate::summaries::known_project(state.storage.as_ref(), &viewer.scope(), query.project.as_deref()).await?;
     Ok(ApiJson(state.storage.list_attempts(&query, &viewer.scope()).await?))
 }
 

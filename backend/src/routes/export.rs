@@ -60,6 +60,7 @@ pub async fn reports(State(state): State<AppState>, viewer: Viewer, query: Query
     let (format, rest) = split_format(&query)?;
     let q = ReportListQuery::from_pairs(rest)?;
     let scope = viewer.scope();
+    crate::summaries::known_project(state.storage.as_ref(), &scope, q.filter.project.as_deref()).await?;
     stream(format, "failpass-reports", move |mut w| async move {
         crate::export::reports(state.storage.as_ref(), &q, &scope, format, &mut w).await
     })
@@ -77,6 +78,7 @@ pub async fn attempts(State(state): State<AppState>, viewer: Viewer, query: Quer
     let (format, rest) = split_format(&query)?;
     let q = AttemptListQuery::from_pairs(rest)?;
     let scope = viewer.scope();
+    crate::summaries::known_project(state.storage.as_ref(), &scope, q.project.as_deref()).await?;
     stream(format, "failpass-attempts", move |mut w| async move {
         crate::export::attempts(state.storage.as_ref(), &q, &scope, format, &mut w).await
     })

@@ -27,7 +27,25 @@ pub async fn queue(
     if let Some((k, _)) = query.iter().next() {
         return Err(ApiError::BadRequest(format!("{k}: unknown query parameter `{k}`; this list takes none")));
     }
-    Ok(ApiJson(state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?))
+    let mut overview = state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?;
+    // An attempt's job names its report too, so the Runners page can link it.
+    let ids: Vec<i64> = overview
+        .jobs
+        .iter()
+        .chain(&overview.recent_failures)
+        .filter(|j| j.payload.report_id.is_none())
+        .filter_map(|j| j.payload.attempt_id)
+        .collect();
+    if !ids.is_empty() {
+        let reports: std::collections::HashMap<i64, i64> =
+            state.storage.attempt_reports(&ids).await?.into_iter().collect();
+        for job in overview.jobs.iter_mut().chain(overview.recent_failures.iter_mut()) {
+            if job.payload.report_id.is_none() {
+                job.payload.report_id = job.payload.attempt_id.and_then(|a| reports.get(&a).copied());
+            }
+        }
+    }
+    Ok(ApiJson(overview))
 }
 
 #[utoipa::path(

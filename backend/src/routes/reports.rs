@@ -24,6 +24,7 @@ pub async fn list_reports(
     query: QueryPairs,
 ) -> ApiResult<ApiJson<Page<ReportSummary>>> {
     let query = ReportListQuery::from_pairs(query.iter())?;
+    crate::summaries::known_project(state.storage.as_ref(), &viewer.scope(), query.filter.project.as_deref()).await?;
     Ok(ApiJson(state.storage.list_reports(&query, &viewer.scope()).await?))
 }
 

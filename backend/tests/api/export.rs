@@ -9,6 +9,8 @@ use failpass_shared::api::attempts::AttemptListQuery;
 use failpass_shared::api::reports::ReportListQuery;
 use failpass_shared::routing::RoutingConfig;
 
+use serde_json::json;
+
 use crate::helpers::{assert_error, spawn_app_with_demo, sqlite_storage};
 
 async fn download(app: &crate::helpers::TestApp, path: &str) -> (u16, String, String, String) {
@@ -83,10 +85,29 @@ async fn lists_export_as_csv_json_and_ndjson_with_their_filters() {
 #[tokio::test]
 async fn the_demo_database_round_trips_through_an_ndjson_export() {
     let app = spawn_app_with_demo().await;
+    // What maintainers did travels too: a duplicate, an assignee, a comment, a corrected route, a reopening.
+    let list = app.get("/api/v1/reports?project=jax-ml%2Fjax&limit=4").await.body;
+    let ids: Vec<i64> = list["items"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    let target = list["items"][1]["external_id"].as_str().unwrap().to_owned();
+    for (path, body) in [
+        (
+            format!("/api/v1/reports/{}/status", ids[0]),
+            json!({"status": "duplicate", "duplicate_of": target, "reason": "same trace"}),
+        ),
+        (format!("/api/v1/reports/{}/assign", ids[1]), json!({"assignee": crate::helpers::TEST_ADMIN})),
+        (format!("/api/v1/reports/{}/comments", ids[1]), json!({"text": "seen on 0.4.30 too"})),
+        (format!("/api/v1/reports/{}/route", ids[2]), json!({"route": "human_first", "reason": "a launcher bug"})),
+        (format!("/api/v1/reports/{}/status", ids[3]), json!({"status": "wont_fix"})),
+        (format!("/api/v1/reports/{}/status", ids[3]), json!({"status": "reopen"})),
+    ] {
+        let r = app.post(&path, &body).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
     let first = export_all(app.storage.as_ref()).await;
     let text = String::from_utf8(first.clone()).unwrap();
     let kinds = |k: &str| text.lines().filter(|l| l.contains(&format!("\"kind\":\"{k}\""))).count();
     assert!(kinds("project") >= 3 && kinds("report") > 20 && kinds("attempt") > 20, "{}", &text[..300]);
+    assert!(kinds("life_cycle") >= 4, "the changed reports' life cycles are exported");
 
     // Into an empty database: everything comes in, nothing is rejected.
     let (fresh, _dir) = sqlite_storage().await;
@@ -97,6 +118,13 @@ async fn the_demo_database_round_trips_through_an_ndjson_export() {
     let summary = importer.finish().await.unwrap();
     assert_eq!(summary.rejected, 0, "{summary:?}");
     assert_eq!(summary.created as usize, kinds("project") + kinds("report") + kinds("attempt"), "{summary:?}");
+    assert_eq!(summary.updated as usize, kinds("life_cycle"), "each life cycle replaces its report's fresh one");
+    // The duplicate, its target, the assignee and the timeline are back.
+    let dup =
+        fresh.find_report("jax-ml/jax", list["items"][0]["external_id"].as_str().unwrap()).await.unwrap().unwrap();
+    let dup = fresh.get_report(dup, &ProjectScope::All).await.unwrap().unwrap();
+    assert_eq!(dup.summary.status.as_str(), "duplicate");
+    assert_eq!(dup.resolution.unwrap().duplicate_of.unwrap().external_id, target);
 
     // And out again: the same records (in another order: lists are newest
     // first, and the import gave them new ids).
@@ -118,4 +146,53 @@ async fn the_demo_database_round_trips_through_an_ndjson_export() {
         statuses
     };
     assert_eq!(flows(app.storage.clone()).await, flows(fresh.clone()).await, "every report's status survives");
+
+    // Importing the export again changes nothing; a life cycle before its report, or with an unknown resolution, is refused.
+    let mut again = Importer::new(fresh.as_ref(), &routing);
+    let input = std::io::Cursor::new(a.join("\n").into_bytes());
+    run(&mut again, Format::Ndjson, tokio::io::BufReader::new(input), &Default::default()).await.unwrap();
+    let summary = again.finish().await.unwrap();
+    assert_eq!((summary.created, summary.updated, summary.rejected), (0, 0, 0), "{summary:?}");
+    let orphan = r#"{"kind":"life_cycle","project":"jax-ml/jax","external_id":"nope","assignee":"x"}"#;
+    let bad =
+        r#"{"kind":"life_cycle","project":"jax-ml/jax","external_id":"1","resolution":"gone","resolution_by":"x"}"#;
+    let mut third = Importer::new(fresh.as_ref(), &routing);
+    let input = std::io::Cursor::new(format!("{orphan}\n{bad}\n").into_bytes());
+    run(&mut third, Format::Ndjson, tokio::io::BufReader::new(input), &Default::default()).await.unwrap();
+    let summary = third.finish().await.unwrap();
+    assert_eq!(summary.rejected, 2, "{summary:?}");
+    assert!(summary.rejections[0].message.contains("not in failpass"), "{summary:?}");
+    assert!(summary.rejections[1].message.contains("`gone` is not"), "{summary:?}");
+}
+
+/// A life cycle is a reviewer's to set: a CI token, which may import reports,
+/// may not import statuses and timelines.
+#[tokio::test]
+async fn a_ci_token_may_not_import_a_life_cycle() {
+    let app = crate::helpers::spawn_app().await;
+    app.project("o/n").await;
+    app.report(json!({"project": "o/n", "external_id": "1", "title": "a report"})).await;
+    let p = app.storage.get_project("o/n", &ProjectScope::All).await.unwrap().unwrap();
+    let req = failpass::auth::tokens::TokenRequest {
+        name: "ci".into(),
+        scope: failpass_shared::model::TokenScope::Ci,
+        project_id: Some(p.id),
+        user_id: None,
+        created_by: "tests".into(),
+        expires_in_days: None,
+    };
+    let (token, _) = failpass::auth::tokens::create(app.storage.as_ref(), req).await.unwrap();
+    let record = json!({"kind": "life_cycle", "project": "o/n", "external_id": "1", "resolution": "closed", "resolution_by": "ci"});
+    let r = crate::helpers::client_with_token(&token)
+        .post(format!("{}/api/v1/import?format=ndjson", app.base))
+        .header("content-type", "application/x-ndjson")
+        .body(record.to_string())
+        .send()
+        .await
+        .unwrap();
+    let summary: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(summary["rejected"], 1, "{summary}");
+    assert!(summary["rejections"][0]["message"].as_str().unwrap().contains("review"), "{summary}");
+    let report = app.get("/api/v1/reports?project=o/n").await.body;
+    assert_eq!(report["items"][0]["status"], "new", "nothing changed");
 }

@@ -317,3 +317,45 @@ async fn a_maintainer_corrects_a_route_with_a_reason_and_unsure_routes_are_flagg
     assert!(check["evidence"].as_str().unwrap().ends_with("a maintainer set the route"), "{check}");
     assert!(app.get("/api/v1/reports?route_check=true").await.body["items"].as_array().unwrap().is_empty());
 }
+
+/// An unknown (or unreadable) project in a filter is an error naming it on
+/// every list and figure, never an empty answer that reads as "nothing here".
+#[tokio::test]
+async fn a_filter_on_an_unknown_or_private_project_is_a_not_found_naming_it() {
+    let app = spawn_app().await;
+    app.project("o/known").await;
+    let r = app.post("/api/v1/projects", &json!({"slug": "o/private", "public": false})).await;
+    assert_eq!(r.status, 201);
+    for path in [
+        "/api/v1/reports",
+        "/api/v1/attempts",
+        "/api/v1/figures",
+        "/api/v1/distributions",
+        "/api/v1/throughput",
+        "/api/v1/oracles",
+        "/api/v1/export/reports",
+        "/api/v1/export/attempts",
+        "/api/v1/charts/reports",
+    ] {
+        let r = app.get(&format!("{path}?project=no%2Fsuch")).await;
+        assert_error(&r, 404, "not_found", "project `no/such` not found");
+        assert_eq!(app.get(&format!("{path}?project=o%2Fknown")).await.status, 200, "{path}");
+        // A private project is, to an outsider, a missing one.
+        let anon = app.anon.get(format!("{}{path}?project=o%2Fprivate", app.base)).send().await.unwrap();
+        assert_eq!(anon.status(), 404, "{path}");
+    }
+}
+
+/// The queue's jobs for an attempt name its report, so the Runners page links it.
+#[tokio::test]
+async fn queued_attempt_jobs_name_their_report() {
+    let app = crate::helpers::spawn_app_with_demo().await;
+    let q = app.get("/api/v1/jobs").await.body;
+    let jobs: Vec<&Value> =
+        q["jobs"].as_array().unwrap().iter().filter(|j| j["payload"]["attempt_id"].is_i64()).collect();
+    assert!(!jobs.is_empty(), "the demo queues its verifications: {q}");
+    for job in jobs.iter().take(5) {
+        let attempt = app.get(&format!("/api/v1/attempts/{}", job["payload"]["attempt_id"])).await.body;
+        assert_eq!(job["payload"]["report_id"], attempt["report_id"], "{job}");
+    }
+}

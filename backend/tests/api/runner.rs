@@ -94,6 +94,9 @@ async fn the_demo_is_graded_by_running_it() {
         .find(|g| g["signature"] == "AssertionError: probabilities contain nan: [nan, nan]")
         .expect("the softmax group");
     assert_eq!((nan["reports"].as_i64(), nan["reproduced"].as_i64()), (Some(1), Some(2)), "{nan}");
+    // Reports are named by their upstream number (the softmax report is #101), beside their id.
+    assert_eq!(nan["report_numbers"], json!(["101"]), "{nan}");
+    assert_eq!(nan["report_ids"].as_array().unwrap().len(), 1);
     let column = groups
         .as_array()
         .unwrap()

@@ -135,11 +135,11 @@ fn OracleView(
                 view! {
                     <div class="table-wrap"><table class="chart-table" data-testid="signature-groups">
                         <thead><tr><th scope="col">"Signature (normalised)"</th><th scope="col" class="num">"Attempts"</th>
-                            <th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Reproduced"</th><th scope="col">"Reports"</th></tr></thead>
+                            <th scope="col" class="num">"Reports"</th><th scope="col" class="num">"Reproduced"</th><th scope="col">"First reports"</th></tr></thead>
                         <tbody>
                             {groups.into_iter().map(|g| view! {
                                 <tr><td><code>{g.signature}</code></td><td class="num">{g.attempts}</td><td class="num">{g.reports}</td><td class="num">{g.reproduced}</td>
-                                    <td>{g.report_ids.into_iter().map(|id| view! { <a href=format!("/reports/{id}")>{format!("#{id}")}</a>" " }).collect_view()}</td></tr>
+                                    <td>{g.report_ids.into_iter().zip(g.report_numbers).map(|(id, n)| view! { <a href=format!("/reports/{id}")>{format!("#{n}")}</a>" " }).collect_view()}</td></tr>
                             }).collect_view()}
                         </tbody>
                     </table></div>

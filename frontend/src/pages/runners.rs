@@ -64,7 +64,8 @@ fn seconds(v: Option<f64>) -> String {
 
 fn target(j: &Job) -> AnyView {
     match (j.payload.attempt_id, j.payload.report_id) {
-        (Some(a), _) => view! { <span>"attempt "{a}</span> }.into_any(),
+        (Some(a), Some(r)) => view! { <a href=format!("/reports/{r}")>"attempt "{a}</a> }.into_any(),
+        (Some(a), None) => view! { <span>"attempt "{a}</span> }.into_any(),
         (None, Some(r)) => view! { <a href=format!("/reports/{r}")>"report "{r}</a> }.into_any(),
         _ => view! { <span>"—"</span> }.into_any(),
     }

@@ -19,6 +19,74 @@ pub enum ImportRecord {
     Agent(AgentRecord),
     Run(CreateRunRequest),
     Environment(super::jobs::CreateEnvironmentRequest),
+    /// What maintainers did to a report: its route correction, resolution,
+    /// assignee and activity timeline (after the reports it names).
+    LifeCycle(LifeCycleRecord),
+}
+
+/// A report's life cycle, as the NDJSON export writes it after every report
+/// and the import restores it: the timeline replaces the report's own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LifeCycleRecord {
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
+    pub project: String,
+    pub external_id: String,
+    /// A maintainer's route correction (left out: the stored one stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_correction: Option<super::reports::RouteCorrection>,
+    /// `closed`, `duplicate`, `wont_fix`, `not_a_bug`, `closed_upstream`, or
+    /// `reopened` (a member's reopening, which upstream does not undo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
+    /// `upstream`, or the member who set the resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution_by: Option<String>,
+    /// For a duplicate: the upstream number of the report it duplicates, in the same project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// The whole timeline, oldest first.
+    #[serde(default)]
+    pub activity: Vec<super::reports::Activity>,
+}
+
+impl LifeCycleRecord {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        super::projects::validate_slug(&self.project).map_err(|e| FieldError::new("project", e.message))?;
+        if self.external_id.trim().is_empty() {
+            return Err(FieldError::new("external_id", "names no report"));
+        }
+        if let Some(r) = &self.resolution
+            && r != "reopened"
+            && r.parse::<crate::model::Resolution>().is_err()
+        {
+            return Err(FieldError::new(
+                "resolution",
+                format!("`{r}` is not closed, duplicate, wont_fix, not_a_bug, closed_upstream or reopened"),
+            ));
+        }
+        if self.resolution.is_some() != self.resolution_by.is_some() {
+            return Err(FieldError::new("resolution_by", "a resolution says who set it, and only a resolution does"));
+        }
+        if self.duplicate_of.is_some() && self.resolution.as_deref() != Some("duplicate") {
+            return Err(FieldError::new("duplicate_of", "only a duplicate duplicates a report"));
+        }
+        if self.activity.len() > 10_000 {
+            return Err(FieldError::new("activity", "holds more than 10000 entries"));
+        }
+        for a in &self.activity {
+            if a.kind.trim().is_empty() || a.actor.trim().is_empty() || a.via.trim().is_empty() {
+                return Err(FieldError::new("activity", "an entry lacks its kind, actor or via"));
+            }
+            if a.text.len() > 20_000 {
+                return Err(FieldError::new("activity", "an entry's text is longer than 20000 bytes"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ImportRecord {
@@ -30,6 +98,7 @@ impl ImportRecord {
             ImportRecord::Agent(_) => "agent",
             ImportRecord::Run(_) => "run",
             ImportRecord::Environment(_) => "environment",
+            ImportRecord::LifeCycle(_) => "life_cycle",
         }
     }
 
@@ -41,6 +110,7 @@ impl ImportRecord {
             ImportRecord::Agent(a) => a.validate(),
             ImportRecord::Run(r) => r.validate(),
             ImportRecord::Environment(e) => e.validate(),
+            ImportRecord::LifeCycle(l) => l.validate(),
         }
     }
 }

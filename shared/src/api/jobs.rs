@@ -17,7 +17,7 @@ pub struct JobPayload {
     /// The attempt to verify or re-check.
     #[serde(default)]
     pub attempt_id: Option<i64>,
-    /// The report to refine.
+    /// The report to refine (on the queue's lists, also an attempt's report).
     #[serde(default)]
     pub report_id: Option<i64>,
     /// For a re-check: the environment (by name) to run against instead of fixed.
@@ -49,17 +49,18 @@ pub struct Job {
     pub priority: i32,
     pub tries: i64,
     pub max_tries: i64,
-    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
+    // The dashboard does not show these: its WebAssembly skips them.
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub run_after: DateTime<Utc>,
     pub lease_owner: Option<String>,
-    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
     #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub created_at: DateTime<Utc>,
-    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub started_at: Option<DateTime<Utc>>,
-    #[cfg_attr(target_arch = "wasm32", serde(default, deserialize_with = "crate::time::utc_opt"))]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub finished_at: Option<DateTime<Utc>>,
 }
 
@@ -75,7 +76,7 @@ pub struct Runner {
     pub id: String,
     pub host: String,
     pub pid: i64,
-    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub started_at: DateTime<Utc>,
     #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub last_heartbeat: DateTime<Utc>,
@@ -284,4 +285,7 @@ pub struct SignatureGroup {
     pub reproduced: i64,
     /// Up to ten of the reports, lowest id first.
     pub report_ids: Vec<i64>,
+    /// Their upstream numbers (external ids), in the same order.
+    #[serde(default)]
+    pub report_numbers: Vec<String>,
 }

@@ -141,6 +141,7 @@ pub struct Project {
     pub id: i64,
     pub slug: String,
     pub name: String,
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub description: Option<String>,
     pub public: bool,
     /// Where the project lives upstream, when someone said (the set-up
@@ -148,7 +149,7 @@ pub struct Project {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub upstream_url: Option<String>,
-    #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub created_at: DateTime<Utc>,
     /// Reports filed under this project.
     pub reports: i64,

@@ -90,6 +90,21 @@ impl AttemptStore for Engine {
         Ok((row.into_attempt()?, Outcome::Created))
     }
 
+    async fn attempt_reports(&self, ids: &[i64]) -> StorageResult<Vec<(i64, i64)>> {
+        let mut out = Vec::with_capacity(ids.len());
+        // Bound as a JSON array of ids would differ by engine; the list is short (one queue page).
+        for chunk in ids.chunks(100) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT id, report_id FROM attempts WHERE id IN ({})", marks.join(", "));
+            let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            out.extend(q.fetch_all(&self.read).await?);
+        }
+        Ok(out)
+    }
+
     async fn get_attempt(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<AttemptDetail>> {
         let row: Option<AttemptRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {} FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \

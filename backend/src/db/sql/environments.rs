@@ -31,15 +31,17 @@ impl EnvironmentStore for Engine {
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for (signature, attempts, reports, reproduced) in rows {
-            let report_ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                "SELECT DISTINCT a.report_id FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+            let refs: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT DISTINCT a.report_id, r.external_id FROM attempts a JOIN reports r ON r.id = a.report_id \
+                 JOIN projects p ON p.id = r.project_id \
                  WHERE a.failure_signature = $1 AND {visible} AND ($2 IS NULL OR p.slug = $2) ORDER BY a.report_id LIMIT 10"
             )))
             .bind(&signature)
             .bind(project)
             .fetch_all(&self.read)
             .await?;
-            out.push(SignatureGroup { signature, attempts, reports, reproduced, report_ids });
+            let (report_ids, report_numbers) = refs.into_iter().unzip();
+            out.push(SignatureGroup { signature, attempts, reports, reproduced, report_ids, report_numbers });
         }
         Ok(out)
     }

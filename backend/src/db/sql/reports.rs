@@ -9,6 +9,7 @@ use crate::db::{attempts, common};
 use async_trait::async_trait;
 use failpass_shared::api::Page;
 use failpass_shared::api::attempts::CreateAttemptRequest;
+use failpass_shared::api::import::LifeCycleRecord;
 use failpass_shared::api::reports::{
     Activity, Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection, Upstream,
 };
@@ -165,6 +166,113 @@ impl ReportStore for Engine {
         Self::add_activity(&mut tx, report_id, origin, "comment", text.trim()).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn life_cycle(&self, report_id: i64) -> StorageResult<Option<LifeCycleRecord>> {
+        type Row = (
+            String,
+            String,
+            Option<sqlx::types::Json<RouteCorrection>>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let row: Option<Row> = sqlx::query_as(
+            "SELECT p.slug, r.external_id, r.route_correction, r.resolution, r.resolution_by, d.external_id, r.assignee \
+             FROM reports r JOIN projects p ON p.id = r.project_id LEFT JOIN reports d ON d.id = r.duplicate_of WHERE r.id = $1",
+        )
+        .bind(report_id)
+        .fetch_optional(&self.read)
+        .await?;
+        let Some((project, external_id, correction, resolution, resolution_by, duplicate_of, assignee)) = row else {
+            return Ok(None);
+        };
+        // The whole timeline, oldest first (the import takes up to 10000 entries).
+        let activity: Vec<(chrono::DateTime<chrono::Utc>, String, String, String, String)> = sqlx::query_as(
+            "SELECT at, actor, via, kind, text FROM report_activity WHERE report_id = $1 ORDER BY id LIMIT 10000",
+        )
+        .bind(report_id)
+        .fetch_all(&self.read)
+        .await?;
+        let activity =
+            activity.into_iter().map(|(at, actor, via, kind, text)| Activity { at, actor, via, kind, text }).collect();
+        Ok(Some(LifeCycleRecord {
+            project,
+            external_id,
+            route_correction: correction.map(|c| c.0),
+            resolution,
+            resolution_by,
+            duplicate_of,
+            assignee,
+            activity,
+        }))
+    }
+
+    async fn import_life_cycle(
+        &self,
+        report_id: i64,
+        l: &LifeCycleRecord,
+        duplicate_of: Option<i64>,
+    ) -> StorageResult<failpass_shared::api::import::Outcome> {
+        use failpass_shared::api::import::Outcome;
+        use sqlx::types::Json;
+        let mut current =
+            self.life_cycle(report_id).await?.ok_or_else(|| StorageError::NotFound(format!("report {report_id}")))?;
+        // A correction left out keeps the stored one.
+        if l.route_correction.is_none() {
+            current.route_correction = None;
+        }
+        if current == *l {
+            return Ok(Outcome::Unchanged);
+        }
+        let mut tx = self.write.begin().await?;
+        if let Some(c) = &l.route_correction {
+            sqlx::query(
+                "UPDATE reports SET route_override = $1, route = $1, route_check = FALSE, route_correction = $2, \
+                 category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'unknown' ELSE category END \
+                 WHERE id = $3",
+            )
+            .bind(c.route.as_str())
+            .bind(Json(c))
+            .bind(report_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(
+            "UPDATE reports SET resolution = $1, resolution_by = $2, duplicate_of = $3, assignee = $4 WHERE id = $5",
+        )
+        .bind(&l.resolution)
+        .bind(&l.resolution_by)
+        .bind(duplicate_of)
+        .bind(&l.assignee)
+        .bind(report_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM report_activity WHERE report_id = $1").bind(report_id).execute(&mut *tx).await?;
+        for a in &l.activity {
+            sqlx::query(
+                "INSERT INTO report_activity (report_id, at, actor, via, kind, text) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(report_id)
+            .bind(common::secs(a.at))
+            .bind(&a.actor)
+            .bind(&a.via)
+            .bind(&a.kind)
+            .bind(&a.text)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(
+            "UPDATE reports SET last_activity_at = COALESCE((SELECT MAX(at) FROM report_activity WHERE report_id = $1), created_at) \
+             WHERE id = $1",
+        )
+        .bind(report_id)
+        .execute(&mut *tx)
+        .await?;
+        Self::refresh_status(&mut tx, &[report_id]).await?;
+        tx.commit().await?;
+        Ok(Outcome::Updated)
     }
 
     async fn corrected_routes(&self, project: &str) -> StorageResult<Vec<CorrectedRoute>> {
