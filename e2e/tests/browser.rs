@@ -418,6 +418,7 @@ async fn queue_filters_search_and_pages() {
     let expected: Vec<String> = human.items.iter().map(|r| r.id.to_string()).collect();
     assert_eq!(shown, expected, "same reports in the same order as the API");
     assert!(h.client.current_url().await.unwrap().as_str().contains("route=human_first"));
+    assert_eq!(h.text("queue-count").await.split(" ·").next().unwrap(), format!("{} reports", human.items.len()));
     h.screenshot("queue-human-first.png").await;
     // "Export all" carries the filters: every human_first report, as CSV.
     let href =
@@ -487,6 +488,10 @@ async fn failures_show_an_error_never_a_blank_page() {
         let msg = h.text("empty").await;
         assert!(msg.contains("Widen the filters"), "{path}: {msg}");
     }
+    // An unknown project in the address is an error naming it, not an empty queue under "All projects".
+    h.client.goto(&format!("{}/queue?project=no%2Fsuch", h.base)).await.unwrap();
+    let msg = h.text("error").await;
+    assert!(msg.contains("project `no/such` not found"), "{msg}");
     h.client.goto(&format!("{}/no/such/page", h.base)).await.unwrap();
     h.until("the not-found page", || async { h.client.source().await.unwrap_or_default().contains("Page not found") })
         .await;
@@ -630,13 +635,22 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
         .count();
     assert!(rechecked >= 1, "{attempts}");
 
-    // The triage queue's bulk rerun takes the view's filters.
+    // The triage queue's bulk rerun takes the view's reports, after a confirmation that counts them.
     h.client.goto(&format!("{}/queue?project=fastnum%2Ffastnum", h.base)).await.unwrap();
     h.client.wait().for_element(Locator::Css("[data-testid=queue-row]")).await.unwrap();
-    h.client.find(Locator::Css("[data-testid=bulk-rerun]")).await.unwrap().click().await.unwrap();
-    h.until("the bulk rerun message", || async { h.text("bulk-message").await.contains("queued") }).await;
-    let msg = h.text("bulk-message").await;
-    assert!(!msg.starts_with("0 rerun"), "fastnum has failed attempts to rerun: {msg}");
+    let total: serde_json::Value = h.api("/api/v1/reports/table?project=fastnum%2Ffastnum").await;
+    h.client.find(Locator::Css("[data-testid=bulk-scope]")).await.unwrap().select_by_value("view").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=bulk-action]")).await.unwrap().select_by_value("rerun").await.unwrap();
+    h.client.find(Locator::Css("[data-testid=bulk-review]")).await.unwrap().click().await.unwrap();
+    let summary = h.text("bulk-summary").await;
+    assert_eq!(summary, format!("Rerun the failed attempts of {} reports?", total["total"]), "the count comes first");
+    h.screenshot("queue-bulk-confirm.png").await;
+    h.client.find(Locator::Css("[data-testid=bulk-confirm]")).await.unwrap().click().await.unwrap();
+    let msg = h.text("bulk-result").await;
+    assert!(
+        msg.contains("rerun(s) queued") && !msg.contains(" 0 rerun(s)"),
+        "fastnum has failed attempts to rerun: {msg}"
+    );
     h.screenshot("queue-bulk-rerun.png").await;
     h.finish().await;
 }
@@ -1094,8 +1108,9 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
     h.screenshot("report-anonymous.png").await;
     // A viewer of the private project: reads it, may not rerun anything.
     h.sign_in("demo-viewer").await;
-    let private: Page<ReportSummary> = h.api("/api/v1/reports?project=acme%2Ftrainer-internal").await;
-    assert!(private.items.is_empty(), "anonymous API callers do not see the private project");
+    let private =
+        h.http.get(format!("{}/api/v1/reports?project=acme%2Ftrainer-internal", h.base)).send().await.unwrap();
+    assert_eq!(private.status(), 404, "anonymous API callers do not see the private project: it is not found");
     h.client.goto(&report).await.unwrap();
     h.text("attempts").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1108,14 +1123,14 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
         .for_element(Locator::Css("[data-testid=queue-row]"))
         .await
         .expect("the viewer sees the private project's reports");
-    assert_eq!(buttons("[data-testid=bulk-rerun]").await, 0);
+    assert_eq!(buttons("[data-testid=bulk-form]").await, 0);
     // Signing out forgets it.
     h.client.find(Locator::Css(".account button")).await.unwrap().click().await.unwrap();
     h.text("sign-in").await;
     h.client.goto(&format!("{}/queue?project=acme%2Ftrainer-internal", h.base)).await.unwrap();
-    // As for a project that does not exist: nothing matches.
+    // As for a project that does not exist: not found, said as an error (never an empty list).
     assert!(
-        h.text("empty").await.contains("No report matches"),
+        h.text("error").await.contains("project `acme/trainer-internal` not found"),
         "the private project's reports are gone after signing out"
     );
     // A maintainer of fastnum: rerun buttons, the bulk rerun, and tokens.

@@ -164,8 +164,9 @@ pub async fn figures(query: &FiguresQuery) -> Result<FiguresResponse, ClientErro
     get_json(&format!("/api/v1/figures?{}", to_query_string(&query.pairs()))).await
 }
 
-pub async fn reports(query: &ReportListQuery) -> Result<Page<ReportSummary>, ClientError> {
-    get_json(&format!("/api/v1/reports?{}", to_query_string(&query.pairs()))).await
+/// One page of the queue as the server renders it, with the total.
+pub async fn report_table(query: &ReportListQuery) -> Result<failpass_shared::api::reports::WorkList, ClientError> {
+    get_json(&format!("/api/v1/reports/table?{}", to_query_string(&query.pairs()))).await
 }
 
 /// A report's own fields, beside its summary's in `GET /api/v1/reports/{id}`.

@@ -264,6 +264,7 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route("GET", "/api/v1/reports", Read, Body::None, "reports (filters, search, keyset pages)"),
     route("POST", "/api/v1/reports", WriteReport, Body::Json, "file a report: it is routed and the explanation stored"),
+    route("GET", "/api/v1/reports/table", Read, Body::None, "the reports list as the queue shows it, with its total"),
     route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
     route(
         "POST",
@@ -308,6 +309,13 @@ pub const ROUTES: &[RouteSpec] = &[
         Review,
         Body::Form,
         "validate the oracle on buggy and fixed (stored once it fails, then passes); pause, resume",
+    ),
+    route(
+        "POST",
+        "/queue/bulk",
+        Review,
+        Body::Form,
+        "a bulk change from the queue: confirm (how many), then each report as its own change",
     ),
     route("GET", "/api/v1/attempts", Read, Body::None, "attempts"),
     route(

@@ -66,6 +66,9 @@ pub trait ReportStore: Send + Sync {
     /// made for another ordering.
     async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>>;
 
+    /// How many reports the query's filters select (all pages; its cursor and limit ignored).
+    async fn count_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<i64>;
+
     /// Replaces a report's derived routing (route, flags, category, features,
     /// explanation and a derived oracle) in one transaction and re-derives
     /// its attempts' counting. `NotFound` when the report does not exist.

@@ -31,6 +31,7 @@ pub(crate) mod setup;
 pub(crate) mod signatures;
 pub(crate) mod status;
 pub(crate) mod webhooks;
+pub(crate) mod worklist;
 
 use std::sync::Arc;
 
@@ -90,6 +91,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("PATCH", "/api/v1/projects/{*slug}", axum::routing::patch(projects::update_project))
         .add("GET", "/api/v1/reports", get(reports::list_reports))
         .add("POST", "/api/v1/reports", post(reports::create_report))
+        .add("GET", "/api/v1/reports/table", get(worklist::report_table))
         .add("GET", "/api/v1/reports/{id}", get(reports::get_report))
         .add("POST", "/api/v1/reports/{id}/route", post(reports::correct_route))
         .add("POST", "/api/v1/reports/{id}/status", post(reports::set_status))
@@ -98,6 +100,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/reports/{id}/lifecycle", post(reports::lifecycle_form))
         .add("GET", "/reports/{id}/oracle", get(authoring::oracle_page))
         .add("POST", "/reports/{id}/oracle", post(authoring::oracle_form))
+        .add("POST", "/queue/bulk", post(worklist::bulk))
         .add("GET", "/api/v1/export/reports", get(export::reports))
         .add("GET", "/api/v1/export/attempts", get(export::attempts))
         .add("POST", "/api/v1/webhooks/github", post(webhooks::github))

@@ -60,6 +60,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("PATCH", "/api/v1/projects/{*slug}", "401 403 403 403 200 403 403 403 403 401"),
     ("GET", "/api/v1/reports", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/reports", "401 403 201 400 201 403 201 403 400 401"),
+    ("GET", "/api/v1/reports/table", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/reports/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/reports/{id}/route", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/reports/{id}/status", "401 403 200 404 200 403 403 403 403 401"),
@@ -69,6 +70,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/reports/{id}/oracle", "303 403 200S 404 200S 403 403 403 403 401"),
     // The fixture's report has an oracle: refused on the page, said why.
     ("POST", "/reports/{id}/oracle", "401 403 400 404 400 403 403 403 403 401"),
+    // The confirmation page: the private report counts only for those who may change it.
+    ("POST", "/queue/bulk", "401 403 200S 200H 200S 403 403 403 403 401"),
     // Authenticated by its signature, not by who sends it: without GitHub's headers, a 400 for all.
     ("POST", "/api/v1/webhooks/github", "400 400 400 400 400 400 400 400 400 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
@@ -325,6 +328,10 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/api/v1/reports/{id}/assign") => {
             (format!("/api/v1/reports/{}/assign", f.report), json(json!({"assignee": null})))
         }
+        ("POST", "/queue/bulk") => (
+            "/queue/bulk".to_owned(),
+            (Some("application/x-www-form-urlencoded"), format!("view=&scope=selected&action=closed&report={}", f.report)),
+        ),
         ("GET", "/reports/{id}/oracle") => (format!("/reports/{}/oracle", f.report), (None, String::new())),
         ("POST", "/reports/{id}/oracle") => {
             (format!("/reports/{}/oracle", f.report), (Some("application/x-www-form-urlencoded"), "action=pause".to_owned()))

@@ -25,3 +25,4 @@ mod storage;
 mod sync;
 mod webhooks;
 mod worker;
+mod worklist;

@@ -1,13 +1,12 @@
 //! Triage queue: reports with their route, flags, best verdict and spend,
 //! filtered and paged through the URL (every view is a link).
 
-use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort, ReportSummary};
-use failpass_shared::format::usd;
+use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort};
 use failpass_shared::model::{ReportStatus, Route, Verdict};
 use leptos::prelude::*;
 
 use crate::api::{self, ClientError};
-use crate::components::{Badge, Empty, ErrorPanel, Loading, ProjectSelect};
+use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect};
 use crate::router::{query_pairs, with_param};
 
 fn parse(pairs: &[(String, String)]) -> Result<ReportListQuery, ClientError> {
@@ -21,7 +20,7 @@ pub fn QueuePage() -> impl IntoView {
     let query = Memo::new(move |_| pairs.with(|p| parse(p)));
     let reports = crate::load::Load::new(move || {
         let q = query.get();
-        async move { api::reports(&q?).await }
+        async move { api::report_table(&q?).await }
     });
     let projects = crate::load::Load::new(api::projects);
     let navigate_to = move |pairs: &[(&'static str, String)]| {
@@ -56,41 +55,10 @@ pub fn QueuePage() -> impl IntoView {
     let go_since = go;
     let go_until = go;
 
-    // Bulk rerun: every failed or errored attempt of the reports these filters select.
-    let me = crate::me::use_me();
-    let bulk_message = RwSignal::new(String::new());
-    let rerun_view = move |_| {
-        let filter = query.get_untracked().map(|q| q.filter).unwrap_or_default();
-        leptos::task::spawn_local(async move {
-            let req = failpass_shared::api::jobs::RerunRequest { filter: Some(filter), ..Default::default() };
-            bulk_message.set(match api::rerun(&req).await {
-                Ok(r) if r.queued.is_empty() && r.already_queued == 0 => {
-                    "Nothing to rerun here: no failed or errored attempt with a candidate \
-                    in a project that has buggy and fixed environments (set up under Set-up) matches these filters."
-                        .to_owned()
-                }
-                Ok(r) => format!(
-                    "{} rerun(s) queued, {} already waiting; follow them on the Runners page.",
-                    r.queued.len(),
-                    r.already_queued
-                ),
-                Err(e) => format!("Could not queue the reruns: {e}"),
-            });
-        });
-    };
-
     view! {
         <section class="queue">
             <div class="page-head">
                 <h1>"Triage queue"</h1>
-                // Reruns are for maintainers (of the projects the view selects; the server checks each).
-                {move || me.with(|m| m.maintains_any()).then(|| view! {
-                    <div class="actions">
-                        <button type="button" data-testid="bulk-rerun" on:click=rerun_view
-                            title="Rerun every failed or errored attempt of the reports these filters select, in the projects you maintain">"Rerun failed in this view"</button>
-                        <span class="message" role="status" aria-live="polite" data-testid="bulk-message">{move || bulk_message.get()}</span>
-                    </div>
-                })}
             </div>
             <form class="filters" role="search" on:submit=on_search>
                 <Suspense fallback=|| ()>
@@ -157,7 +125,7 @@ pub fn QueuePage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match reports.get().await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
-                        Ok(page) if page.items.is_empty() => view! { <Empty message="No report matches these filters."/> }.into_any(),
+                        Ok(page) if page.total == 0 => view! { <Empty message="No report matches these filters."/> }.into_any(),
                         Ok(page) => {
                             let next = page.next_cursor.clone();
                             let q = query.get_untracked().unwrap_or_default();
@@ -172,13 +140,13 @@ pub fn QueuePage() -> impl IntoView {
                             // Every report the filters select, not only this page.
                             let export = |format: &str| format!("/api/v1/export/reports?{}", with_param(&q.pairs(), "format", format));
                             view! {
-                                <p class="count" data-testid="queue-count">{format!("{} reports on this page", page.items.len())}
+                                <p class="count" data-testid="queue-count">{format!("{} reports", page.total)}
                                     " · export all: "
                                     <a href=export("csv") download data-testid="export-csv">"CSV"</a>" "
                                     <a href=export("json") download>"JSON"</a>" "
                                     <a href=export("ndjson") download>"NDJSON"</a>
                                 </p>
-                                <ReportTable rows=page.items/>
+                                <ReportTable html=page.html/>
                                 <nav class="pager" aria-label="Pages">
                                     {paged.then(|| view! { <a href=first_href data-testid="first-page">"First page"</a> })}
                                     {next_href.map(|h| view! { <a href=h data-testid="next-page">"Next page"</a> })}
@@ -213,85 +181,49 @@ fn EnumSelect(
     }
 }
 
+/// The server's table (escaped there), with j / k to move and Enter to open.
 #[component]
-fn ReportTable(rows: Vec<ReportSummary>) -> impl IntoView {
-    // std's clock is unsupported on wasm32-unknown-unknown; ask the browser.
-    let now_ms = js_sys::Date::now() as i64;
-    // Keyboard: j and k move the selection, Enter opens the selected report.
-    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-    let count = ids.len();
-    let selected = RwSignal::new(None::<usize>);
+fn ReportTable(html: String) -> impl IntoView {
+    let selected = RwSignal::new(None::<u32>);
+    let rows = || web_sys::window()?.document()?.query_selector_all("[data-testid=queue-row]").ok();
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
         let typing = ev
             .target()
             .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
             .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON"));
+        let Some(list) = rows() else { return };
+        let count = list.length();
         if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || count == 0 {
             return;
         }
+        let row = |i: u32| list.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok());
         match ev.key().as_str() {
             "j" => selected.update(|s| *s = Some(s.map_or(0, |i| (i + 1).min(count - 1)))),
             "k" => selected.update(|s| *s = Some(s.map_or(0, |i| i.saturating_sub(1)))),
             "Enter" => {
-                if let Some(i) = selected.get_untracked() {
+                if let Some(id) = selected.get_untracked().and_then(row).and_then(|r| r.get_attribute("data-id")) {
                     ev.prevent_default();
-                    crate::router::navigate(&format!("/reports/{}", ids[i]));
+                    crate::router::navigate(&format!("/reports/{id}"));
                 }
+                return;
             }
             _ => return,
         }
-        // Keep the selected row in view and say which one it is.
-        if let Some(row) = selected.get_untracked().and_then(|i| {
-            web_sys::window()?.document()?.query_selector_all("[data-testid=queue-row]").ok()?.item(i as u32)
-        }) && let Ok(el) = wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(row)
-        {
-            el.scroll_into_view_with_bool(false);
+        // Mark the selected row, keep it in view and say which one it is.
+        for i in 0..count {
+            if let Some(el) = row(i) {
+                let on = selected.get_untracked() == Some(i);
+                let _ = el.class_list().toggle_with_force("selected", on);
+                let _ = el.set_attribute("aria-selected", if on { "true" } else { "false" });
+                if on {
+                    el.scroll_into_view_with_bool(false);
+                }
+            }
         }
     });
     on_cleanup(move || keys.remove());
     view! {
         <p class="hint keys">"Keys: j / k move, Enter opens."</p>
-        <div class="table-wrap">
-            <table class="reports" data-testid="queue-table">
-                <thead>
-                    <tr>
-                        <th scope="col">"Report"</th>
-                        <th scope="col">"Project"</th>
-                        <th scope="col">"Route"</th>
-                        <th scope="col">"Flags"</th>
-                        <th scope="col">"Status"</th>
-                        <th scope="col">"Best verdict"</th>
-                        <th scope="col" class="num">"Attempts"</th>
-                        <th scope="col" class="num">"Cost"</th>
-                        <th scope="col" class="num">"Age"</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {rows.into_iter().enumerate().map(|(i, r)| {
-                        let age_days = (now_ms - r.filed_at.timestamp_millis()) / 86_400_000;
-                        let mut flags = Vec::new();
-                        if r.vague { flags.push("vague") }
-                        if r.llm_only { flags.push("llm only") }
-                        if r.route_check { flags.push("route check") }
-                        if r.route_corrected { flags.push("corrected") }
-                        view! {
-                            <tr data-testid="queue-row" data-route=r.route.as_str() data-id=r.id.to_string()
-                                class:selected=move || selected.get() == Some(i) aria-selected=move || (selected.get() == Some(i)).to_string()>
-                                <td class="title"><a href=format!("/reports/{}", r.id)>{r.title.clone()}</a>
-                                    <span class="ext">"#"{r.external_id.clone()}</span></td>
-                                <td>{r.project.clone()}</td>
-                                <td><Badge kind=r.route.as_str() text=r.route.as_str().replace('_', " ")/></td>
-                                <td>{flags.into_iter().map(|f| view! { <Badge kind="flag" text=f/> }).collect_view()}</td>
-                                <td>{r.status.as_str().replace('_', " ")}</td>
-                                <td>{r.best_verdict.map(|v| view! { <Badge kind=v.as_str() text=v.as_str().replace('_', " ")/> })}</td>
-                                <td class="num">{r.attempts}</td>
-                                <td class="num">{usd(Some(r.cost_usd))}</td>
-                                <td class="num">{if age_days < 1 { "today".to_owned() } else { format!("{age_days} d") }}</td>
-                            </tr>
-                        }
-                    }).collect_view()}
-                </tbody>
-            </table>
-        </div>
+        <div inner_html=html></div>
     }
 }

@@ -847,3 +847,14 @@ mod tests {
         assert_eq!(o.validate().unwrap_err().field, "oracle.source");
     }
 }
+
+/// `GET /api/v1/reports/table`: one page of the reports list as the triage
+/// queue shows it (a table rendered and escaped by the server), with the
+/// number of reports the filters select and the next page's cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkList {
+    pub total: i64,
+    pub next_cursor: Option<String>,
+    pub html: String,
+}

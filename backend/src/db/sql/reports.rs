@@ -335,6 +335,14 @@ impl ReportStore for Engine {
         row.into_report(oracle, activity).map(Some)
     }
 
+    async fn count_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<i64> {
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT COUNT(*) FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
+        );
+        Self::push_list_conditions(&mut qb, query, scope);
+        Ok(qb.build_query_scalar().fetch_one(&self.read).await?)
+    }
+
     async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>> {
         use crate::db::reports::{CursorValue, report_sort_column};
         use failpass_shared::api::reports::{Order, ReportSort};
@@ -347,19 +355,7 @@ impl ReportStore for Engine {
             "SELECT {} FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
             REPORT_SUMMARY_COLUMNS
         ));
-        Self::push_report_filter(&mut qb, &query.filter, scope);
-        for (column, v) in [("agent", &query.agent), ("model", &query.model)] {
-            if let Some(v) = v {
-                qb.push(format!(" AND EXISTS (SELECT 1 FROM attempts fa WHERE fa.report_id = r.id AND fa.{column} = "))
-                    .push_bind(v.clone())
-                    .push(")");
-            }
-        }
-        if let Some(days) = query.stuck_days {
-            let cutoff = common::now() - chrono::Duration::days(i64::from(days));
-            qb.push(" AND r.status IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < ")
-                .push_bind(cutoff);
-        }
+        Self::push_list_conditions(&mut qb, query, scope);
         if let Some(cursor) = &query.cursor {
             let (value, id) = decode_report_cursor(cursor, query.sort, query.order)?;
             qb.push(format!(" AND ({col} {cmp} "));
@@ -399,6 +395,24 @@ impl ReportStore for Engine {
 }
 
 impl Engine {
+    /// Appends the list's conditions: the report filter and scope, then the
+    /// list's own `agent`, `model` and `stuck_days`.
+    fn push_list_conditions(qb: &mut sqlx::QueryBuilder<Db>, query: &ReportListQuery, scope: &ProjectScope) {
+        Self::push_report_filter(qb, &query.filter, scope);
+        for (column, v) in [("agent", &query.agent), ("model", &query.model)] {
+            if let Some(v) = v {
+                qb.push(format!(" AND EXISTS (SELECT 1 FROM attempts fa WHERE fa.report_id = r.id AND fa.{column} = "))
+                    .push_bind(v.clone())
+                    .push(")");
+            }
+        }
+        if let Some(days) = query.stuck_days {
+            let cutoff = common::now() - chrono::Duration::days(i64::from(days));
+            qb.push(" AND r.status IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < ")
+                .push_bind(cutoff);
+        }
+    }
+
     /// Binds a routing decision's columns in the order both report writes
     /// list them: features, category, vague, llm_only, route, explanation,
     /// oracle_kind, oracle_source, has_det_oracle, route_check.
