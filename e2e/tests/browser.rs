@@ -945,7 +945,8 @@ async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() 
         click("save-environment").await;
         assert!(h.text("setup-notice").await.contains("Environment `fastnum-buggy` created"));
         click("build-now").await;
-        assert!(h.text("setup-notice").await.contains("queued as job"));
+        // The page before this one had a notice too: wait for the new page's.
+        h.until("the build to be queued", || async { h.text("setup-notice").await.contains("queued as job") }).await;
         // The page reloads until a runner has built it.
         let started = Instant::now();
         loop {

@@ -19,21 +19,11 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::pages::page;
-use crate::auth::{Action, Viewer};
+use super::reports::reviewable;
+use crate::auth::Viewer;
 use crate::db::oracle_drafts::{DraftFields, OracleDraft};
 use crate::db::queue::NewJob;
-use crate::error::{ApiError, ApiPath, ApiResult};
-
-/// The report as this maintainer may author its oracle (`NotFound` as the API answers).
-async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<Report> {
-    let report = state
-        .storage
-        .get_report(id, &viewer.scope())
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
-    viewer.require(Action::Review, &report.summary.project)?;
-    Ok(report)
-}
+use crate::error::{ApiPath, ApiResult};
 
 fn has_oracle(report: &Report) -> bool {
     report.oracle.as_ref().is_some_and(|o| o.is_deterministic())

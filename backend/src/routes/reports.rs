@@ -105,8 +105,8 @@ pub async fn correct_route(
     Ok(ApiJson(with_html(report, &viewer)))
 }
 
-/// The report, when the viewer may review in its project.
-async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<Report> {
+/// The report, when the viewer may review in its project (`NotFound` as the API answers).
+pub(super) async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<Report> {
     let report = state
         .storage
         .get_report(id, &viewer.scope())
