@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use failpass_shared::api::oracles::AuthoringGroup;
 use failpass_shared::api::reports::Oracle;
 use failpass_shared::model::{OracleKind, OracleSource};
 use failpass_shared::routing::RoutingDecision;
@@ -151,22 +152,6 @@ impl DraftFields {
     }
 }
 
-/// Authoring figures for one category and starting route.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AuthoringRow {
-    pub category: String,
-    pub route: String,
-    /// Reports a maintainer started an oracle for.
-    pub started: i64,
-    pub validated: i64,
-    /// Validated within an hour of authoring time.
-    pub within_hour: i64,
-    /// Median authoring minutes of the validated ones.
-    pub median_minutes: Option<f64>,
-    /// Mean validation tries of the validated ones.
-    pub mean_tries: Option<f64>,
-}
-
 #[async_trait]
 pub trait OracleDraftStore: Send + Sync {
     /// The author's open (or validating) draft for the report, if any.
@@ -218,5 +203,5 @@ pub trait OracleDraftStore: Send + Sync {
     ) -> StorageResult<Option<f64>>;
 
     /// Authoring figures by category and starting route (reports in scope).
-    async fn authoring_rows(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<Vec<AuthoringRow>>;
+    async fn authoring_rows(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<Vec<AuthoringGroup>>;
 }

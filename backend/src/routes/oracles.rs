@@ -1,7 +1,7 @@
 //! `GET /api/v1/oracles`: oracle coverage, sources, authoring time, failure causes.
 
 use axum::extract::State;
-use failpass_shared::api::oracles::{AuthoringGroup, OracleSummary, Share};
+use failpass_shared::api::oracles::{OracleSummary, Share};
 
 use super::AppState;
 use crate::auth::Viewer;
@@ -22,18 +22,7 @@ pub async fn oracles(
     let project = crate::summaries::project_param(query.iter())?;
     let mut summary = crate::summaries::oracle_summary(state.storage.as_ref(), &scope, query.iter()).await?;
     let rows = state.storage.authoring_rows(project.as_deref(), &scope).await?;
-    summary.authoring = rows
-        .into_iter()
-        .map(|r| AuthoringGroup {
-            category: r.category,
-            route: r.route,
-            started: r.started,
-            validated: r.validated,
-            within_hour: r.within_hour,
-            median_minutes: r.median_minutes,
-            mean_tries: r.mean_tries,
-        })
-        .collect();
+    summary.authoring = rows;
     let started: i64 = summary.authoring.iter().map(|g| g.started).sum();
     summary.validated_within_hour =
         (started > 0).then(|| Share::new(summary.authoring.iter().map(|g| g.within_hour).sum(), started));

@@ -225,7 +225,11 @@ impl OracleDraftStore for Engine {
         Ok(Some(minutes))
     }
 
-    async fn authoring_rows(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<Vec<AuthoringRow>> {
+    async fn authoring_rows(
+        &self,
+        project: Option<&str>,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<failpass_shared::api::oracles::AuthoringGroup>> {
         // Per report, its first draft's category and route, and whether (and how fast) one was validated.
         type Row = (i64, String, String, String, f64, i32);
         let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -259,7 +263,7 @@ impl OracleDraftStore for Engine {
                     n if n % 2 == 1 => Some(minutes[n / 2]),
                     n => Some((minutes[n / 2 - 1] + minutes[n / 2]) / 2.0),
                 };
-                AuthoringRow {
+                failpass_shared::api::oracles::AuthoringGroup {
                     category,
                     route,
                     started: reports.len() as i64,
