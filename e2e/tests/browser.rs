@@ -610,7 +610,13 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     .await;
     let progress = h.text("job-progress").await;
     assert!(progress.contains("verdict"), "{progress}");
-    h.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
+    // the row's rerun reports under that row, beside its button, not at the top of the page
+    let in_row = h.client.find(Locator::Css("[data-testid=attempts] [data-testid=job-progress]")).await.unwrap();
+    assert!(in_row.text().await.unwrap().contains("done"));
+    h.client
+        .execute("document.querySelector('[data-testid=attempts] .jobs-live').scrollIntoView()", vec![])
+        .await
+        .unwrap();
     h.screenshot("report-rerun-live.png").await;
 
     // Re-check the reproduced attempts against the newer release, from the page.
@@ -626,6 +632,25 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
         texts.len() >= 2 && texts.iter().all(|t| t.contains("done"))
     })
     .await;
+    let beside = h.client.find(Locator::Css("[data-testid=report-actions] [data-testid=job-progress]")).await;
+    assert!(beside.is_ok(), "the re-check's progress sits beside the Re-check button");
+
+    // The refine loop's new attempt appears in place when its job ends, without a reload.
+    let before = h.client.find_all(Locator::Css("[data-testid=attempt-row]")).await.unwrap().len();
+    h.client.execute("window.__kept = true", vec![]).await.unwrap();
+    let refine = h.client.find(Locator::Css("[data-testid=refine]")).await.unwrap();
+    assert_eq!(refine.attr("disabled").await.unwrap(), None, "the softmax report is agent first with an oracle");
+    refine.click().await.unwrap();
+    h.until("the refine loop's attempt to appear in place", || async {
+        h.client.find_all(Locator::Css("[data-testid=attempt-row]")).await.unwrap_or_default().len() > before
+    })
+    .await;
+    let kept = h.client.execute("return window.__kept === true", vec![]).await.unwrap();
+    assert_eq!(kept, serde_json::json!(true), "the page was not reloaded");
+    let actions = h.text("report-actions").await;
+    assert!(actions.contains("done") && actions.contains("Refine loop queued"), "{actions}");
+    h.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
+    h.screenshot("report-refine-live.png").await;
     let attempts: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={id}")).await;
     let rechecked = attempts["items"]
         .as_array()

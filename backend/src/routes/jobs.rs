@@ -73,7 +73,7 @@ pub async fn get_job(
 #[utoipa::path(
     get, path = "/api/v1/jobs/{id}/events", tag = "jobs",
     params(("id" = i64, Path, example = 1, description = "The job's id.")),
-    responses((status = 200, description = "Server-sent events: `job` (a Job, on each change), then `done` (`{job, attempt}`) when it ends.", content_type = "text/event-stream", body = String))
+    responses((status = 200, description = "Server-sent events: `job` (a Job, on each change), then `done` (`{job, attempt}`, attempt null where the job grades none, as refine and build jobs) when it ends.", content_type = "text/event-stream", body = String))
 )]
 pub async fn job_events(
     State(state): State<AppState>,
@@ -109,12 +109,14 @@ pub async fn job_events(
             }
             let ended = matches!(job.status, JobStatus::Done | JobStatus::Failed | JobStatus::Cancelled);
             let mut event = Event::default().event("job").data(text.clone());
-            if ended
-                && let Some(a) = job.payload.attempt_id
-                && let Ok(Some(d)) = state.storage.get_attempt(a, &scope).await
-            {
-                // The final event carries the job and the graded attempt.
-                let both = serde_json::json!({ "job": job, "attempt": d });
+            if ended {
+                // The final event carries the job and the attempt it graded,
+                // if it names one (a refine or build job does not).
+                let attempt = match job.payload.attempt_id {
+                    Some(a) => state.storage.get_attempt(a, &scope).await.ok().flatten(),
+                    None => None,
+                };
+                let both = serde_json::json!({ "job": job, "attempt": attempt });
                 event = Event::default().event("done").data(both.to_string());
             }
             Some((Ok(event), (None, Some(text), ended)))

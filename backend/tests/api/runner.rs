@@ -145,6 +145,16 @@ async fn the_demo_is_graded_by_running_it() {
         detail["runs"].as_array().unwrap().iter().map(|r| r["trigger"].as_str().unwrap()).collect();
     assert_eq!(triggers, ["initial", "initial", "rerun", "rerun"]);
 
+    // A refine job grades no attempt it names, and its stream still ends with
+    // `done` (the report page refetches on it: the new attempt shows in place).
+    let r = app.post("/api/v1/refine", &json!({ "report_id": good["report_id"] })).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let job = r.body["id"].as_i64().unwrap();
+    let events = app.client.get(format!("{}/api/v1/jobs/{job}/events", app.base)).send().await.unwrap();
+    let text = tokio::time::timeout(Duration::from_secs(60), events.text()).await.expect("the stream ends").unwrap();
+    let done = text.split("event: done").nth(1).unwrap_or_else(|| panic!("a done event: {text}"));
+    assert!(done.contains("\"attempt\":null") && done.contains("\"kind\":\"refine\""), "{done}");
+
     // Bulk: every failed or errored attempt of a report.
     let r = app.post("/api/v1/reruns", &json!({ "report_id": good["report_id"] })).await;
     assert_eq!(r.status, 202, "{}", r.body);

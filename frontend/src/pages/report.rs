@@ -6,9 +6,9 @@ use failpass_shared::format::{duration_secs, usd};
 use leptos::prelude::*;
 
 use crate::api::{self, ClientError};
-use crate::components::progress::JobProgress;
+use crate::components::progress::{Follow, follow, line};
 use crate::components::{Badge, Empty, ErrorPanel, Loading};
-use failpass_shared::api::attempts::{Attempt, AttemptDetail, Run, Signal};
+use failpass_shared::api::attempts::{Attempt, AttemptDetail, Run, Signal as Measured};
 use failpass_shared::api::jobs::RerunRequest;
 use failpass_shared::model::{Review, Route, RunEnvironment, Verdict};
 
@@ -18,11 +18,13 @@ pub fn ReportPage() -> impl IntoView {
     let id = Memo::new(move |_| path.with(|p| p.strip_prefix("/reports/").and_then(|v| v.parse::<i64>().ok())));
     // Bumped when a job this page started finishes, to show its result.
     let version = RwSignal::new(0u32);
-    // Jobs started from this page; their progress lines outlive refetches.
-    let started = RwSignal::new(Vec::<i64>::new());
-    provide_context(Started(started));
     let done = Callback::new(move |_| version.update(|n| *n += 1));
     provide_context(Refetch(done));
+    // Jobs started from this page, followed live beside what started them;
+    // they belong to the page, so a refetch keeps them.
+    let live = Live::new(done);
+    provide_context(live);
+    on_cleanup(move || live.close());
     let data = crate::load::Load::new(move || {
         version.track();
         let id = id.get();
@@ -35,11 +37,6 @@ pub fn ReportPage() -> impl IntoView {
         }
     });
     view! {
-        <div class="jobs-live" data-testid="jobs-live">
-            <For each=move || started.get() key=|j| *j let:job>
-                <JobProgress job_id=job on_done=done/>
-            </For>
-        </div>
         <Transition fallback=|| view! { <Loading what="the report"/> }>
             {move || Suspend::new(async move {
                 match data.get().await {
@@ -55,19 +52,62 @@ pub fn ReportPage() -> impl IntoView {
 #[derive(Clone, Copy)]
 struct Refetch(Callback<()>);
 
-/// Jobs this page started, followed live above the report.
-#[derive(Clone, Copy)]
-struct Started(RwSignal<Vec<i64>>);
+/// Where a job was started on the page, so its progress shows there.
+#[derive(Clone, Copy, PartialEq)]
+enum Origin {
+    /// The report's own buttons (rerun failed, refine, re-check).
+    Actions,
+    /// An attempt row's Rerun.
+    Attempt(i64),
+}
 
-impl Started {
-    fn add(self, jobs: Vec<i64>) {
-        self.0.update(|v| {
-            for j in jobs {
-                if !v.contains(&j) {
-                    v.push(j);
-                }
+/// The jobs this page started and the actions' last message. Both live as
+/// long as the page, not the view a refetch replaces.
+#[derive(Clone, Copy)]
+struct Live {
+    owner: StoredValue<Owner, LocalStorage>,
+    jobs: RwSignal<Vec<(Origin, i64, RwSignal<String>)>>,
+    follows: StoredValue<Vec<Follow>, LocalStorage>,
+    message: RwSignal<String>,
+    done: Callback<()>,
+}
+
+impl Live {
+    fn new(done: Callback<()>) -> Self {
+        Self {
+            owner: StoredValue::new_local(Owner::current().unwrap_or_default()),
+            jobs: RwSignal::new(Vec::new()),
+            follows: StoredValue::new_local(Vec::new()),
+            message: RwSignal::new(String::new()),
+            done,
+        }
+    }
+
+    /// Follows `jobs`, showing their progress at `at`.
+    fn add(self, at: Origin, jobs: Vec<i64>) {
+        let known: Vec<i64> = self.jobs.with_untracked(|v| v.iter().map(|(_, j, _)| *j).collect());
+        for job in jobs.into_iter().filter(|j| !known.contains(j)) {
+            // Owned by the page, so the line outlives the view that asked.
+            let status = self.owner.with_value(|o| o.with(|| RwSignal::new(format!("job {job}: queued…"))));
+            if let Some(f) = follow(job, status, self.done) {
+                self.follows.update_value(|v| v.push(f));
             }
-        });
+            self.jobs.update(|v| v.push((at, job, status)));
+        }
+    }
+
+    /// Whether a job was started at `at`.
+    fn any(self, at: Origin) -> bool {
+        self.jobs.with(|v| v.iter().any(|(o, _, _)| *o == at))
+    }
+
+    /// The progress lines of the jobs started at `at`.
+    fn lines(self, at: Origin) -> impl IntoView {
+        move || self.jobs.with(|v| v.iter().filter(|(o, _, _)| *o == at).map(|(_, _, s)| line(*s)).collect_view())
+    }
+
+    fn close(self) {
+        self.follows.try_with_value(|v| v.iter().for_each(Follow::close));
     }
 }
 
@@ -79,11 +119,11 @@ fn ReportActions(report: Report) -> impl IntoView {
     let id = report.summary.id;
     let graded = report.oracle.as_ref().is_some_and(|o| o.is_deterministic());
     let refinable = graded && report.summary.route == Route::AgentFirst;
-    let message = RwSignal::new(String::new());
-    let started = use_context::<Started>();
+    let live = use_context::<Live>();
+    let message = live.map_or_else(|| RwSignal::new(String::new()), |l| l.message);
     let push = move |jobs: Vec<i64>| {
-        if let Some(s) = started {
-            s.add(jobs);
+        if let Some(l) = live {
+            l.add(Origin::Actions, jobs);
         }
     };
     let rerun_failed = move |_| {
@@ -190,6 +230,7 @@ fn ReportActions(report: Report) -> impl IntoView {
                 })}
             </Suspense>
             <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
+            <div class="jobs-live" data-testid="jobs-live">{live.map(|l| l.lines(Origin::Actions))}</div>
         </div>
     }
 }
@@ -306,13 +347,13 @@ fn AttemptRow(a: Attempt, maintains: Memo<bool>) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let id = a.id;
     let can_rerun = a.candidate.is_some();
-    let started = use_context::<Started>();
+    let live = use_context::<Live>();
     let rerun = move |_| {
         leptos::task::spawn_local(async move {
             match api::rerun(&RerunRequest { attempt_id: Some(id), ..Default::default() }).await {
                 Ok(r) => {
-                    if let Some(s) = started {
-                        s.add(r.queued);
+                    if let Some(l) = live {
+                        l.add(Origin::Attempt(id), r.queued);
                     }
                 }
                 Err(e) => error.set(Some(e.to_string())),
@@ -354,6 +395,10 @@ fn AttemptRow(a: Attempt, maintains: Memo<bool>) -> impl IntoView {
             </td>
         </tr>
         {move || error.get().map(|e| view! { <tr><td colspan="10" class="state-error">{e}</td></tr> })}
+        // The row's rerun reports here, under the button that started it.
+        {move || live.filter(|l| l.any(Origin::Attempt(id))).map(|l| view! {
+            <tr class="details"><td colspan="10" class="jobs-live">{l.lines(Origin::Attempt(id))}</td></tr>
+        })}
         {move || reviewing.get().then(|| view! { <tr class="details"><td colspan="10"><ReviewForm id=id/></td></tr> })}
         {move || open.get().then(|| view! { <tr class="details"><td colspan="10"><AttemptDetails id=id/></td></tr> })}
     }
@@ -374,7 +419,7 @@ fn AttemptDetails(id: i64) -> impl IntoView {
     }
 }
 
-fn signal_row(name: &'static str, s: Option<Signal>) -> impl IntoView {
+fn signal_row(name: &'static str, s: Option<Measured>) -> impl IntoView {
     let (state, source, detail) = match s {
         None => ("not computed".to_owned(), "—".to_owned(), String::new()),
         Some(s) => (
