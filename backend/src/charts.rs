@@ -34,7 +34,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     // A segmented range `0..k` has k + 1 segments.
     let last = (rows.len() as i32 - 1).max(0);
-    let mut chart = frame(root, title, 52).build_cartesian_2d((0..last).into_segmented(), 0f64..134f64)?;
+    let mut chart = frame(root, title, 52).build_cartesian_2d((0..last).into_segmented(), percent_axis(134.0))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -42,8 +42,8 @@ fn draw_rate_bars<DB: DrawingBackend>(
         .y_desc("Reproduction rate (%)")
         .x_desc(x_desc)
         // Headroom above 100% holds the bar labels (up to ~110) and, above them,
-        // the legend; no tick is drawn there.
-        .y_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
+        // the legend; the axis ticks stop at 100%.
+        .y_label_formatter(&|v| format!("{v:.0}%"))
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| short_key(&r.key)).unwrap_or_default(),
             _ => String::new(),
@@ -103,15 +103,15 @@ fn draw_rate_rows<DB: DrawingBackend>(
     let last = (rows.len() as i32 - 1).max(0);
     let label_area = (width as f64 * 0.4).clamp(90.0, 240.0) as u32;
     let chars = (label_area / 7).max(8) as usize;
-    let mut chart = frame(root, title, label_area).build_cartesian_2d(0f64..150f64, (0..last).into_segmented())?;
+    let mut chart =
+        frame(root, title, label_area).build_cartesian_2d(percent_axis(150.0), (0..last).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
         .light_line_style(TRANSPARENT)
         .x_desc("Reproduction rate (%)")
         .y_desc(y_desc)
-        .x_labels(6)
-        .x_label_formatter(&|v| if *v <= 100.0 { format!("{v:.0}%") } else { String::new() })
+        .x_label_formatter(&|v| format!("{v:.0}%"))
         .y_label_formatter(&|v| match v {
             // The first row on top, as in the table below.
             SegmentValue::CenterOf(i) => {
@@ -143,7 +143,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
         Text::new(
             format!("{} n={}", failpass_shared::format::percent(r.rate), r.reports_graded),
             (r.rate_high.unwrap_or(0.0) * 100.0 + 2.0, SegmentValue::CenterOf(last - i as i32)),
-            font(11).pos(Pos::new(HPos::Left, VPos::Center)),
+            font(12).pos(Pos::new(HPos::Left, VPos::Center)),
         )
     }))?;
     Ok(())
@@ -207,9 +207,11 @@ fn frame<'a, 'b, DB: DrawingBackend>(
     builder
 }
 
-/// The charts' one typeface, in ink, at `size` pixels.
+/// The charts' one typeface, in ink, at `size` pixels. Plotters writes an
+/// SVG's `font-size` as the size asked for over 1.24 (its points to pixels),
+/// so asking 12 drew 9.7 px text: the size is scaled back up here.
 fn font(size: u32) -> TextStyle<'static> {
-    ("sans-serif", size).into_font().color(&INK)
+    ("sans-serif", f64::from(size) * 1.24).into_font().color(&INK)
 }
 
 /// A group key as an axis label: underscores as spaces, long keys cut.
@@ -230,8 +232,88 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// A count axis's tick: whole numbers only, so small counts do not repeat.
-fn whole(v: f64) -> String {
+pub fn whole(v: f64) -> String {
     if (v - v.round()).abs() < 1e-9 { format!("{v:.0}") } else { String::new() }
+}
+
+/// A 0..`top` percent axis whose ticks stop at 100% (the room above holds
+/// labels and the legend, and no unlabelled tick).
+fn percent_axis(top: f64) -> Ticked {
+    Ticked::new(0.0..top, &[0.0, 20.0, 40.0, 60.0, 80.0, 100.0])
+}
+
+/// A linear axis with its ticks where given (plotters' own `WithKeyPoints`
+/// does not take a label formatter over `f64`).
+struct Ticked {
+    range: plotters::coord::types::RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ticked {
+    fn new(range: std::ops::Range<f64>, ticks: &[f64]) -> Self {
+        Self { range: range.into(), ticks: ticks.to_vec() }
+    }
+}
+
+impl plotters::coord::ranged1d::Ranged for Ticked {
+    type ValueType = f64;
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.range.map(value, limit)
+    }
+
+    fn key_points<H: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.range()
+    }
+}
+
+/// Whether `key` is a time key: a week's Monday (`YYYY-MM-DD`) or a month (`YYYY-MM`).
+fn is_time_key(key: &str) -> bool {
+    let b = key.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    (b.len() == 7 || b.len() == 10)
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && (b.len() == 7 || (b[7] == b'-' && digits(8..10)))
+}
+
+/// A time key as an axis label: with its year on the first label shown
+/// (`prev` is the one shown before) and wherever the year changes, so a
+/// 2023 week never passes for a 2026 one. Months read `Jan 2026`, `Feb`.
+fn time_label(key: &str, prev: Option<&str>) -> String {
+    let new_year = prev.is_none_or(|p| p.get(..4) != key.get(..4));
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    match key.len() {
+        7 => {
+            let m = key[5..7].parse::<usize>().ok().and_then(|m| MONTHS.get(m.wrapping_sub(1))).copied().unwrap_or("?");
+            if new_year { format!("{m} {}", &key[..4]) } else { m.to_owned() }
+        }
+        _ if new_year => key.to_owned(),
+        _ => key[5..].to_owned(),
+    }
+}
+
+/// The labels an axis of `labels` shows at `width` pixels: one every so
+/// many, so they never overlap (time keys take more room, with their year).
+fn shown_labels(labels: &[String], width: u32) -> Vec<String> {
+    let dated = !labels.is_empty() && labels.iter().all(|l| is_time_key(l));
+    let px = if dated { 84 } else { 60 };
+    let every = labels.len().div_ceil((width as usize / px).max(2)).max(1);
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| match (i % every == 0, dated) {
+            (false, _) => String::new(),
+            (true, true) => time_label(l, i.checked_sub(every).map(|j| labels[j].as_str())),
+            (true, false) => short_key(l),
+        })
+        .collect()
 }
 
 /// Draws into an SVG string; an error leaves an empty string (the page's
@@ -281,8 +363,8 @@ pub fn grouped_bars(
         let k = series.len().max(1);
         let top = series.iter().flat_map(|s| s.1.iter().copied()).fold(0.0_f64, f64::max).max(1e-9) * 1.45;
         let mut chart = frame(root, title, 60).build_cartesian_2d(0f64..n as f64, 0f64..top)?;
-        // One label per ~60 px, so narrow screens stay legible.
-        let every = n.div_ceil((width as usize / 60).max(2)).max(1);
+        // Labels spaced so they never overlap; dates carry their year.
+        let shown = shown_labels(labels, width);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -291,8 +373,8 @@ pub fn grouped_bars(
             .x_label_formatter(&|x| {
                 let i = (x - 0.5).round();
                 let centred = ((x - 0.5) - i).abs() < 1e-6 && i >= 0.0;
-                match labels.get(i as usize) {
-                    Some(l) if centred && (i as usize).is_multiple_of(every) => short_key(l),
+                match shown.get(i as usize) {
+                    Some(l) if centred => l.clone(),
                     _ => String::new(),
                 }
             })
@@ -338,7 +420,9 @@ pub fn histogram_chart(
         let lo = bins.first().map_or(0.0, |b| b.0);
         let hi = bins.last().map_or(1.0, |b| b.1).max(lo + 1e-9);
         let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.2;
-        let mut chart = frame(root, title, 52).build_cartesian_2d(lo..hi, 0f64..top)?;
+        // A little room either side, so the outer bars do not touch the axis ends.
+        let pad = (hi - lo) * 0.03;
+        let mut chart = frame(root, title, 52).build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -370,13 +454,14 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[CdfSeries], money: bool, w
         root.fill(&WHITE)?;
         let hi = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
         let lo = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
-        let mut chart = frame(root, title, 52).build_cartesian_2d(lo..hi * 1.05, 0f64..1.05f64)?;
+        let shares = Ticked::new(0.0..1.05, &[0.0, 0.25, 0.5, 0.75, 1.0]);
+        let mut chart = frame(root, title, 52).build_cartesian_2d(lo..hi * 1.05, shares)?;
         chart
             .configure_mesh()
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .x_labels(6)
             .x_label_formatter(&|v| if money { format!("${}", compact(*v)) } else { compact(*v) })
-            .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
+            .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
             .y_desc("Attempts at or below (%)")
             .x_desc(x_desc)
             .label_style(font(12))
@@ -418,54 +503,92 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[CdfSeries], money: bool, w
             .configure_series_labels()
             .background_style(WHITE.mix(0.9))
             .border_style(INK.mix(0.3))
-            .position(SeriesLabelPosition::UpperLeft)
+            // A CDF rises from the lower left to the upper right: the lower
+            // right is clear of its lines.
+            .position(SeriesLabelPosition::LowerRight)
             .label_font(font(12))
             .draw()?;
         Ok(())
     })
 }
 
-/// One line over labelled points (e.g. cumulative spend by week).
-// A chart is its titles, its data, its tick format and its size.
-#[allow(clippy::too_many_arguments)]
-pub fn line_chart(
+/// Spend per period as bars (left axis) with the running total as a line
+/// (right axis); `periods` are contiguous time keys with what was spent.
+pub fn spend_chart(
     title: &str,
     x_desc: &str,
-    y_desc: &str,
-    labels: &[String],
-    values: &[f64],
-    fmt: &dyn Fn(f64) -> String,
+    bar_name: &str,
+    periods: &[(String, f64)],
     width: u32,
     height: u32,
 ) -> String {
     svg(width, height, |root| {
         root.fill(&WHITE)?;
-        let n = values.len().max(1);
-        let top = values.iter().copied().fold(0.0_f64, f64::max).max(1e-9) * 1.15;
-        let mut chart = frame(root, title, 60).build_cartesian_2d(0f64..(n as f64 - 0.5).max(0.5), 0f64..top)?;
-        let every = n.div_ceil(6).max(1);
+        let n = periods.len().max(1);
+        let top = periods.iter().map(|p| p.1).fold(0.0_f64, f64::max).max(1e-9) * 1.45;
+        let total = periods.iter().map(|p| p.1).sum::<f64>().max(1e-9) * 1.1;
+        let labels: Vec<String> = periods.iter().map(|p| p.0.clone()).collect();
+        let shown = shown_labels(&labels, width);
+        let mut chart = frame(root, title, 60)
+            .right_y_label_area_size(60)
+            .build_cartesian_2d(0f64..n as f64, 0f64..top)?
+            .set_secondary_coord(0f64..n as f64, 0f64..total);
         chart
             .configure_mesh()
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .x_labels(n.min(60))
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_labels(n * 2 + 1)
             .x_label_formatter(&|x| {
-                let i = x.round();
-                match labels.get(i as usize) {
-                    Some(l) if (x - i).abs() < 1e-6 && (i as usize).is_multiple_of(every) => l.clone(),
+                let i = (x - 0.5).round();
+                match shown.get(i as usize) {
+                    Some(l) if ((x - 0.5) - i).abs() < 1e-6 && i >= 0.0 => l.clone(),
                     _ => String::new(),
                 }
             })
-            .y_label_formatter(&|v| fmt(*v))
-            .y_desc(y_desc)
+            .y_label_formatter(&|v| format!("${}", compact(*v)))
+            .y_desc(format!("{bar_name} (USD)"))
             .x_desc(x_desc)
             .label_style(font(12))
             .axis_desc_style(font(12))
             .draw()?;
-        chart.draw_series(LineSeries::new(
-            values.iter().enumerate().map(|(i, v)| (i as f64, *v)),
-            BAR.stroke_width(2),
-        ))?;
-        chart.draw_series(values.iter().enumerate().map(|(i, v)| Circle::new((i as f64, *v), 3, BAR.filled())))?;
+        chart
+            .configure_secondary_axes()
+            .y_label_formatter(&|v| format!("${}", compact(*v)))
+            .y_desc("Cumulative (USD)")
+            .label_style(font(12))
+            .axis_desc_style(font(12))
+            .draw()?;
+        let bar = BAR.mix(0.85).filled();
+        chart
+            .draw_series(
+                periods
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| Rectangle::new([(i as f64 + 0.15, 0.0), (i as f64 + 0.85, p.1)], bar)),
+            )?
+            .label(bar_name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], bar));
+        let line = SERIES[1];
+        let mut running = 0.0;
+        let points: Vec<(f64, f64)> = periods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                running += p.1;
+                (i as f64 + 0.5, running)
+            })
+            .collect();
+        chart
+            .draw_secondary_series(LineSeries::new(points, line.stroke_width(2)))?
+            .label("Cumulative (right axis)")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], line.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(INK.mix(0.3))
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(font(12))
+            .draw()?;
         Ok(())
     })
 }
@@ -497,7 +620,8 @@ pub fn share_bars(
     svg(width, height, |root| {
         root.fill(&WHITE)?;
         let n = rows.len().max(1);
-        let mut chart = frame(root, title, 52).build_cartesian_2d(0f64..n as f64, 0f64..1.3f64)?;
+        let shares = Ticked::new(0.0..1.3, &[0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
+        let mut chart = frame(root, title, 52).build_cartesian_2d(0f64..n as f64, shares)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -510,7 +634,7 @@ pub fn share_bars(
                     _ => String::new(),
                 }
             })
-            .y_label_formatter(&|v| if *v <= 1.0 { format!("{:.0}%", v * 100.0) } else { String::new() })
+            .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
             .y_desc("Share of all reports (%)")
             .x_desc(x_desc)
             .label_style(font(12))
@@ -567,4 +691,31 @@ pub fn rasterize(svg: &str, width: u32) -> Result<Vec<u8>, String> {
     let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("an empty drawing")?;
     resvg::render(&tree, tiny_skia::Transform::from_scale(scale, scale), &mut pixmap.as_mut());
     pixmap.encode_png().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_axes_carry_the_year_where_it_changes() {
+        let weeks: Vec<String> = ["2025-12-22", "2025-12-29", "2026-01-05", "2026-01-12"].map(String::from).to_vec();
+        assert_eq!(shown_labels(&weeks, 900), ["2025-12-22", "12-29", "2026-01-05", "01-12"]);
+        // Narrow: every second label, and the year still shows where it changes.
+        assert_eq!(shown_labels(&weeks, 280), ["2025-12-22", "", "2026-01-05", ""]);
+        let months: Vec<String> = ["2025-11", "2025-12", "2026-01"].map(String::from).to_vec();
+        assert_eq!(shown_labels(&months, 900), ["Nov 2025", "Dec", "Jan 2026"]);
+        let agents: Vec<String> = ["repgen", "2026"].map(String::from).to_vec();
+        assert_eq!(shown_labels(&agents, 900), ["repgen", "2026"], "not every label is a date");
+    }
+
+    #[test]
+    fn percent_axes_tick_no_higher_than_100() {
+        let svg = rate_bars("Rate", "Route", &[], 560, 340);
+        assert!(svg.contains(">\n100%\n<") && !svg.contains("120%"), "{svg}");
+        // every text at 12 px or more (plotters shrinks what it is asked for)
+        let sizes: Vec<f64> =
+            svg.split("font-size=\"").skip(1).filter_map(|t| t.split('"').next()?.parse().ok()).collect();
+        assert!(!sizes.is_empty() && sizes.iter().all(|s| *s >= 11.99), "{sizes:?}");
+    }
 }

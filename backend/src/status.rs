@@ -261,7 +261,7 @@ pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<Proj
 
 /// The weekly trend: filed, reached a final state, reproduced.
 pub fn trend_chart(status: &ProjectStatus, width: u32, height: u32) -> String {
-    let labels: Vec<String> = status.weeks.iter().map(|w| w.week.get(5..).unwrap_or(&w.week).to_owned()).collect();
+    let labels: Vec<String> = status.weeks.iter().map(|w| w.week.clone()).collect();
     let series = [
         ("Filed", status.weeks.iter().map(|w| w.filed as f64).collect()),
         ("Reached a final state", status.weeks.iter().map(|w| w.finished as f64).collect()),
@@ -269,11 +269,11 @@ pub fn trend_chart(status: &ProjectStatus, width: u32, height: u32) -> String {
     ];
     charts::grouped_bars(
         &format!("{}: the last 90 days", status.project),
-        "Week starting (MM-DD, UTC)",
+        "Week starting (UTC)",
         "Reports",
         &labels,
         &series,
-        &|v| format!("{v:.0}"),
+        &charts::whole,
         width,
         height,
     )

@@ -13,7 +13,7 @@ use failpass::startup::{App, AppConfig};
 use failpass_shared::api::Page;
 use failpass_shared::api::figures::{DistributionResponse, FiguresResponse, Throughput};
 use failpass_shared::api::reports::ReportSummary;
-use failpass_shared::format::{duration_secs, hours, interval, percent, thousands, usd};
+use failpass_shared::format::{hours, interval, percent, thousands, usd};
 use fantoccini::{Client, ClientBuilder, Locator};
 use tempfile::TempDir;
 
@@ -369,7 +369,9 @@ async fn cost_and_time_follow_the_api_and_the_window() {
     let cost: DistributionResponse = h.api(&format!("/api/v1/distributions?metric=cost_usd&since={since}")).await;
     assert_eq!(h.text("cost-median").await, usd(cost.groups[0].median));
     let wall: DistributionResponse = h.api(&format!("/api/v1/distributions?metric=wall_seconds&since={since}")).await;
-    assert_eq!(h.text("wall-median").await, duration_secs(wall.groups[0].median));
+    // one unit for wall time on the page: minutes, in the cards and on the charts' axes
+    assert_eq!(h.text("wall-median").await, failpass_shared::format::minutes(wall.groups[0].median));
+    assert!(h.svg("chart-wall-histogram").await.contains("(minutes)"));
     let agents: FiguresResponse = h.api(&format!("/api/v1/figures?group_by=agent&since={since}")).await;
     let rows = h.client.find_all(Locator::Css("[data-testid=cost-row]")).await.unwrap();
     assert_eq!(rows.len(), agents.rows.len());
@@ -384,7 +386,8 @@ async fn cost_and_time_follow_the_api_and_the_window() {
         ("chart-cost-cdf", "(CDF)"),
         ("chart-wall-histogram", "Wall time"),
         ("chart-cost-both-ways", "two ways"),
-        ("chart-spend", "Cumulative spend"),
+        ("chart-spend", "Spend per week"),
+        ("chart-spend-month", "Spend per month"),
     ] {
         assert!(h.svg(testid).await.contains(title), "{testid} is titled {title}");
     }

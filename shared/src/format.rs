@@ -53,6 +53,16 @@ pub fn duration_secs(secs: Option<f64>) -> String {
     }
 }
 
+/// Seconds as minutes whatever their size (`0.4 min`, `12 min`), for a page
+/// that gives wall time in one unit (the Cost & time page and its charts).
+pub fn minutes(secs: Option<f64>) -> String {
+    match secs.map(|s| s / 60.0) {
+        None => "—".to_owned(),
+        Some(m) if m < 10.0 => format!("{m:.1} min"),
+        Some(m) => format!("{m:.0} min"),
+    }
+}
+
 /// Hours as `5.5 h` below two days, else days: `3.2 d`.
 pub fn hours(h: Option<f64>) -> String {
     match h {
@@ -78,6 +88,9 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(duration_secs(Some(90.0)), "90 s");
         assert_eq!(duration_secs(Some(750.0)), "12.5 min");
+        assert_eq!(minutes(Some(24.0)), "0.4 min");
+        assert_eq!(minutes(Some(750.0)), "12 min");
+        assert_eq!(minutes(None), "—");
         assert_eq!(hours(Some(5.54)), "5.5 h");
         assert_eq!(hours(Some(72.0)), "3.0 d");
         assert_eq!(hours(None), "—");

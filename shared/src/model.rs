@@ -316,6 +316,8 @@ string_enum!(
         Category => "category",
         Cutoff => "cutoff",
         Week => "week",
+        /// The calendar month (UTC) an attempt started in, `YYYY-MM`.
+        Month => "month",
         Vagueness => "vagueness",
     }
 );
@@ -436,7 +438,7 @@ impl GroupBy {
     /// Groups keyed by an attempt property: a report belongs to every group one
     /// of its attempts falls in, and reports without attempts belong to none.
     pub const fn is_per_attempt(self) -> bool {
-        matches!(self, GroupBy::Agent | GroupBy::Model | GroupBy::Cutoff | GroupBy::Week)
+        matches!(self, GroupBy::Agent | GroupBy::Model | GroupBy::Cutoff | GroupBy::Week | GroupBy::Month)
     }
 }
 

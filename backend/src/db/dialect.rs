@@ -40,6 +40,10 @@ pub(crate) trait Dialect {
     /// `YYYY-MM-DD` (`unknown` without a start).
     const WEEK_KEY: &'static str;
 
+    /// An expression giving `a.started_at`'s month (UTC) as `YYYY-MM`
+    /// (`unknown` without a start).
+    const MONTH_KEY: &'static str;
+
     /// Applies the engine's pending migrations.
     async fn run_migrations(&self) -> StorageResult<()>;
 
@@ -72,6 +76,8 @@ impl Dialect for SqliteStorage {
 
     /// `weekday 0` moves to the next Sunday (or stays); six days back is Monday.
     const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at, 'weekday 0', '-6 days'), 'unknown')";
+
+    const MONTH_KEY: &'static str = "COALESCE(strftime('%Y-%m', a.started_at), 'unknown')";
 
     async fn run_migrations(&self) -> StorageResult<()> {
         sqlx::migrate!("../migrations/sqlite").run(&self.write).await?;
@@ -112,6 +118,8 @@ impl Dialect for PgStorage {
 
     const WEEK_KEY: &'static str =
         "COALESCE(to_char(date_trunc('week', a.started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
+
+    const MONTH_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM'), 'unknown')";
 
     async fn run_migrations(&self) -> StorageResult<()> {
         sqlx::migrate!("../migrations/postgres").run(&self.write).await?;

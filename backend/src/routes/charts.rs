@@ -99,8 +99,16 @@ pub async fn get_chart(
         "throughput" => {
             let flow =
                 throughput_of(state.storage.as_ref(), &scope, pairs.iter().copied()).await.map_err(with_width)?;
-            let recent = &flow.weeks[flow.weeks.len().saturating_sub(THROUGHPUT_CHART_WEEKS)..];
-            let labels: Vec<String> = recent.iter().map(|w| w.week.get(5..).unwrap_or(&w.week).to_owned()).collect();
+            // The weeks up to the view's newest, every one of them: an empty
+            // week is a gap, never skipped (the table lists them all).
+            let newest = flow
+                .weeks
+                .iter()
+                .filter_map(|w| chrono::NaiveDate::parse_from_str(&w.week, "%Y-%m-%d").ok())
+                .max()
+                .map_or_else(chrono::Utc::now, |d| d.and_time(chrono::NaiveTime::MIN).and_utc());
+            let recent = failpass_shared::figures::recent_weeks(&flow.weeks, newest, THROUGHPUT_CHART_WEEKS);
+            let labels: Vec<String> = recent.iter().map(|w| w.week.clone()).collect();
             let series = [
                 ("Filed", recent.iter().map(|w| w.filed as f64).collect()),
                 ("Reached a final state", recent.iter().map(|w| w.finished as f64).collect()),
@@ -108,11 +116,11 @@ pub async fn get_chart(
             ];
             charts::grouped_bars(
                 "Weekly throughput",
-                "Week starting (MM-DD, UTC)",
+                "Week starting (UTC)",
                 "Reports",
                 &labels,
                 &series,
-                &|v| format!("{v:.0}"),
+                &charts::whole,
                 w(900),
                 340,
             )
@@ -142,29 +150,23 @@ pub async fn get_chart(
         }
         "spend" => {
             let q = figures_query(GroupBy::Week)?;
-            if q.dimensions() != [GroupBy::Week] {
-                return Err(ApiError::BadRequest("group_by: cumulative spend is drawn by week only".into()));
-            }
-            let weeks = figures(state.storage.as_ref(), &scope, q).await?.rows;
-            let mut running = 0.0;
-            let cumulative: Vec<f64> = weeks
-                .iter()
-                .map(|w| {
-                    running += w.cost_total_usd;
-                    running
-                })
-                .collect();
-            let labels: Vec<String> = weeks.iter().map(|w| w.key.clone()).collect();
-            charts::line_chart(
-                "Cumulative spend",
-                "Week starting (UTC)",
-                "USD",
-                &labels,
-                &cumulative,
-                &|x| format!("${x:.0}"),
-                w(900),
-                320,
-            )
+            let month = match q.dimensions()[..] {
+                [GroupBy::Week] => false,
+                [GroupBy::Month] => true,
+                _ => {
+                    return Err(ApiError::BadRequest(
+                        "group_by: spend is drawn by week or by month (group_by=week or group_by=month)".into(),
+                    ));
+                }
+            };
+            let rows = figures(state.storage.as_ref(), &scope, q).await?.rows;
+            let periods = contiguous(rows.into_iter().map(|r| (r.key, r.cost_total_usd)).collect(), month);
+            let (title, axis, bars) = if month {
+                ("Spend per month, and in all", "Month attempts started (UTC)", "Spent in the month")
+            } else {
+                ("Spend per week, and in all", "Week attempts started (UTC)", "Spent in the week")
+            };
+            charts::spend_chart(title, axis, bars, &periods, w(900), 320)
         }
         "histogram" => {
             let q = DistributionQuery::from_pairs(pairs.iter().copied()).map_err(with_width)?;
@@ -174,11 +176,12 @@ pub async fn get_chart(
                 ));
             }
             let (title, axis, money) = metric_labels(q.metric);
+            let scale = unit_scale(q.metric);
             let d = distributions(state.storage.as_ref(), &scope, q).await?;
             let bins: Vec<(f64, f64, u64)> = d
                 .groups
                 .first()
-                .map(|g| g.histogram.iter().map(|b| (b.low, b.high, b.count)).collect())
+                .map(|g| g.histogram.iter().map(|b| (b.low * scale, b.high * scale, b.count)).collect())
                 .unwrap_or_default();
             charts::histogram_chart(title, axis, &bins, money, w(560), 320)
         }
@@ -189,6 +192,7 @@ pub async fn get_chart(
                 q.figures.group_by = GroupBy::Agent;
             }
             let (what, axis, money) = metric_labels(q.metric);
+            let scale = unit_scale(q.metric);
             let title = match q.figures.group_by {
                 GroupBy::None => format!("{what} (CDF)"),
                 g => format!("{what}, by {g} (CDF)"),
@@ -206,7 +210,7 @@ pub async fn get_chart(
                 .enumerate()
                 .map(|(i, g)| {
                     let style = order.iter().position(|a| *a == g.key).unwrap_or(order.len() + i);
-                    (format!("{} (n={})", g.key, g.n), style, g.cdf)
+                    (format!("{} (n={})", g.key, g.n), style, g.cdf.into_iter().map(|(x, y)| (x * scale, y)).collect())
                 })
                 .collect();
             charts::cdf_chart(&title, axis, &series, money, w(560), 320)
@@ -282,6 +286,7 @@ fn dim_label(g: GroupBy) -> &'static str {
         GroupBy::Category => "Category",
         GroupBy::Cutoff => "Filed",
         GroupBy::Week => "Week starting (UTC)",
+        GroupBy::Month => "Month (UTC)",
         GroupBy::Vagueness => "Report",
     }
 }
@@ -312,7 +317,16 @@ fn rate_labels(q: &FiguresQuery) -> (String, String) {
 fn metric_labels(m: Metric) -> (&'static str, &'static str, bool) {
     match m {
         Metric::CostUsd => ("Cost per attempt", "Cost per attempt (USD)", true),
-        Metric::WallSeconds => ("Wall time per attempt", "Wall time per attempt (seconds)", false),
+        Metric::WallSeconds => ("Wall time per attempt", "Wall time per attempt (minutes)", false),
+    }
+}
+
+/// What a metric's values are multiplied by to be in its axis's unit: wall
+/// time is drawn in minutes, as the Cost & time page's cards and table give it.
+fn unit_scale(m: Metric) -> f64 {
+    match m {
+        Metric::CostUsd => 1.0,
+        Metric::WallSeconds => 1.0 / 60.0,
     }
 }
 
@@ -321,4 +335,58 @@ fn short_cutoffs(rows: Vec<FigureRow>) -> Vec<FigureRow> {
     rows.into_iter()
         .map(|r| FigureRow { key: r.key.replace("before_cutoff", "before").replace("after_cutoff", "after"), ..r })
         .collect()
+}
+
+/// Periods to draw spend over: every week (`YYYY-MM-DD` Mondays) or month
+/// (`YYYY-MM`) from the first to the last with spend, the empty ones at
+/// zero, so a quiet stretch shows as one; attempts without a start left out.
+/// At most [`MAX_PERIODS`], the newest.
+fn contiguous(rows: Vec<(String, f64)>, month: bool) -> Vec<(String, f64)> {
+    use chrono::{Datelike, NaiveDate};
+    let parse = |k: &str| {
+        if month {
+            NaiveDate::parse_from_str(&format!("{k}-01"), "%Y-%m-%d").ok()
+        } else {
+            NaiveDate::parse_from_str(k, "%Y-%m-%d").ok()
+        }
+    };
+    let mut known: Vec<(NaiveDate, f64)> = rows.iter().filter_map(|(k, v)| Some((parse(k)?, *v))).collect();
+    known.sort_by_key(|p| p.0);
+    let (Some(first), Some(last)) = (known.first().map(|p| p.0), known.last().map(|p| p.0)) else {
+        return Vec::new();
+    };
+    let next = |d: NaiveDate| {
+        if month { d.checked_add_months(chrono::Months::new(1)) } else { d.checked_add_days(chrono::Days::new(7)) }
+    };
+    let mut out = Vec::new();
+    let mut at = Some(first);
+    while let Some(d) = at.filter(|d| *d <= last) {
+        let spent = known.iter().filter(|p| p.0 == d).map(|p| p.1).sum();
+        let key = if month { format!("{:04}-{:02}", d.year(), d.month()) } else { d.format("%Y-%m-%d").to_string() };
+        out.push((key, spent));
+        at = next(d);
+    }
+    let skip = out.len().saturating_sub(MAX_PERIODS);
+    out.split_off(skip)
+}
+
+/// The most periods a spend chart draws (ten years of weeks).
+const MAX_PERIODS: usize = 520;
+
+#[cfg(test)]
+mod tests {
+    use super::contiguous;
+
+    #[test]
+    fn spend_periods_leave_no_stretch_out() {
+        let weeks =
+            contiguous(vec![("2026-01-19".into(), 2.0), ("unknown".into(), 9.0), ("2025-12-29".into(), 1.0)], false);
+        let keys: Vec<&str> = weeks.iter().map(|w| w.0.as_str()).collect();
+        assert_eq!(keys, ["2025-12-29", "2026-01-05", "2026-01-12", "2026-01-19"]);
+        assert_eq!(weeks.iter().map(|w| w.1).sum::<f64>(), 3.0, "the unknown week is left out");
+        let months = contiguous(vec![("2025-11".into(), 1.0), ("2026-02".into(), 4.0)], true);
+        let keys: Vec<&str> = months.iter().map(|w| w.0.as_str()).collect();
+        assert_eq!(keys, ["2025-11", "2025-12", "2026-01", "2026-02"]);
+        assert!(contiguous(Vec::new(), true).is_empty());
+    }
 }

@@ -26,7 +26,8 @@ async fn every_chart_is_an_svg_drawn_from_the_apis_figures() {
         ("/api/v1/charts/reports?group_by=agent", "Reports by agent"),
         ("/api/v1/charts/throughput", "Weekly throughput"),
         ("/api/v1/charts/cost-both-ways", "Cost per reproduction, two ways"),
-        ("/api/v1/charts/spend", "Cumulative spend"),
+        ("/api/v1/charts/spend", "Spend per week, and in all"),
+        ("/api/v1/charts/spend?group_by=month", "Spend per month, and in all"),
         ("/api/v1/charts/histogram?metric=cost_usd", "Cost per attempt"),
         ("/api/v1/charts/histogram?metric=wall_seconds", "Wall time per attempt"),
         ("/api/v1/charts/cdf?metric=cost_usd", "Cost per attempt, by agent (CDF)"),
@@ -65,6 +66,47 @@ async fn every_chart_is_an_svg_drawn_from_the_apis_figures() {
 }
 
 #[tokio::test]
+async fn time_axes_show_the_year_and_leave_gaps_and_wall_time_is_in_minutes() {
+    let app = spawn_app().await;
+    app.project("a/b").await;
+    for (n, filed) in [("1", "2023-03-06T10:00:00Z"), ("2", "2025-12-22T10:00:00Z"), ("3", "2026-01-19T10:00:00Z")] {
+        let r =
+            app.report(serde_json::json!({"project": "a/b", "external_id": n, "title": "t", "filed_at": filed})).await;
+        app.attempt(
+            serde_json::json!({"report_id": r, "agent": "a", "verdict": "reproduced", "verdict_source": "human",
+            "cost_usd": 1.0, "wall_seconds": 600.0, "started_at": filed}),
+        )
+        .await;
+    }
+    let chart = svg(&app, "/api/v1/charts/throughput?width=1600").await;
+    // the newest 26 weeks, every one: 2023 is not drawn beside 2026, and the
+    // year is on the axis where it changes
+    let texts = |svg: &str| -> Vec<String> {
+        svg.split('>')
+            .filter_map(|t| t.split('<').next())
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    let labels = texts(&chart);
+    assert!(!labels.iter().any(|t| t.starts_with("2023-")), "a 2023 week beside 2026 ones: {labels:?}");
+    assert!(labels.iter().any(|t| t.starts_with("2025-")), "the year on the first week: {labels:?}");
+    assert!(labels.iter().any(|t| t.starts_with("2026-01-")), "the year where it changes: {labels:?}");
+    let ticks: Vec<&String> = labels.iter().filter(|t| t.parse::<u32>().is_ok()).collect();
+    assert!(ticks.windows(2).all(|w| w[0] != w[1]), "a count axis repeats no tick: {ticks:?}");
+    assert!(chart.contains("Week starting (UTC)") && !chart.contains("MM-DD"));
+    // spend: every week from the first to the last, in a month view every month
+    let months = svg(&app, "/api/v1/charts/spend?group_by=month&width=1600").await;
+    let labels = texts(&months);
+    assert!(["Mar 2023", "Jan 2026", "May"].iter().all(|m| labels.iter().any(|t| t == m)), "{labels:?}");
+    assert!(months.contains("Cumulative (USD)"));
+    // wall time in minutes, as the Cost & time page's cards give it: 600 s is 10
+    let wall = svg(&app, "/api/v1/charts/histogram?metric=wall_seconds").await;
+    let labels = texts(&wall);
+    assert!(wall.contains("(minutes)") && labels.iter().any(|t| t == "10"), "{labels:?}");
+}
+
+#[tokio::test]
 async fn names_in_a_chart_are_text_never_markup() {
     let app = spawn_app().await;
     app.project("a/b").await;
@@ -89,7 +131,7 @@ async fn an_empty_view_still_draws_a_titled_chart() {
     assert!(svg(&app, "/api/v1/charts/rate").await.contains("Reproduction rate by route"));
     assert!(svg(&app, "/api/v1/charts/histogram").await.contains("Cost per attempt"));
     assert!(svg(&app, "/api/v1/charts/cdf").await.contains("(CDF)"));
-    assert!(svg(&app, "/api/v1/charts/spend").await.contains("Cumulative spend"));
+    assert!(svg(&app, "/api/v1/charts/spend").await.contains("Spend per week"));
 }
 
 #[tokio::test]
@@ -129,7 +171,7 @@ async fn bad_chart_requests_name_what_is_wrong() {
         "bad_request",
         "group_by: a histogram",
     );
-    assert_error(&app.get("/api/v1/charts/spend?group_by=agent").await, 400, "bad_request", "by week only");
+    assert_error(&app.get("/api/v1/charts/spend?group_by=agent").await, 400, "bad_request", "by week or by month");
     assert_error(
         &app.get("/api/v1/charts/oracle-kinds?project=no/such").await,
         404,

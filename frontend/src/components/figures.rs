@@ -24,13 +24,16 @@ pub fn figures_query(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientE
     .map_err(|e| ClientError::Input(e.to_string()))
 }
 
-/// A chart's drawing width: `preferred`, or the viewport's width less the
-/// page's padding on a narrow screen, so its text stays readable (an SVG
-/// drawn wide and scaled down shrinks its labels with it).
+/// A chart's drawing width: its card's, so it fills the card and its text
+/// is drawn at the size it shows (an SVG scaled down shrinks its labels).
+/// The page is at most 1200 px with 1 rem padding; a card has 0.75 rem
+/// padding and a border; a `preferred` width under 700 is half a
+/// `.chart-pair`, which splits once the page has two 30 rem columns.
 pub fn chart_width(preferred: u32) -> u32 {
-    let viewport =
-        web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(preferred as f64);
-    (viewport as u32).saturating_sub(64).clamp(280, preferred)
+    let viewport = web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(1280.0);
+    let content = (viewport as u32).min(1200).saturating_sub(32);
+    let card = if preferred < 700 && content >= 976 { (content - 16) / 2 } else { content };
+    card.saturating_sub(26).clamp(280, 1600)
 }
 
 /// The address of chart `name` as the server draws it (`GET

@@ -2,7 +2,7 @@
 //! reproduction both ways per agent, and cumulative spend.
 
 use failpass_shared::api::figures::{DistributionQuery, DistributionResponse, FigureRow, FiguresQuery, Metric};
-use failpass_shared::format::{duration_secs, usd};
+use failpass_shared::format::{minutes, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
@@ -62,7 +62,7 @@ fn body(v: Views) -> Option<AnyView> {
     let wall_by_agent = v.wall_by_agent.groups.clone();
     let agents = v.agents.clone();
     let spend_caption =
-        format!("Spend on attempts started each week, summed up: {} in all.", usd(Some(t.cost_total_usd)));
+        format!("Spend on attempts started each week (bars), and in all (line): {}.", usd(Some(t.cost_total_usd)));
     let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
@@ -72,8 +72,8 @@ fn body(v: Views) -> Option<AnyView> {
                 detail=match t.cost_ratio { Some(r) => format!("{} successful attempts alone; the all-in figure is {r:.1}× this", t.attempts_counting), None => "no successful attempt yet".into() }/>
             <Stat label="Cost per attempt" value=usd(cost_all.as_ref().and_then(|c| c.median)) testid="cost-median"
                 detail=format!("median of n={} · mean {} · p90 {}", cost_all.as_ref().map_or(0, |c| c.n), usd(cost_all.as_ref().and_then(|c| c.mean)), usd(cost_all.as_ref().and_then(|c| c.p90)))/>
-            <Stat label="Wall time per attempt" value=duration_secs(wall_all.as_ref().and_then(|c| c.median)) testid="wall-median"
-                detail=format!("median of n={} with a time recorded · p90 {}", wall_all.as_ref().map_or(0, |c| c.n), duration_secs(wall_all.as_ref().and_then(|c| c.p90)))/>
+            <Stat label="Wall time per attempt" value=minutes(wall_all.as_ref().and_then(|c| c.median)) testid="wall-median"
+                detail=format!("median of n={} with a time recorded · p90 {}", wall_all.as_ref().map_or(0, |c| c.n), minutes(wall_all.as_ref().and_then(|c| c.p90)))/>
         </div>
         <div class="chart-pair">
             <Figure testid="chart-cost-histogram" chart=chart("histogram", Some(Metric::CostUsd), GroupBy::None, 560)
@@ -110,17 +110,22 @@ fn body(v: Views) -> Option<AnyView> {
                                 <td class="num" data-testid="cost-per-reproduction-cell">{usd(r.cost_per_reproduction_usd)}</td>
                                 <td class="num">{usd(r.cost_mean_success_usd)}</td>
                                 <td class="num">{r.cost_ratio.map(|x| format!("{x:.1}×")).unwrap_or_else(|| "—".into())}</td>
-                                <td class="num">{duration_secs(wall.and_then(|w| w.median))}</td>
-                                <td class="num">{duration_secs(wall.and_then(|w| w.p90))}</td>
+                                <td class="num">{minutes(wall.and_then(|w| w.median))}</td>
+                                <td class="num">{minutes(wall.and_then(|w| w.p90))}</td>
                             </tr>
                         }
                     }).collect_view()}
                 </tbody>
             </table>
         </Figure>
-        <Figure testid="chart-spend" chart=chart("spend", None, GroupBy::Week, 900)
-            caption=spend_caption>
-        </Figure>
+        <div class="chart-pair">
+            <Figure testid="chart-spend" chart=chart("spend", None, GroupBy::Week, 900)
+                caption=spend_caption>
+            </Figure>
+            <Figure testid="chart-spend-month" chart=chart("spend", None, GroupBy::Month, 900)
+                caption="Spend on attempts started each month (bars), and in all (line).">
+            </Figure>
+        </div>
     }
     .into_any();
     Some(page)

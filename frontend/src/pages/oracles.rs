@@ -67,7 +67,7 @@ fn OracleView(
     groups: Vec<failpass_shared::api::jobs::SignatureGroup>,
     project: Option<String>,
 ) -> impl IntoView {
-    let chart = |name: &str| chart_src(name, project.iter().map(|p| ("project", p.clone())).collect(), 640);
+    let chart = |name: &str| chart_src(name, project.iter().map(|p| ("project", p.clone())).collect(), 900);
     let reference = format!("published reference {:.2}% (AgentBug-Smith)", s.in_patch_reference * 100.0);
     view! {
         <section class="stats" aria-label="Oracle figures">

@@ -216,6 +216,7 @@ impl Engine {
                  WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END"
             }
             GroupBy::Week => Self::WEEK_KEY,
+            GroupBy::Month => Self::MONTH_KEY,
             GroupBy::Vagueness => "CASE WHEN r.vague THEN 'vague' ELSE 'clear' END",
         };
         query.dimensions().into_iter().map(dimension).collect()
