@@ -455,7 +455,13 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[CdfSeries], money: bool, w
         let hi = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::max).max(1e-9);
         let lo = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(0.0_f64, f64::min);
         let shares = Ticked::new(0.0..1.05, &[0.0, 0.25, 0.5, 0.75, 1.0]);
-        let mut chart = frame(root, title, 52).build_cartesian_2d(lo..hi * 1.05, shares)?;
+        // The legend goes in a band under the chart, never over its lines.
+        let (w, h) = root.dim_in_pixel();
+        let names: Vec<&str> = series.iter().map(|s| s.0.as_str()).collect();
+        let rows = legend_rows(&names, w);
+        let band_h = rows.len() as u32 * 20 + 6;
+        let (plot, band) = root.split_vertically(h.saturating_sub(band_h));
+        let mut chart = frame(&plot, title, 52).build_cartesian_2d(lo..hi * 1.05, shares)?;
         chart
             .configure_mesh()
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
@@ -467,7 +473,7 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[CdfSeries], money: bool, w
             .label_style(font(12))
             .axis_desc_style(font(12))
             .draw()?;
-        for (name, style, points) in series {
+        for (_, style, points) in series {
             // Colour and marker both follow the series' style index, so an
             // agent looks the same whatever the filter (and not by colour alone).
             let colour = SERIES[style % SERIES.len()];
@@ -478,38 +484,67 @@ pub fn cdf_chart(title: &str, x_desc: &str, series: &[CdfSeries], money: bool, w
                 steps.push((x, y));
                 prev = y;
             }
-            let line = chart.draw_series(LineSeries::new(steps, colour.stroke_width(2)))?.label(name.as_str());
-            let key = move |(x, y): (i32, i32)| {
-                EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (16, 0)], colour.stroke_width(2))
-            };
+            chart.draw_series(LineSeries::new(steps, colour.stroke_width(2)))?;
             let every = (points.len() / 6).max(1);
-            let marks = points.iter().step_by(every).copied();
-            match style % 3 {
-                0 => {
-                    line.legend(move |p| key(p) + Circle::new((8, 0), 4, colour.filled()));
-                    chart.draw_series(marks.map(|p| Circle::new(p, 4, colour.filled())))?;
-                }
-                1 => {
-                    line.legend(move |p| key(p) + TriangleMarker::new((8, 0), 5, colour.filled()));
-                    chart.draw_series(marks.map(|p| TriangleMarker::new(p, 5, colour.filled())))?;
-                }
-                _ => {
-                    line.legend(move |p| key(p) + Cross::new((8, 0), 4, colour.stroke_width(2)));
-                    chart.draw_series(marks.map(|p| Cross::new(p, 4, colour.stroke_width(2))))?;
-                }
+            for p in points.iter().step_by(every).copied() {
+                draw_marker(chart.plotting_area(), *style, p)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.9))
-            .border_style(INK.mix(0.3))
-            // A CDF rises from the lower left to the upper right: the lower
-            // right is clear of its lines.
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(font(12))
-            .draw()?;
+        // The band: each series' line and marker, then its name, row by row.
+        for (r, row) in rows.iter().enumerate() {
+            let y = r as i32 * 20 + 12;
+            for &(i, x) in row {
+                let (style, colour) = (series[i].1, SERIES[series[i].1 % SERIES.len()]);
+                band.draw(&PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)))?;
+                draw_marker(&band, style, (x + 8, y))?;
+                band.draw(&Text::new(
+                    series[i].0.clone(),
+                    (x + 22, y),
+                    font(12).pos(Pos::new(HPos::Left, VPos::Center)),
+                ))?;
+            }
+        }
         Ok(())
     })
+}
+
+/// Draws a series' marker at `at`: its colour and a shape of its own
+/// (circle, triangle, cross), so colour is never the only difference.
+fn draw_marker<DB, CT>(
+    area: &DrawingArea<DB, CT>,
+    style: usize,
+    at: CT::From,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    CT: plotters::coord::CoordTranslate,
+    CT::From: Clone,
+{
+    let colour = SERIES[style % SERIES.len()];
+    match style % 3 {
+        0 => area.draw(&Circle::new(at, 4, colour.filled())),
+        1 => area.draw(&TriangleMarker::new(at, 5, colour.filled())),
+        _ => area.draw(&Cross::new(at, 4, colour.stroke_width(2))),
+    }
+}
+
+/// A legend's entries laid out in rows `width` pixels wide: per row, each
+/// entry's index and left edge.
+fn legend_rows(names: &[&str], width: u32) -> Vec<Vec<(usize, i32)>> {
+    let mut rows: Vec<Vec<(usize, i32)>> = Vec::new();
+    let mut x = 12;
+    for (i, name) in names.iter().enumerate() {
+        let w = 22 + name.chars().count() as i32 * 7 + 18;
+        if rows.is_empty() || (x + w > width as i32 - 8 && x > 12) {
+            rows.push(Vec::new());
+            x = 12;
+        }
+        if let Some(row) = rows.last_mut() {
+            row.push((i, x));
+        }
+        x += w;
+    }
+    rows
 }
 
 /// Spend per period as bars (left axis) with the running total as a line

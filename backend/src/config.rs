@@ -63,14 +63,16 @@ pub enum WebhookCommand {
 pub struct ExportArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// `reports`, `attempts`, or `all` (NDJSON: projects, reports, then
-    /// attempts: a file `failpass import --format ndjson` takes back).
+    /// `reports`, `attempts`, `figures` (a figure table, as
+    /// `GET /api/v1/figures` gives it), or `all` (NDJSON: projects, reports,
+    /// then attempts: a file `failpass import --format ndjson` takes back).
     pub what: String,
     /// `csv`, `json` or `ndjson` (`all` is always NDJSON).
     #[arg(long, default_value = "csv")]
     pub format: String,
     /// The page's filters, as in its address: `project=a/b&status=new&label=bug`
-    /// (the reports list's for reports, the attempts list's for attempts).
+    /// (the reports list's for reports, the attempts list's for attempts,
+    /// the figures' for figures: `group_by=agent&period=this_month`).
     #[arg(long, default_value = "")]
     pub query: String,
     /// Where to write it (standard output without).

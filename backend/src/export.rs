@@ -347,3 +347,57 @@ pub async fn attempts<W: AsyncWrite + Unpin>(
     out.flush().await?;
     Ok(n)
 }
+
+/// A figure table (`GET /api/v1/figures` for `query`): CSV with a column per
+/// figure (the API's field names), JSON as the API's rows, NDJSON a row a line.
+pub async fn figures<W: AsyncWrite + Unpin>(
+    storage: &dyn Storage,
+    query: &failpass_shared::api::figures::FiguresQuery,
+    scope: &ProjectScope,
+    format: ExportFormat,
+    out: &mut W,
+) -> Result<u64> {
+    let rows = crate::summaries::figures(storage, scope, query.clone())
+        .await
+        .map_err(|e| ExportError::Encode(e.to_string()))?
+        .rows;
+    let mut array = JsonArray { first: true };
+    let objects: Vec<serde_json::Map<String, serde_json::Value>> = rows
+        .iter()
+        .map(|r| match serde_json::to_value(r) {
+            Ok(serde_json::Value::Object(m)) => Ok(m),
+            other => Err(ExportError::Encode(format!("a figure row is not an object: {other:?}"))),
+        })
+        .collect::<Result<_>>()?;
+    // The columns are the row's fields: the group's key first, then the
+    // figures by name (a crossed grouping's `keys` among them).
+    let mut columns: Vec<String> = objects.first().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    columns.sort_by_key(|c| (c != "key", c.clone()));
+    if format == ExportFormat::Csv {
+        let header = if columns.is_empty() { vec!["key".to_owned()] } else { columns.clone() };
+        out.write_all(&csv_row(&header)?).await?;
+    }
+    for m in &objects {
+        match format {
+            ExportFormat::Csv => {
+                let cell = |c: &String| match m.get(c) {
+                    None | Some(serde_json::Value::Null) => String::new(),
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                };
+                out.write_all(&csv_row(&columns.iter().map(cell).collect::<Vec<_>>())?).await?;
+            }
+            ExportFormat::Json => array.item(out, m).await?,
+            ExportFormat::Ndjson => {
+                let mut line = serde_json::to_vec(m).map_err(|e| ExportError::Encode(e.to_string()))?;
+                line.push(b'\n');
+                out.write_all(&line).await?;
+            }
+        }
+    }
+    if format == ExportFormat::Json {
+        array.end(out).await?;
+    }
+    out.flush().await?;
+    Ok(objects.len() as u64)
+}

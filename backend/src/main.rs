@@ -208,6 +208,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     let q = failpass_shared::api::attempts::AttemptListQuery::from_pairs(pairs).map_err(bad)?;
                     failpass::export::attempts(s, &q, &scope, format, &mut out).await?
                 }
+                "figures" => {
+                    let q = failpass_shared::api::figures::FiguresQuery::from_pairs(pairs).map_err(bad)?;
+                    failpass::export::figures(s, &q, &scope, format, &mut out).await?
+                }
                 "all" => {
                     let pairs: Vec<_> = pairs.collect();
                     if let Some((k, _)) = pairs.iter().find(|(k, _)| *k != "project") {
@@ -221,7 +225,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     failpass::export::reports(s, &reports, &scope, format, &mut out).await?
                         + failpass::export::attempts(s, &attempts, &scope, format, &mut out).await?
                 }
-                other => anyhow::bail!("`{other}`: export reports, attempts or all"),
+                other => anyhow::bail!("`{other}`: export reports, attempts, figures or all"),
             };
             eprintln!("{n} records exported");
             Ok(())

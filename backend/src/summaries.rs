@@ -119,3 +119,154 @@ pub async fn visible_project(storage: &dyn Storage, scope: &ProjectScope, projec
         .map(|_| ())
         .ok_or_else(|| ApiError::NotFound(format!("project `{project}` not found")))
 }
+
+/// Days without activity after which an open report is stuck, unless the
+/// caller says otherwise (`stuck_days`).
+pub const STUCK_DAYS: u32 = 14;
+
+/// A period's answer for the reports `pairs` filter (report filters, a
+/// `period`, by default this month, and `stuck_days`), at `now`.
+pub async fn glance<'a>(
+    storage: &dyn Storage,
+    scope: &ProjectScope,
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<failpass_shared::api::figures::Glance> {
+    use failpass_shared::api::reports::{Dated, Period, ReportListQuery};
+    use failpass_shared::model::{GroupBy, ReportStatus};
+    let mut filter = ReportFilter::default();
+    let mut stuck_days = STUCK_DAYS;
+    for (k, v) in pairs {
+        if k == "stuck_days" {
+            stuck_days = match v.trim().parse::<u32>() {
+                Ok(n) if (1..=3650).contains(&n) => n,
+                _ => {
+                    return Err(ApiError::BadRequest(format!(
+                        "stuck_days: `{v}` is not a whole number of days from 1 to 3650"
+                    )));
+                }
+            };
+        } else if !filter.take(k, v)? {
+            return Err(unknown_parameter(k, &format!("{}, stuck_days", ReportFilter::PARAMETERS)).into());
+        }
+    }
+    if filter.since.is_some() || filter.until.is_some() {
+        return Err(ApiError::BadRequest(
+            "since: the glance is over a period (period=this_month, last_30_days…), not since and until".into(),
+        ));
+    }
+    if filter.dated != Dated::Filed {
+        return Err(ApiError::BadRequest("dated: the glance gives every date of its period at once".into()));
+    }
+    known_project(storage, scope, filter.project.as_deref()).await?;
+    let period = filter.period.unwrap_or(Period::ThisMonth);
+    let today = now.date_naive();
+    let (from, to) = period.days(today);
+    let windowed = ReportFilter { period: Some(period), ..filter.clone() };
+    let (start, end) = windowed.window(today);
+    let within = |t: Option<chrono::DateTime<chrono::Utc>>| {
+        t.is_some_and(|t| start.is_none_or(|s| t >= s) && end.is_none_or(|e| t < e))
+    };
+    let base = ReportFilter { period: None, ..filter };
+    let flows = storage.report_flows(&base, scope).await?;
+    let reproduced = flows.iter().filter(|f| within(f.first_counting_at)).count() as u64;
+    let not_reproduced =
+        flows.iter().filter(|f| f.status == ReportStatus::NotReproduced && within(f.last_graded_at)).count() as u64;
+    let filed = flows.iter().filter(|f| within(Some(f.intake()))).count() as u64;
+    let backlog = flows
+        .iter()
+        .filter(|f| matches!(f.status, ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview))
+        .count() as u64;
+    let spent = FiguresQuery {
+        filter: ReportFilter { dated: Dated::Spent, ..windowed },
+        group_by: GroupBy::None,
+        ..Default::default()
+    };
+    let spend_usd = figures(storage, scope, spent).await?.rows.first().map_or(0.0, |r| r.cost_total_usd);
+    let stuck = storage
+        .count_reports(
+            &ReportListQuery { filter: base.clone(), stuck_days: Some(stuck_days), ..Default::default() },
+            scope,
+        )
+        .await? as u64;
+    let finished = reproduced + not_reproduced;
+    let mut g = failpass_shared::api::figures::Glance {
+        period,
+        from,
+        to,
+        reproduced,
+        spend_usd,
+        cost_per_reproduction_usd: (reproduced > 0).then(|| spend_usd / reproduced as f64),
+        filed,
+        finished,
+        backlog_change: filed as i64 - finished as i64,
+        backlog,
+        stuck,
+        stuck_days,
+        html: String::new(),
+    };
+    g.html = glance_html(&g, &base);
+    Ok(g)
+}
+
+/// The glance as the Overview shows it: four figures, each linking to the
+/// list behind it with the same filters.
+fn glance_html(g: &failpass_shared::api::figures::Glance, filter: &ReportFilter) -> String {
+    use failpass_shared::api::query::to_query_string;
+    use failpass_shared::format::{thousands, usd};
+    let link = |path: &str, extra: &[(&'static str, String)]| {
+        let mut pairs = filter.pairs();
+        pairs.extend(extra.iter().cloned());
+        format!("{path}?{}", to_query_string(&pairs))
+    };
+    let period = ("period", g.period.as_str().to_owned());
+    let reproduced = link("/queue", &[period.clone(), ("dated", "reproduced".into())]);
+    let spent = link("/cost", &[period.clone(), ("dated", "spent".into())]);
+    let stuck = link(
+        "/queue",
+        &[("stuck_days", g.stuck_days.to_string()), ("sort", "last_activity".into()), ("order", "asc".into())],
+    );
+    let change = match g.backlog_change {
+        0 => "no change".to_owned(),
+        c if c > 0 => format!("+{c}"),
+        c => c.to_string(),
+    };
+    maud::html! {
+        section.panel.glance data-testid="glance" aria-labelledby="glance-title" {
+            h2 #glance-title { (g.period.label()) ": " (g.from) " to " (g.to) }
+            div.stats {
+                div.stat {
+                    div.stat-label { "Reproduced" }
+                    div.stat-value data-testid="glance-reproduced" { (thousands(g.reproduced as i64)) }
+                    div.stat-detail { "first counting reproduction in the period · " a href=(reproduced) { "the reports" } }
+                }
+                div.stat {
+                    div.stat-label { "Spent" }
+                    div.stat-value data-testid="glance-spend" { (usd(Some(g.spend_usd))) }
+                    div.stat-detail {
+                        "on attempts started in the period · "
+                        (usd(g.cost_per_reproduction_usd)) " per reproduction · "
+                        a href=(spent) { "cost & time" }
+                    }
+                }
+                div.stat {
+                    div.stat-label { "Backlog change" }
+                    div.stat-value data-testid="glance-backlog" { (change) }
+                    div.stat-detail {
+                        (thousands(g.filed as i64)) " came in, " (thousands(g.finished as i64)) " reached a verdict; "
+                        (thousands(g.backlog as i64)) " open now"
+                    }
+                }
+                div.stat {
+                    div.stat-label { "Stuck" }
+                    div.stat-value data-testid="glance-stuck" { (thousands(g.stuck as i64)) }
+                    div.stat-detail {
+                        "open, no activity for " (g.stuck_days) " days · "
+                        a href=(stuck) data-testid="glance-stuck-link" { "the list, oldest first" }
+                    }
+                }
+            }
+        }
+    }
+    .into_string()
+}

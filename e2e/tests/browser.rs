@@ -1043,6 +1043,87 @@ async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() 
 /// a weak test is run and refused (it passes on buggy too), the real one is
 /// validated by a runner on the demo's buggy and fixed fastnum, and the
 /// report is routed again (agent first), with the measured minutes shown.
+/// The team lead's morning: this month's answer on the Overview, the stuck
+/// list behind it, an export of that list, and the month's spend on Cost &
+/// time; at 1280 and 390 px.
+#[tokio::test]
+async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() {
+    let _one = BROWSER.lock().await;
+    for (width, suffix) in [(1280, ""), (390, "-390")] {
+        let h = start(width, 1000).await;
+        // Time passes: two open reports have seen nothing for three weeks.
+        let open: Page<ReportSummary> = h.api("/api/v1/reports?status=new&sort=filed_at&order=asc&limit=2").await;
+        assert_eq!(open.items.len(), 2);
+        let aged: Vec<String> = open.items.iter().map(|r| r.id.to_string()).collect();
+        let db = sqlx::SqlitePool::connect_with(
+            sqlx::sqlite::SqliteConnectOptions::new().filename(h._data.path().join("failpass.db")),
+        )
+        .await
+        .unwrap();
+        for r in &open.items {
+            sqlx::query("UPDATE reports SET last_activity_at = $1 WHERE id = $2")
+                .bind(chrono::Utc::now() - chrono::Duration::days(21))
+                .bind(r.id)
+                .execute(&db)
+                .await
+                .unwrap();
+        }
+
+        // The month in one look, the same as the API's.
+        h.client.goto(&format!("{}/?period=this_month", h.base)).await.unwrap();
+        let g: serde_json::Value = h.api("/api/v1/glance?period=this_month").await;
+        assert_eq!(h.text("glance-reproduced").await, g["reproduced"].to_string());
+        assert_eq!(h.text("glance-spend").await, usd(g["spend_usd"].as_f64()));
+        assert_eq!(h.text("glance-stuck").await, "2");
+        assert!(h.text("glance").await.contains("This month: "), "the period is named");
+        // the period select says which period the page shows
+        let period = h.client.find(Locator::Css("[data-testid=filter-period]")).await.unwrap();
+        assert_eq!(period.prop("value").await.unwrap().as_deref(), Some("this_month"));
+        h.screenshot(&format!("lead-glance{suffix}.png")).await;
+
+        // The stuck count leads to the stuck reports, oldest activity first.
+        h.client.find(Locator::Css("[data-testid=glance-stuck-link]")).await.unwrap().click().await.unwrap();
+        h.until("the stuck list", || async { h.text("queue-count").await.contains("no activity for 14 days") }).await;
+        let url = h.client.current_url().await.unwrap();
+        assert!(url.as_str().contains("stuck_days=14") && url.as_str().contains("sort=last_activity"), "{url}");
+        let ids: Vec<String> = h.rows().await.into_iter().map(|(id, _)| id).collect();
+        let (mut want, mut got) = (aged.clone(), ids.clone());
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "exactly the reports nothing happened to");
+        h.screenshot(&format!("lead-stuck{suffix}.png")).await;
+
+        // Its export holds the same reports, with the view's filters.
+        let csv = h.client.find(Locator::Css("[data-testid=export-csv]")).await.unwrap();
+        let href = csv.attr("href").await.unwrap().unwrap();
+        assert!(href.contains("stuck_days=14"), "{href}");
+        let body = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
+        assert_eq!(body.lines().count(), 3, "a header and the two stuck reports: {body}");
+
+        // The month's spend on Cost & time, by when it was spent.
+        h.client.goto(&format!("{}/cost?period=this_month&dated=spent", h.base)).await.unwrap();
+        let spent: FiguresResponse = h.api("/api/v1/figures?period=this_month&dated=spent").await;
+        assert_eq!(
+            spent.rows[0].cost_total_usd,
+            g["spend_usd"].as_f64().unwrap(),
+            "the glance's spend is the figures'"
+        );
+        let headline = h.text("cost-headline").await;
+        assert!(headline.contains(&usd(Some(spent.rows[0].cost_total_usd))), "{headline}");
+        assert!(h.svg("chart-spend-month").await.contains("Spend per month"));
+        h.screenshot(&format!("lead-cost{suffix}.png")).await;
+        // and the page's figure table as a download, with the page's filters
+        let link = h.client.wait().for_element(Locator::Css("[data-testid=export-figures-csv]")).await.unwrap();
+        let href = link.attr("href").await.unwrap().unwrap();
+        assert!(href.contains("period=this_month") && href.contains("dated=spent") && href.contains("group_by=agent"));
+        let table = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
+        let agents: FiguresResponse = h.api("/api/v1/figures?period=this_month&dated=spent&group_by=agent").await;
+        assert_eq!(table.lines().count(), agents.rows.len() + 1, "{table}");
+        assert!(table.starts_with("key,"), "{table}");
+        h.finish().await;
+    }
+}
+
 #[tokio::test]
 async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
     let _one = BROWSER.lock().await;

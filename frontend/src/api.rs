@@ -154,6 +154,20 @@ pub async fn throughput(
     get_json(&format!("/api/v1/throughput?{}", to_query_string(&filter.pairs()))).await
 }
 
+/// A server-rendered part of a page: its HTML, escaped there.
+#[derive(serde::Deserialize)]
+struct Rendered {
+    html: String,
+}
+
+/// The Overview's glance for the filter's reports over its period (this
+/// month by default); a window of days or a `dated` is the lists' own.
+pub async fn glance(filter: &failpass_shared::api::reports::ReportFilter) -> Result<String, ClientError> {
+    let mut pairs = filter.pairs();
+    pairs.retain(|(k, _)| !matches!(*k, "since" | "until" | "dated"));
+    get_json::<Rendered>(&format!("/api/v1/glance?{}", to_query_string(&pairs))).await.map(|r| r.html)
+}
+
 pub async fn distributions(
     query: &failpass_shared::api::figures::DistributionQuery,
 ) -> Result<failpass_shared::api::figures::DistributionResponse, ClientError> {

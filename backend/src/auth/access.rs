@@ -333,6 +333,13 @@ pub const ROUTES: &[RouteSpec] = &[
         "the attempts list as CSV, JSON or NDJSON (what the caller may read)",
     ),
     route(
+        "GET",
+        "/api/v1/export/figures",
+        Read,
+        Body::None,
+        "a figure table as CSV, JSON or NDJSON (what the caller may read)",
+    ),
+    route(
         "POST",
         "/api/v1/attempts",
         SubmitAttempt,
@@ -363,6 +370,7 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::None,
         "reports filed and finished per week, backlog, time to reproduction",
     ),
+    route("GET", "/api/v1/glance", Read, Body::None, "a period's reproductions, spend, backlog change and stuck count"),
     route("GET", "/api/v1/facets", Read, Body::None, "agents and models for the filters"),
     route("GET", "/api/v1/charts/{name}", Read, Body::None, "a dashboard chart as SVG (may be embedded)"),
     route(

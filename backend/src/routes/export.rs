@@ -1,5 +1,6 @@
-//! `GET /api/v1/export/{reports,attempts}`: a list, with the page's filters,
-//! as CSV, JSON or NDJSON, streamed as it is read.
+//! `GET /api/v1/export/{reports,attempts,figures}`: a list or a figure
+//! table, with the page's filters, as CSV, JSON or NDJSON, streamed as it is
+//! read.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -81,5 +82,22 @@ pub async fn attempts(State(state): State<AppState>, viewer: Viewer, query: Quer
     crate::summaries::known_project(state.storage.as_ref(), &scope, q.project.as_deref()).await?;
     stream(format, "failpass-attempts", move |mut w| async move {
         crate::export::attempts(state.storage.as_ref(), &q, &scope, format, &mut w).await
+    })
+}
+
+/// A figure table: the rows `GET /api/v1/figures` gives for the same
+/// parameters (`group_by`, filters), a column per figure in CSV.
+#[utoipa::path(
+    get, path = "/api/v1/export/figures", tag = "export",
+    params(("format" = Option<String>, Query, example = "csv", description = "`csv` (the default), `json` or `ndjson`."), failpass_shared::api::figures::FiguresQuery),
+    responses((status = 200, description = "The figure rows, as a download.", content_type = "text/csv", body = String))
+)]
+pub async fn figures(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
+    let (format, rest) = split_format(&query)?;
+    let q = failpass_shared::api::figures::FiguresQuery::from_pairs(rest)?;
+    let scope = viewer.scope();
+    crate::summaries::known_project(state.storage.as_ref(), &scope, q.filter.project.as_deref()).await?;
+    stream(format, "failpass-figures", move |mut w| async move {
+        crate::export::figures(state.storage.as_ref(), &q, &scope, format, &mut w).await
     })
 }

@@ -59,3 +59,20 @@ pub async fn get_throughput(
 ) -> ApiResult<ApiJson<Throughput>> {
     Ok(ApiJson(summaries::throughput_of(state.storage.as_ref(), &viewer.scope(), query.iter()).await?))
 }
+
+/// `GET /api/v1/glance`: a period's answer in one look (the Overview's top).
+#[utoipa::path(
+    get, path = "/api/v1/glance", tag = "figures",
+    params(failpass_shared::api::reports::ReportFilter,
+           ("stuck_days" = Option<u32>, Query, minimum = 1, maximum = 3650, description = "Days without activity after which an open report is stuck (14).")),
+    responses((status = 200, description = "Reproduced and spent in the period (`period`, this month by default), backlog change, stuck count.", body = failpass_shared::api::figures::Glance))
+)]
+#[tracing::instrument(skip_all)]
+pub async fn get_glance(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<failpass_shared::api::figures::Glance>> {
+    let now = chrono::Utc::now();
+    Ok(ApiJson(summaries::glance(state.storage.as_ref(), &viewer.scope(), query.iter(), now).await?))
+}

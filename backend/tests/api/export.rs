@@ -71,6 +71,28 @@ async fn lists_export_as_csv_json_and_ndjson_with_their_filters() {
     assert!(!lines.is_empty() && lines.iter().all(|l| l["kind"] == "attempt" && l["agent"] == "repgen"), "{nd:.300}");
     assert!(lines[0]["report"]["external_id"].is_string(), "attempts name their report by number");
 
+    // A figure table: the figures' rows for the same parameters, a column per figure.
+    let figures = app.get("/api/v1/figures?group_by=agent&route=agent_first").await.body;
+    let want = figures["rows"].as_array().unwrap();
+    let (status, _, cd, csv) = download(&app, "/api/v1/export/figures?group_by=agent&route=agent_first").await;
+    assert_eq!((status, cd.as_str()), (200, "attachment; filename=\"failpass-figures.csv\""));
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let headers: Vec<String> = rows.headers().unwrap().iter().map(str::to_owned).collect();
+    let records: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), want.len());
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name} in {headers:?}"));
+    for (r, w) in records.iter().zip(want) {
+        assert_eq!(&r[col("key")], w["key"].as_str().unwrap());
+        assert_eq!(&r[col("reports_reproduced")], w["reports_reproduced"].to_string());
+        assert_eq!(&r[col("cost_total_usd")], w["cost_total_usd"].to_string());
+    }
+    let (_, _, _, nd) = download(&app, "/api/v1/export/figures?group_by=route&format=ndjson").await;
+    let lines: Vec<serde_json::Value> = nd.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines, app.get("/api/v1/figures?group_by=route").await.body["rows"].as_array().unwrap().clone());
+    let (_, _, _, json) = download(&app, "/api/v1/export/figures?group_by=route&format=json&project=no%2Fsuch").await;
+    assert!(json.contains("not found"), "an unknown project is an error, not an empty table: {json}");
+    assert_error(&app.get("/api/v1/export/figures?group_by=colour").await, 400, "bad_request", "group_by");
+
     // Wrong input is named, before anything is sent.
     assert_error(
         &app.get("/api/v1/export/reports?format=xml").await,

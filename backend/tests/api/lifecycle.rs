@@ -314,3 +314,73 @@ async fn the_queue_filters_by_agent_model_and_stuck_days_and_sorts_by_last_activ
     })
     .await;
 }
+
+/// The Overview's glance: what a period reproduced and spent, how the
+/// backlog moved and what is stuck, on both engines.
+#[tokio::test]
+async fn the_glance_answers_for_a_period_on_both_engines() {
+    crate::helpers::run_storage_test_url(|s: Arc<dyn Storage>, url: String| async move {
+        s.create_project(&failpass_shared::api::projects::CreateProjectRequest {
+            slug: "o/n".into(),
+            name: None,
+            description: None,
+            public: None,
+            upstream_url: None,
+        })
+        .await
+        .unwrap();
+        let ids = [
+            intake(s.as_ref(), request("1", &["bug"], None)).await,
+            intake(s.as_ref(), request("2", &["bug"], None)).await,
+            intake(s.as_ref(), request("3", &["bug"], None)).await,
+        ];
+        // #1 reproduced today for $2; #2 an LLM hypothesis for $0.50; #3 untouched for 20 days
+        for (report, verdict, source, cost) in
+            [(ids[0], "reproduced", "human", 2.0), (ids[1], "hypothesis", "llm", 0.5)]
+        {
+            let req = serde_json::from_value(json!({"report_id": report, "agent": "repgen",
+                "verdict": verdict, "verdict_source": source, "cost_usd": cost}))
+            .unwrap();
+            s.create_attempt(&req).await.unwrap();
+        }
+        age(&url, "3", 20).await;
+        let glance = |pairs: &'static str| {
+            let s = s.clone();
+            async move {
+                let pairs = failpass_shared::api::query::parse_query_string(pairs);
+                failpass::summaries::glance(
+                    s.as_ref(),
+                    &failpass::db::ProjectScope::All,
+                    pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                    chrono::Utc::now(),
+                )
+                .await
+            }
+        };
+        let g = glance("project=o/n&period=last_30_days").await.unwrap();
+        assert_eq!((g.reproduced, g.filed, g.finished, g.backlog_change, g.backlog), (1, 3, 1, 2, 2), "{g:?}");
+        assert!((g.spend_usd - 2.5).abs() < 1e-9 && g.cost_per_reproduction_usd == Some(2.5), "{g:?}");
+        assert_eq!((g.stuck, g.stuck_days), (1, 14), "#3 has had no activity for 20 days");
+        assert_eq!(glance("stuck_days=30").await.unwrap().stuck, 0);
+        // the numbers link to the lists behind them, with the same filters
+        assert!(g.html.contains("/queue?project=o%2Fn&amp;period=last_30_days&amp;dated=reproduced"), "{}", g.html);
+        assert!(g.html.contains("stuck_days=14&amp;sort=last_activity&amp;order=asc"), "{}", g.html);
+        // last year: nothing reproduced or spent, but the stuck report is stuck still
+        let before = glance("period=last_quarter").await.unwrap();
+        if before.to < chrono::Utc::now().date_naive() - chrono::Duration::days(30) {
+            assert_eq!((before.reproduced, before.spend_usd, before.filed), (0, 0.0, 0), "{before:?}");
+        }
+        // a window of days is refused, naming why
+        for (bad, field) in [
+            ("since=2026-01-01", "since"),
+            ("dated=spent", "dated"),
+            ("stuck_days=0", "stuck_days"),
+            ("period=fortnight", "period"),
+            ("colour=red", "colour"),
+        ] {
+            let e = glance(bad).await.unwrap_err().to_string();
+            assert!(e.contains(field), "{bad}: {e}");
+        }
+    })
+    .await;
+}

@@ -7,7 +7,7 @@ use failpass::db::{NewReport, NewRun, ProjectScope, Storage, StorageError};
 use failpass_shared::api::attempts::{AttemptListQuery, CreateAttemptRequest};
 use failpass_shared::api::figures::{FigureRow, FiguresQuery};
 use failpass_shared::api::projects::CreateProjectRequest;
-use failpass_shared::api::reports::{CreateReportRequest, Oracle, Order, ReportListQuery, ReportSort};
+use failpass_shared::api::reports::{CreateReportRequest, Dated, Oracle, Order, ReportListQuery, ReportSort};
 use failpass_shared::figures::{figure_rows, wilson_interval};
 use failpass_shared::model::*;
 use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
@@ -726,6 +726,35 @@ async fn crossed_groups_windows_distributions_and_flows_agree_on_both_engines() 
         assert_eq!(count(window(Some("2026-02-01"), Some("2026-02-01"))).await, 4);
         assert_eq!(count(window(Some("2026-02-02"), None)).await, 0);
         assert_eq!(count(window(None, Some("2026-01-31"))).await, 0);
+        // the window may be of reproduction or of spend instead of filing
+        let dated = |d: Dated, since: &str, until: &str| FiguresQuery {
+            filter: ReportFilter {
+                since: Some(since.parse().unwrap()),
+                until: Some(until.parse().unwrap()),
+                dated: d,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // R1 first counted on 2026-03-08 (23:00), R2 on 2026-03-09 (00:30)
+        assert_eq!(count(dated(Dated::Reproduced, "2026-03-08", "2026-03-08")).await, 1);
+        assert_eq!(count(dated(Dated::Reproduced, "2026-03-01", "2026-03-31")).await, 2);
+        assert_eq!(count(dated(Dated::Reproduced, "2026-03-10", "2026-03-31")).await, 0);
+        // spent on 2026-03-10: R2's errored attempt ($0.50) and R3's two ($0.25 each), and only those count
+        let spent = rows(s.as_ref(), dated(Dated::Spent, "2026-03-10", "2026-03-10")).await;
+        assert_eq!((spent[0].reports, spent[0].attempts), (2, 3), "{spent:?}");
+        approx(Some(spent[0].cost_total_usd), 1.0);
+        let listed = s
+            .list_reports(
+                &ReportListQuery {
+                    filter: dated(Dated::Spent, "2026-03-10", "2026-03-10").filter,
+                    ..Default::default()
+                },
+                &ProjectScope::All,
+            )
+            .await
+            .unwrap();
+        assert_eq!(listed.items.len(), 2);
         // per-attempt values: six reproduction attempts, $7 in all
         let dq = DistributionQuery { metric: Metric::CostUsd, figures: by(GroupBy::Agent) };
         let values = s.metric_values(&dq, &ProjectScope::All).await.unwrap();

@@ -14,7 +14,7 @@ use crate::router::query_pairs;
 
 /// The filters the figure pages share, kept in the address and carried by
 /// the navigation links.
-pub const SHARED_FILTERS: &[&str] = &["project", "since", "until", "route", "agent", "model"];
+pub const SHARED_FILTERS: &[&str] = &["project", "since", "until", "period", "dated", "route", "agent", "model"];
 
 /// The figures query the address asks for (its shared filters only).
 pub fn figures_query(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientError> {
@@ -88,6 +88,8 @@ pub struct FigurePage<T, Fut> {
     pub empty: &'static str,
     pub fetch: fn(FiguresQuery) -> Fut,
     pub body: fn(T) -> Option<AnyView>,
+    /// The grouping the page's figure table downloads by (`group_by`).
+    pub export_by: &'static str,
 }
 
 impl<T, Fut> FigurePage<T, Fut>
@@ -98,7 +100,7 @@ where
     /// The page: title, the shared filter bar, then loading, error, empty
     /// or the figures, following the address.
     pub fn view(self) -> AnyView {
-        let FigurePage { title, path, what, empty, fetch, body } = self;
+        let FigurePage { title, path, what, empty, fetch, body, export_by } = self;
         let pairs = query_pairs();
         let query = Memo::new(move |_| pairs.with(|p| figures_query(p)));
         let data = crate::load::Load::new(move || {
@@ -108,6 +110,7 @@ where
         view! {
             <div class="page-head"><h1>{title}</h1></div>
             <FilterBar path=path pairs=pairs/>
+            {figure_exports(pairs, export_by)}
             <Transition fallback=move || view! { <Loading what=what/> }>
                 {move || Suspend::new(async move {
                     match data.get().await.map(body) {
@@ -119,5 +122,29 @@ where
             </Transition>
         }
         .into_any()
+    }
+}
+
+/// Download links for the figure table by `group_by` under the address's
+/// shared filters (`GET /api/v1/export/figures`).
+pub fn figure_exports(pairs: Memo<Vec<(String, String)>>, group_by: &'static str) -> impl IntoView {
+    let href = move |format: &'static str| {
+        pairs.with(|p| {
+            let mut kept: Vec<(&str, String)> = p
+                .iter()
+                .filter(|(k, _)| SHARED_FILTERS.contains(&k.as_str()))
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+            kept.push(("group_by", group_by.to_owned()));
+            kept.push(("format", format.to_owned()));
+            format!("/api/v1/export/figures?{}", failpass_shared::api::query::to_query_string(&kept))
+        })
+    };
+    view! {
+        <p class="count" data-testid="figure-exports">{format!("Download the figures by {}: ", group_by.replace(',', " × "))}
+            <a href=move || href("csv") download data-testid="export-figures-csv">"CSV"</a>" "
+            <a href=move || href("json") download>"JSON"</a>" "
+            <a href=move || href("ndjson") download>"NDJSON"</a>
+        </p>
     }
 }

@@ -1,6 +1,8 @@
-//! The filter bar the figure pages share: project, time window, route, agent
+//! The filter bar the pages share: project, time window (of filing,
+//! reproduction or spend; a period relative to today, or days), route, agent
 //! and model, all kept in the address so every view is a link.
 
+use failpass_shared::api::reports::Period;
 use failpass_shared::model::Route;
 use leptos::prelude::*;
 
@@ -19,7 +21,7 @@ fn value_of(pairs: &[(String, String)], key: &str) -> String {
 
 /// A labelled `<select>` whose first option means "any". Its selection
 /// follows the address (Back, or "Clear filters" on the same page).
-fn choice(
+pub fn choice(
     label: &'static str,
     key: &'static str,
     any: &'static str,
@@ -81,10 +83,14 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
                         .collect();
                     let routes = Route::ALL.iter().map(|r| (r.to_string(), r.to_string().replace('_', " "))).collect();
                     let pairs_of = |v: Vec<String>| v.into_iter().map(|a| (a.clone(), a)).collect::<Vec<_>>();
+                    let periods = Period::ALL.iter().map(|p| (p.to_string(), p.to_string().replace('_', " "))).collect();
+                    let dates = vec![("reproduced".to_owned(), "reproduced".to_owned()), ("spent".to_owned(), "spent".to_owned())];
                     view! {
                         {choice("Project", "project", "All projects", projects, pairs, go)}
-                        {date("Filed since", "since")}
-                        {date("Filed until", "until")}
+                        {choice("Dates of", "dated", "filing", dates, pairs, go)}
+                        {choice("Period", "period", "Any time", periods, pairs, go)}
+                        {date("Since", "since")}
+                        {date("Until", "until")}
                         {choice("Route", "route", "All routes", routes, pairs, go)}
                         {choice("Agent", "agent", "All agents", pairs_of(facets.agents), pairs, go)}
                         {choice("Model", "model", "All models", pairs_of(facets.models), pairs, go)}

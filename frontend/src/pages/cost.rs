@@ -43,6 +43,7 @@ pub fn CostPage() -> impl IntoView {
         empty: "No attempts in this view. Widen the filters.",
         fetch,
         body,
+        export_by: "agent",
     };
     view! { <section class="cost">{page.view()}</section> }
 }

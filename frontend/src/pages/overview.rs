@@ -7,7 +7,7 @@ use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
 use crate::api::{self, ClientError};
-use crate::components::figures::{ChartSvg, Figure, chart_src, figures_query};
+use crate::components::figures::{ChartSvg, Figure, chart_src, figure_exports, figures_query};
 use crate::components::filters::FilterBar;
 use crate::components::{Empty, ErrorPanel, Loading, Stat};
 use crate::router::query_pairs;
@@ -24,11 +24,15 @@ pub fn OverviewPage() -> impl IntoView {
             let q = q?;
             let total_q = FiguresQuery { group_by: GroupBy::None, ..q.clone() };
             let route_q = FiguresQuery { group_by: GroupBy::Route, ..q.clone() };
-            // The three requests in flight together: this page has a time budget.
-            let (total, by_route, flow) =
-                futures_util::future::join3(api::figures(&total_q), api::figures(&route_q), api::throughput(&q.filter))
-                    .await;
-            Ok::<_, ClientError>((total?.rows.into_iter().next(), by_route?.rows, flow?, q))
+            // The requests in flight together: this page has a time budget.
+            let (total, by_route, flow, glance) = futures_util::future::join4(
+                api::figures(&total_q),
+                api::figures(&route_q),
+                api::throughput(&q.filter),
+                api::glance(&q.filter),
+            )
+            .await;
+            Ok::<_, ClientError>((total?.rows.into_iter().next(), by_route?.rows, flow?, q, glance?))
         }
     });
 
@@ -38,12 +42,15 @@ pub fn OverviewPage() -> impl IntoView {
                 <h1>"Overview"</h1>
             </div>
             <FilterBar path="/" pairs=pairs/>
+            {figure_exports(pairs, "route")}
             <Transition fallback=|| view! { <Loading what="figures"/> }>
                 {move || Suspend::new(async move {
                     match figures.get().await {
                         Err(e) => view! { <ErrorPanel error=e/> }.into_any(),
                         Ok((None, ..)) => view! { <Empty message="No reports in this view. Widen the filters, or submit one through the API (POST /api/v1/reports)."/> }.into_any(),
-                        Ok((Some(total), by_route, flow, q)) => view! {
+                        Ok((Some(total), by_route, flow, q, glance)) => view! {
+                            // The period's answer, rendered and escaped by the server.
+                            <div inner_html=glance></div>
                             {(q.agent.is_some() || q.model.is_some()).then(|| view! {
                                 <p class="hint" data-testid="report-level-hint">
                                     "Backlog, weekly throughput and time to reproduction are report-level: the agent and model filters do not narrow them."

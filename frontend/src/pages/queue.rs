@@ -2,11 +2,12 @@
 //! filtered and paged through the URL (every view is a link).
 
 use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort};
-use failpass_shared::model::{ReportStatus, Route, Verdict};
+use failpass_shared::model::{ReportStatus, Verdict};
 use leptos::prelude::*;
 
 use crate::api::{self, ClientError};
-use crate::components::{Empty, ErrorPanel, Loading, ProjectSelect};
+use crate::components::filters::{FilterBar, choice};
+use crate::components::{Empty, ErrorPanel, Loading};
 use crate::router::{query_pairs, with_param};
 
 fn parse(pairs: &[(String, String)]) -> Result<ReportListQuery, ClientError> {
@@ -22,7 +23,6 @@ pub fn QueuePage() -> impl IntoView {
         let q = query.get();
         async move { api::report_table(&q?).await }
     });
-    let projects = crate::load::Load::new(api::projects);
     let navigate_to = move |pairs: &[(&'static str, String)]| {
         crate::router::navigate(&format!("/queue?{}", failpass_shared::api::query::to_query_string(pairs)));
     };
@@ -46,52 +46,21 @@ pub fn QueuePage() -> impl IntoView {
         }
         navigate_to(&pairs);
     };
-    let go_project = go;
-    let go_route = go;
     let go_status = go;
     let go_verdict = go;
     let go_sort = go;
     let go_order = go;
-    let go_since = go;
-    let go_until = go;
 
     view! {
         <section class="queue">
             <div class="page-head">
                 <h1>"Triage queue"</h1>
             </div>
+            // The filters every page shares (project, window, route, agent, model).
+            <FilterBar path="/queue" pairs=pairs/>
             <form class="filters" role="search" on:submit=on_search>
-                <Suspense fallback=|| ()>
-                    {move || {
-                        let go_project = go_project;
-                        Suspend::new(async move {
-                            let selected = query.get_untracked().ok().and_then(|q| q.filter.project);
-                            match projects.get().await {
-                                Ok(list) => view! { <ProjectSelect projects=list selected=selected on_change=move |v| go_project("project", v)/> }.into_any(),
-                                Err(_) => ().into_any(),
-                            }
-                        })
-                    }}
-                </Suspense>
-                <EnumSelect label="Route" testid="filter-route" options=Route::ALL.iter().map(|r| r.as_str()).collect()
-                    selected=Signal::derive(move || current().filter.route.map(|r| r.as_str()).unwrap_or_default())
-                    on_change=move |v| go_route("route", v)/>
-                <EnumSelect label="Status" testid="filter-status" options=ReportStatus::ALL.iter().map(|r| r.as_str()).collect()
-                    selected=Signal::derive(move || current().filter.status.map(|r| r.as_str()).unwrap_or_default())
-                    on_change=move |v| go_status("status", v)/>
-                <EnumSelect label="Best verdict" testid="filter-verdict" options=Verdict::ALL.iter().map(|r| r.as_str()).collect()
-                    selected=Signal::derive(move || current().filter.verdict.map(|r| r.as_str()).unwrap_or_default())
-                    on_change=move |v| go_verdict("verdict", v)/>
-                <label class="field">
-                    <span>"Filed since"</span>
-                    <input type="date" data-testid="filter-since" prop:value=move || current().filter.since.map(|d| d.to_string()).unwrap_or_default()
-                        on:change=move |ev| go_since("since", event_target_value(&ev))/>
-                </label>
-                <label class="field">
-                    <span>"Filed until"</span>
-                    <input type="date" data-testid="filter-until" prop:value=move || current().filter.until.map(|d| d.to_string()).unwrap_or_default()
-                        on:change=move |ev| go_until("until", event_target_value(&ev))/>
-                </label>
+                {choice("Status", "status", "Any", options(ReportStatus::ALL.iter().map(|r| r.as_str())), pairs, go_status)}
+                {choice("Best verdict", "verdict", "Any", options(Verdict::ALL.iter().map(|r| r.as_str())), pairs, go_verdict)}
                 <label class="field">
                     <span>"Sort by"</span>
                     <select data-testid="sort" on:change=move |ev| go_sort("sort", event_target_value(&ev))>
@@ -119,7 +88,6 @@ pub fn QueuePage() -> impl IntoView {
                         prop:value=move || current().filter.label.unwrap_or_default()/>
                 </label>
                 <button type="submit">"Search"</button>
-                <a class="reset" href="/queue">"Clear filters"</a>
             </form>
             <Transition fallback=|| view! { <Loading what="reports"/> }>
                 {move || Suspend::new(async move {
@@ -141,6 +109,7 @@ pub fn QueuePage() -> impl IntoView {
                             let export = |format: &str| format!("/api/v1/export/reports?{}", with_param(&q.pairs(), "format", format));
                             view! {
                                 <p class="count" data-testid="queue-count">{format!("{} reports", page.total)}
+                                    {q.stuck_days.map(|n| format!(" stuck: open, no activity for {n} days"))}
                                     " · export all: "
                                     <a href=export("csv") download data-testid="export-csv">"CSV"</a>" "
                                     <a href=export("json") download>"JSON"</a>" "
@@ -160,25 +129,9 @@ pub fn QueuePage() -> impl IntoView {
     }
 }
 
-#[component]
-fn EnumSelect(
-    #[prop(into)] label: String,
-    #[prop(into)] testid: String,
-    options: Vec<&'static str>,
-    selected: Signal<&'static str>,
-    on_change: impl Fn(String) + 'static,
-) -> impl IntoView {
-    view! {
-        <label class="field">
-            <span>{label}</span>
-            <select data-testid=testid on:change=move |ev| on_change(event_target_value(&ev))>
-                <option value="" selected=move || selected.get().is_empty()>"Any"</option>
-                {options.into_iter().map(|o| view! {
-                    <option value=o selected=move || selected.get() == o>{o.replace('_', " ")}</option>
-                }).collect_view()}
-            </select>
-        </label>
-    }
+/// A `choice`'s options for enum values: the value, and it in words.
+fn options(values: impl Iterator<Item = &'static str>) -> Vec<(String, String)> {
+    values.map(|v| (v.to_owned(), v.replace('_', " "))).collect()
 }
 
 /// The server's table (escaped there), with j / k to move and Enter to open.

@@ -45,6 +45,7 @@ pub fn RegimesPage() -> impl IntoView {
         empty: "No attempts in this view: the regimes need attempts. Widen the filters.",
         fetch,
         body: |v: Views| (!v.cells.is_empty()).then(|| body(v)),
+        export_by: "route,agent,model",
     };
     view! {
         <section class="regimes">

@@ -298,6 +298,37 @@ pub struct WeekFlow {
     pub reproduced: u64,
 }
 
+/// `GET /api/v1/glance`: a period's answer in one look, for the Overview:
+/// what was reproduced and spent in it, how the backlog moved, what is stuck.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Glance {
+    pub period: super::reports::Period,
+    /// The period's first and last day (UTC), both included.
+    pub from: chrono::NaiveDate,
+    pub to: chrono::NaiveDate,
+    /// Reports whose first counting reproduction ended in the period.
+    pub reproduced: u64,
+    /// Spend on attempts started in the period (unknown costs left out).
+    pub spend_usd: f64,
+    /// `spend_usd` over `reproduced`; none without a reproduction.
+    pub cost_per_reproduction_usd: Option<f64>,
+    /// Reports that entered triage in the period.
+    pub filed: u64,
+    /// Reports that reached a final state (reproduced or not) in the period.
+    pub finished: u64,
+    /// `filed - finished`: how the backlog moved over the period (reports
+    /// closed without a verdict are not in it).
+    pub backlog_change: i64,
+    /// Reports not in a final state now.
+    pub backlog: u64,
+    /// Reports with no final state and no activity for `stuck_days` days.
+    pub stuck: u64,
+    pub stuck_days: u32,
+    /// The same, as the Overview shows it (rendered and escaped by the server).
+    pub html: String,
+}
+
 /// `GET /api/v1/throughput`: docs/domain.md's throughput, backlog and time to reproduction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

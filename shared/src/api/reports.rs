@@ -517,11 +517,80 @@ pub struct ReportFilter {
     pub until: Option<NaiveDate>,
     /// Reports whose route the rule was unsure of (`true`), or sure of (`false`).
     pub route_check: Option<bool>,
+    /// A window relative to today (this month, the last 30 days…), instead
+    /// of `since` and `until`.
+    #[serde(default)]
+    pub period: Option<Period>,
+    /// Which date the window (`since`/`until` or `period`) is of: filing
+    /// (the default), the first counting reproduction, or spend (attempts
+    /// started in it; the figures then count only those attempts).
+    #[serde(default)]
+    pub dated: Dated,
 }
+
+crate::model::string_enum!(
+    /// A window relative to today (UTC); weeks start on Monday.
+    Period, "period" {
+        ThisWeek => "this_week",
+        LastWeek => "last_week",
+        Last30Days => "last_30_days",
+        ThisMonth => "this_month",
+        LastMonth => "last_month",
+        Last90Days => "last_90_days",
+        ThisQuarter => "this_quarter",
+        LastQuarter => "last_quarter",
+        ThisYear => "this_year",
+    }
+);
+
+impl Period {
+    /// The period's days as `[first, last]`, on the day `today`.
+    pub fn days(self, today: NaiveDate) -> (NaiveDate, NaiveDate) {
+        use chrono::{Datelike, Duration};
+        let month_start = |y: i32, m: u32| NaiveDate::from_ymd_opt(y, m, 1).unwrap_or(today);
+        let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+        let this_month = month_start(today.year(), today.month());
+        let quarter = month_start(today.year(), (today.month() - 1) / 3 * 3 + 1);
+        let months_back = |d: NaiveDate, n: u32| d.checked_sub_months(chrono::Months::new(n)).unwrap_or(d);
+        let day_before = |d: NaiveDate| d.pred_opt().unwrap_or(d);
+        match self {
+            Period::ThisWeek => (monday, today),
+            Period::LastWeek => (monday - Duration::days(7), monday - Duration::days(1)),
+            Period::Last30Days => (today - Duration::days(29), today),
+            Period::ThisMonth => (this_month, today),
+            Period::LastMonth => (months_back(this_month, 1), day_before(this_month)),
+            Period::Last90Days => (today - Duration::days(89), today),
+            Period::ThisQuarter => (quarter, today),
+            Period::LastQuarter => (months_back(quarter, 3), day_before(quarter)),
+            Period::ThisYear => (month_start(today.year(), 1), today),
+        }
+    }
+
+    /// The period in words, as a page's heading says it.
+    pub fn label(self) -> String {
+        let s = self.as_str().replace('_', " ");
+        s[..1].to_uppercase() + &s[1..]
+    }
+}
+
+crate::model::string_enum!(
+    /// Which date a filter's window is of.
+    #[derive(Default)]
+    Dated, "dated" {
+        /// When the report was filed.
+        #[default]
+        Filed => "filed",
+        /// When its first counting reproduction ended.
+        Reproduced => "reproduced",
+        /// When money was spent on it: attempts started in the window.
+        Spent => "spent",
+    }
+);
 
 impl ReportFilter {
     /// Its query parameters, as error messages list them.
-    pub const PARAMETERS: &'static str = "project, route, status, label, verdict, q, since, until, route_check";
+    pub const PARAMETERS: &'static str =
+        "project, route, status, label, verdict, q, since, until, period, dated, route_check";
 
     /// Takes `key=value` if it is one of the filter's parameters.
     /// `Ok(false)` means the key is not a filter parameter.
@@ -541,6 +610,8 @@ impl ReportFilter {
             }
             "since" => self.since = v.map(|v| parse_day(key, v)).transpose()?,
             "until" => self.until = v.map(|v| parse_day(key, v)).transpose()?,
+            "period" => self.period = v.map(|v| parse_field(key, v)).transpose()?,
+            "dated" => self.dated = v.map(|v| parse_field(key, v)).transpose()?.unwrap_or_default(),
             "route_check" => {
                 self.route_check = v
                     .map(|v| match v {
@@ -581,6 +652,12 @@ impl ReportFilter {
         if let Some(v) = self.until {
             out.push(("until", v.to_string()));
         }
+        if let Some(v) = self.period {
+            out.push(("period", v.to_string()));
+        }
+        if self.dated != Dated::Filed {
+            out.push(("dated", self.dated.to_string()));
+        }
         if let Some(v) = self.route_check {
             out.push(("route_check", v.to_string()));
         }
@@ -589,6 +666,9 @@ impl ReportFilter {
 
     /// A window that ends before it starts is a mistake worth naming.
     pub fn check_window(&self) -> Result<(), FieldError> {
+        if self.period.is_some() && (self.since.is_some() || self.until.is_some()) {
+            return Err(FieldError::new("period", "give a period or since and until, not both"));
+        }
         match (self.since, self.until) {
             (Some(s), Some(u)) if s > u => {
                 Err(FieldError::new("since", format!("{s} is after until ({u}): the window holds no day")))
@@ -597,10 +677,18 @@ impl ReportFilter {
         }
     }
 
-    /// The time window as instants: `[since 00:00, until+1 00:00)` UTC.
-    pub fn window(&self) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+    /// The time window as instants, on the day `today` (for a `period`):
+    /// `[since 00:00, until+1 00:00)` UTC.
+    pub fn window(&self, today: NaiveDate) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
         let start = |d: NaiveDate| d.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
-        (self.since.and_then(start), self.until.and_then(|d| d.succ_opt()).and_then(start))
+        let (since, until) = match self.period {
+            Some(p) => {
+                let (first, last) = p.days(today);
+                (Some(first), Some(last))
+            }
+            None => (self.since, self.until),
+        };
+        (since.and_then(start), until.and_then(|d| d.succ_opt()).and_then(start))
     }
 }
 
@@ -773,6 +861,45 @@ pub fn unknown_parameter(key: &str, known: &str) -> FieldError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn periods_are_days_relative_to_today() {
+        let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        let today = day("2026-12-03"); // a Thursday
+        let cases = [
+            (Period::ThisWeek, "2026-11-30", "2026-12-03"),
+            (Period::LastWeek, "2026-11-23", "2026-11-29"),
+            (Period::Last30Days, "2026-11-04", "2026-12-03"),
+            (Period::ThisMonth, "2026-12-01", "2026-12-03"),
+            (Period::LastMonth, "2026-11-01", "2026-11-30"),
+            (Period::ThisQuarter, "2026-10-01", "2026-12-03"),
+            (Period::LastQuarter, "2026-07-01", "2026-09-30"),
+            (Period::ThisYear, "2026-01-01", "2026-12-03"),
+        ];
+        for (p, first, last) in cases {
+            assert_eq!(p.days(today), (day(first), day(last)), "{p}");
+        }
+        assert_eq!(Period::LastMonth.days(day("2026-01-15")), (day("2025-12-01"), day("2025-12-31")));
+        assert_eq!(Period::LastQuarter.days(day("2026-02-01")), (day("2025-10-01"), day("2025-12-31")));
+        assert_eq!(Period::Last30Days.label(), "Last 30 days");
+    }
+
+    #[test]
+    fn a_period_and_a_dated_window_parse_and_round_trip() {
+        let mut f = ReportFilter::default();
+        assert!(f.take("period", "this_month").unwrap());
+        assert!(f.take("dated", "reproduced").unwrap());
+        assert_eq!((f.period, f.dated), (Some(Period::ThisMonth), Dated::Reproduced));
+        assert_eq!(f.pairs(), [("period", "this_month".to_owned()), ("dated", "reproduced".to_owned())]);
+        assert_eq!(f.take("period", "fortnight").unwrap_err().field, "period");
+        assert_eq!(f.take("dated", "closed").unwrap_err().field, "dated");
+        f.since = NaiveDate::from_ymd_opt(2026, 1, 1);
+        assert!(f.check_window().unwrap_err().message.contains("not both"));
+        let (from, to) = ReportFilter { period: Some(Period::LastWeek), ..Default::default() }
+            .window(NaiveDate::from_ymd_opt(2026, 12, 3).unwrap());
+        assert_eq!(from.unwrap().to_rfc3339(), "2026-11-23T00:00:00+00:00");
+        assert_eq!(to.unwrap().to_rfc3339(), "2026-11-30T00:00:00+00:00");
+    }
 
     #[test]
     fn days_parse_strictly() {

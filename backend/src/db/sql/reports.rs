@@ -11,7 +11,7 @@ use failpass_shared::api::Page;
 use failpass_shared::api::attempts::CreateAttemptRequest;
 use failpass_shared::api::import::LifeCycleRecord;
 use failpass_shared::api::reports::{
-    Activity, Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection, Upstream,
+    Activity, Dated, Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection, Upstream,
 };
 use failpass_shared::hash;
 use failpass_shared::model::{ReportStatus, Resolution};
@@ -458,12 +458,39 @@ impl Engine {
                 .push_bind(v.clone())
                 .push(")");
         }
-        let (since, until) = filter.window();
-        if let Some(t) = since {
-            qb.push(" AND r.filed_at >= ").push_bind(t);
-        }
-        if let Some(t) = until {
-            qb.push(" AND r.filed_at < ").push_bind(t);
+        let (since, until) = filter.window(common::now().date_naive());
+        match filter.dated {
+            Dated::Filed => {
+                if let Some(t) = since {
+                    qb.push(" AND r.filed_at >= ").push_bind(t);
+                }
+                if let Some(t) = until {
+                    qb.push(" AND r.filed_at < ").push_bind(t);
+                }
+            }
+            // The report's first counting reproduction ended in the window.
+            Dated::Reproduced => {
+                let first = "(SELECT MIN(COALESCE(ra.ended_at, ra.started_at)) FROM attempts ra \
+                             WHERE ra.report_id = r.id AND ra.counts AND ra.goal = 'reproduce')";
+                qb.push(format!(" AND {first} IS NOT NULL"));
+                if let Some(t) = since {
+                    qb.push(format!(" AND {first} >= ")).push_bind(t);
+                }
+                if let Some(t) = until {
+                    qb.push(format!(" AND {first} < ")).push_bind(t);
+                }
+            }
+            // Money was spent on it in the window: an attempt started in it.
+            Dated::Spent => {
+                qb.push(" AND EXISTS (SELECT 1 FROM attempts sa WHERE sa.report_id = r.id");
+                if let Some(t) = since {
+                    qb.push(" AND sa.started_at >= ").push_bind(t);
+                }
+                if let Some(t) = until {
+                    qb.push(" AND sa.started_at < ").push_bind(t);
+                }
+                qb.push(")");
+            }
         }
         if let Some(q) = &filter.q {
             let pattern = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
