@@ -348,19 +348,15 @@ pub async fn attempts<W: AsyncWrite + Unpin>(
     Ok(n)
 }
 
-/// A figure table (`GET /api/v1/figures` for `query`): CSV with a column per
-/// figure (the API's field names), JSON as the API's rows, NDJSON a row a line.
+/// A figure table (the rows `GET /api/v1/figures` gives): CSV with a column
+/// per figure (the API's field names, the key first), JSON as the API's
+/// rows, NDJSON a row a line. The rows are computed first, so a failure is
+/// an error, never a cut file.
 pub async fn figures<W: AsyncWrite + Unpin>(
-    storage: &dyn Storage,
-    query: &failpass_shared::api::figures::FiguresQuery,
-    scope: &ProjectScope,
+    rows: &[failpass_shared::api::figures::FigureRow],
     format: ExportFormat,
     out: &mut W,
 ) -> Result<u64> {
-    let rows = crate::summaries::figures(storage, scope, query.clone())
-        .await
-        .map_err(|e| ExportError::Encode(e.to_string()))?
-        .rows;
     let mut array = JsonArray { first: true };
     let objects: Vec<serde_json::Map<String, serde_json::Value>> = rows
         .iter()

@@ -210,7 +210,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 "figures" => {
                     let q = failpass_shared::api::figures::FiguresQuery::from_pairs(pairs).map_err(bad)?;
-                    failpass::export::figures(s, &q, &scope, format, &mut out).await?
+                    let rows =
+                        failpass::summaries::figures(s, &scope, q).await.map_err(|e| anyhow::anyhow!("{e}"))?.rows;
+                    failpass::export::figures(&rows, format, &mut out).await?
                 }
                 "all" => {
                     let pairs: Vec<_> = pairs.collect();

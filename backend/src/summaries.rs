@@ -125,7 +125,7 @@ pub async fn visible_project(storage: &dyn Storage, scope: &ProjectScope, projec
 pub const STUCK_DAYS: u32 = 14;
 
 /// A period's answer for the reports `pairs` filter (report filters, a
-/// `period`, by default this month, and `stuck_days`), at `now`.
+/// `period`, by default this month, or days, and `stuck_days`), at `now`.
 pub async fn glance<'a>(
     storage: &dyn Storage,
     scope: &ProjectScope,
@@ -150,29 +150,37 @@ pub async fn glance<'a>(
             return Err(unknown_parameter(k, &format!("{}, stuck_days", ReportFilter::PARAMETERS)).into());
         }
     }
-    if filter.since.is_some() || filter.until.is_some() {
+    filter.check_window()?;
+    if filter.dated != Dated::Filed {
         return Err(ApiError::BadRequest(
-            "since: the glance is over a period (period=this_month, last_30_days…), not since and until".into(),
+            "dated: the glance gives every date of its period at once (reproduced, spent, filed)".into(),
         ));
     }
-    if filter.dated != Dated::Filed {
-        return Err(ApiError::BadRequest("dated: the glance gives every date of its period at once".into()));
-    }
     known_project(storage, scope, filter.project.as_deref()).await?;
-    let period = filter.period.unwrap_or(Period::ThisMonth);
     let today = now.date_naive();
-    let (from, to) = period.days(today);
-    let windowed = ReportFilter { period: Some(period), ..filter.clone() };
+    // A period (this month by default), or days: `since` to today, or the
+    // 30 days ending on `until`.
+    let (period, (from, to)) = match (filter.period, filter.since, filter.until) {
+        (None, Some(s), u) => (None, (s, u.unwrap_or(today))),
+        (None, None, Some(u)) => (None, (u - chrono::Duration::days(29), u)),
+        (p, ..) => {
+            let p = p.unwrap_or(Period::ThisMonth);
+            (Some(p), p.days(today))
+        }
+    };
+    // The period as days, so every count below is of the same days, at `now`.
+    let windowed = ReportFilter { since: Some(from), until: Some(to), period: None, ..filter.clone() };
     let (start, end) = windowed.window(today);
     let within = |t: Option<chrono::DateTime<chrono::Utc>>| {
         t.is_some_and(|t| start.is_none_or(|s| t >= s) && end.is_none_or(|e| t < e))
     };
-    let base = ReportFilter { period: None, ..filter };
+    let base = ReportFilter { period: None, since: None, until: None, ..filter };
     let flows = storage.report_flows(&base, scope).await?;
     let reproduced = flows.iter().filter(|f| within(f.first_counting_at)).count() as u64;
     let not_reproduced =
         flows.iter().filter(|f| f.status == ReportStatus::NotReproduced && within(f.last_graded_at)).count() as u64;
-    let filed = flows.iter().filter(|f| within(Some(f.intake()))).count() as u64;
+    // Filed in the period, as the throughput and the period's list count it.
+    let filed = flows.iter().filter(|f| within(Some(f.filed_at))).count() as u64;
     let backlog = flows
         .iter()
         .filter(|f| matches!(f.status, ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview))
@@ -219,9 +227,13 @@ fn glance_html(g: &failpass_shared::api::figures::Glance, filter: &ReportFilter)
         pairs.extend(extra.iter().cloned());
         format!("{path}?{}", to_query_string(&pairs))
     };
-    let period = ("period", g.period.as_str().to_owned());
-    let reproduced = link("/queue", &[period.clone(), ("dated", "reproduced".into())]);
-    let spent = link("/cost", &[period.clone(), ("dated", "spent".into())]);
+    let window: Vec<(&'static str, String)> = match g.period {
+        Some(p) => vec![("period", p.as_str().to_owned())],
+        None => vec![("since", g.from.to_string()), ("until", g.to.to_string())],
+    };
+    let dated = |d: &str| window.iter().cloned().chain([("dated", d.to_owned())]).collect::<Vec<_>>();
+    let reproduced = link("/queue", &dated("reproduced"));
+    let spent = link("/cost", &dated("spent"));
     let stuck = link(
         "/queue",
         &[("stuck_days", g.stuck_days.to_string()), ("sort", "last_activity".into()), ("order", "asc".into())],
@@ -233,7 +245,10 @@ fn glance_html(g: &failpass_shared::api::figures::Glance, filter: &ReportFilter)
     };
     maud::html! {
         section.panel.glance data-testid="glance" aria-labelledby="glance-title" {
-            h2 #glance-title { (g.period.label()) ": " (g.from) " to " (g.to) }
+            h2 #glance-title {
+                @if let Some(p) = g.period { (p.label()) ": " }
+                (g.from) " to " (g.to)
+            }
             div.stats {
                 div.stat {
                     div.stat-label { "Reproduced" }

@@ -1039,10 +1039,6 @@ async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() 
     }
 }
 
-/// The maintainer writes an oracle for a hypothesis report from its page:
-/// a weak test is run and refused (it passes on buggy too), the real one is
-/// validated by a runner on the demo's buggy and fixed fastnum, and the
-/// report is routed again (agent first), with the measured minutes shown.
 /// The team lead's morning: this month's answer on the Overview, the stuck
 /// list behind it, an export of that list, and the month's spend on Cost &
 /// time; at 1280 and 390 px.
@@ -1091,6 +1087,13 @@ async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() 
         want.sort();
         got.sort();
         assert_eq!(got, want, "exactly the reports nothing happened to");
+        // at phone width the priority columns show, and "Every column" opens the rest
+        let labels = h.client.find(Locator::Css("[data-testid=queue-table] th.opt")).await.unwrap();
+        assert_eq!(labels.is_displayed().await.unwrap(), width > 700, "a secondary column at {width} px");
+        if width <= 700 {
+            h.client.find(Locator::Css(".all-columns summary")).await.unwrap().click().await.unwrap();
+            assert!(labels.is_displayed().await.unwrap(), "opened, every column shows");
+        }
         h.screenshot(&format!("lead-stuck{suffix}.png")).await;
 
         // Its export holds the same reports, with the view's filters.
@@ -1124,6 +1127,10 @@ async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() 
     }
 }
 
+/// The maintainer writes an oracle for a hypothesis report from its page:
+/// a weak test is run and refused (it passes on buggy too), the real one is
+/// validated by a runner on the demo's buggy and fixed fastnum, and the
+/// report is routed again (agent first), with the measured minutes shown.
 #[tokio::test]
 async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
     let _one = BROWSER.lock().await;

@@ -160,11 +160,11 @@ struct Rendered {
     html: String,
 }
 
-/// The Overview's glance for the filter's reports over its period (this
-/// month by default); a window of days or a `dated` is the lists' own.
+/// The Overview's glance for the filter's reports over its window (this
+/// month by default); `dated` is the lists' own (the glance gives every date).
 pub async fn glance(filter: &failpass_shared::api::reports::ReportFilter) -> Result<String, ClientError> {
     let mut pairs = filter.pairs();
-    pairs.retain(|(k, _)| !matches!(*k, "since" | "until" | "dated"));
+    pairs.retain(|(k, _)| *k != "dated");
     get_json::<Rendered>(&format!("/api/v1/glance?{}", to_query_string(&pairs))).await.map(|r| r.html)
 }
 

@@ -350,24 +350,40 @@ fn contiguous(rows: Vec<(String, f64)>, month: bool) -> Vec<(String, f64)> {
             NaiveDate::parse_from_str(k, "%Y-%m-%d").ok()
         }
     };
-    let mut known: Vec<(NaiveDate, f64)> = rows.iter().filter_map(|(k, v)| Some((parse(k)?, *v))).collect();
-    known.sort_by_key(|p| p.0);
-    let (Some(first), Some(last)) = (known.first().map(|p| p.0), known.last().map(|p| p.0)) else {
+    let mut known: std::collections::BTreeMap<NaiveDate, f64> = std::collections::BTreeMap::new();
+    for (k, v) in &rows {
+        if let Some(d) = parse(k) {
+            *known.entry(d).or_default() += v;
+        }
+    }
+    let (Some(&first), Some(&last)) = (known.keys().next(), known.keys().next_back()) else {
         return Vec::new();
     };
-    let next = |d: NaiveDate| {
-        if month { d.checked_add_months(chrono::Months::new(1)) } else { d.checked_add_days(chrono::Days::new(7)) }
+    let step = |d: NaiveDate, n: u32| {
+        if month {
+            d.checked_add_months(chrono::Months::new(n))
+        } else {
+            d.checked_add_days(chrono::Days::new(7 * u64::from(n)))
+        }
     };
+    let back = |d: NaiveDate, n: u32| {
+        if month {
+            d.checked_sub_months(chrono::Months::new(n))
+        } else {
+            d.checked_sub_days(chrono::Days::new(7 * u64::from(n)))
+        }
+    };
+    // At most MAX_PERIODS, the newest: start no earlier than that many back.
+    let start = back(last, MAX_PERIODS as u32 - 1).map_or(first, |b| b.max(first));
     let mut out = Vec::new();
-    let mut at = Some(first);
+    let mut at = Some(start);
     while let Some(d) = at.filter(|d| *d <= last) {
-        let spent = known.iter().filter(|p| p.0 == d).map(|p| p.1).sum();
+        let spent = known.get(&d).copied().unwrap_or(0.0);
         let key = if month { format!("{:04}-{:02}", d.year(), d.month()) } else { d.format("%Y-%m-%d").to_string() };
         out.push((key, spent));
-        at = next(d);
+        at = step(d, 1);
     }
-    let skip = out.len().saturating_sub(MAX_PERIODS);
-    out.split_off(skip)
+    out
 }
 
 /// The most periods a spend chart draws (ten years of weeks).
@@ -388,5 +404,9 @@ mod tests {
         let keys: Vec<&str> = months.iter().map(|w| w.0.as_str()).collect();
         assert_eq!(keys, ["2025-11", "2025-12", "2026-01", "2026-02"]);
         assert!(contiguous(Vec::new(), true).is_empty());
+        // a stray year-1 attempt costs no walk through the ages: the newest 520 weeks
+        let far = contiguous(vec![("0001-01-01".into(), 1.0), ("2026-01-19".into(), 2.0)], false);
+        assert_eq!(far.len(), super::MAX_PERIODS);
+        assert_eq!(far.last().map(|p| p.0.as_str()), Some("2026-01-19"));
     }
 }

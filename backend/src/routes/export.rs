@@ -95,9 +95,6 @@ pub async fn attempts(State(state): State<AppState>, viewer: Viewer, query: Quer
 pub async fn figures(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
     let (format, rest) = split_format(&query)?;
     let q = failpass_shared::api::figures::FiguresQuery::from_pairs(rest)?;
-    let scope = viewer.scope();
-    crate::summaries::known_project(state.storage.as_ref(), &scope, q.filter.project.as_deref()).await?;
-    stream(format, "failpass-figures", move |mut w| async move {
-        crate::export::figures(state.storage.as_ref(), &q, &scope, format, &mut w).await
-    })
+    let rows = crate::summaries::figures(state.storage.as_ref(), &viewer.scope(), q).await?.rows;
+    stream(format, "failpass-figures", move |mut w| async move { crate::export::figures(&rows, format, &mut w).await })
 }

@@ -65,7 +65,7 @@ pub async fn get_throughput(
     get, path = "/api/v1/glance", tag = "figures",
     params(failpass_shared::api::reports::ReportFilter,
            ("stuck_days" = Option<u32>, Query, minimum = 1, maximum = 3650, description = "Days without activity after which an open report is stuck (14).")),
-    responses((status = 200, description = "Reproduced and spent in the period (`period`, this month by default), backlog change, stuck count.", body = failpass_shared::api::figures::Glance))
+    responses((status = 200, description = "Reproduced and spent in the period (`period`, this month by default; or `since` to today, or the 30 days ending `until`), backlog change, stuck count.", body = failpass_shared::api::figures::Glance))
 )]
 #[tracing::instrument(skip_all)]
 pub async fn get_glance(

@@ -86,6 +86,8 @@ fn table(
             }
         }
         div.table-wrap {
+            // At phone width the priority columns show; this opens the rest.
+            details.all-columns { summary { "Every column" } }
             table.reports data-testid="queue-table" {
                 thead { tr {
                     @if maintains { th scope="col" { span.visually-hidden { "Select" } } }

@@ -352,6 +352,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("GET", "/api/v1/attempts/{id}") => (format!("/api/v1/attempts/{}", f.lead), (None, String::new())),
         ("POST", "/api/v1/attempts/{id}/review") => (format!("/api/v1/attempts/{}/review", f.lead), json(json!({"review": "accepted"}))),
         ("GET", "/api/v1/figures") => ("/api/v1/figures?group_by=project".to_owned(), (None, String::new())),
+        ("GET", "/api/v1/export/figures") => ("/api/v1/export/figures?group_by=project".to_owned(), (None, String::new())),
         ("GET", "/api/v1/distributions") => ("/api/v1/distributions?metric=cost_usd&group_by=project".to_owned(), (None, String::new())),
         ("GET", "/api/v1/charts/{name}") => ("/api/v1/charts/reports?group_by=project".to_owned(), (None, String::new())),
         ("POST", "/api/v1/reruns") => ("/api/v1/reruns".to_owned(), json(json!({"report_id": f.report}))),

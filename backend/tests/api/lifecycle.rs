@@ -365,14 +365,21 @@ async fn the_glance_answers_for_a_period_on_both_engines() {
         // the numbers link to the lists behind them, with the same filters
         assert!(g.html.contains("/queue?project=o%2Fn&amp;period=last_30_days&amp;dated=reproduced"), "{}", g.html);
         assert!(g.html.contains("stuck_days=14&amp;sort=last_activity&amp;order=asc"), "{}", g.html);
-        // last year: nothing reproduced or spent, but the stuck report is stuck still
+        // last quarter ended before today: nothing reproduced, spent or filed in it,
+        // but the stuck report is stuck still
         let before = glance("period=last_quarter").await.unwrap();
-        if before.to < chrono::Utc::now().date_naive() - chrono::Duration::days(30) {
-            assert_eq!((before.reproduced, before.spend_usd, before.filed), (0, 0.0, 0), "{before:?}");
-        }
-        // a window of days is refused, naming why
+        assert_eq!((before.reproduced, before.spend_usd, before.filed, before.stuck), (0, 0.0, 0, 1), "{before:?}");
+        // days work too: since today, nothing before; the 30 days up to today, the lot
+        let days = glance("project=o/n&until=2099-01-01").await.unwrap();
+        assert_eq!((days.period, days.filed, days.reproduced), (None, 0, 0), "{days:?}");
+        let today = chrono::Utc::now().date_naive();
+        let days = glance(Box::leak(format!("project=o/n&since={today}").into_boxed_str())).await.unwrap();
+        assert_eq!((days.filed, days.reproduced, days.from, days.to), (3, 1, today, today), "{days:?}");
+        assert!(days.html.contains(&format!("since={today}&amp;until={today}&amp;dated=reproduced")), "{}", days.html);
+        // wrong input is refused, naming what is wrong
         for (bad, field) in [
-            ("since=2026-01-01", "since"),
+            ("period=this_month&since=2026-01-01", "period"),
+            ("since=2026-02-01&until=2026-01-01", "since"),
             ("dated=spent", "dated"),
             ("stuck_days=0", "stuck_days"),
             ("period=fortnight", "period"),

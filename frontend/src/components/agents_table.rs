@@ -32,11 +32,12 @@ pub fn AgentsTable() -> impl IntoView {
 fn AgentRows(list: Vec<AgentFigures>) -> impl IntoView {
     view! {
         <div class="table-wrap">
+            <crate::components::AllColumns/>
             <table class="reports" data-testid="agents">
                 <thead><tr>
-                    <th scope="col">"Agent"</th><th scope="col">"Source"</th>
+                    <th scope="col">"Agent"</th><th scope="col" class="opt">"Source"</th>
                     <th scope="col" class="num">"Stated rate"</th><th scope="col" class="num">"Computed rate"</th>
-                    <th scope="col" class="num">"Stated cost"</th><th scope="col" class="num">"Computed cost"</th>
+                    <th scope="col" class="num opt">"Stated cost"</th><th scope="col" class="num opt">"Computed cost"</th>
                     <th scope="col">"Discrepancies"</th>
                 </tr></thead>
                 <tbody>
@@ -51,11 +52,11 @@ fn AgentRows(list: Vec<AgentFigures>) -> impl IntoView {
                         view! {
                             <tr data-testid="agent-row" data-agent=a.agent.name.clone() class=if flagged { "flagged" } else { "" }>
                                 <th scope="row">{a.agent.name.clone()}</th>
-                                <td>{a.agent.source.clone().unwrap_or_default()}</td>
+                                <td class="opt">{a.agent.source.clone().unwrap_or_default()}</td>
                                 <td class="num">{percent(a.agent.stated_rate)}</td>
                                 <td class="num">{computed_rate}</td>
-                                <td class="num">{usd(a.agent.stated_cost_usd)}</td>
-                                <td class="num">{computed_cost}</td>
+                                <td class="num opt">{usd(a.agent.stated_cost_usd)}</td>
+                                <td class="num opt">{computed_cost}</td>
                                 <td data-testid="agent-discrepancies">
                                     {if flagged {
                                         view! { <ul>{a.discrepancies.into_iter().map(|d| view! { <li>{d}</li> }).collect_view()}</ul> }.into_any()

@@ -10,8 +10,16 @@ use crate::api;
 
 /// The address `path` with `key` set to `value` (removed when empty); any
 /// paging cursor is dropped, since it belongs to the old filters.
+/// A period and days (`since`, `until`) are two ways to say the window: setting
+/// one drops the other.
 pub fn href_with(path: &str, pairs: &[(String, String)], key: &str, value: &str) -> String {
-    let q = crate::router::with_param(pairs, key, value);
+    let other: &[&str] = match key {
+        "period" => &["since", "until"],
+        "since" | "until" => &["period"],
+        _ => &[],
+    };
+    let kept: Vec<(String, String)> = pairs.iter().filter(|(k, _)| !other.contains(&k.as_str())).cloned().collect();
+    let q = crate::router::with_param(&kept, key, value);
     if q.is_empty() { path.to_owned() } else { format!("{path}?{q}") }
 }
 
@@ -112,5 +120,10 @@ mod tests {
         assert_eq!(href_with("/cost", &pairs, "agent", "repgen"), "/cost?project=a%2Fb&agent=repgen");
         assert_eq!(href_with("/cost", &pairs, "project", ""), "/cost");
         assert_eq!(href_with("/", &pairs, "project", "c/d"), "/?project=c%2Fd");
+        // a period replaces days, and days a period
+        let days = vec![("since".to_owned(), "2026-01-01".to_owned()), ("agent".into(), "x".into())];
+        assert_eq!(href_with("/", &days, "period", "this_month"), "/?agent=x&period=this_month");
+        let period = vec![("period".to_owned(), "this_month".to_owned())];
+        assert_eq!(href_with("/", &period, "until", "2026-02-01"), "/?until=2026-02-01");
     }
 }

@@ -58,6 +58,13 @@ pub fn Stat(
     }
 }
 
+/// At phone width a table shows its priority columns; this opens the rest
+/// (the CSS hides `.opt` cells until it is open).
+#[component]
+pub fn AllColumns() -> impl IntoView {
+    view! { <details class="all-columns"><summary>"Every column"</summary></details> }
+}
+
 /// A small label whose text carries the meaning; colour only repeats it.
 #[component]
 pub fn Badge(#[prop(into)] kind: String, #[prop(into)] text: String) -> impl IntoView {

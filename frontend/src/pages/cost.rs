@@ -94,25 +94,26 @@ fn body(v: Views) -> Option<AnyView> {
         </div>
         <Figure testid="chart-cost-both-ways" chart=chart("cost-both-ways", None, GroupBy::Agent, 900)
             caption="Per agent: all spend (failed and errored attempts included) over reports reproduced, beside the mean cost of the successful attempts alone, the figure papers usually quote. Reference: LTGDroid about $0.27 per successful reproduction.">
+            <crate::components::AllColumns/>
             <table class="chart-table" data-testid="cost-table">
                 <thead><tr>
-                    <th scope="col">"Agent"</th><th scope="col" class="num">"Attempts"</th><th scope="col" class="num">"Spend"</th>
-                    <th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Per reproduction"</th>
-                    <th scope="col" class="num">"Mean success"</th><th scope="col" class="num">"Ratio"</th>
-                    <th scope="col" class="num">"Median wall"</th><th scope="col" class="num">"p90 wall"</th>
+                    <th scope="col">"Agent"</th><th scope="col" class="num opt">"Attempts"</th><th scope="col" class="num opt">"Spend"</th>
+                    <th scope="col" class="num opt">"Reproduced"</th><th scope="col" class="num">"Per reproduction"</th>
+                    <th scope="col" class="num">"Mean success"</th><th scope="col" class="num opt">"Ratio"</th>
+                    <th scope="col" class="num">"Median wall"</th><th scope="col" class="num opt">"p90 wall"</th>
                 </tr></thead>
                 <tbody>
                     {agents.iter().map(|r| {
                         let wall = wall_by_agent.iter().find(|g| g.key == r.key);
                         view! {
                             <tr data-testid="cost-row" data-agent=r.key.clone()>
-                                <th scope="row">{r.key.clone()}</th><td class="num">{r.attempts}</td>
-                                <td class="num">{usd(Some(r.cost_total_usd))}</td><td class="num">{r.reports_reproduced}</td>
+                                <th scope="row">{r.key.clone()}</th><td class="num opt">{r.attempts}</td>
+                                <td class="num opt">{usd(Some(r.cost_total_usd))}</td><td class="num opt">{r.reports_reproduced}</td>
                                 <td class="num" data-testid="cost-per-reproduction-cell">{usd(r.cost_per_reproduction_usd)}</td>
                                 <td class="num">{usd(r.cost_mean_success_usd)}</td>
-                                <td class="num">{r.cost_ratio.map(|x| format!("{x:.1}×")).unwrap_or_else(|| "—".into())}</td>
+                                <td class="num opt">{r.cost_ratio.map(|x| format!("{x:.1}×")).unwrap_or_else(|| "—".into())}</td>
                                 <td class="num">{minutes(wall.and_then(|w| w.median))}</td>
-                                <td class="num">{minutes(wall.and_then(|w| w.p90))}</td>
+                                <td class="num opt">{minutes(wall.and_then(|w| w.p90))}</td>
                             </tr>
                         }
                     }).collect_view()}

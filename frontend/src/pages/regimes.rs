@@ -7,6 +7,7 @@ use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
 use crate::api::{self, ClientError};
+use crate::components::AllColumns;
 use crate::components::agents_table::AgentsTable;
 use crate::components::figures::{Figure, FigurePage, chart_src};
 
@@ -63,12 +64,13 @@ fn body(v: Views) -> AnyView {
         <h2>"Rate landscape: route × agent × model"</h2>
         <p class="hint">"A report counts in every cell one of its attempts falls in. Rate: reports with a reproduced or confirmed attempt over reports with a graded one; per-attempt success beside it; LLM leads never count."</p>
         <div class="table-wrap">
+            <AllColumns/>
             <table class="data" data-testid="regime-table">
                 <thead><tr>
                     <th scope="col">"Route"</th><th scope="col">"Agent"</th><th scope="col">"Model"</th>
-                    <th scope="col" class="num">"Attempts"</th><th scope="col" class="num">"Graded reports"</th>
-                    <th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col">"95% interval"</th>
-                    <th scope="col" class="num">"Per attempt"</th><th scope="col" class="num">"Leads"</th>
+                    <th scope="col" class="num opt">"Attempts"</th><th scope="col" class="num">"Graded reports"</th>
+                    <th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col" class="opt">"95% interval"</th>
+                    <th scope="col" class="num opt">"Per attempt"</th><th scope="col" class="num opt">"Leads"</th>
                 </tr></thead>
                 <tbody>
                     {v.cells.iter().map(|r| {
@@ -76,10 +78,10 @@ fn body(v: Views) -> AnyView {
                         view! {
                             <tr data-testid="regime-row" data-key=r.key.clone()>
                                 <td>{part(0).replace('_', " ")}</td><td>{part(1)}</td><td>{part(2)}</td>
-                                <td class="num">{r.attempts}</td><td class="num">{r.reports_graded}</td>
+                                <td class="num opt">{r.attempts}</td><td class="num">{r.reports_graded}</td>
                                 <td class="num">{r.reports_reproduced}</td><td class="num" data-testid="regime-rate">{percent(r.rate)}</td>
-                                <td>{interval(r.rate_low, r.rate_high)}</td>
-                                <td class="num">{percent(r.attempt_rate)}</td><td class="num">{r.attempts_lead}</td>
+                                <td class="opt">{interval(r.rate_low, r.rate_high)}</td>
+                                <td class="num opt">{percent(r.attempt_rate)}</td><td class="num opt">{r.attempts_lead}</td>
                             </tr>
                         }
                     }).collect_view()}

@@ -84,11 +84,17 @@ impl Live {
     }
 
     /// Follows `jobs`, showing their progress at `at`.
+    /// Nothing, once the page is gone (a reply that arrives after it left).
     fn add(self, at: Origin, jobs: Vec<i64>) {
-        let known: Vec<i64> = self.jobs.with_untracked(|v| v.iter().map(|(_, j, _)| *j).collect());
+        let Some(known) = self.jobs.try_with_untracked(|v| v.iter().map(|(_, j, _)| *j).collect::<Vec<_>>()) else {
+            return;
+        };
         for job in jobs.into_iter().filter(|j| !known.contains(j)) {
             // Owned by the page, so the line outlives the view that asked.
-            let status = self.owner.with_value(|o| o.with(|| RwSignal::new(format!("job {job}: queued…"))));
+            let Some(status) = self.owner.try_with_value(|o| o.with(|| RwSignal::new(format!("job {job}: queued…"))))
+            else {
+                return;
+            };
             if let Some(f) = follow(job, status, self.done) {
                 self.follows.update_value(|v| v.push(f));
             }

@@ -7,7 +7,7 @@ use failpass_shared::format::thousands;
 use leptos::prelude::*;
 
 use crate::api;
-use crate::components::{Badge, Empty, ErrorPanel, Loading, Stat};
+use crate::components::{AllColumns, Badge, Empty, ErrorPanel, Loading, Stat};
 
 /// Seconds between refreshes.
 const REFRESH_MS: u64 = 2000;
@@ -89,10 +89,10 @@ fn QueueView(q: QueueOverview) -> impl IntoView {
                 view! { <Empty message="Nothing is waiting: every job has run."/> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap"><table class="grid-table" data-testid="jobs">
+                    <div class="table-wrap"><AllColumns/><table class="grid-table" data-testid="jobs">
                         <thead><tr>
                             <th scope="col" class="num">"Job"</th><th scope="col">"Kind"</th><th scope="col">"Target"</th><th scope="col">"State"</th>
-                            <th scope="col" class="num">"Priority"</th><th scope="col" class="num">"Tries"</th><th scope="col">"Runner"</th><th scope="col">"Queued"</th>
+                            <th scope="col" class="num opt">"Priority"</th><th scope="col" class="num opt">"Tries"</th><th scope="col" class="opt">"Runner"</th><th scope="col" class="opt">"Queued"</th>
                         </tr></thead>
                         <tbody>
                             {q.jobs.iter().map(|j| view! {
@@ -101,10 +101,10 @@ fn QueueView(q: QueueOverview) -> impl IntoView {
                                     <td>{j.kind.as_str()}</td>
                                     <td>{target(j)}</td>
                                     <td><Badge kind=j.status.as_str() text=j.status.as_str()/></td>
-                                    <td class="num">{j.priority}</td>
-                                    <td class="num">{format!("{} of {}", j.tries, j.max_tries)}</td>
-                                    <td>{j.lease_owner.clone().unwrap_or_else(|| "—".into())}</td>
-                                    <td>{ago(j.created_at)}</td>
+                                    <td class="num opt">{j.priority}</td>
+                                    <td class="num opt">{format!("{} of {}", j.tries, j.max_tries)}</td>
+                                    <td class="opt">{j.lease_owner.clone().unwrap_or_else(|| "—".into())}</td>
+                                    <td class="opt">{ago(j.created_at)}</td>
                                 </tr>
                             }).collect_view()}
                         </tbody>
@@ -118,10 +118,10 @@ fn QueueView(q: QueueOverview) -> impl IntoView {
                 view! { <Empty message="No runner has reported yet. Start `failpass serve` with --workers, or `failpass worker`."/> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap"><table class="grid-table" data-testid="runners">
+                    <div class="table-wrap"><AllColumns/><table class="grid-table" data-testid="runners">
                         <thead><tr>
-                            <th scope="col">"Runner"</th><th scope="col">"Host"</th><th scope="col" class="num">"PID"</th><th scope="col">"Heartbeat"</th>
-                            <th scope="col">"State"</th><th scope="col">"Current job"</th><th scope="col" class="num">"Jobs done"</th>
+                            <th scope="col">"Runner"</th><th scope="col" class="opt">"Host"</th><th scope="col" class="num opt">"PID"</th><th scope="col">"Heartbeat"</th>
+                            <th scope="col">"State"</th><th scope="col">"Current job"</th><th scope="col" class="num opt">"Jobs done"</th>
                         </tr></thead>
                         <tbody>
                             {q.runners.iter().map(|r| {
@@ -129,12 +129,12 @@ fn QueueView(q: QueueOverview) -> impl IntoView {
                                 view! {
                                     <tr>
                                         <td>{r.id.clone()}</td>
-                                        <td>{r.host.clone()}</td>
-                                        <td class="num">{r.pid}</td>
+                                        <td class="opt">{r.host.clone()}</td>
+                                        <td class="num opt">{r.pid}</td>
                                         <td>{ago(r.last_heartbeat)}</td>
                                         <td><Badge kind=if live { "live" } else { "stale" } text=if live { "live" } else { "no heartbeat" }/></td>
                                         <td>{r.current_job.map(|j| j.to_string()).unwrap_or_else(|| "idle".into())}</td>
-                                        <td class="num">{r.jobs_done}</td>
+                                        <td class="num opt">{r.jobs_done}</td>
                                     </tr>
                                 }
                             }).collect_view()}

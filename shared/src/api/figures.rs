@@ -303,17 +303,19 @@ pub struct WeekFlow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Glance {
-    pub period: super::reports::Period,
+    /// The period asked for (none for days given as `since`/`until`).
+    pub period: Option<super::reports::Period>,
     /// The period's first and last day (UTC), both included.
     pub from: chrono::NaiveDate,
     pub to: chrono::NaiveDate,
-    /// Reports whose first counting reproduction ended in the period.
+    /// Reports whose first counting reproduction ended in the period (as
+    /// the queue's `dated=reproduced` list has them, later closed ones too).
     pub reproduced: u64,
     /// Spend on attempts started in the period (unknown costs left out).
     pub spend_usd: f64,
     /// `spend_usd` over `reproduced`; none without a reproduction.
     pub cost_per_reproduction_usd: Option<f64>,
-    /// Reports that entered triage in the period.
+    /// Reports filed in the period.
     pub filed: u64,
     /// Reports that reached a final state (reproduced or not) in the period.
     pub finished: u64,

@@ -78,8 +78,18 @@ impl IntoParams for ReportFilter {
             query("label", text(200), "Only reports carrying this label."),
             query("verdict", Verdict::schema(), "Only reports whose best verdict is this."),
             query("q", text(200), "Free text over title, body and external id (case-insensitive)."),
-            query("since", day(), "Reports filed on or after this day (UTC)."),
-            query("until", day(), "Reports filed on or before this day (UTC)."),
+            query("since", day(), "The window's first day (UTC): of filing, unless `dated` says otherwise."),
+            query("until", day(), "The window's last day (UTC), included."),
+            query(
+                "period",
+                crate::api::reports::Period::schema(),
+                "A window relative to today (UTC), instead of `since` and `until`.",
+            ),
+            query(
+                "dated",
+                crate::api::reports::Dated::schema(),
+                "Which date the window is of: `filed` (the default), `reproduced` (the first counting reproduction) or `spent` (attempts started in it; the figures then count only those).",
+            ),
             query(
                 "route_check",
                 ObjectBuilder::new().schema_type(Type::Boolean).into(),

@@ -875,11 +875,16 @@ mod tests {
             (Period::ThisQuarter, "2026-10-01", "2026-12-03"),
             (Period::LastQuarter, "2026-07-01", "2026-09-30"),
             (Period::ThisYear, "2026-01-01", "2026-12-03"),
+            (Period::Last90Days, "2026-09-05", "2026-12-03"),
         ];
         for (p, first, last) in cases {
             assert_eq!(p.days(today), (day(first), day(last)), "{p}");
         }
         assert_eq!(Period::LastMonth.days(day("2026-01-15")), (day("2025-12-01"), day("2025-12-31")));
+        // a week starts on Monday, on a Monday and on a Sunday alike
+        assert_eq!(Period::ThisWeek.days(day("2026-11-30")), (day("2026-11-30"), day("2026-11-30")));
+        assert_eq!(Period::ThisWeek.days(day("2026-12-06")), (day("2026-11-30"), day("2026-12-06")));
+        assert_eq!(Period::LastWeek.days(day("2026-12-06")), (day("2026-11-23"), day("2026-11-29")));
         assert_eq!(Period::LastQuarter.days(day("2026-02-01")), (day("2025-10-01"), day("2025-12-31")));
         assert_eq!(Period::Last30Days.label(), "Last 30 days");
     }

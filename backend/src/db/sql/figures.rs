@@ -233,14 +233,6 @@ impl Engine {
             qb.push(" AND a.model = ").push_bind(v.clone());
         }
         // A spend window counts only the attempts started in it.
-        if query.filter.dated == failpass_shared::api::reports::Dated::Spent {
-            let (since, until) = query.filter.window(crate::db::common::now().date_naive());
-            if let Some(t) = since {
-                qb.push(" AND a.started_at >= ").push_bind(t);
-            }
-            if let Some(t) = until {
-                qb.push(" AND a.started_at < ").push_bind(t);
-            }
-        }
+        Self::push_spent_window(qb, &query.filter, "a");
     }
 }

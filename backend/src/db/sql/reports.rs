@@ -401,9 +401,11 @@ impl Engine {
         Self::push_report_filter(qb, &query.filter, scope);
         for (column, v) in [("agent", &query.agent), ("model", &query.model)] {
             if let Some(v) = v {
+                // With a spend window, the agent's (or model's) attempts in it.
                 qb.push(format!(" AND EXISTS (SELECT 1 FROM attempts fa WHERE fa.report_id = r.id AND fa.{column} = "))
-                    .push_bind(v.clone())
-                    .push(")");
+                    .push_bind(v.clone());
+                Self::push_spent_window(qb, &query.filter, "fa");
+                qb.push(")");
             }
         }
         if let Some(days) = query.stuck_days {
@@ -429,6 +431,22 @@ impl Engine {
             .bind(d.oracle.as_ref().and_then(|o| o.source).map(|s| s.as_str()))
             .bind(d.oracle.as_ref().is_some_and(|o| o.is_deterministic()))
             .bind(d.route_check)
+    }
+
+    /// `AND {alias}.started_at` within the filter's window when it is a spend
+    /// window (`dated=spent`), so an attempt condition counts only the
+    /// attempts started in it; nothing otherwise.
+    pub(in crate::db) fn push_spent_window(qb: &mut sqlx::QueryBuilder<Db>, filter: &ReportFilter, alias: &str) {
+        if filter.dated != Dated::Spent {
+            return;
+        }
+        let (since, until) = filter.window(common::now().date_naive());
+        if let Some(t) = since {
+            qb.push(format!(" AND {alias}.started_at >= ")).push_bind(t);
+        }
+        if let Some(t) = until {
+            qb.push(format!(" AND {alias}.started_at < ")).push_bind(t);
+        }
     }
 
     /// Appends `AND …` for the scope and the report filter.
@@ -459,7 +477,9 @@ impl Engine {
                 .push(")");
         }
         let (since, until) = filter.window(common::now().date_naive());
-        match filter.dated {
+        // `dated` says which date a window is of: without one it narrows nothing.
+        let dated = if since.is_none() && until.is_none() { Dated::Filed } else { filter.dated };
+        match dated {
             Dated::Filed => {
                 if let Some(t) = since {
                     qb.push(" AND r.filed_at >= ").push_bind(t);
@@ -483,12 +503,7 @@ impl Engine {
             // Money was spent on it in the window: an attempt started in it.
             Dated::Spent => {
                 qb.push(" AND EXISTS (SELECT 1 FROM attempts sa WHERE sa.report_id = r.id");
-                if let Some(t) = since {
-                    qb.push(" AND sa.started_at >= ").push_bind(t);
-                }
-                if let Some(t) = until {
-                    qb.push(" AND sa.started_at < ").push_bind(t);
-                }
+                Self::push_spent_window(qb, filter, "sa");
                 qb.push(")");
             }
         }
