@@ -57,8 +57,11 @@ pub fn RegimesPage() -> impl IntoView {
 }
 
 fn body(v: Views) -> AnyView {
+    // A rate chart's address, and its table's as a CSV download.
     let rate = |g: GroupBy, then: &[GroupBy], preferred: u32| {
-        chart_src("rate", FiguresQuery { group_by: g, then_by: then.to_vec(), ..v.query.clone() }.pairs(), preferred)
+        let pairs = FiguresQuery { group_by: g, then_by: then.to_vec(), ..v.query.clone() }.pairs();
+        let export = format!("/api/v1/export/figures?{}", failpass_shared::api::query::to_query_string(&pairs));
+        (chart_src("rate", pairs, preferred), export)
     };
     view! {
         <h2>"Rate landscape: route × agent × model"</h2>
@@ -112,7 +115,7 @@ fn body(v: Views) -> AnyView {
 /// A rate chart with its numbers underneath.
 fn rate_figure(
     testid: &'static str,
-    chart: String,
+    (chart, export): (String, String),
     caption: &'static str,
     rows: &[FigureRow],
     what: &'static str,
@@ -120,6 +123,7 @@ fn rate_figure(
     let rows = rows.to_vec();
     view! {
         <Figure testid=testid chart=chart caption=caption>
+            <a class="download" href=export download>"Download (CSV)"</a>
             <table class="chart-table">
                 <thead><tr><th scope="col">{what}</th><th scope="col" class="num">"Graded"</th><th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col">"95% interval"</th></tr></thead>
                 <tbody>
