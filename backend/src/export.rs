@@ -348,12 +348,12 @@ pub async fn attempts<W: AsyncWrite + Unpin>(
     Ok(n)
 }
 
-/// A figure table (the rows `GET /api/v1/figures` gives): CSV with a column
-/// per figure (the API's field names, the key first), JSON as the API's
-/// rows, NDJSON a row a line. The rows are computed first, so a failure is
-/// an error, never a cut file.
-pub async fn figures<W: AsyncWrite + Unpin>(
-    rows: &[failpass_shared::api::figures::FigureRow],
+/// A figure table (the rows `GET /api/v1/figures` gives, or one of the
+/// Oracles page's): CSV with a column per field (the API's names, the key
+/// first), JSON as the API's rows, NDJSON a row a line. The rows are
+/// computed first, so a failure is an error, never a cut file.
+pub async fn table<W: AsyncWrite + Unpin, T: serde::Serialize>(
+    rows: &[T],
     format: ExportFormat,
     out: &mut W,
 ) -> Result<u64> {
@@ -362,13 +362,15 @@ pub async fn figures<W: AsyncWrite + Unpin>(
         .iter()
         .map(|r| match serde_json::to_value(r) {
             Ok(serde_json::Value::Object(m)) => Ok(m),
-            other => Err(ExportError::Encode(format!("a figure row is not an object: {other:?}"))),
+            other => Err(ExportError::Encode(format!("a table row is not an object: {other:?}"))),
         })
         .collect::<Result<_>>()?;
-    // The columns are the row's fields: the group's key first, then the
-    // figures by name (a crossed grouping's `keys` among them).
+    // The columns are the row's fields: what names the row first (a group's
+    // key, an oracle kind or source, a cause, a category), then the figures
+    // by name (a crossed grouping's `keys` among them).
+    const NAMES: [&str; 6] = ["key", "kind", "source", "cause", "category", "route"];
     let mut columns: Vec<String> = objects.first().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    columns.sort_by_key(|c| (c != "key", c.clone()));
+    columns.sort_by_key(|c| (NAMES.iter().position(|n| n == c).unwrap_or(NAMES.len()), c.clone()));
     if format == ExportFormat::Csv {
         let header = if columns.is_empty() { vec!["key".to_owned()] } else { columns.clone() };
         out.write_all(&csv_row(&header)?).await?;

@@ -212,7 +212,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     let q = failpass_shared::api::figures::FiguresQuery::from_pairs(pairs).map_err(bad)?;
                     let rows =
                         failpass::summaries::figures(s, &scope, q).await.map_err(|e| anyhow::anyhow!("{e}"))?.rows;
-                    failpass::export::figures(&rows, format, &mut out).await?
+                    failpass::export::table(&rows, format, &mut out).await?
                 }
                 "all" => {
                     let pairs: Vec<_> = pairs.collect();

@@ -705,6 +705,12 @@ async fn oracles_page_shows_the_apis_coverage() {
     }
     let svg = h.svg("chart-oracle-kinds").await;
     assert!(svg.contains("Reports by oracle kind") && svg.contains("Oracle kind"), "a titled chart with labelled axes");
+    // every table of the page downloads as CSV
+    let link = h.client.find(Locator::Css("[data-testid=export-oracle-kinds]")).await.unwrap();
+    let href = link.attr("href").await.unwrap().unwrap();
+    let csv = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
+    assert_eq!(csv.lines().count(), api["by_kind"].as_array().unwrap().len() + 1, "{csv}");
+    assert!(csv.starts_with("kind,reports"), "{csv}");
     assert_eq!(h.text("oracle-llm-precision").await, rate(&api["llm_precision"]));
     let sources = h.svg("chart-oracle-sources").await;
     assert!(sources.contains("in-patch reference 47.11%"), "the reference line is named in the legend");

@@ -340,6 +340,13 @@ pub const ROUTES: &[RouteSpec] = &[
         "a figure table as CSV, JSON or NDJSON (what the caller may read)",
     ),
     route(
+        "GET",
+        "/api/v1/export/oracles",
+        Read,
+        Body::None,
+        "an Oracles page table as CSV, JSON or NDJSON (what the caller may read)",
+    ),
+    route(
         "POST",
         "/api/v1/attempts",
         SubmitAttempt,

@@ -96,5 +96,52 @@ pub async fn figures(State(state): State<AppState>, viewer: Viewer, query: Query
     let (format, rest) = split_format(&query)?;
     let q = failpass_shared::api::figures::FiguresQuery::from_pairs(rest)?;
     let rows = crate::summaries::figures(state.storage.as_ref(), &viewer.scope(), q).await?.rows;
-    stream(format, "failpass-figures", move |mut w| async move { crate::export::figures(&rows, format, &mut w).await })
+    stream(format, "failpass-figures", move |mut w| async move { crate::export::table(&rows, format, &mut w).await })
+}
+
+/// The tables an Oracles page shows, by `table`.
+pub const ORACLE_TABLES: &str = "kinds, sources, causes, authoring";
+
+/// One of the Oracles page's tables for `project` (every readable project
+/// without): oracle `kinds`, deterministic oracle `sources`, failure
+/// `causes`, or `authoring` (oracles written in the dashboard, by category
+/// and route).
+#[utoipa::path(
+    get, path = "/api/v1/export/oracles", tag = "export", operation_id = "export_oracles",
+    params(("table" = String, Query, example = "kinds", description = "`kinds`, `sources`, `causes` or `authoring`."),
+           ("format" = Option<String>, Query, example = "csv", description = "`csv` (the default), `json` or `ndjson`."),
+           ("project" = Option<String>, Query, example = "pytorch/pytorch", description = "Only this project, `owner/name`.")),
+    responses((status = 200, description = "The table, as a download.", content_type = "text/csv", body = String))
+)]
+pub async fn oracles(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
+    let (format, rest) = split_format(&query)?;
+    let mut table = None;
+    let mut pairs = Vec::new();
+    for (k, v) in rest {
+        if k == "table" {
+            table = Some(v.to_owned());
+        } else {
+            pairs.push((k, v));
+        }
+    }
+    let table = table.ok_or_else(|| ApiError::BadRequest(format!("table: which table? one of {ORACLE_TABLES}")))?;
+    let scope = viewer.scope();
+    let project = crate::summaries::project_param(pairs.iter().copied())?;
+    let summary = crate::summaries::oracle_summary(state.storage.as_ref(), &scope, pairs.iter().copied()).await?;
+    let rows: Vec<serde_json::Value> = match table.as_str() {
+        "kinds" => summary.by_kind.iter().map(serde_json::to_value).collect::<Result<_, _>>(),
+        "sources" => summary.by_source.iter().map(serde_json::to_value).collect::<Result<_, _>>(),
+        "causes" => summary.failure_causes.iter().map(serde_json::to_value).collect::<Result<_, _>>(),
+        "authoring" => state
+            .storage
+            .authoring_rows(project.as_deref(), &scope)
+            .await?
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>(),
+        other => return Err(ApiError::BadRequest(format!("table: `{other}` is not one of {ORACLE_TABLES}"))),
+    }
+    .map_err(|e| ApiError::Internal(e.into()))?;
+    let name = format!("failpass-oracle-{table}");
+    stream(format, &name, move |mut w| async move { crate::export::table(&rows, format, &mut w).await })
 }

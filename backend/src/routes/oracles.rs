@@ -26,15 +26,27 @@ pub async fn oracles(
     let started: i64 = summary.authoring.iter().map(|g| g.started).sum();
     summary.validated_within_hour =
         (started > 0).then(|| Share::new(summary.authoring.iter().map(|g| g.within_hour).sum(), started));
-    summary.authoring_html = authoring_html(&summary);
+    summary.authoring_html = authoring_html(&summary, project.as_deref());
     Ok(ApiJson(summary))
 }
 
 /// The Oracles page's authoring table: the rule's "can one be written in
 /// under an hour?" answered from the project's own history.
-fn authoring_html(s: &OracleSummary) -> String {
+fn authoring_html(s: &OracleSummary, project: Option<&str>) -> String {
     let minutes = |m: Option<f64>| m.map_or_else(|| "—".to_owned(), |m| format!("{m:.0} min"));
+    let download = |table: &str| {
+        let mut pairs = vec![("table", table.to_owned())];
+        pairs.extend(project.map(|p| ("project", p.to_owned())));
+        format!("/api/v1/export/oracles?{}", failpass_shared::api::query::to_query_string(&pairs))
+    };
     maud::html! {
+        // Every table of the page as CSV (JSON and NDJSON with `format=`).
+        p.count data-testid="oracle-exports" {
+            "Download the tables (CSV): "
+            @for (table, words) in [("kinds", "oracle kinds"), ("sources", "sources"), ("causes", "failure causes"), ("authoring", "authoring")] {
+                a href=(download(table)) download data-testid=(format!("export-oracle-{table}")) { (words) } " "
+            }
+        }
         section.panel data-testid="authoring" {
             h2 { "Oracles written in the dashboard" }
             @match &s.validated_within_hour {

@@ -97,6 +97,29 @@ async fn lists_export_as_csv_json_and_ndjson_with_their_filters() {
     );
     assert_error(&app.get("/api/v1/export/figures?group_by=colour").await, 400, "bad_request", "group_by");
 
+    // The Oracles page's tables, each as CSV: the API's rows, named first.
+    let oracles = app.get("/api/v1/oracles?project=fastnum%2Ffastnum").await.body;
+    for (table, field, name) in
+        [("kinds", "by_kind", "kind"), ("sources", "by_source", "source"), ("causes", "failure_causes", "cause")]
+    {
+        let want = oracles[field].as_array().unwrap();
+        let (status, _, cd, csv) =
+            download(&app, &format!("/api/v1/export/oracles?table={table}&project=fastnum%2Ffastnum")).await;
+        assert_eq!(status, 200, "{table}: {csv}");
+        assert_eq!(cd, format!("attachment; filename=\"failpass-oracle-{table}.csv\""));
+        let mut rows = csv::Reader::from_reader(csv.as_bytes());
+        let headers: Vec<String> = rows.headers().unwrap().iter().map(str::to_owned).collect();
+        let records: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+        assert_eq!(records.len(), want.len(), "{table}: {csv}");
+        if let Some(first) = want.first() {
+            assert_eq!(headers[0], name, "{table}: {headers:?}");
+            assert_eq!(records[0][0], first[name].as_str().map_or_else(|| first[name].to_string(), str::to_owned));
+        }
+    }
+    assert_error(&app.get("/api/v1/export/oracles").await, 400, "bad_request", "table: which table?");
+    assert_error(&app.get("/api/v1/export/oracles?table=pies").await, 400, "bad_request", "`pies` is not one of kinds");
+    assert_error(&app.get("/api/v1/export/oracles?table=kinds&project=no%2Fsuch").await, 404, "not_found", "no/such");
+
     // Wrong input is named, before anything is sent.
     assert_error(
         &app.get("/api/v1/export/reports?format=xml").await,
