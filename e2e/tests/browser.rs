@@ -1264,6 +1264,12 @@ async fn a_maintainer_walks_the_morning_end_to_end() {
     click(&c, "[data-testid=accept]").await;
     h.until("the acceptance", || async { h.text("attempts").await.contains("reviewed by demo-maintainer") }).await;
     h.screenshot("morning-4-lead.png").await;
+    // the report's attempts download from its page
+    let href =
+        c.find(Locator::Css("[data-testid=attempt-exports] a")).await.unwrap().attr("href").await.unwrap().unwrap();
+    let csv = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
+    let listed: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={lead_report}&limit=200")).await;
+    assert_eq!(csv.lines().count(), listed["items"].as_array().unwrap().len() + 1, "{csv}");
 
     // 5. A rerun, followed live under the row that started it.
     let softmax: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum%2Ffastnum&q=softmax").await;

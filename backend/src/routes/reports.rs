@@ -327,6 +327,13 @@ fn lifecycle_html(report: &Report, may_change: bool) -> String {
                 }
             }
             dt { "Assignee" } dd data-testid="lifecycle-assignee" { (s.assignee.as_deref().unwrap_or("nobody")) }
+            // The report's attempts as a download (what the caller may read).
+            dt { "Attempts" }
+            dd data-testid="attempt-exports" {
+                @for (format, words) in [("csv", "CSV"), ("json", "JSON"), ("ndjson", "NDJSON")] {
+                    a href=(format!("/api/v1/export/attempts?report_id={}&format={format}", s.id)) download target="_self" { (words) } " "
+                }
+            }
         }
         @if may_change && !report.oracle.as_ref().is_some_and(|o| o.is_deterministic()) {
             p data-testid="write-oracle" {
