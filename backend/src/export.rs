@@ -368,7 +368,7 @@ pub async fn table<W: AsyncWrite + Unpin, T: serde::Serialize>(
     // The columns are the row's fields: what names the row first (a group's
     // key, an oracle kind or source, a cause, a category), then the figures
     // by name (a crossed grouping's `keys` among them).
-    const NAMES: [&str; 6] = ["key", "kind", "source", "cause", "category", "route"];
+    const NAMES: [&str; 7] = ["key", "week", "kind", "source", "cause", "category", "route"];
     let mut columns: Vec<String> = objects.first().map(|m| m.keys().cloned().collect()).unwrap_or_default();
     columns.sort_by_key(|c| (NAMES.iter().position(|n| n == c).unwrap_or(NAMES.len()), c.clone()));
     if format == ExportFormat::Csv {

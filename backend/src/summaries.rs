@@ -174,6 +174,8 @@ pub async fn glance<'a>(
     let within = |t: Option<chrono::DateTime<chrono::Utc>>| {
         t.is_some_and(|t| start.is_none_or(|s| t >= s) && end.is_none_or(|e| t < e))
     };
+    // The page's own filters, window included, for its downloads.
+    let asked = filter.pairs();
     let base = ReportFilter { period: None, since: None, until: None, ..filter };
     let flows = storage.report_flows(&base, scope).await?;
     let reproduced = flows.iter().filter(|f| within(f.first_counting_at)).count() as u64;
@@ -213,13 +215,17 @@ pub async fn glance<'a>(
         stuck_days,
         html: String::new(),
     };
-    g.html = glance_html(&g, &base);
+    g.html = glance_html(&g, &base, &asked);
     Ok(g)
 }
 
 /// The glance as the Overview shows it: four figures, each linking to the
 /// list behind it with the same filters.
-fn glance_html(g: &failpass_shared::api::figures::Glance, filter: &ReportFilter) -> String {
+fn glance_html(
+    g: &failpass_shared::api::figures::Glance,
+    filter: &ReportFilter,
+    asked: &[(&'static str, String)],
+) -> String {
     use failpass_shared::api::query::to_query_string;
     use failpass_shared::format::{thousands, usd};
     let link = |path: &str, extra: &[(&'static str, String)]| {
@@ -243,6 +249,7 @@ fn glance_html(g: &failpass_shared::api::figures::Glance, filter: &ReportFilter)
         c if c > 0 => format!("+{c}"),
         c => c.to_string(),
     };
+    let weekly = format!("/api/v1/export/throughput?{}", to_query_string(asked));
     maud::html! {
         section.panel.glance data-testid="glance" aria-labelledby="glance-title" {
             h2 #glance-title {
@@ -280,6 +287,10 @@ fn glance_html(g: &failpass_shared::api::figures::Glance, filter: &ReportFilter)
                         a href=(stuck) data-testid="glance-stuck-link" { "the list, oldest first" }
                     }
                 }
+            }
+            p.count {
+                "The weekly throughput under the Overview's filters, all weeks: "
+                a href=(weekly) download data-testid="export-throughput" { "CSV" }
             }
         }
     }

@@ -1083,6 +1083,19 @@ async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() 
         assert_eq!(h.text("glance-spend").await, usd(g["spend_usd"].as_f64()));
         assert_eq!(h.text("glance-stuck").await, "2");
         assert!(h.text("glance").await.contains("This month: "), "the period is named");
+        // the weekly throughput downloads from there, under the page's filters
+        let href = h
+            .client
+            .find(Locator::Css("[data-testid=export-throughput]"))
+            .await
+            .unwrap()
+            .attr("href")
+            .await
+            .unwrap()
+            .unwrap();
+        let weeks = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
+        let flow: Throughput = h.api("/api/v1/throughput?period=this_month").await;
+        assert_eq!(weeks.lines().count(), flow.weeks.len() + 1, "{weeks}");
         // the period select says which period the page shows
         let period = h.client.find(Locator::Css("[data-testid=filter-period]")).await.unwrap();
         assert_eq!(period.prop("value").await.unwrap().as_deref(), Some("this_month"));

@@ -341,6 +341,13 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route(
         "GET",
+        "/api/v1/export/throughput",
+        Read,
+        Body::None,
+        "the weekly throughput as CSV, JSON or NDJSON (what the caller may read)",
+    ),
+    route(
+        "GET",
         "/api/v1/export/oracles",
         Read,
         Body::None,

@@ -145,3 +145,21 @@ pub async fn oracles(State(state): State<AppState>, viewer: Viewer, query: Query
     let name = format!("failpass-oracle-{table}");
     stream(format, &name, move |mut w| async move { crate::export::table(&rows, format, &mut w).await })
 }
+
+/// The weekly throughput (`GET /api/v1/throughput`'s weeks: filed, reached
+/// a final state, reproduced) for the report filters, every week.
+#[utoipa::path(
+    get, path = "/api/v1/export/throughput", tag = "export",
+    params(("format" = Option<String>, Query, example = "csv", description = "`csv` (the default), `json` or `ndjson`."), failpass_shared::api::reports::ReportFilter),
+    responses((status = 200, description = "The weeks, as a download.", content_type = "text/csv", body = String))
+)]
+pub async fn throughput(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
+    let (format, rest) = split_format(&query)?;
+    let flow = crate::summaries::throughput_of(state.storage.as_ref(), &viewer.scope(), rest.into_iter()).await?;
+    let weeks = flow.weeks;
+    stream(
+        format,
+        "failpass-throughput",
+        move |mut w| async move { crate::export::table(&weeks, format, &mut w).await },
+    )
+}

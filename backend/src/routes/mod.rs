@@ -105,6 +105,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/export/attempts", get(export::attempts))
         .add("GET", "/api/v1/export/figures", get(export::figures))
         .add("GET", "/api/v1/export/oracles", get(export::oracles))
+        .add("GET", "/api/v1/export/throughput", get(export::throughput))
         .add("POST", "/api/v1/webhooks/github", post(webhooks::github))
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))

@@ -79,6 +79,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/export/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/export/figures", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/export/oracles", "404 200 200 404 200 200 200 200 404 401"),
+    ("GET", "/api/v1/export/throughput", "200 200 200 200 200 200 200 200 200 401"),
     ("POST", "/api/v1/attempts", "401 403 201 400 201 201 201 403 400 401"),
     ("GET", "/api/v1/attempts/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/attempts/{id}/review", "401 403 200 404 200 403 403 403 403 401"),

@@ -117,6 +117,13 @@ async fn lists_export_as_csv_json_and_ndjson_with_their_filters() {
         }
     }
     assert_error(&app.get("/api/v1/export/oracles").await, 400, "bad_request", "table: which table?");
+    // The weekly throughput: every week of the filters' reports, the week first.
+    let flow = app.get("/api/v1/throughput?project=jax-ml%2Fjax").await.body;
+    let (status, _, _, csv) = download(&app, "/api/v1/export/throughput?project=jax-ml%2Fjax").await;
+    assert_eq!(status, 200);
+    assert_eq!(csv.lines().count(), flow["weeks"].as_array().unwrap().len() + 1, "{csv}");
+    assert!(csv.starts_with("week,"), "{csv}");
+    assert_error(&app.get("/api/v1/export/throughput?agent=x").await, 400, "bad_request", "agent");
     assert_error(&app.get("/api/v1/export/oracles?table=pies").await, 400, "bad_request", "`pies` is not one of kinds");
     assert_error(&app.get("/api/v1/export/oracles?table=kinds&project=no%2Fsuch").await, 404, "not_found", "no/such");
 

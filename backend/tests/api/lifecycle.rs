@@ -365,6 +365,7 @@ async fn the_glance_answers_for_a_period_on_both_engines() {
         // the numbers link to the lists behind them, with the same filters
         assert!(g.html.contains("/queue?project=o%2Fn&amp;period=last_30_days&amp;dated=reproduced"), "{}", g.html);
         assert!(g.html.contains("stuck_days=14&amp;sort=last_activity&amp;order=asc"), "{}", g.html);
+        assert!(g.html.contains("/api/v1/export/throughput?project=o%2Fn&amp;period=last_30_days"), "{}", g.html);
         // last quarter ended before today: nothing reproduced, spent or filed in it,
         // but the stuck report is stuck still
         let before = glance("period=last_quarter").await.unwrap();
