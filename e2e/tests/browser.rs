@@ -1171,137 +1171,140 @@ async fn a_maintainer_walks_the_morning_end_to_end() {
         c.wait().for_element(Locator::Css(css)).await.unwrap().select_by_value(value).await.unwrap();
     }
     let _one = BROWSER.lock().await;
-    let h = start_with(1280, 1200, 1).await;
-    let c = h.client.clone();
+    for (width, suffix) in [(1280, ""), (390, "-390")] {
+        let h = start_with(width, 1200, 1).await;
+        let c = h.client.clone();
 
-    // 1. Set-up: a release environment for fastnum, written and built from the browser.
-    h.sign_in("demo-admin").await;
-    c.goto(&format!("{}/settings/projects/fastnum/fastnum", h.base)).await.unwrap();
-    type_into(&c, "[data-testid=new-environment] [name=name]", "fastnum-0.4.1").await;
-    choose(&c, "[data-testid=new-environment] [name=role]", "release").await;
-    choose(&c, "[data-testid=new-environment] [name=source]", "none").await;
-    type_into(&c, "[data-testid=new-environment] [name=setup]", "echo release-ready").await;
-    type_into(&c, "[data-testid=new-environment] [name=version]", "0.4.1").await;
-    click(&c, "[data-testid=new-environment] [data-testid=save-environment]").await;
-    assert!(h.text("setup-notice").await.contains("Environment `fastnum-0.4.1` created"));
-    let envs = c
-        .execute("return fetch('/api/v1/environments?project=fastnum%2Ffastnum').then(r => r.json())", vec![])
-        .await
-        .unwrap();
-    let env = envs.as_array().unwrap().iter().find(|e| e["name"] == "fastnum-0.4.1").expect("the new environment");
-    let build = format!("form[action$='/environments/{}/build'] [data-testid=build-now]", env["id"]);
-    click(&c, &build).await;
-    // The page reloads while a runner builds it; the API says when it has.
-    let status = format!("return fetch('/api/v1/environments/{}/build').then(r => r.json())", env["id"]);
-    let started = Instant::now();
-    loop {
-        let b = c.execute(&status, vec![]).await.unwrap();
-        if b["status"] == "built" || b["status"] == "cached" {
-            break;
+        // 1. Set-up: a release environment for fastnum, written and built from the browser.
+        h.sign_in("demo-admin").await;
+        c.goto(&format!("{}/settings/projects/fastnum/fastnum", h.base)).await.unwrap();
+        type_into(&c, "[data-testid=new-environment] [name=name]", "fastnum-0.4.1").await;
+        choose(&c, "[data-testid=new-environment] [name=role]", "release").await;
+        choose(&c, "[data-testid=new-environment] [name=source]", "none").await;
+        type_into(&c, "[data-testid=new-environment] [name=setup]", "echo release-ready").await;
+        type_into(&c, "[data-testid=new-environment] [name=version]", "0.4.1").await;
+        click(&c, "[data-testid=new-environment] [data-testid=save-environment]").await;
+        assert!(h.text("setup-notice").await.contains("Environment `fastnum-0.4.1` created"));
+        let envs = c
+            .execute("return fetch('/api/v1/environments?project=fastnum%2Ffastnum').then(r => r.json())", vec![])
+            .await
+            .unwrap();
+        let env = envs.as_array().unwrap().iter().find(|e| e["name"] == "fastnum-0.4.1").expect("the new environment");
+        let build = format!("form[action$='/environments/{}/build'] [data-testid=build-now]", env["id"]);
+        click(&c, &build).await;
+        // The page reloads while a runner builds it; the API says when it has.
+        let status = format!("return fetch('/api/v1/environments/{}/build').then(r => r.json())", env["id"]);
+        let started = Instant::now();
+        loop {
+            let b = c.execute(&status, vec![]).await.unwrap();
+            if b["status"] == "built" || b["status"] == "cached" {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "the build never ended: {b}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        assert!(started.elapsed() < Duration::from_secs(120), "the build never ended: {b}");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    c.refresh().await.unwrap();
-    h.screenshot("morning-1-setup.png").await;
+        c.refresh().await.unwrap();
+        h.screenshot(&format!("morning-1-setup{suffix}.png")).await;
 
-    // 2. Triage three of jax's reports from the queue, as the maintainer.
-    c.goto(&format!("{}/", h.base)).await.unwrap();
-    click(&c, ".account button").await;
-    h.text("sign-in").await;
-    h.sign_in("demo-maintainer").await;
-    let new: Page<ReportSummary> = h.api("/api/v1/reports?project=jax-ml%2Fjax&sort=filed_at&order=asc&limit=3").await;
-    let [first, second, third] = &new.items[..] else { panic!("the demo has three jax-ml/jax reports") };
-    let open = |id: i64| {
-        let c = c.clone();
-        let base = h.base.clone();
-        async move {
-            c.goto(&format!("{base}/queue?project=jax-ml%2Fjax&sort=filed_at&order=asc")).await.unwrap();
-            click(&c, &format!("[data-testid=queue-row][data-id='{id}'] a")).await;
-            c.wait().for_element(Locator::Css("[data-testid=lifecycle-panel] form")).await.unwrap();
+        // 2. Triage three of jax's reports from the queue, as the maintainer.
+        c.goto(&format!("{}/", h.base)).await.unwrap();
+        click(&c, ".account button").await;
+        h.text("sign-in").await;
+        h.sign_in("demo-maintainer").await;
+        let new: Page<ReportSummary> =
+            h.api("/api/v1/reports?project=jax-ml%2Fjax&sort=filed_at&order=asc&limit=3").await;
+        let [first, second, third] = &new.items[..] else { panic!("the demo has three jax-ml/jax reports") };
+        let open = |id: i64| {
+            let c = c.clone();
+            let base = h.base.clone();
+            async move {
+                c.goto(&format!("{base}/queue?project=jax-ml%2Fjax&sort=filed_at&order=asc")).await.unwrap();
+                click(&c, &format!("[data-testid=queue-row][data-id='{id}'] a")).await;
+                c.wait().for_element(Locator::Css("[data-testid=lifecycle-panel] form")).await.unwrap();
+            }
+        };
+        // a route corrected, with the reason
+        open(first.id).await;
+        let target = if first.route.as_str() == "human_first" { "agent_first" } else { "human_first" };
+        choose(&c, "[data-testid=route-choice]", target).await;
+        type_into(&c, "[data-testid=route-reason]", "the traceback is in the launcher").await;
+        click(&c, "[data-testid=set-route]").await;
+        h.until("the correction", || async { h.text("route-correction").await.contains("by demo-maintainer") }).await;
+        // one assigned
+        open(second.id).await;
+        type_into(&c, "[data-testid=assignee]", "demo-maintainer").await;
+        click(&c, "[data-testid=assign]").await;
+        h.until("the assignee", || async { h.text("lifecycle-assignee").await == "demo-maintainer" }).await;
+        // one closed as a duplicate of the second, by its upstream number
+        open(third.id).await;
+        choose(&c, "[data-testid=status-choice]", "duplicate").await;
+        type_into(&c, "[data-testid=duplicate-of]", &second.external_id).await;
+        click(&c, "[data-testid=set-status]").await;
+        h.until("the duplicate", || async { h.text("lifecycle-status").await == "duplicate" }).await;
+        h.screenshot(&format!("morning-2-triage{suffix}.png")).await;
+        for (id, field, want) in
+            [(first.id, "route", target), (second.id, "assignee", "demo-maintainer"), (third.id, "status", "duplicate")]
+        {
+            let r: serde_json::Value = h.api(&format!("/api/v1/reports/{id}")).await;
+            assert_eq!(r[field], want, "report {id}");
         }
-    };
-    // a route corrected, with the reason
-    open(first.id).await;
-    let target = if first.route.as_str() == "human_first" { "agent_first" } else { "human_first" };
-    choose(&c, "[data-testid=route-choice]", target).await;
-    type_into(&c, "[data-testid=route-reason]", "the traceback is in the launcher").await;
-    click(&c, "[data-testid=set-route]").await;
-    h.until("the correction", || async { h.text("route-correction").await.contains("by demo-maintainer") }).await;
-    // one assigned
-    open(second.id).await;
-    type_into(&c, "[data-testid=assignee]", "demo-maintainer").await;
-    click(&c, "[data-testid=assign]").await;
-    h.until("the assignee", || async { h.text("lifecycle-assignee").await == "demo-maintainer" }).await;
-    // one closed as a duplicate of the second, by its upstream number
-    open(third.id).await;
-    choose(&c, "[data-testid=status-choice]", "duplicate").await;
-    type_into(&c, "[data-testid=duplicate-of]", &second.external_id).await;
-    click(&c, "[data-testid=set-status]").await;
-    h.until("the duplicate", || async { h.text("lifecycle-status").await == "duplicate" }).await;
-    h.screenshot("morning-2-triage.png").await;
-    for (id, field, want) in
-        [(first.id, "route", target), (second.id, "assignee", "demo-maintainer"), (third.id, "status", "duplicate")]
-    {
-        let r: serde_json::Value = h.api(&format!("/api/v1/reports/{id}")).await;
-        assert_eq!(r[field], want, "report {id}");
-    }
 
-    // 3. An oracle for a hypothesis report, validated by a runner; the report is routed again.
-    let hyp: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum%2Ffastnum&route=hypothesis").await;
-    let id = hyp.items[0].id;
-    c.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
-    click(&c, "[data-testid=write-oracle] a").await;
-    click(&c, "[data-testid=oracle-start]").await;
-    type_into(
-        &c,
-        "[data-testid=oracle-script]",
-        "import fastnum\n\nm = fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0)\nassert m == [2.5, 3.5, 4.5], m\n",
-    )
-    .await;
-    click(&c, "[data-testid=oracle-validate]").await;
-    let started = Instant::now();
-    while c.find(Locator::Css("[data-testid=oracle-validating]")).await.is_ok() {
-        assert!(started.elapsed() < Duration::from_secs(120), "the validation never ended");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert_eq!(h.text("oracle-route").await, "agent first");
-    h.screenshot("morning-3-oracle.png").await;
-
-    // 4. A lead accepted.
-    let leads: serde_json::Value = h.api("/api/v1/attempts?verdict=lead&project=jax-ml%2Fjax&limit=1").await;
-    let lead_report = leads["items"][0]["report_id"].as_i64().expect("the demo has a lead in jax-ml/jax");
-    c.goto(&format!("{}/reports/{lead_report}", h.base)).await.unwrap();
-    click(&c, "[data-testid=review]").await;
-    type_into(&c, "[data-testid=review-comment]", "reproduced it by hand").await;
-    click(&c, "[data-testid=accept]").await;
-    h.until("the acceptance", || async { h.text("attempts").await.contains("reviewed by demo-maintainer") }).await;
-    h.screenshot("morning-4-lead.png").await;
-    // the report's attempts download from its page
-    let href =
-        c.find(Locator::Css("[data-testid=attempt-exports] a")).await.unwrap().attr("href").await.unwrap().unwrap();
-    let csv = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
-    let listed: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={lead_report}&limit=200")).await;
-    assert_eq!(csv.lines().count(), listed["items"].as_array().unwrap().len() + 1, "{csv}");
-
-    // 5. A rerun, followed live under the row that started it.
-    let softmax: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum%2Ffastnum&q=softmax").await;
-    c.goto(&format!("{}/reports/{}", h.base, softmax.items[0].id)).await.unwrap();
-    click(&c, "[data-testid=rerun]").await;
-    h.until("the rerun to finish", || async {
-        let line = c.find(Locator::Css("[data-testid=attempts] [data-testid=job-progress]")).await;
-        match line {
-            Ok(l) => l.text().await.unwrap_or_default().contains("done"),
-            Err(_) => false,
+        // 3. An oracle for a hypothesis report, validated by a runner; the report is routed again.
+        let hyp: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum%2Ffastnum&route=hypothesis").await;
+        let id = hyp.items[0].id;
+        c.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
+        click(&c, "[data-testid=write-oracle] a").await;
+        click(&c, "[data-testid=oracle-start]").await;
+        type_into(
+            &c,
+            "[data-testid=oracle-script]",
+            "import fastnum\n\nm = fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0)\nassert m == [2.5, 3.5, 4.5], m\n",
+        )
+        .await;
+        click(&c, "[data-testid=oracle-validate]").await;
+        let started = Instant::now();
+        while c.find(Locator::Css("[data-testid=oracle-validating]")).await.is_ok() {
+            assert!(started.elapsed() < Duration::from_secs(120), "the validation never ended");
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-    })
-    .await;
-    h.client
-        .execute("document.querySelector('[data-testid=attempts] .jobs-live').scrollIntoView()", vec![])
-        .await
-        .unwrap();
-    h.screenshot("morning-5-rerun.png").await;
-    h.finish().await;
+        assert_eq!(h.text("oracle-route").await, "agent first");
+        h.screenshot(&format!("morning-3-oracle{suffix}.png")).await;
+
+        // 4. A lead accepted.
+        let leads: serde_json::Value = h.api("/api/v1/attempts?verdict=lead&project=jax-ml%2Fjax&limit=1").await;
+        let lead_report = leads["items"][0]["report_id"].as_i64().expect("the demo has a lead in jax-ml/jax");
+        c.goto(&format!("{}/reports/{lead_report}", h.base)).await.unwrap();
+        click(&c, "[data-testid=review]").await;
+        type_into(&c, "[data-testid=review-comment]", "reproduced it by hand").await;
+        click(&c, "[data-testid=accept]").await;
+        h.until("the acceptance", || async { h.text("attempts").await.contains("reviewed by demo-maintainer") }).await;
+        h.screenshot(&format!("morning-4-lead{suffix}.png")).await;
+        // the report's attempts download from its page
+        let href =
+            c.find(Locator::Css("[data-testid=attempt-exports] a")).await.unwrap().attr("href").await.unwrap().unwrap();
+        let csv = h.http.get(format!("{}{href}", h.base)).send().await.unwrap().text().await.unwrap();
+        let listed: serde_json::Value = h.api(&format!("/api/v1/attempts?report_id={lead_report}&limit=200")).await;
+        assert_eq!(csv.lines().count(), listed["items"].as_array().unwrap().len() + 1, "{csv}");
+
+        // 5. A rerun, followed live under the row that started it.
+        let softmax: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum%2Ffastnum&q=softmax").await;
+        c.goto(&format!("{}/reports/{}", h.base, softmax.items[0].id)).await.unwrap();
+        click(&c, "[data-testid=rerun]").await;
+        h.until("the rerun to finish", || async {
+            let line = c.find(Locator::Css("[data-testid=attempts] [data-testid=job-progress]")).await;
+            match line {
+                Ok(l) => l.text().await.unwrap_or_default().contains("done"),
+                Err(_) => false,
+            }
+        })
+        .await;
+        h.client
+            .execute("document.querySelector('[data-testid=attempts] .jobs-live').scrollIntoView()", vec![])
+            .await
+            .unwrap();
+        h.screenshot(&format!("morning-5-rerun{suffix}.png")).await;
+        h.finish().await;
+    }
 }
 
 /// The maintainer writes an oracle for a hypothesis report from its page:

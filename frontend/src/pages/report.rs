@@ -327,11 +327,12 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 } else {
                     view! {
                         <div class="table-wrap">
+                        <crate::components::AllColumns/>
                         <table class="attempts" data-testid="attempts">
                             <thead><tr>
-                                <th scope="col">"Agent"</th><th scope="col">"Model"</th><th scope="col">"Goal"</th>
-                                <th scope="col">"Verdict"</th><th scope="col">"Source"</th><th scope="col">"Review"</th>
-                                <th scope="col">"Counts"</th><th scope="col" class="num">"Cost"</th><th scope="col" class="num">"Wall time"</th>
+                                <th scope="col">"Agent"</th><th scope="col" class="opt">"Model"</th><th scope="col" class="opt">"Goal"</th>
+                                <th scope="col">"Verdict"</th><th scope="col" class="opt">"Source"</th><th scope="col" class="opt">"Review"</th>
+                                <th scope="col" class="opt">"Counts"</th><th scope="col" class="num">"Cost"</th><th scope="col" class="num opt">"Wall time"</th>
                                 <th scope="col">"Grading"</th>
                             </tr></thead>
                             <tbody>
@@ -375,17 +376,17 @@ fn AttemptRow(a: Attempt, maintains: Memo<bool>) -> impl IntoView {
     view! {
         <tr data-testid="attempt-row">
             <td>{a.agent.clone()}</td>
-            <td>{a.model.clone().unwrap_or_default()}</td>
-            <td>{a.goal.as_str()}</td>
+            <td class="opt">{a.model.clone().unwrap_or_default()}</td>
+            <td class="opt">{a.goal.as_str()}</td>
             <td>
                 <Badge kind=a.verdict.as_str() text=a.verdict.as_str().replace('_', " ")/>
                 {a.flaky.then(|| view! { " " <Badge kind="flag" text="flaky"/> })}
             </td>
-            <td>{a.verdict_source.as_str()}</td>
-            <td>{a.review.map(|r| r.as_str()).unwrap_or("—")}</td>
-            <td>{if a.counts { "yes" } else { "no" }}</td>
+            <td class="opt">{a.verdict_source.as_str()}</td>
+            <td class="opt">{a.review.map(|r| r.as_str()).unwrap_or("—")}</td>
+            <td class="opt">{if a.counts { "yes" } else { "no" }}</td>
             <td class="num">{a.cost_usd.map_or_else(|| "unknown".to_owned(), |c| usd(Some(c)))}</td>
-            <td class="num">{duration_secs(a.wall_seconds)}</td>
+            <td class="num opt">{duration_secs(a.wall_seconds)}</td>
             <td class="grading">
                 <span class="reason">{reason.unwrap_or_else(|| "not graded by a run".into())}</span>
                 <span class="row-actions">
