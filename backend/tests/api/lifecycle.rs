@@ -41,6 +41,19 @@ async fn intake(s: &dyn Storage, req: CreateReportRequest) -> i64 {
     s.find_report("o/n", &req.external_id).await.unwrap().unwrap()
 }
 
+/// The project every test here files its reports in, `o/n`.
+async fn project_on(s: &dyn Storage) {
+    s.create_project(&failpass_shared::api::projects::CreateProjectRequest {
+        slug: "o/n".into(),
+        name: None,
+        description: None,
+        public: None,
+        upstream_url: None,
+    })
+    .await
+    .unwrap();
+}
+
 async fn status(s: &dyn Storage, id: i64) -> ReportStatus {
     s.get_report(id, &failpass::db::ProjectScope::All).await.unwrap().unwrap().summary.status
 }
@@ -48,15 +61,7 @@ async fn status(s: &dyn Storage, id: i64) -> ReportStatus {
 #[tokio::test]
 async fn upstream_state_and_labels_take_reports_out_of_the_backlog_until_evidence_or_a_member_says_otherwise() {
     run_storage_test(|s: Arc<dyn Storage>| async move {
-        s.create_project(&failpass_shared::api::projects::CreateProjectRequest {
-            slug: "o/n".into(),
-            name: None,
-            description: None,
-            public: None,
-            upstream_url: None,
-        })
-        .await
-        .unwrap();
+        project_on(s.as_ref()).await;
         let open = intake(s.as_ref(), request("1", &["bug"], None)).await;
         let done = intake(s.as_ref(), request("2", &["bug"], closed("completed"))).await;
         let feature = intake(s.as_ref(), request("3", &["Enhancement"], None)).await;
@@ -240,15 +245,7 @@ async fn age(url: &str, external_id: &str, days: i64) {
 #[tokio::test]
 async fn the_queue_filters_by_agent_model_and_stuck_days_and_sorts_by_last_activity() {
     crate::helpers::run_storage_test_url(|s: Arc<dyn Storage>, url: String| async move {
-        s.create_project(&failpass_shared::api::projects::CreateProjectRequest {
-            slug: "o/n".into(),
-            name: None,
-            description: None,
-            public: None,
-            upstream_url: None,
-        })
-        .await
-        .unwrap();
+        project_on(s.as_ref()).await;
         let ids = [
             intake(s.as_ref(), request("1", &["bug"], None)).await,
             intake(s.as_ref(), request("2", &["bug"], None)).await,
@@ -320,15 +317,7 @@ async fn the_queue_filters_by_agent_model_and_stuck_days_and_sorts_by_last_activ
 #[tokio::test]
 async fn the_glance_answers_for_a_period_on_both_engines() {
     crate::helpers::run_storage_test_url(|s: Arc<dyn Storage>, url: String| async move {
-        s.create_project(&failpass_shared::api::projects::CreateProjectRequest {
-            slug: "o/n".into(),
-            name: None,
-            description: None,
-            public: None,
-            upstream_url: None,
-        })
-        .await
-        .unwrap();
+        project_on(s.as_ref()).await;
         let ids = [
             intake(s.as_ref(), request("1", &["bug"], None)).await,
             intake(s.as_ref(), request("2", &["bug"], None)).await,
