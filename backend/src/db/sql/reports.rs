@@ -599,6 +599,12 @@ impl Engine {
         if created {
             let text = format!("taken in, routed {}", new.decision.route.as_str().replace('_', " "));
             Self::add_activity(tx, report_id, &new.origin, "created", &text).await?;
+            // A new report without an upstream state or a not-a-bug label has
+            // nothing to apply (its columns start empty): two statements a
+            // report saved on every import.
+            if new.request.upstream.is_none() && new.decision.not_a_bug.is_none() {
+                return Ok(());
+            }
         }
         Self::apply_upstream(
             tx,
