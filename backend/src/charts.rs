@@ -80,13 +80,7 @@ fn draw_rate_bars<DB: DrawingBackend>(
             font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
         )
     }))?;
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(INK.mix(0.3))
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(font(12))
-        .draw()?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -205,6 +199,20 @@ fn frame<'a, 'b, DB: DrawingBackend>(
     let mut builder = ChartBuilder::on(root);
     builder.caption(title, font(16)).margin(12).x_label_area_size(40).y_label_area_size(y_label_area);
     builder
+}
+
+/// The charts' legend box, at `position`: a named entry per series.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(INK.mix(0.3))
+        .position(position)
+        .label_font(font(12))
+        .draw()
 }
 
 /// The charts' one typeface, in ink, at `size` pixels. Plotters writes an
@@ -395,13 +403,7 @@ pub fn grouped_bars(
                 .label(*name)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.9))
-            .border_style(INK.mix(0.3))
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(12))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
     })
 }
@@ -617,13 +619,7 @@ pub fn spend_chart(
             .draw_secondary_series(LineSeries::new(points, line.stroke_width(2)))?
             .label("Cumulative (right axis)")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], line.stroke_width(2)));
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.9))
-            .border_style(INK.mix(0.3))
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(12))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
     })
 }
@@ -692,13 +688,7 @@ pub fn share_bars(
             .draw_series(DashedLineSeries::new(vec![(0.0, y), (n as f64, y)], 8, 5, INK.stroke_width(2)))?
             .label(label)
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], INK.stroke_width(2)));
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.9))
-            .border_style(INK.mix(0.3))
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(font(12))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }
