@@ -20,6 +20,8 @@ pub enum Command {
     Migrate(DatabaseArgs),
     /// Import reports, attempts and agents from a file (or `-` for stdin).
     Import(ImportArgs),
+    /// Fill a database with synthetic history at any size (for measuring at scale).
+    Demo(DemoArgs),
     /// Apply the routing rule (a changed configuration) to every stored report.
     Reroute(RerouteArgs),
     /// Run verification workers against a shared database (PostgreSQL for many machines).
@@ -358,6 +360,27 @@ pub struct ImportArgs {
     pub private_by_default: bool,
     /// The input file, or `-` for standard input.
     pub input: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// How many reports, over eight projects.
+    #[arg(long, default_value_t = 1_000)]
+    pub reports: u64,
+    /// How many attempts, spread over the reports with a long tail (default: ten per report).
+    #[arg(long)]
+    pub attempts: Option<u64>,
+    /// The same seed (and `--today`) makes the same history.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The day the history ends, `YYYY-MM-DD` (default: today, UTC).
+    #[arg(long)]
+    pub today: Option<chrono::NaiveDate>,
+    /// Routing rule configuration (TOML; see docs/routing.toml).
+    #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
+    pub routing_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -9,7 +9,8 @@ use failpass_shared::api::import::ImportSummary;
 use failpass_shared::format::thousands;
 use tokio::io::{AsyncBufRead, BufReader};
 
-use crate::config::ImportArgs;
+use crate::config::{DemoArgs, ImportArgs};
+use crate::demo::scale::Scale;
 use crate::import::{Format, ImportOptions, Importer, run};
 
 pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
@@ -24,28 +25,9 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
     };
     let routing = crate::config::load_routing(args.routing_config.as_deref())?;
     let started = Instant::now();
-    let tty = std::io::stderr().is_terminal();
-    let mut last_line = Instant::now();
     let mut importer = Importer::new(storage.as_ref(), &routing)
         .private_by_default(args.private_by_default)
-        .on_progress(move |s: &ImportSummary| {
-            // A live line on a terminal; a line every few seconds in a log.
-            if tty || last_line.elapsed().as_secs() >= 5 {
-                last_line = Instant::now();
-                let rate = s.records as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                eprint!(
-                    "{}{} records ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
-                    if tty { "\r" } else { "" },
-                    thousands(s.records as i64),
-                    thousands(rate as i64),
-                    s.created,
-                    s.updated,
-                    s.unchanged,
-                    s.rejected,
-                    if tty { "   " } else { "\n" }
-                );
-            }
-        });
+        .on_progress(progress(started));
     let mapping = args.mapping.as_deref().map(crate::import::mapping::load).transpose()?;
     let input_dir =
         (args.input != "-").then(|| std::path::Path::new(&args.input).parent().map(|p| p.to_path_buf())).flatten();
@@ -59,11 +41,60 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
         ImportOptions { project: args.project.clone(), mapping, input_dir, attempt: args.attempt, environment };
     run(&mut importer, format, input, &options).await.with_context(|| format!("importing {}", args.input))?;
     let summary = importer.finish().await?;
+    report(&summary, started, args.json)?;
+    Ok(if summary.rejected > 0 { 3 } else { 0 })
+}
+
+/// `failpass demo`: synthetic history of the size asked, through the import's path.
+pub async fn demo(args: DemoArgs) -> anyhow::Result<i32> {
+    let scale = Scale {
+        reports: args.reports,
+        attempts: args.attempts.unwrap_or(args.reports.saturating_mul(10)),
+        seed: args.seed,
+        today: args.today.unwrap_or_else(|| chrono::Utc::now().date_naive()),
+    };
+    scale.check().map_err(|e| anyhow::anyhow!(e))?;
+    let storage = crate::db::connect(&args.database.url()).await.context("opening the database")?;
+    storage.migrate().await.context("applying migrations")?;
+    let routing = crate::config::load_routing(args.routing_config.as_deref())?;
+    let started = Instant::now();
+    let mut importer = Importer::new(storage.as_ref(), &routing).text_checked().on_progress(progress(started));
+    crate::demo::scale::generate(&mut importer, &routing, scale).await?;
+    let summary = importer.finish().await?;
+    report(&summary, started, false)?;
+    Ok(if summary.rejected > 0 { 3 } else { 0 })
+}
+
+/// A live line on a terminal; a line every few seconds in a log.
+fn progress(started: Instant) -> impl FnMut(&ImportSummary) + Send {
+    let tty = std::io::stderr().is_terminal();
+    let mut last_line = Instant::now();
+    move |s: &ImportSummary| {
+        if tty || last_line.elapsed().as_secs() >= 5 {
+            last_line = Instant::now();
+            let rate = s.records as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            eprint!(
+                "{}{} records ({}/s): {} created, {} updated, {} unchanged, {} rejected{}",
+                if tty { "\r" } else { "" },
+                thousands(s.records as i64),
+                thousands(rate as i64),
+                s.created,
+                s.updated,
+                s.unchanged,
+                s.rejected,
+                if tty { "   " } else { "\n" }
+            );
+        }
+    }
+}
+
+/// The closing summary on stdout: a line and the rejections, or JSON.
+fn report(summary: &ImportSummary, started: Instant, json: bool) -> anyhow::Result<()> {
     let secs = started.elapsed().as_secs_f64();
-    if tty {
+    if std::io::stderr().is_terminal() {
         eprintln!();
     }
-    if args.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
@@ -88,5 +119,5 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<i32> {
             println!("  … and {} more rejections", summary.rejected as usize - summary.rejections.len());
         }
     }
-    Ok(if summary.rejected > 0 { 3 } else { 0 })
+    Ok(())
 }

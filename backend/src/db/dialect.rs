@@ -137,15 +137,11 @@ impl Dialect for PgStorage {
         Ok(())
     }
 
-    /// One report at a time, through the path single creates take.
+    /// Multi-row statements of a thousand reports.
     async fn bulk_insert_reports(
         tx: &mut Transaction<'static, Postgres>,
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>> {
-        let mut ids = Vec::with_capacity(rows.len());
-        for (project_id, new, hash) in rows {
-            ids.push(Self::write_report(tx, None, *project_id, new, hash).await?);
-        }
-        Ok(ids)
+        Self::insert_reports_multi(tx, rows).await
     }
 }

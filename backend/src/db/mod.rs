@@ -194,6 +194,12 @@ pub trait Storage:
     /// so a full disk or a read-only database shows as unhealthy.
     async fn ping(&self) -> StorageResult<()>;
 
+    /// Refreshes the planner's statistics of the tables a bulk import grows
+    /// (PostgreSQL's `ANALYZE`; nothing on SQLite, whose planner keeps none
+    /// unless asked). A long import outruns autovacuum: planned on the
+    /// statistics of an empty table, its key lookups scanned the project.
+    async fn refresh_statistics(&self) -> StorageResult<()>;
+
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
 

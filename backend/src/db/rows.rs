@@ -205,19 +205,6 @@ impl OracleRow {
     }
 }
 
-/// Per-report sums over attempts (`sql::report_aggregate_sql`).
-#[derive(sqlx::FromRow)]
-pub struct ReportAggregateRow {
-    pub report_id: i64,
-    pub attempts: i64,
-    pub graded: i64,
-    pub counting: i64,
-    pub awaiting: i64,
-    pub cost: f64,
-    pub best_rank: Option<i64>,
-    pub first_counting_at: Option<DateTime<Utc>>,
-}
-
 #[derive(sqlx::FromRow)]
 pub struct AttemptRow {
     pub id: i64,

@@ -20,31 +20,31 @@ use crate::db::{NewReport, NewRun, Storage};
 use super::DemoSummary;
 
 /// splitmix64: small, deterministic, good enough for demo variety.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn unit(&mut self) -> f64 {
+    pub(super) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
+    pub(super) fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn chance(&mut self, p: f64) -> bool {
+    pub(super) fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
     }
 }
 
-const PROJECTS: &[(&str, &str, bool)] = &[
+pub(super) const PROJECTS: &[(&str, &str, bool)] = &[
     ("pytorch/pytorch", "Tensors and dynamic neural networks in Python with strong GPU acceleration", true),
     ("huggingface/transformers", "State-of-the-art machine learning for PyTorch, TensorFlow and JAX", true),
     ("jax-ml/jax", "Composable transformations of Python+NumPy programs", true),
@@ -54,7 +54,7 @@ const PROJECTS: &[(&str, &str, bool)] = &[
 
 /// (kind, title, op, error) — `kind` picks the body template.
 #[derive(Clone, Copy)]
-enum Kind {
+pub(super) enum Kind {
     /// Code block and traceback: a crash signature can be derived.
     Crash,
     /// Code block and expected/actual behaviour: an oracle is cheap to write.
@@ -69,7 +69,7 @@ enum Kind {
     Judged,
 }
 
-const REPORTS: &[(usize, Kind, &str, &str, &str)] = &[
+pub(super) const REPORTS: &[(usize, Kind, &str, &str, &str)] = &[
     (
         0,
         Kind::Crash,
@@ -186,7 +186,7 @@ const AGENTS: &[(&str, &str, (i32, u32, u32))] = &[
     ("openhands", "gpt-5", (2026, 10, 15)),
 ];
 
-fn body(
+pub(super) fn body(
     project: usize,
     kind: Kind,
     title: &str,
@@ -251,7 +251,64 @@ fn body(
     }
 }
 
-fn signals(rng: &mut Rng, failure_seen: bool) -> Signals {
+/// What an attempt on a report of this route came to: verdict, its
+/// source, the failure's cause and a maintainer's review. `turn` cycles the
+/// hypothesis verdicts; `judged_first` lets an agent's own LLM judgement
+/// precede the oracle's check (the pairs LLM-verdict precision is measured on).
+pub(super) fn outcome(
+    route: Route,
+    vague: bool,
+    has_oracle: bool,
+    turn: usize,
+    judged_first: bool,
+    rng: &mut Rng,
+) -> (Verdict, VerdictSource, Option<FailureCause>, Option<Review>) {
+    let (verdict, source, cause, review) = match (route, vague) {
+        (Route::AgentFirst, _) => match rng.below(10) {
+            0..=4 => (Verdict::Reproduced, VerdictSource::Deterministic, None, None),
+            5..=7 => (
+                Verdict::NotReproduced,
+                VerdictSource::Deterministic,
+                Some([FailureCause::WrongFailure, FailureCause::NoFailure, FailureCause::PoorDecision][rng.below(3)]),
+                None,
+            ),
+            8 => (Verdict::Error, VerdictSource::Deterministic, Some(FailureCause::EnvSetup), None),
+            // An agent's own LLM judgement first, the oracle's check after it:
+            // the pairs LLM-verdict precision is measured on.
+            _ if judged_first => (Verdict::Lead, VerdictSource::Llm, None, None),
+            _ => (Verdict::NotReproduced, VerdictSource::Deterministic, Some(FailureCause::StuckInLoop), None),
+        },
+        (Route::HumanFirst, _) => match rng.below(4) {
+            0 => (Verdict::NotReproduced, VerdictSource::Deterministic, Some(FailureCause::PoorDecision), None),
+            1 => (Verdict::Error, VerdictSource::Deterministic, Some(FailureCause::Timeout), None),
+            _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
+        },
+        (Route::Hypothesis, true) => match rng.below(3) {
+            0 => (
+                Verdict::Reproduced,
+                VerdictSource::Deterministic,
+                None,
+                if rng.chance(0.5) { Some(Review::Accepted) } else { None },
+            ),
+            _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
+        },
+        (Route::Hypothesis, false) => match turn % 4 {
+            0 => (Verdict::Lead, VerdictSource::Llm, None, None),
+            1 => (Verdict::Confirmed, VerdictSource::Llm, None, Some(Review::Accepted)),
+            2 => (Verdict::Lead, VerdictSource::Llm, None, Some(Review::Rejected)),
+            _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
+        },
+    };
+    // Without a deterministic oracle nothing grades by execution: a person ran it.
+    let source = if !has_oracle && matches!(verdict, Verdict::Reproduced | Verdict::NotReproduced) {
+        VerdictSource::Human
+    } else {
+        source
+    };
+    (verdict, source, cause, review)
+}
+
+pub(super) fn signals(rng: &mut Rng, failure_seen: bool) -> Signals {
     let s = |passed: bool, source: SignalSource, detail: &str| {
         Some(Signal { passed, source, detail: Some(detail.to_owned()) })
     };
@@ -352,51 +409,8 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                 (filed_at + Duration::hours(2 + rng.below(72) as i64 + t as i64 * 5)).min(now - Duration::hours(1));
             let wall = rng.range(40.0, 1500.0).round().min((now - started_at).num_seconds() as f64);
             let cost = (rng.range(0.04, 1.8) * 100.0).round() / 100.0;
-            let (verdict, source, cause, review) = match (route, vague) {
-                (Route::AgentFirst, _) => match rng.below(10) {
-                    0..=4 => (Verdict::Reproduced, VerdictSource::Deterministic, None, None),
-                    5..=7 => (
-                        Verdict::NotReproduced,
-                        VerdictSource::Deterministic,
-                        Some(
-                            [FailureCause::WrongFailure, FailureCause::NoFailure, FailureCause::PoorDecision]
-                                [rng.below(3)],
-                        ),
-                        None,
-                    ),
-                    8 => (Verdict::Error, VerdictSource::Deterministic, Some(FailureCause::EnvSetup), None),
-                    // An agent's own LLM judgement first, the oracle's check after it:
-                    // the pairs LLM-verdict precision is measured on.
-                    _ if t == 0 && tries > 1 => (Verdict::Lead, VerdictSource::Llm, None, None),
-                    _ => (Verdict::NotReproduced, VerdictSource::Deterministic, Some(FailureCause::StuckInLoop), None),
-                },
-                (Route::HumanFirst, _) => match rng.below(4) {
-                    0 => (Verdict::NotReproduced, VerdictSource::Deterministic, Some(FailureCause::PoorDecision), None),
-                    1 => (Verdict::Error, VerdictSource::Deterministic, Some(FailureCause::Timeout), None),
-                    _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
-                },
-                (Route::Hypothesis, true) => match rng.below(3) {
-                    0 => (
-                        Verdict::Reproduced,
-                        VerdictSource::Deterministic,
-                        None,
-                        if rng.chance(0.5) { Some(Review::Accepted) } else { None },
-                    ),
-                    _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
-                },
-                (Route::Hypothesis, false) => match (i + t) % 4 {
-                    0 => (Verdict::Lead, VerdictSource::Llm, None, None),
-                    1 => (Verdict::Confirmed, VerdictSource::Llm, None, Some(Review::Accepted)),
-                    2 => (Verdict::Lead, VerdictSource::Llm, None, Some(Review::Rejected)),
-                    _ => (Verdict::Hypothesis, VerdictSource::Llm, None, None),
-                },
-            };
-            // Without a deterministic oracle nothing grades by execution: a person ran it.
-            let source = if !has_oracle && matches!(verdict, Verdict::Reproduced | Verdict::NotReproduced) {
-                VerdictSource::Human
-            } else {
-                source
-            };
+            let (verdict, source, cause, review) =
+                outcome(route, vague, has_oracle, i + t, t == 0 && tries > 1, &mut rng);
             let failure_seen = verdict == Verdict::Reproduced;
             let (attempt, _) = storage
                 .create_attempt(&CreateAttemptRequest {

@@ -5,6 +5,7 @@
 
 mod fastnum;
 mod history;
+pub mod scale;
 mod summary;
 
 pub use history::seed;

@@ -19,6 +19,7 @@ mod queue;
 mod reports;
 mod runner;
 mod sandbox;
+mod scale;
 mod setup;
 mod status;
 mod storage;

@@ -762,12 +762,14 @@ pub fn harness_evidence(cfg: &RoutingConfig, input: &RoutingInput<'_>) -> Harnes
     let body = text::split(input.body);
     let prose = body.prose.to_lowercase();
     let code = body.code.to_lowercase();
+    // Every keyword is looked up in the same two texts: split them once.
+    let (title_words, prose_words) = (text::Words::new(&title), text::Words::new(&prose));
     for (list, scale, kind) in [(&cfg.harness_keywords, 1.0, "keyword"), (&cfg.harness_hints, 0.5, "hint")] {
         for k in list {
             let k = k.to_lowercase();
-            if text::find_word(&title, &k) {
+            if title_words.find(&k) {
                 ev.add(cfg.title_weight * scale, format!("{kind} \"{k}\" in title"));
-            } else if text::find_word(&prose, &k) {
+            } else if prose_words.find(&k) {
                 ev.add(cfg.body_weight * scale, format!("{kind} \"{k}\" in body"));
             }
         }

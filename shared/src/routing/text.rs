@@ -87,21 +87,75 @@ pub fn find_word(haystack: &str, pattern: &str) -> bool {
     false
 }
 
+/// A lowercase text's words (runs of letters, digits and non-ASCII
+/// characters, as [`find_word`] bounds them), sorted, for looking many
+/// patterns up in one text: a pattern that is one word, or one word and
+/// `*`, is a binary search; any other (a phrase, `.so`) falls back to
+/// [`find_word`]. Answers exactly as [`find_word`] does.
+pub struct Words<'a> {
+    text: &'a str,
+    words: Vec<&'a str>,
+}
+
+impl<'a> Words<'a> {
+    pub fn new(text: &'a str) -> Self {
+        let mut words: Vec<&str> = split_words(text).collect();
+        words.sort_unstable();
+        words.dedup();
+        Self { text, words }
+    }
+
+    /// [`find_word`]`(text, pattern)`.
+    pub fn find(&self, pattern: &str) -> bool {
+        let needle = pattern.strip_suffix('*').unwrap_or(pattern);
+        let prefix = needle.len() < pattern.len();
+        let tokens: Vec<&str> = split_words(needle).collect();
+        let Some(last) = tokens.len().checked_sub(1) else { return find_word(self.text, pattern) };
+        // Every word of a match is a word of the text, but a last word left
+        // open (`cross-compil*`) may be the start of one: any missing, no match.
+        let open_end = prefix && needle.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric() || b >= 0x80);
+        if !tokens.iter().enumerate().all(|(k, t)| self.has(t, k == last && open_end)) {
+            return false;
+        }
+        // One word alone is answered; a phrase (`.so`, `link error`) is checked in place.
+        (tokens.len() == 1 && tokens[0].len() == needle.len()) || find_word(self.text, pattern)
+    }
+
+    fn has(&self, word: &str, prefix: bool) -> bool {
+        // Words starting with `word` sort from the first word not below it.
+        let i = self.words.partition_point(|w| *w < word);
+        self.words.get(i).is_some_and(|w| if prefix { w.starts_with(word) } else { *w == word })
+    }
+}
+
+fn split_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_ascii() && !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty())
+}
+
 /// Whether a label matches a pattern, case-insensitively: `*` matches any
 /// run of characters and `?` one character, anywhere in the pattern
 /// (`module: build*`, `oncall: *`, `*cuda*`). A pattern without either must
 /// match the whole label.
 pub fn glob_match(pattern: &str, label: &str) -> bool {
+    let label = label.trim();
+    if pattern.is_ascii() && label.is_ascii() {
+        // Most labels and patterns: compared in place, nothing allocated.
+        return wildcard(pattern.as_bytes(), label.as_bytes(), b'*', b'?', |a, b| a.eq_ignore_ascii_case(b));
+    }
     let p: Vec<char> = pattern.to_lowercase().chars().collect();
-    let s: Vec<char> = label.trim().to_lowercase().chars().collect();
-    // Iterative wildcard matching with one backtrack point.
+    let s: Vec<char> = label.to_lowercase().chars().collect();
+    wildcard(&p, &s, '*', '?', |a, b| a == b)
+}
+
+/// Iterative wildcard matching with one backtrack point.
+fn wildcard<T: Copy + PartialEq>(p: &[T], s: &[T], star_: T, any: T, eq: impl Fn(&T, &T) -> bool) -> bool {
     let (mut pi, mut si) = (0, 0);
     let (mut star, mut mark) = (None, 0);
     while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+        if pi < p.len() && (p[pi] == any || eq(&p[pi], &s[si])) {
             pi += 1;
             si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pi < p.len() && p[pi] == star_ {
             star = Some(pi);
             mark = si;
             pi += 1;
@@ -113,7 +167,7 @@ pub fn glob_match(pattern: &str, label: &str) -> bool {
             return false;
         }
     }
-    while pi < p.len() && p[pi] == '*' {
+    while pi < p.len() && p[pi] == star_ {
         pi += 1;
     }
     pi == p.len()
@@ -165,6 +219,60 @@ mod tests {
     }
 
     #[test]
+    fn word_sets_answer_as_find_word_does() {
+        let texts = [
+            "fails on ci today",
+            "precision loss",
+            "décision, ci-build and the compiler crashed",
+            "libfoo.so: undefined symbol; ld: cannot find -lcuda",
+            "build builds rebuild nccl_timeout oom-killer",
+            "cross-compiling for arm; the cross-compiler",
+            "",
+            "x",
+        ];
+        let patterns = [
+            "ci",
+            "compil*",
+            ".so",
+            "ld:",
+            "builds",
+            "build",
+            "build*",
+            "nccl",
+            "nccl*",
+            "oom",
+            "out of memory",
+            "cision",
+            "décision",
+            "d",
+            "x",
+            "*",
+            "",
+            "symbol;",
+            "undefined symbol",
+            "cross-compil*",
+            "ci-build",
+            "ci-b*",
+            "libfoo.so:",
+            "-lcuda",
+            "cannot find -lcuda",
+            "ld:*",
+            "rebuild nccl*",
+            "nccl_timeout",
+            "timeout",
+            "oom-killer",
+            "the compil*",
+            "on ci",
+        ];
+        for text in texts {
+            let words = Words::new(text);
+            for p in patterns {
+                assert_eq!(words.find(p), find_word(text, p), "{p:?} in {text:?}");
+            }
+        }
+    }
+
+    #[test]
     fn labels_match_globs_case_insensitively() {
         assert!(glob_match("module: build*", "module: build"));
         assert!(glob_match("module: build*", "Module: Build-System"));
@@ -173,6 +281,7 @@ mod tests {
         assert!(glob_match("ci", "CI"));
         assert!(!glob_match("ci", "ci: sev"));
         assert!(!glob_match("oncall: *", "module: oncall"));
+        assert!(glob_match("modulé: *", "MODULÉ: x") && glob_match("?uda", "  CUDA "));
         assert!(glob_match("platform: ?sx", "platform: osx"));
     }
 

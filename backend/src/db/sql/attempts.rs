@@ -4,7 +4,7 @@
 use crate::db::attempts::*;
 use crate::db::common::{ATTEMPT_COLUMNS, ATTEMPT_INSERT, PreparedAttempt};
 use crate::db::queue::NewJob;
-use crate::db::rows::{AttemptRow, ReportAggregateRow, RunRow};
+use crate::db::rows::{AttemptRow, RunRow};
 use crate::db::{RERUN_LIMIT, common, rows};
 use async_trait::async_trait;
 use failpass_shared::api::Page;
@@ -534,35 +534,30 @@ impl Engine {
         .await?)
     }
 
-    /// Recomputes reports' counters, best verdict, status and spend from their attempts.
+    /// Recomputes reports' counters, best verdict, status and spend from
+    /// their attempts: one `UPDATE … FROM` of the aggregate per chunk of ids.
     pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
+        let best = Verdict::ALL
+            .iter()
+            .map(|v| format!("WHEN {} THEN '{}'", v.rank(), v.as_str()))
+            .collect::<Vec<_>>()
+            .join(" ");
         for chunk in ids.chunks(500) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(report_aggregate_sql());
+            let mut qb = sqlx::QueryBuilder::<Db>::new(
+                "UPDATE reports SET attempts = agg.attempts, attempts_graded = agg.graded, \
+                 attempts_counting = agg.counting, attempts_awaiting = agg.awaiting, ",
+            );
+            qb.push(format!("best_verdict = CASE agg.best_rank {best} END, "));
+            qb.push("cost_usd = agg.cost, first_counting_at = agg.first_counting_at, last_activity_at = ");
+            qb.push_bind(common::now());
+            qb.push(" FROM (");
+            qb.push(report_aggregate_sql());
             let mut sep = qb.separated(", ");
             for id in chunk {
                 sep.push_bind(*id);
             }
-            qb.push(") GROUP BY a.report_id");
-            let rows: Vec<ReportAggregateRow> = qb.build_query_as().fetch_all(&mut **tx).await?;
-            for r in rows {
-                let best =
-                    r.best_rank.and_then(|rank| Verdict::ALL.iter().copied().find(|v| i64::from(v.rank()) == rank));
-                sqlx::query(
-                    "UPDATE reports SET attempts = $1, attempts_graded = $2, attempts_counting = $3, attempts_awaiting = $4, \
-                     best_verdict = $5, cost_usd = $6, first_counting_at = $7, last_activity_at = $9 WHERE id = $8",
-                )
-                .bind(r.attempts)
-                .bind(r.graded)
-                .bind(r.counting)
-                .bind(r.awaiting)
-                .bind(best.map(|b| b.as_str()))
-                .bind(r.cost)
-                .bind(r.first_counting_at)
-                .bind(r.report_id)
-                .bind(common::now())
-                .execute(&mut **tx)
-                .await?;
-            }
+            qb.push(") GROUP BY a.report_id) agg WHERE reports.id = agg.report_id");
+            qb.build().execute(&mut **tx).await?;
             Self::refresh_status(tx, chunk).await?;
         }
         Ok(())

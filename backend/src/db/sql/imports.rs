@@ -86,14 +86,26 @@ impl ImportStore for Engine {
             out.push(Ok(outcome));
         }
         Self::create_reports(&mut tx, creates, &mut existing).await?;
-        // Upstream state, activity and status of what was written.
-        for (new, outcome) in news.iter().zip(&out) {
-            let Ok(outcome @ (Outcome::Created | Outcome::Updated)) = outcome else { continue };
-            let Some(project_id) = projects[&new.request.project] else { continue };
-            let key = (project_id, new.request.external_id.trim().to_owned());
-            if let Some((id, _)) = existing.get(&key) {
-                Self::after_report_write(&mut tx, *id, new, *outcome == Outcome::Created).await?;
-            }
+        // Activity, upstream state and status of what was written: the new
+        // reports' "taken in" first, all at once.
+        let written: Vec<(i64, &NewReport, bool)> = news
+            .iter()
+            .zip(&out)
+            .filter_map(|(new, outcome)| {
+                let Ok(outcome @ (Outcome::Created | Outcome::Updated)) = outcome else { return None };
+                let project_id = projects[&new.request.project]?;
+                let (id, _) = existing.get(&(project_id, new.request.external_id.trim().to_owned()))?;
+                Some((*id, new, *outcome == Outcome::Created))
+            })
+            .collect();
+        let taken_in: Vec<_> = written
+            .iter()
+            .filter(|(.., created)| *created)
+            .map(|(id, new, _)| (*id, &new.origin, "created", Self::taken_in(new)))
+            .collect();
+        Self::add_activities(&mut tx, &taken_in).await?;
+        for (id, new, created) in written {
+            Self::apply_upstream_of(&mut tx, id, new, created).await?;
         }
         tx.commit().await?;
         Ok(out)

@@ -27,6 +27,15 @@ impl Storage for Engine {
         Ok(())
     }
 
+    async fn refresh_statistics(&self) -> StorageResult<()> {
+        if Self::BACKEND == Backend::Postgres {
+            sqlx::query("ANALYZE reports, attempts, report_labels, report_activity, oracles")
+                .execute(&self.write)
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn is_empty(&self) -> StorageResult<bool> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
         Ok(n == 0)
