@@ -30,7 +30,7 @@ pub struct Scale {
     pub reports: u64,
     pub attempts: u64,
     pub seed: u64,
-    /// The day the history ends (its newest filings are from that day).
+    /// The history ends as this day begins (UTC).
     pub today: NaiveDate,
 }
 
@@ -220,7 +220,8 @@ fn report(rng: &mut Rng, i: u64, now: DateTime<Utc>) -> (CreateReportRequest, us
 /// Returns nothing; the importer's summary counts what was stored.
 pub async fn generate(importer: &mut Importer<'_>, routing: &RoutingConfig, scale: Scale) -> Result<(), StorageError> {
     let mut rng = Rng(scale.seed ^ 0x5CA1_AB1E_D00D_F00D);
-    let now = scale.today.and_hms_opt(23, 0, 0).expect("a valid time").and_utc().min(Utc::now());
+    // The history ends at the start of `today`, so a day's runs are alike.
+    let now = scale.today.and_hms_opt(0, 0, 0).expect("a valid time").and_utc();
     let mut n = 0u64;
     let mut next = || {
         n += 1;
