@@ -308,6 +308,40 @@ pub(super) fn outcome(
     (verdict, source, cause, review)
 }
 
+/// The oracle a report of `kind` comes with: a fail-to-pass test of its
+/// patch (`test_issue_{test}`), a script a maintainer wrote in `minutes()`
+/// minutes (a numeric report; `None`: none written), or an LLM judge.
+pub(super) fn oracle(kind: Kind, test: u64, minutes: impl FnOnce() -> Option<f64>) -> Option<Oracle> {
+    let base = |kind| Oracle {
+        kind,
+        source: None,
+        command: None,
+        fail_to_pass: vec![],
+        pass_to_pass: vec![],
+        signature: None,
+        repeats: None,
+        authoring_minutes: None,
+    };
+    match kind {
+        Kind::InPatch => Some(Oracle {
+            source: Some(OracleSource::InPatchTest),
+            command: Some("python -m pytest -x tests/test_regressions.py".into()),
+            fail_to_pass: vec![format!("tests/test_regressions.py::test_issue_{test}")],
+            pass_to_pass: vec!["tests/test_regressions.py::test_basic".into()],
+            ..base(OracleKind::FailToPass)
+        }),
+        Kind::Numeric => minutes().map(|m| Oracle {
+            source: Some(OracleSource::Authored),
+            command: Some("python repro.py".into()),
+            repeats: Some(3),
+            authoring_minutes: Some(m),
+            ..base(OracleKind::FailToPass)
+        }),
+        Kind::Judged => Some(base(OracleKind::LlmJudge)),
+        _ => None,
+    }
+}
+
 pub(super) fn signals(rng: &mut Rng, failure_seen: bool) -> Signals {
     let s = |passed: bool, source: SignalSource, detail: &str| {
         Some(Signal { passed, source, detail: Some(detail.to_owned()) })
@@ -341,39 +375,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
 
     for (i, (project, kind, title, op, error)) in REPORTS.iter().enumerate() {
         let (body, labels, environment) = body(*project, *kind, title, op, error, &mut rng);
-        let oracle = match kind {
-            Kind::InPatch => Some(Oracle {
-                kind: OracleKind::FailToPass,
-                source: Some(OracleSource::InPatchTest),
-                command: Some("python -m pytest -x tests/test_regressions.py".into()),
-                fail_to_pass: vec![format!("tests/test_regressions.py::test_issue_{}", 1000 + i)],
-                pass_to_pass: vec!["tests/test_regressions.py::test_basic".into()],
-                signature: None,
-                repeats: None,
-                authoring_minutes: None,
-            }),
-            Kind::Numeric => Some(Oracle {
-                kind: OracleKind::FailToPass,
-                source: Some(OracleSource::Authored),
-                command: Some("python repro.py".into()),
-                fail_to_pass: vec![],
-                pass_to_pass: vec![],
-                signature: None,
-                repeats: Some(3),
-                authoring_minutes: Some(rng.range(12.0, 55.0).round()),
-            }),
-            Kind::Judged => Some(Oracle {
-                kind: OracleKind::LlmJudge,
-                source: None,
-                command: None,
-                fail_to_pass: vec![],
-                pass_to_pass: vec![],
-                signature: None,
-                repeats: None,
-                authoring_minutes: None,
-            }),
-            _ => None,
-        };
+        let oracle = oracle(*kind, 1000 + i as u64, || Some(rng.range(12.0, 55.0).round()));
         let filed_at =
             now - Duration::hours(6 + (i as i64 * 37) % (10 * 7 * 24)) - Duration::minutes(rng.below(60) as i64);
         let mut request = CreateReportRequest {

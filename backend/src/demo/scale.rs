@@ -16,13 +16,13 @@ use failpass_shared::api::attempts::{CreateAttemptRequest, ReportKey};
 use failpass_shared::api::import::ImportRecord;
 use failpass_shared::api::projects::CreateProjectRequest;
 use failpass_shared::api::reports::{CreateReportRequest, Oracle};
-use failpass_shared::model::{OracleKind, OracleSource, Review, Route, Verdict};
+use failpass_shared::model::{Review, Route, Verdict};
 use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 
 use crate::db::StorageError;
 use crate::import::Importer;
 
-use super::history::{Kind, PROJECTS, REPORTS, Rng, body, outcome, signals};
+use super::history::{PROJECTS, REPORTS, Rng, body, oracle, outcome, signals};
 
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
@@ -160,39 +160,7 @@ fn report(rng: &mut Rng, i: u64, now: DateTime<Utc>) -> (CreateReportRequest, us
     let (template_project, kind, title, op, error) = REPORTS[rng.below(REPORTS.len())];
     let project = if rng.chance(0.6) { template_project } else { rng.weighted(PROJECT_WEIGHTS) };
     let (body, labels, environment) = body(project, kind, title, op, error, rng);
-    let oracle = match kind {
-        Kind::InPatch => Some(Oracle {
-            kind: OracleKind::FailToPass,
-            source: Some(OracleSource::InPatchTest),
-            command: Some("python -m pytest -x tests/test_regressions.py".into()),
-            fail_to_pass: vec![format!("tests/test_regressions.py::test_issue_{i}")],
-            pass_to_pass: vec!["tests/test_regressions.py::test_basic".into()],
-            signature: None,
-            repeats: None,
-            authoring_minutes: None,
-        }),
-        Kind::Numeric if rng.chance(0.7) => Some(Oracle {
-            kind: OracleKind::FailToPass,
-            source: Some(OracleSource::Authored),
-            command: Some("python repro.py".into()),
-            fail_to_pass: vec![],
-            pass_to_pass: vec![],
-            signature: None,
-            repeats: Some(3),
-            authoring_minutes: Some(rng.log_normal(25.0, 0.6).round().clamp(2.0, 600.0)),
-        }),
-        Kind::Judged => Some(Oracle {
-            kind: OracleKind::LlmJudge,
-            source: None,
-            command: None,
-            fail_to_pass: vec![],
-            pass_to_pass: vec![],
-            signature: None,
-            repeats: None,
-            authoring_minutes: None,
-        }),
-        _ => None,
-    };
+    let oracle = oracle(kind, i, || rng.chance(0.7).then(|| rng.log_normal(25.0, 0.6).round().clamp(2.0, 600.0)));
     // More filings lately: days ago drawn with the density rising toward today.
     let days_ago = DAYS * rng.unit().powf(1.4);
     let filed_at = (now - Duration::seconds((days_ago * 86_400.0) as i64)).min(now - Duration::minutes(5));
