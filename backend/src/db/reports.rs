@@ -66,6 +66,12 @@ pub trait ReportStore: Send + Sync {
     /// made for another ordering.
     async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>>;
 
+    /// The engine's plan for [`ReportStore::list_reports`] of `query`, one
+    /// line a step (`EXPLAIN QUERY PLAN` / `EXPLAIN`), with PostgreSQL told
+    /// to avoid table scans and sorts wherever an index can serve: so the
+    /// plan shows whether an index can. For tests and diagnosis.
+    async fn explain_list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Vec<String>>;
+
     /// How many reports the query's filters select (all pages; its cursor and limit ignored).
     async fn count_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<i64>;
 

@@ -163,3 +163,58 @@ async fn transient_failures_back_off_until_the_tries_run_out() {
     })
     .await;
 }
+
+/// Issue 16: every sort of the queue, alone, within a project and with the
+/// route, status and stuck filters, both ways and on a later page, is read
+/// from an index in its order: no sort of the whole selection, no table
+/// scan (the engine's own plan, on both engines).
+#[tokio::test]
+async fn every_sort_of_the_queue_is_read_from_an_index() {
+    use failpass::db::{ProjectScope, Storage};
+    use failpass_shared::api::reports::{Order, ReportListQuery, ReportSort};
+    use failpass_shared::model::{ReportStatus, Route};
+    crate::helpers::run_storage_test(|s: std::sync::Arc<dyn Storage>| async move {
+        failpass::demo::seed(s.as_ref(), &Default::default(), chrono::Utc::now()).await.unwrap();
+        let pg = s.backend() == failpass::db::Backend::Postgres;
+        let mut checked = 0;
+        let mut failures = Vec::new();
+        for sort in ReportSort::ALL {
+            for order in [Order::Desc, Order::Asc] {
+                for narrow in 0..5 {
+                    let mut q = ReportListQuery { sort: *sort, order, limit: 5, ..Default::default() };
+                    match narrow {
+                        1 => q.filter.project = Some("pytorch/pytorch".into()),
+                        2 => q.filter.route = Some(Route::AgentFirst),
+                        3 => q.filter.status = Some(ReportStatus::New),
+                        4 => q.stuck_days = Some(7),
+                        _ => {}
+                    }
+                    let page = s.list_reports(&q, &ProjectScope::All).await.unwrap();
+                    for cursor in [None, page.next_cursor] {
+                        q.cursor = cursor;
+                        let plan = s.explain_list_reports(&q, &ProjectScope::All).await.unwrap();
+                        let text = plan.join("\n");
+                        let what = format!("{sort:?} {order:?} narrow {narrow} cursor {:?}:\n{text}", q.cursor);
+                        let sorted = if pg {
+                            plan.iter().any(|l| l.trim_start().starts_with("Sort")) || text.contains("Incremental Sort")
+                        } else {
+                            text.contains("TEMP B-TREE")
+                        };
+                        let scanned = if pg {
+                            text.contains("Seq Scan on reports")
+                        } else {
+                            !plan.iter().any(|l| l.contains(" r USING ") && l.contains("INDEX"))
+                        };
+                        if sorted || scanned {
+                            failures.push(format!("{} {what}", if sorted { "sorted" } else { "scanned" }));
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{} of {checked} plans:\n{}", failures.len(), failures.join("\n\n"));
+        assert!(checked >= 100, "{checked}");
+    })
+    .await;
+}

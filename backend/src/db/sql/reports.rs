@@ -344,15 +344,63 @@ impl ReportStore for Engine {
     }
 
     async fn list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Page<ReportSummary>> {
+        use crate::db::reports::CursorValue;
+        use failpass_shared::api::reports::ReportSort;
+        let mut qb = Self::list_reports_sql("", query, scope)?;
+        let rows: Vec<ReportSummaryRow> = qb.build_query_as().fetch_all(&self.read).await?;
+        let mut items = rows.into_iter().map(ReportSummaryRow::into_summary).collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if items.len() > query.limit as usize {
+            items.truncate(query.limit as usize);
+            items.last().map(|last| {
+                let value = match query.sort {
+                    ReportSort::FiledAt => CursorValue::Time(last.filed_at),
+                    ReportSort::CreatedAt => CursorValue::Time(last.created_at),
+                    ReportSort::Cost => CursorValue::Float(last.cost_usd),
+                    ReportSort::Attempts => CursorValue::Int(last.attempts),
+                    ReportSort::LastActivity => CursorValue::Time(last.last_activity_at.unwrap_or(last.created_at)),
+                };
+                encode_report_cursor(query.sort, query.order, &value, last.id)
+            })
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
+    }
+
+    async fn explain_list_reports(&self, query: &ReportListQuery, scope: &ProjectScope) -> StorageResult<Vec<String>> {
+        if Self::BACKEND == crate::db::Backend::Sqlite {
+            let mut qb = Self::list_reports_sql("EXPLAIN QUERY PLAN ", query, scope)?;
+            let rows: Vec<(i64, i64, i64, String)> = qb.build_query_as().fetch_all(&self.read).await?;
+            return Ok(rows.into_iter().map(|(.., detail)| detail).collect());
+        }
+        let mut tx = self.read.begin().await?;
+        sqlx::query("SET LOCAL enable_seqscan = off").execute(&mut *tx).await?;
+        sqlx::query("SET LOCAL enable_sort = off").execute(&mut *tx).await?;
+        let mut qb = Self::list_reports_sql("EXPLAIN ", query, scope)?;
+        let lines: Vec<String> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
+        tx.rollback().await?;
+        Ok(lines)
+    }
+}
+
+impl Engine {
+    /// The report list's statement after `prefix` (`EXPLAIN …` or nothing):
+    /// the filters, the keyset position of the cursor, the order and one row
+    /// more than the page (to tell whether another follows).
+    fn list_reports_sql(
+        prefix: &str,
+        query: &ReportListQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<sqlx::QueryBuilder<Db>> {
         use crate::db::reports::{CursorValue, report_sort_column};
-        use failpass_shared::api::reports::{Order, ReportSort};
+        use failpass_shared::api::reports::Order;
         let col = report_sort_column(query.sort);
         let (cmp, dir) = match query.order {
             Order::Asc => (">", "ASC"),
             Order::Desc => ("<", "DESC"),
         };
         let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
-            "SELECT {} FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
+            "{prefix}SELECT {} FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
             REPORT_SUMMARY_COLUMNS
         ));
         Self::push_list_conditions(&mut qb, query, scope);
@@ -373,28 +421,9 @@ impl ReportStore for Engine {
             qb.push(format!(" AND r.id {cmp} ")).push_bind(id).push("))");
         }
         qb.push(format!(" ORDER BY {col} {dir}, r.id {dir} LIMIT ")).push_bind(i64::from(query.limit) + 1);
-        let rows: Vec<ReportSummaryRow> = qb.build_query_as().fetch_all(&self.read).await?;
-        let mut items = rows.into_iter().map(ReportSummaryRow::into_summary).collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = if items.len() > query.limit as usize {
-            items.truncate(query.limit as usize);
-            items.last().map(|last| {
-                let value = match query.sort {
-                    ReportSort::FiledAt => CursorValue::Time(last.filed_at),
-                    ReportSort::CreatedAt => CursorValue::Time(last.created_at),
-                    ReportSort::Cost => CursorValue::Float(last.cost_usd),
-                    ReportSort::Attempts => CursorValue::Int(last.attempts),
-                    ReportSort::LastActivity => CursorValue::Time(last.last_activity_at.unwrap_or(last.created_at)),
-                };
-                encode_report_cursor(query.sort, query.order, &value, last.id)
-            })
-        } else {
-            None
-        };
-        Ok(Page { items, next_cursor })
+        Ok(qb)
     }
-}
 
-impl Engine {
     /// Appends the list's conditions: the report filter and scope, then the
     /// list's own `agent`, `model` and `stuck_days`.
     fn push_list_conditions(qb: &mut sqlx::QueryBuilder<Db>, query: &ReportListQuery, scope: &ProjectScope) {
@@ -410,7 +439,12 @@ impl Engine {
         }
         if let Some(days) = query.stuck_days {
             let cutoff = common::now() - chrono::Duration::days(i64::from(days));
-            qb.push(" AND r.status IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < ")
+            // SQLite's `+r.status`: the sort's index serves the page, where the
+            // status index would select most reports and sort them.
+            let status = if Self::BACKEND == crate::db::Backend::Sqlite { "+r.status" } else { "r.status" };
+            qb.push(format!(
+                " AND {status} IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < "
+            ))
                 .push_bind(cutoff);
         }
     }
