@@ -897,23 +897,7 @@ impl Engine {
                 .zip(chunk)
                 .filter_map(|(id, (_, new, _))| new.decision.oracle.as_ref().map(|o| (*id, o)))
                 .collect();
-            let oracle_columns = ORACLE_INSERT.split(" VALUES").next().unwrap_or(ORACLE_INSERT);
-            for part in oracles.chunks(CHUNK) {
-                let mut qb = sqlx::QueryBuilder::<Db>::new(format!("{oracle_columns} "));
-                qb.push_values(part, |mut b, (id, o)| {
-                    b.push_bind(*id)
-                        .push_bind(o.kind.as_str())
-                        .push_bind(o.source.map(|s| s.as_str()))
-                        .push_bind(&o.command)
-                        .push_bind(Json(&o.fail_to_pass))
-                        .push_bind(Json(&o.pass_to_pass))
-                        .push_bind(&o.signature)
-                        .push_bind(o.repeats.map(|r| r as i32))
-                        .push_bind(o.authoring_minutes)
-                        .push_bind(now);
-                });
-                qb.build().execute(&mut **tx).await?;
-            }
+            Self::insert_oracles(tx, &oracles).await?;
             ids.extend(chunk_ids);
         }
         Ok(ids)
@@ -943,24 +927,36 @@ impl Engine {
         oracle: Option<&Oracle>,
         replace: bool,
     ) -> StorageResult<()> {
-        use sqlx::types::Json;
         if replace {
             sqlx::query("DELETE FROM oracles WHERE report_id = $1").bind(report_id).execute(&mut **tx).await?;
         }
         if let Some(o) = oracle {
-            sqlx::query(ORACLE_INSERT)
-                .bind(report_id)
-                .bind(o.kind.as_str())
-                .bind(o.source.map(|s| s.as_str()))
-                .bind(&o.command)
-                .bind(Json(&o.fail_to_pass))
-                .bind(Json(&o.pass_to_pass))
-                .bind(&o.signature)
-                .bind(o.repeats.map(|r| r as i32))
-                .bind(o.authoring_minutes)
-                .bind(common::now())
-                .execute(&mut **tx)
-                .await?;
+            Self::insert_oracles(tx, &[(report_id, o)]).await?;
+        }
+        Ok(())
+    }
+
+    /// Inserts oracles (report id, oracle) in multi-row statements.
+    pub(in crate::db) async fn insert_oracles(tx: &mut Tx, oracles: &[(i64, &Oracle)]) -> StorageResult<()> {
+        use sqlx::types::Json;
+        let columns = ORACLE_INSERT.split(" VALUES").next().unwrap_or(ORACLE_INSERT);
+        let now = common::now();
+        // 10 binds a row, under PostgreSQL's 65,535.
+        for part in oracles.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("{columns} "));
+            qb.push_values(part, |mut b, (id, o)| {
+                b.push_bind(*id)
+                    .push_bind(o.kind.as_str())
+                    .push_bind(o.source.map(|s| s.as_str()))
+                    .push_bind(&o.command)
+                    .push_bind(Json(&o.fail_to_pass))
+                    .push_bind(Json(&o.pass_to_pass))
+                    .push_bind(&o.signature)
+                    .push_bind(o.repeats.map(|r| r as i32))
+                    .push_bind(o.authoring_minutes)
+                    .push_bind(now);
+            });
+            qb.build().execute(&mut **tx).await?;
         }
         Ok(())
     }
