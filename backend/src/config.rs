@@ -24,6 +24,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Apply the routing rule (a changed configuration) to every stored report.
     Reroute(RerouteArgs),
+    /// Compare the maintained figures with a recomputation from the raw
+    /// rows; rebuild them where they differ. Exits 1 if they differed.
+    CheckFigures(CheckFiguresArgs),
     /// Run verification workers against a shared database (PostgreSQL for many machines).
     Worker(WorkerArgs),
     /// Manage accounts: add, list, remove, set passwords, grant project roles.
@@ -326,6 +329,15 @@ pub struct RerouteArgs {
     #[arg(long, env = "FAILPASS_ROUTING_CONFIG")]
     pub routing_config: Option<PathBuf>,
     /// Count what would change without storing it.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckFiguresArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Only compare: leave the stored figures as they are.
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -87,6 +87,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::CheckFigures(args) => {
+            let url = args.database.url();
+            let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
+            storage.migrate().await.context("applying migrations")?;
+            let started = std::time::Instant::now();
+            let c = storage.check_figures(!args.dry_run).await.context("checking the figures")?;
+            println!(
+                "{} groups and {} cells compared with a recomputation from the raw rows in {:.1} s",
+                c.groups,
+                c.cells,
+                started.elapsed().as_secs_f64()
+            );
+            if c.differing == 0 {
+                println!("the maintained figures equal the recomputation");
+                return Ok(());
+            }
+            println!("{} differed:", c.differing);
+            for d in &c.differences {
+                println!("  {d}");
+            }
+            if c.differing > c.differences.len() {
+                println!("  … and {} more", c.differing - c.differences.len());
+            }
+            println!("{}", if c.repaired { "rebuilt from the raw rows" } else { "left as they are (--dry-run)" });
+            std::process::exit(1);
+        }
         Command::Worker(args) => {
             let url = args.database.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;

@@ -21,7 +21,7 @@ use failpass_shared::api::status::{
     LATEST_VERDICTS, ProjectStatus, RouteShare, STATUS_TTL_SECONDS, StatusIndex, StatusIndexEntry, TREND_WEEKS,
     route_meaning,
 };
-use failpass_shared::figures::{ReportContribution, figure_rows, recent_weeks, throughput};
+use failpass_shared::figures::{recent_weeks, throughput};
 use failpass_shared::model::{GroupBy, Route};
 
 use crate::charts;
@@ -203,11 +203,10 @@ pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<Proj
     // taken together, are the project's: one query serves both.
     let query = FiguresQuery { group_by: GroupBy::Route, filter: filter.clone(), ..Default::default() };
     let started = std::time::Instant::now();
-    let contributions = storage.figure_contributions(&query, &scope).await?;
+    let by_route = crate::summaries::rows_of(storage, &scope, &query).await?;
+    let all = FiguresQuery { group_by: GroupBy::None, ..query.clone() };
+    let headline = crate::summaries::rows_of(storage, &scope, &all).await?.into_iter().next();
     let t_figures = started.elapsed();
-    let all = contributions.iter().map(|c| ReportContribution { key: "all".to_owned(), ..c.clone() });
-    let headline = figure_rows(all).into_iter().next();
-    let by_route = figure_rows(contributions);
     let now = Utc::now();
     let flow = throughput(&storage.report_flows(&filter, &scope).await?, now);
     let t_flow = started.elapsed();

@@ -4,11 +4,11 @@
 //! the math; this module puts the two together for one request.
 
 use failpass_shared::api::figures::{
-    DistributionQuery, DistributionResponse, FiguresQuery, FiguresResponse, KEY_SEPARATOR, Throughput,
+    DistributionQuery, DistributionResponse, FigureRow, FiguresQuery, FiguresResponse, KEY_SEPARATOR, Throughput,
 };
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::{ReportFilter, unknown_parameter};
-use failpass_shared::figures::{bin_edges, distribution, figure_rows, throughput};
+use failpass_shared::figures::{bin_edges, distribution, figure_rows, rows_from_totals, throughput};
 
 use crate::db::{ProjectScope, Storage};
 use crate::error::{ApiError, ApiResult};
@@ -29,8 +29,7 @@ pub async fn known_project(storage: &dyn Storage, scope: &ProjectScope, project:
 /// The figures `query` asks for, in `scope`.
 pub async fn figures(storage: &dyn Storage, scope: &ProjectScope, query: FiguresQuery) -> ApiResult<FiguresResponse> {
     known_project(storage, scope, query.filter.project.as_deref()).await?;
-    let contributions = storage.figure_contributions(&query, scope).await?;
-    let mut rows = figure_rows(contributions);
+    let mut rows = rows_of(storage, scope, &query).await?;
     if !query.then_by.is_empty() {
         for row in &mut rows {
             row.keys = row.key.split(failpass_shared::figures::KEY_PARTS).map(str::to_owned).collect();
@@ -38,6 +37,16 @@ pub async fn figures(storage: &dyn Storage, scope: &ProjectScope, query: Figures
         }
     }
     Ok(FiguresResponse { group_by: query.group_by, then_by: query.then_by, goal: query.goal, rows })
+}
+
+/// The figure rows of `query` (its project already checked): from the
+/// maintained rollups where they keep what the query needs, else the exact
+/// fold of every report's contribution.
+pub async fn rows_of(storage: &dyn Storage, scope: &ProjectScope, query: &FiguresQuery) -> ApiResult<Vec<FigureRow>> {
+    Ok(match storage.figure_totals(query, scope).await? {
+        Some(totals) => rows_from_totals(totals),
+        None => figure_rows(storage.figure_contributions(query, scope).await?),
+    })
 }
 
 /// The distribution `query` asks for, in `scope`: per group, a histogram

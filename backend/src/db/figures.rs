@@ -8,7 +8,8 @@ use super::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::{DistributionQuery, Facets, FiguresQuery};
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::ReportFilter;
-use failpass_shared::figures::{ReportContribution, ReportFlow};
+use failpass_shared::figures::{GroupTotals, ReportContribution, ReportFlow};
+use failpass_shared::model::GroupBy;
 
 /// The rows and counts figures are computed from. Storage selects and
 /// counts; `failpass_shared::figures` does the arithmetic, so the API, the
@@ -33,10 +34,79 @@ pub trait FigureStore: Send + Sync {
     async fn metric_values(&self, query: &DistributionQuery, scope: &ProjectScope)
     -> StorageResult<Vec<(String, f64)>>;
 
+    /// The totals per group `query` asks for, read from the figures'
+    /// rollups (maintained in every write's transaction); `None` when the
+    /// query needs what they do not keep, and [`Self::figure_contributions`]
+    /// answers it exactly.
+    async fn figure_totals(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<Vec<(String, GroupTotals)>>>;
+
+    /// Compares the rollups with a rebuild from the raw rows, and keeps the
+    /// rebuild when they differ and `repair` is set.
+    async fn check_figures(&self, repair: bool) -> StorageResult<FigureCheck>;
+
     /// Distinct agents and models with attempts visible in `scope`.
     async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets>;
 
     /// Every report the filter selects, with the times its reproduction
     /// attempts reached a verdict (for throughput and time to reproduction).
     async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>>;
+}
+
+/// The result of comparing the maintained figures with a recomputation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureCheck {
+    /// Groups and cells stored before the check.
+    pub groups: usize,
+    pub cells: i64,
+    /// What differed, one line per group (at most 20 shown).
+    pub differences: Vec<String>,
+    /// How many groups differed in all.
+    pub differing: usize,
+    /// Whether the rollups were rebuilt.
+    pub repaired: bool,
+}
+
+/// `level`'s bits in the figures' rollups: the attempt dimensions a group keeps.
+pub(crate) const AGENT: u8 = 1;
+pub(crate) const MODEL: u8 = 2;
+pub(crate) const CUTOFF: u8 = 4;
+
+/// The level of groups that answers `query`, or `None` when the rollups do
+/// not keep what it needs.
+pub fn rollup_level(query: &FiguresQuery) -> Option<u8> {
+    let f = &query.filter;
+    let narrowed = f.status.is_some()
+        || f.label.is_some()
+        || f.verdict.is_some()
+        || f.q.is_some()
+        || f.route_check.is_some()
+        || f.since.is_some()
+        || f.until.is_some()
+        || f.period.is_some();
+    // The exact path's model filter never matches an attempt without a
+    // model, which the rollups keep as `unknown`.
+    if narrowed || query.model.as_deref() == Some("unknown") {
+        return None;
+    }
+    let mut level = 0;
+    for d in query.dimensions() {
+        level |= match d {
+            GroupBy::Agent => AGENT,
+            GroupBy::Model => MODEL,
+            GroupBy::Cutoff => CUTOFF,
+            GroupBy::Week | GroupBy::Month => return None,
+            _ => 0,
+        };
+    }
+    if query.agent.is_some() {
+        level |= AGENT;
+    }
+    if query.model.is_some() {
+        level |= MODEL;
+    }
+    Some(level)
 }

@@ -2,7 +2,6 @@
 
 use axum::extract::State;
 use failpass_shared::api::figures::FiguresQuery;
-use failpass_shared::figures::figure_rows;
 
 use super::AppState;
 use crate::auth::Viewer;
@@ -24,7 +23,7 @@ pub async fn list_agents(
     let mut computed = std::collections::HashMap::new();
     for goal in [Goal::Reproduce, Goal::Fix] {
         let q = FiguresQuery { group_by: GroupBy::Agent, goal, ..Default::default() };
-        for row in figure_rows(state.storage.figure_contributions(&q, &scope).await?) {
+        for row in crate::summaries::rows_of(state.storage.as_ref(), &scope, &q).await? {
             // Fix figures win where an agent has both: leaderboards grade fixes.
             if goal == Goal::Fix || !computed.contains_key(&row.key) {
                 computed.insert(row.key.clone(), (goal, row));

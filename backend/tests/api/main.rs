@@ -17,6 +17,7 @@ mod openapi;
 mod projects;
 mod queue;
 mod reports;
+mod rollups;
 mod runner;
 mod sandbox;
 mod scale;

@@ -104,26 +104,29 @@ pub struct ReportContribution {
     pub attempts_with_api_calls: u64,
 }
 
-#[derive(Default)]
-struct Acc {
-    reports: u64,
-    reports_graded: u64,
-    reports_reproduced: u64,
-    reports_with_oracle: u64,
-    reports_in_patch_test: u64,
-    attempts: u64,
-    attempts_graded: u64,
-    attempts_counting: u64,
-    attempts_lead: u64,
-    attempts_error: u64,
-    attempts_awaiting_review: u64,
-    reports_awaiting_review: u64,
-    cost_usd: f64,
-    cost_counting_usd: f64,
-    attempts_without_cost: u64,
-    attempts_counting_without_cost: u64,
-    api_calls: u64,
-    attempts_with_api_calls: u64,
+/// What a group's figures are computed from: its reports' per-report
+/// counts and its attempts' sums. [`figure_rows`] folds contributions into
+/// these; the maintained rollups store them as they are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupTotals {
+    pub reports: u64,
+    pub reports_graded: u64,
+    pub reports_reproduced: u64,
+    pub reports_with_oracle: u64,
+    pub reports_in_patch_test: u64,
+    pub attempts: u64,
+    pub attempts_graded: u64,
+    pub attempts_counting: u64,
+    pub attempts_lead: u64,
+    pub attempts_error: u64,
+    pub attempts_awaiting_review: u64,
+    pub reports_awaiting_review: u64,
+    pub cost_usd: f64,
+    pub cost_counting_usd: f64,
+    pub attempts_without_cost: u64,
+    pub attempts_counting_without_cost: u64,
+    pub api_calls: u64,
+    pub attempts_with_api_calls: u64,
 }
 
 /// Folds contributions into one row per key, sorted by key.
@@ -135,7 +138,7 @@ pub fn figure_rows<I>(contributions: I) -> Vec<FigureRow>
 where
     I: IntoIterator<Item = ReportContribution>,
 {
-    let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut groups: BTreeMap<String, GroupTotals> = BTreeMap::new();
     for c in contributions {
         let acc = groups.entry(c.key).or_default();
         acc.reports += 1;
@@ -158,10 +161,18 @@ where
         acc.api_calls += c.api_calls;
         acc.attempts_with_api_calls += c.attempts_with_api_calls;
     }
+    rows_from_totals(groups)
+}
+
+/// One row per key from groups' totals, in the order given.
+pub fn rows_from_totals<I>(groups: I) -> Vec<FigureRow>
+where
+    I: IntoIterator<Item = (String, GroupTotals)>,
+{
     groups.into_iter().map(|(key, a)| row(key, a)).collect()
 }
 
-fn row(key: String, a: Acc) -> FigureRow {
+fn row(key: String, a: GroupTotals) -> FigureRow {
     let interval = wilson_interval(a.reports_reproduced, a.reports_graded);
     // Unknown costs are left out: means are over the attempts with a cost,
     // and with none known there is no cost figure at all.

@@ -535,7 +535,8 @@ impl Engine {
     }
 
     /// Recomputes reports' counters, best verdict, status and spend from
-    /// their attempts: one `UPDATE … FROM` of the aggregate per chunk of ids.
+    /// their attempts: one `UPDATE … FROM` of the aggregate per chunk of ids;
+    /// then their figures' rollups.
     pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
         let best = Verdict::ALL
             .iter()
@@ -559,6 +560,7 @@ impl Engine {
             qb.push(") GROUP BY a.report_id) agg WHERE reports.id = agg.report_id");
             qb.build().execute(&mut **tx).await?;
             Self::refresh_status(tx, chunk).await?;
+            Self::refresh_figures(tx, chunk).await?;
         }
         Ok(())
     }

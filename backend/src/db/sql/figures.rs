@@ -139,6 +139,18 @@ impl FigureStore for Engine {
             .collect())
     }
 
+    async fn figure_totals(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<Vec<(String, failpass_shared::figures::GroupTotals)>>> {
+        self.rollup_totals(query, scope).await
+    }
+
+    async fn check_figures(&self, repair: bool) -> StorageResult<crate::db::figures::FigureCheck> {
+        self.check_figures_now(repair).await
+    }
+
     async fn metric_values(
         &self,
         query: &DistributionQuery,
@@ -211,10 +223,7 @@ impl Engine {
             GroupBy::Category => "r.category",
             GroupBy::Agent => "a.agent",
             GroupBy::Model => "COALESCE(a.model, 'unknown')",
-            GroupBy::Cutoff => {
-                "CASE WHEN a.model_cutoff IS NULL THEN 'unknown' \
-                 WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END"
-            }
+            GroupBy::Cutoff => super::rollups::CUTOFF_KEY,
             GroupBy::Week => Self::WEEK_KEY,
             GroupBy::Month => Self::MONTH_KEY,
             GroupBy::Vagueness => "CASE WHEN r.vague THEN 'vague' ELSE 'clear' END",

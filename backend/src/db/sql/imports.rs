@@ -104,9 +104,11 @@ impl ImportStore for Engine {
             .map(|(id, new, _)| (*id, &new.origin, "created", Self::taken_in(new)))
             .collect();
         Self::add_activities(&mut tx, &taken_in).await?;
+        let ids: Vec<i64> = written.iter().map(|(id, ..)| *id).collect();
         for (id, new, created) in written {
             Self::apply_upstream_of(&mut tx, id, new, created).await?;
         }
+        Self::refresh_figures(&mut tx, &ids).await?;
         tx.commit().await?;
         Ok(out)
     }

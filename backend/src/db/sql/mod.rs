@@ -16,4 +16,5 @@ mod oracle_drafts;
 mod projects;
 mod queue;
 mod reports;
+mod rollups;
 mod storage;

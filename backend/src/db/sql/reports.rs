@@ -31,6 +31,7 @@ impl ReportStore for Engine {
         let hash = hash::content_hash(&new.request);
         let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
         Self::after_report_write(&mut tx, id, new, true).await?;
+        Self::refresh_figures(&mut tx, &[id]).await?;
         tx.commit().await?;
         self.get_report(id, &ProjectScope::All).await?.ok_or_else(|| StorageError::NotFound(format!("report {id}")))
     }
@@ -82,6 +83,7 @@ impl ReportStore for Engine {
             ),
         )
         .await?;
+        Self::refresh_figures(&mut tx, &[report_id]).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -271,6 +273,7 @@ impl ReportStore for Engine {
         .execute(&mut *tx)
         .await?;
         Self::refresh_status(&mut tx, &[report_id]).await?;
+        Self::refresh_figures(&mut tx, &[report_id]).await?;
         tx.commit().await?;
         Ok(Outcome::Updated)
     }

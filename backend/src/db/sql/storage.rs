@@ -15,7 +15,8 @@ impl Storage for Engine {
     }
 
     async fn migrate(&self) -> StorageResult<()> {
-        Engine::run_migrations(self).await
+        Engine::run_migrations(self).await?;
+        self.ensure_figures().await
     }
 
     async fn ping(&self) -> StorageResult<()> {
@@ -29,9 +30,11 @@ impl Storage for Engine {
 
     async fn refresh_statistics(&self) -> StorageResult<()> {
         if Self::BACKEND == Backend::Postgres {
-            sqlx::query("ANALYZE reports, attempts, report_labels, report_activity, oracles")
-                .execute(&self.write)
-                .await?;
+            sqlx::query(
+                "ANALYZE reports, attempts, report_labels, report_activity, oracles, figure_cells, figure_groups",
+            )
+            .execute(&self.write)
+            .await?;
         }
         Ok(())
     }

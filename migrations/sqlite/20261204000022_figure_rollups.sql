@@ -1,0 +1,66 @@
+-- Issue 16 (figures maintained as data arrives): the figures are read from
+-- rollups written in the same transaction as every write that changes them.
+--
+-- figure_cells: per report and goal, one base cell (agent = '') carrying the
+-- report's own dimensions, and one cell per (agent, model, cutoff class) of
+-- its attempts with their sums.
+CREATE TABLE figure_cells (
+    report_id             INTEGER NOT NULL,
+    goal                  TEXT NOT NULL,
+    agent                 TEXT NOT NULL,
+    model                 TEXT NOT NULL,
+    cutoff                TEXT NOT NULL,
+    project_id            INTEGER NOT NULL,
+    route                 TEXT NOT NULL,
+    category              TEXT NOT NULL,
+    vague                 INTEGER NOT NULL,
+    det                   INTEGER NOT NULL,
+    in_patch              INTEGER NOT NULL,
+    attempts              INTEGER NOT NULL,
+    graded                INTEGER NOT NULL,
+    counting              INTEGER NOT NULL,
+    leads                 INTEGER NOT NULL,
+    errors                INTEGER NOT NULL,
+    awaiting              INTEGER NOT NULL,
+    cost_usd              REAL NOT NULL,
+    cost_counting_usd     REAL NOT NULL,
+    without_cost          INTEGER NOT NULL,
+    counting_without_cost INTEGER NOT NULL,
+    api_calls             INTEGER NOT NULL,
+    with_api_calls        INTEGER NOT NULL,
+    PRIMARY KEY (report_id, goal, agent, model, cutoff)
+);
+
+-- figure_groups: the sums of the cells per group at each level (a bit per
+-- attempt dimension kept: 1 agent, 2 model, 4 cutoff class; a dimension not
+-- kept is ''), with the per-report counts (graded, reproduced, awaiting).
+CREATE TABLE figure_groups (
+    goal                  TEXT NOT NULL,
+    level                 INTEGER NOT NULL,
+    project_id            INTEGER NOT NULL,
+    route                 TEXT NOT NULL,
+    category              TEXT NOT NULL,
+    vague                 INTEGER NOT NULL,
+    agent                 TEXT NOT NULL,
+    model                 TEXT NOT NULL,
+    cutoff                TEXT NOT NULL,
+    reports               INTEGER NOT NULL,
+    reports_graded        INTEGER NOT NULL,
+    reports_reproduced    INTEGER NOT NULL,
+    reports_awaiting      INTEGER NOT NULL,
+    reports_with_oracle   INTEGER NOT NULL,
+    reports_in_patch      INTEGER NOT NULL,
+    attempts              INTEGER NOT NULL,
+    graded                INTEGER NOT NULL,
+    counting              INTEGER NOT NULL,
+    leads                 INTEGER NOT NULL,
+    errors                INTEGER NOT NULL,
+    awaiting              INTEGER NOT NULL,
+    cost_usd              REAL NOT NULL,
+    cost_counting_usd     REAL NOT NULL,
+    without_cost          INTEGER NOT NULL,
+    counting_without_cost INTEGER NOT NULL,
+    api_calls             INTEGER NOT NULL,
+    with_api_calls        INTEGER NOT NULL,
+    PRIMARY KEY (goal, level, project_id, route, category, vague, agent, model, cutoff)
+);
