@@ -118,7 +118,7 @@ for engine in $engines; do
   echo "RSS after the calls: $(rss)"
 
   # The static file closest in size to the route figures' response.
-  static=$(find target/site -type f -printf '%s %P\n' 2>/dev/null |
+  static=$({ find target/site -type f -printf '%s %P\n' 2>/dev/null || true; } |
     awk -v n="$route_size" '{ d = $1 - n; if (d < 0) d = -d; print d, $2 }' | sort -n | head -1 | cut -d' ' -f2)
   if [ -n "$static" ]; then
     read -r s50 s99 <<< "$(timed "$base/$static")"

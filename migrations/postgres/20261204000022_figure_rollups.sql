@@ -64,3 +64,13 @@ CREATE TABLE figure_groups (
     with_api_calls        BIGINT NOT NULL,
     PRIMARY KEY (goal, level, project_id, route, category, vague, agent, model, cutoff)
 );
+
+-- The dates throughput reads, kept on the report with its other counters
+-- (reproduction attempts only): its flows are then one row per report,
+-- with no attempt to read.
+ALTER TABLE reports ADD COLUMN first_attempt_at TIMESTAMPTZ;
+ALTER TABLE reports ADD COLUMN last_graded_at TIMESTAMPTZ;
+UPDATE reports SET
+    first_attempt_at = (SELECT MIN(a.started_at) FROM attempts a WHERE a.report_id = reports.id AND a.goal = 'reproduce'),
+    last_graded_at = (SELECT MAX(CASE WHEN a.graded THEN COALESCE(a.ended_at, a.started_at) END) FROM attempts a
+                      WHERE a.report_id = reports.id AND a.goal = 'reproduce');

@@ -549,7 +549,10 @@ impl Engine {
                  attempts_counting = agg.counting, attempts_awaiting = agg.awaiting, ",
             );
             qb.push(format!("best_verdict = CASE agg.best_rank {best} END, "));
-            qb.push("cost_usd = agg.cost, first_counting_at = agg.first_counting_at, last_activity_at = ");
+            qb.push(
+                "cost_usd = agg.cost, first_counting_at = agg.first_counting_at, first_attempt_at = agg.first_attempt_at, \
+                 last_graded_at = agg.last_graded_at, last_activity_at = ",
+            );
             qb.push_bind(common::now());
             qb.push(" FROM (");
             qb.push(report_aggregate_sql());

@@ -3,6 +3,7 @@
 
 use crate::db::dialect::Dialect;
 use crate::db::figures::*;
+use crate::db::figures::{AGENT, MODEL};
 use crate::db::rows::{ContributionRow, FlowRow};
 use async_trait::async_trait;
 use failpass_shared::api::figures::{DistributionQuery, Facets, FiguresQuery, KEY_SEPARATOR};
@@ -179,17 +180,22 @@ impl FigureStore for Engine {
     }
 
     async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets> {
+        // From the rollups: the agent level's groups name every agent with
+        // an attempt, the model level's every model (an attempt without one
+        // is `unknown` there, and no facet).
         let visible = scope.sql("p");
-        let distinct = |column: &str| {
+        let distinct = |column: &str, level: u8, unknown: &str| {
             format!(
-                "SELECT DISTINCT {column} FROM attempts a JOIN reports r ON r.id = a.report_id \
-                 JOIN projects p ON p.id = r.project_id WHERE {column} IS NOT NULL AND {visible}"
+                "SELECT DISTINCT g.{column} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
+                 WHERE g.level = {level} AND g.reports > 0 AND {visible}{unknown}"
             )
         };
         let mut agents: Vec<String> =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.agent"))).fetch_all(&self.read).await?;
+            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("agent", AGENT, ""))).fetch_all(&self.read).await?;
         let mut models: Vec<String> =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("a.model"))).fetch_all(&self.read).await?;
+            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("model", MODEL, " AND g.model <> 'unknown'")))
+                .fetch_all(&self.read)
+                .await?;
         // Sorted here: PostgreSQL's collation and SQLite's byte order differ.
         agents.sort();
         models.sort();
@@ -197,16 +203,13 @@ impl FigureStore for Engine {
     }
 
     async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>> {
+        // The dates are the report's own counters, kept with its attempts.
         let mut qb = sqlx::QueryBuilder::<Db>::new(
             "SELECT r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, \
-             MIN(a.started_at) AS first_attempt_at, \
-             MIN(CASE WHEN a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
-             MAX(CASE WHEN a.graded THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
-             FROM reports r JOIN projects p ON p.id = r.project_id \
-             LEFT JOIN attempts a ON a.report_id = r.id AND a.goal = 'reproduce' WHERE 1 = 1",
+             r.first_attempt_at AS first_attempt_at, r.first_counting_at AS first_counting_at, \
+             r.last_graded_at AS last_graded_at FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
         );
         Self::push_report_filter(&mut qb, filter, scope);
-        qb.push(" GROUP BY r.id, r.filed_at, r.created_at, r.status");
         let rows: Vec<FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(FlowRow::into_flow).collect()
     }

@@ -33,13 +33,32 @@ const SUMS: [&str; 12] = [
     "leads",
     "errors",
     "awaiting",
+    "without_cost",
+    "counting_without_cost",
+    "api_calls",
+    "with_api_calls",
     "cost_usd",
     "cost_counting_usd",
+];
+
+/// [`SUMS`] that count.
+const INT_SUMS: [&str; 10] = [
+    "attempts",
+    "graded",
+    "counting",
+    "leads",
+    "errors",
+    "awaiting",
     "without_cost",
     "counting_without_cost",
     "api_calls",
     "with_api_calls",
 ];
+
+/// A cell's columns, in the order of [`Cell`] and of [`cells_select`].
+const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, route, category, vague, det, in_patch, \
+     attempts, graded, counting, leads, errors, awaiting, without_cost, counting_without_cost, api_calls, with_api_calls, \
+     cost_usd, cost_counting_usd";
 
 /// A group's key columns.
 const KEY: &str = "goal, level, project_id, route, category, vague, agent, model, cutoff";
@@ -63,36 +82,95 @@ impl Engine {
         sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
         for chunk in ids.chunks(500) {
             let list = chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-            let cells = format!("c.report_id IN ({list})");
-            let reports = format!("r.id IN ({list})");
-            Self::move_groups(tx, &cells, "-").await?;
-            sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM figure_cells AS c WHERE {cells}")))
+            let old: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT {CELL_COLUMNS} FROM figure_cells WHERE report_id IN ({list})"
+            )))
+            .fetch_all(&mut **tx)
+            .await?;
+            let new: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(cells_select(&format!("r.id IN ({list})"))))
+                .fetch_all(&mut **tx)
+                .await?;
+            let changed = changed_reports(&old, &new);
+            if changed.is_empty() {
+                continue;
+            }
+            let keep = |c: &&Cell| changed.contains(&c.report_id);
+            let mut delta = GroupDelta::default();
+            delta.add(old.iter().filter(keep), -1);
+            delta.add(new.iter().filter(keep), 1);
+            let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM figure_cells WHERE report_id IN ({changed_list})")))
                 .execute(&mut **tx)
                 .await?;
-            sqlx::query(sqlx::AssertSqlSafe(cells_sql(&reports))).execute(&mut **tx).await?;
-            Self::move_groups(tx, &cells, "+").await?;
+            let inserts: Vec<&Cell> = new.iter().filter(keep).collect();
+            for rows in inserts.chunks(500) {
+                let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO figure_cells ({CELL_COLUMNS}) "));
+                qb.push_values(rows, |mut b, c| {
+                    b.push_bind(c.report_id)
+                        .push_bind(c.goal.clone())
+                        .push_bind(c.agent.clone())
+                        .push_bind(c.model.clone())
+                        .push_bind(c.cutoff.clone())
+                        .push_bind(c.project_id)
+                        .push_bind(c.route.clone())
+                        .push_bind(c.category.clone())
+                        .push_bind(c.vague)
+                        .push_bind(c.det)
+                        .push_bind(c.in_patch);
+                    for n in c.sums() {
+                        b.push_bind(n);
+                    }
+                    b.push_bind(c.cost_usd).push_bind(c.cost_counting_usd);
+                });
+                qb.build().execute(&mut **tx).await?;
+            }
+            let rows: Vec<(&GroupKey, &Totals)> = delta.0.iter().filter(|(_, t)| !t.is_zero()).collect();
+            let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).copied().collect();
+            let set = columns
+                .iter()
+                .chain(&["cost_usd", "cost_counting_usd"])
+                .map(|c| format!("{c} = figure_groups.{c} + excluded.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            for chunk in rows.chunks(500) {
+                let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+                    "INSERT INTO figure_groups ({KEY}, {}, cost_usd, cost_counting_usd) ",
+                    columns.join(", ")
+                ));
+                qb.push_values(chunk, |mut b, (k, t)| {
+                    b.push_bind(k.goal.clone())
+                        .push_bind(i64::from(k.level))
+                        .push_bind(k.project_id)
+                        .push_bind(k.route.clone())
+                        .push_bind(k.category.clone())
+                        .push_bind(k.vague)
+                        .push_bind(k.agent.clone())
+                        .push_bind(k.model.clone())
+                        .push_bind(k.cutoff.clone());
+                    for n in t.counts.iter().chain(&t.sums) {
+                        b.push_bind(*n);
+                    }
+                    b.push_bind(t.cost_usd).push_bind(t.cost_counting_usd);
+                });
+                qb.push(format!(" ON CONFLICT ({KEY}) DO UPDATE SET {set}"));
+                qb.build().execute(&mut **tx).await?;
+            }
         }
         Ok(())
     }
 
-    /// Adds (`+`) or takes away (`-`) the groups of the cells `cells` selects.
-    async fn move_groups(tx: &mut Tx, cells: &str, sign: &str) -> StorageResult<()> {
-        let delta = groups_sql(cells);
+    /// Adds the groups of the cells `cells` selects (on `c`), set-based:
+    /// the rebuild, a second computation of what the writes maintain.
+    async fn add_groups(tx: &mut Tx, cells: &str) -> StorageResult<()> {
         let columns: Vec<&str> = COUNTS.iter().chain(SUMS.iter()).copied().collect();
-        let sql = if sign == "-" {
-            let set = columns.iter().map(|c| format!("{c} = figure_groups.{c} - d.{c}")).collect::<Vec<_>>();
-            let on = KEY.split(", ").map(|k| format!("figure_groups.{k} = d.{k}")).collect::<Vec<_>>();
-            format!("UPDATE figure_groups SET {} FROM ({delta}) AS d WHERE {}", set.join(", "), on.join(" AND "))
-        } else {
-            let set = columns.iter().map(|c| format!("{c} = figure_groups.{c} + excluded.{c}")).collect::<Vec<_>>();
-            // `WHERE TRUE`: SQLite reads `ON CONFLICT` after a bare `FROM (…)` as a join's.
-            format!(
-                "INSERT INTO figure_groups ({KEY}, {}) SELECT * FROM ({delta}) AS d WHERE TRUE \
-                 ON CONFLICT ({KEY}) DO UPDATE SET {}",
-                columns.join(", "),
-                set.join(", ")
-            )
-        };
+        let set = columns.iter().map(|c| format!("{c} = figure_groups.{c} + excluded.{c}")).collect::<Vec<_>>();
+        // `WHERE TRUE`: SQLite reads `ON CONFLICT` after a bare `FROM (…)` as a join's.
+        let sql = format!(
+            "INSERT INTO figure_groups ({KEY}, {}) SELECT * FROM ({}) AS d WHERE TRUE ON CONFLICT ({KEY}) DO UPDATE SET {}",
+            columns.join(", "),
+            groups_sql(cells),
+            set.join(", ")
+        );
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut **tx).await?;
         Ok(())
     }
@@ -103,7 +181,7 @@ impl Engine {
         sqlx::query("DELETE FROM figure_groups").execute(&mut **tx).await?;
         sqlx::query("DELETE FROM figure_cells").execute(&mut **tx).await?;
         sqlx::query(sqlx::AssertSqlSafe(cells_sql("TRUE"))).execute(&mut **tx).await?;
-        Self::move_groups(tx, "TRUE", "+").await
+        Self::add_groups(tx, "TRUE").await
     }
 
     /// Builds the rollups of a database that has reports but none yet (one
@@ -217,7 +295,7 @@ impl Engine {
                 _ => "g.cutoff",
             })
         };
-        let ints = COUNTS.iter().chain(&SUMS[..6]).chain(&SUMS[8..]);
+        let ints = COUNTS.iter().chain(&INT_SUMS);
         let mut select: Vec<String> = ints.map(|c| format!("CAST(SUM(g.{c}) AS BIGINT) AS {c}")).collect();
         select.push("CAST(SUM(g.cost_usd) AS DOUBLE PRECISION) AS cost_usd".into());
         select.push("CAST(SUM(g.cost_counting_usd) AS DOUBLE PRECISION) AS cost_counting_usd".into());
@@ -284,24 +362,42 @@ impl Engine {
 
 /// `INSERT` of the cells of the reports `reports` selects (on `r`).
 fn cells_sql(reports: &str) -> String {
-    let flags = "r.project_id, r.route, r.category, CASE WHEN r.vague THEN 1 ELSE 0 END, \
-                 CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END, \
-                 CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END";
+    format!("INSERT INTO figure_cells ({CELL_COLUMNS}) {}", cells_select(reports))
+}
+
+/// The cells of the reports `reports` selects (on `r`), computed from the
+/// reports and their attempts, in [`CELL_COLUMNS`]' order.
+fn cells_select(reports: &str) -> String {
+    let flags = "r.project_id, r.route, r.category, CAST(CASE WHEN r.vague THEN 1 ELSE 0 END AS BIGINT), \
+                 CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT), \
+                 CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT)";
+    // The union's columns are named by its first part: the base cells'.
+    let named = format!(
+        "r.id AS report_id, g.goal AS goal, '' AS agent, '' AS model, '' AS cutoff, r.project_id AS project_id, \
+         r.route AS route, r.category AS category, CAST(CASE WHEN r.vague THEN 1 ELSE 0 END AS BIGINT) AS vague, \
+         CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT) AS det, \
+         CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT) AS in_patch, \
+         {}, CAST(0.0 AS DOUBLE PRECISION) AS cost_usd, CAST(0.0 AS DOUBLE PRECISION) AS cost_counting_usd",
+        INT_SUMS.iter().map(|c| format!("CAST(0 AS BIGINT) AS {c}")).collect::<Vec<_>>().join(", ")
+    );
     format!(
-        "INSERT INTO figure_cells (report_id, goal, agent, model, cutoff, project_id, route, category, vague, det, in_patch, {sums}) \
-         SELECT r.id, g.goal, '', '', '', {flags}, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0 \
+        "SELECT {named} \
          FROM reports r CROSS JOIN (SELECT 'reproduce' AS goal UNION ALL SELECT 'fix') g WHERE {reports} \
          UNION ALL \
          SELECT r.id, a.goal, a.agent, COALESCE(a.model, 'unknown'), {CUTOFF_KEY}, {flags}, \
-         COUNT(*), SUM(CASE WHEN a.graded THEN 1 ELSE 0 END), SUM(CASE WHEN a.counts THEN 1 ELSE 0 END), \
-         SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END), SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END), \
-         SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END), SUM(a.cost_usd), SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END), \
-         SUM(CASE WHEN a.cost_known THEN 0 ELSE 1 END), SUM(CASE WHEN a.counts AND NOT a.cost_known THEN 1 ELSE 0 END), \
-         COALESCE(SUM(a.api_calls), 0), COUNT(a.api_calls) \
+         COUNT(*), CAST(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN a.counts THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN a.cost_known THEN 0 ELSE 1 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN a.counts AND NOT a.cost_known THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT), COUNT(a.api_calls), \
+         CAST(SUM(a.cost_usd) AS DOUBLE PRECISION), \
+         CAST(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END) AS DOUBLE PRECISION) \
          FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} \
          GROUP BY r.id, a.goal, a.agent, COALESCE(a.model, 'unknown'), {CUTOFF_KEY}, r.project_id, r.route, r.category, \
-         r.vague, r.has_det_oracle, r.oracle_source",
-        sums = SUMS.join(", ")
+         r.vague, r.has_det_oracle, r.oracle_source"
     )
 }
 
@@ -359,4 +455,157 @@ fn groups_sql(cells: &str) -> String {
 /// Two rows of figures equal but for float dust in the sums of costs.
 fn close(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(1.0))
+}
+
+/// One row of `figure_cells`.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+struct Cell {
+    report_id: i64,
+    goal: String,
+    agent: String,
+    model: String,
+    cutoff: String,
+    project_id: i64,
+    route: String,
+    category: String,
+    vague: i64,
+    det: i64,
+    in_patch: i64,
+    attempts: i64,
+    graded: i64,
+    counting: i64,
+    leads: i64,
+    errors: i64,
+    awaiting: i64,
+    without_cost: i64,
+    counting_without_cost: i64,
+    api_calls: i64,
+    with_api_calls: i64,
+    cost_usd: f64,
+    cost_counting_usd: f64,
+}
+
+impl Cell {
+    /// The counting sums, in [`INT_SUMS`]' order.
+    fn sums(&self) -> [i64; 10] {
+        [
+            self.attempts,
+            self.graded,
+            self.counting,
+            self.leads,
+            self.errors,
+            self.awaiting,
+            self.without_cost,
+            self.counting_without_cost,
+            self.api_calls,
+            self.with_api_calls,
+        ]
+    }
+}
+
+/// The reports whose cells differ between `old` and `new` (both as the
+/// queries return them: a report's cells together).
+fn changed_reports(old: &[Cell], new: &[Cell]) -> std::collections::BTreeSet<i64> {
+    let (old, new) = (by_report(old), by_report(new));
+    old.keys().chain(new.keys()).filter(|id| old.get(id) != new.get(id)).copied().collect()
+}
+
+/// Cells per report, each report's in a fixed order.
+fn by_report(cells: &[Cell]) -> std::collections::BTreeMap<i64, Vec<&Cell>> {
+    let mut m: std::collections::BTreeMap<i64, Vec<&Cell>> = std::collections::BTreeMap::new();
+    for c in cells {
+        m.entry(c.report_id).or_default().push(c);
+    }
+    for v in m.values_mut() {
+        v.sort_by(|a, b| (&a.goal, &a.agent, &a.model, &a.cutoff).cmp(&(&b.goal, &b.agent, &b.model, &b.cutoff)));
+    }
+    m
+}
+
+/// A group's key in `figure_groups`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct GroupKey {
+    goal: String,
+    level: u8,
+    project_id: i64,
+    route: String,
+    category: String,
+    vague: i64,
+    agent: String,
+    model: String,
+    cutoff: String,
+}
+
+/// A group's counts ([`COUNTS`]) and sums, or a change to them.
+#[derive(Debug, Clone, Default)]
+struct Totals {
+    counts: [i64; 6],
+    sums: [i64; 10],
+    cost_usd: f64,
+    cost_counting_usd: f64,
+}
+
+impl Totals {
+    fn is_zero(&self) -> bool {
+        self.counts.iter().chain(&self.sums).all(|n| *n == 0) && self.cost_usd == 0.0 && self.cost_counting_usd == 0.0
+    }
+}
+
+/// The change to the groups, as cells are taken out (-1) and put in (+1).
+#[derive(Default)]
+struct GroupDelta(std::collections::BTreeMap<GroupKey, Totals>);
+
+impl GroupDelta {
+    /// Folds `cells` into their groups at every level, times `sign`: per
+    /// report, the cells a group's level keeps apart are summed, and the
+    /// report counts once in it (graded, reproduced, awaiting a review by
+    /// those sums), as [`groups_sql`] computes it in SQL.
+    fn add<'a>(&mut self, cells: impl Iterator<Item = &'a Cell>, sign: i64) {
+        use std::collections::BTreeMap;
+        let cells: Vec<&Cell> = cells.collect();
+        for level in 0..8u8 {
+            let keep = |bit: u8, v: &str| if level & bit != 0 { v.to_owned() } else { String::new() };
+            let mut per_report: BTreeMap<(i64, GroupKey), (Totals, i64, i64)> = BTreeMap::new();
+            for c in cells.iter().filter(|c| level == 0 || !c.agent.is_empty()) {
+                let key = GroupKey {
+                    goal: c.goal.clone(),
+                    level,
+                    project_id: c.project_id,
+                    route: c.route.clone(),
+                    category: c.category.clone(),
+                    vague: c.vague,
+                    agent: keep(AGENT, &c.agent),
+                    model: keep(MODEL, &c.model),
+                    cutoff: keep(CUTOFF, &c.cutoff),
+                };
+                let (t, det, in_patch) = per_report.entry((c.report_id, key)).or_default();
+                for (s, n) in t.sums.iter_mut().zip(c.sums()) {
+                    *s += n;
+                }
+                t.cost_usd += c.cost_usd;
+                t.cost_counting_usd += c.cost_counting_usd;
+                (*det, *in_patch) = (c.det, c.in_patch);
+            }
+            for ((_, key), (t, det, in_patch)) in per_report {
+                let g = self.0.entry(key).or_default();
+                let [_, graded, counting, _, _, awaiting, ..] = t.sums;
+                let report_counts = [
+                    1,
+                    i64::from(graded > 0),
+                    i64::from(counting > 0),
+                    i64::from(awaiting > 0 && counting == 0),
+                    det,
+                    in_patch,
+                ];
+                for (s, n) in g.counts.iter_mut().zip(report_counts) {
+                    *s += sign * n;
+                }
+                for (s, n) in g.sums.iter_mut().zip(t.sums) {
+                    *s += sign * n;
+                }
+                g.cost_usd += sign as f64 * t.cost_usd;
+                g.cost_counting_usd += sign as f64 * t.cost_counting_usd;
+            }
+        }
+    }
 }
