@@ -8,7 +8,7 @@ use failpass_shared::api::figures::{
 };
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::{ReportFilter, unknown_parameter};
-use failpass_shared::figures::{bin_edges, distribution, figure_rows, rows_from_totals, throughput};
+use failpass_shared::figures::{bin_edges, distribution, rows_from_totals, throughput};
 
 use crate::db::{ProjectScope, Storage};
 use crate::error::{ApiError, ApiResult};
@@ -45,7 +45,7 @@ pub async fn figures(storage: &dyn Storage, scope: &ProjectScope, query: Figures
 pub async fn rows_of(storage: &dyn Storage, scope: &ProjectScope, query: &FiguresQuery) -> ApiResult<Vec<FigureRow>> {
     Ok(match storage.figure_totals(query, scope).await? {
         Some(totals) => rows_from_totals(totals),
-        None => figure_rows(storage.figure_contributions(query, scope).await?),
+        None => rows_from_totals(storage.figure_fold(query, scope).await?),
     })
 }
 
@@ -57,11 +57,7 @@ pub async fn distributions(
     query: DistributionQuery,
 ) -> ApiResult<DistributionResponse> {
     known_project(storage, scope, query.figures.filter.project.as_deref()).await?;
-    let values = storage.metric_values(&query, scope).await?;
-    let mut groups: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
-    for (key, v) in values {
-        groups.entry(key).or_default().push(v);
-    }
+    let groups = storage.metric_values(&query, scope).await?;
     let all: Vec<&[f64]> = groups.values().map(Vec::as_slice).collect();
     let edges = bin_edges(&all, HISTOGRAM_BINS);
     Ok(DistributionResponse {
@@ -142,7 +138,7 @@ pub async fn glance<'a>(
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<failpass_shared::api::figures::Glance> {
     use failpass_shared::api::reports::{Dated, Period, ReportListQuery};
-    use failpass_shared::model::{GroupBy, ReportStatus};
+    use failpass_shared::model::ReportStatus;
     let mut filter = ReportFilter::default();
     let mut stuck_days = STUCK_DAYS;
     for (k, v) in pairs {
@@ -196,12 +192,7 @@ pub async fn glance<'a>(
         .iter()
         .filter(|f| matches!(f.status, ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview))
         .count() as u64;
-    let spent = FiguresQuery {
-        filter: ReportFilter { dated: Dated::Spent, ..windowed },
-        group_by: GroupBy::None,
-        ..Default::default()
-    };
-    let spend_usd = figures(storage, scope, spent).await?.rows.first().map_or(0.0, |r| r.cost_total_usd);
+    let spend_usd = failpass_shared::figures::tidy(storage.spend_usd(&windowed, scope).await?);
     let stuck = storage
         .count_reports(
             &ReportListQuery { filter: base.clone(), stuck_days: Some(stuck_days), ..Default::default() },

@@ -74,3 +74,7 @@ UPDATE reports SET
     first_attempt_at = (SELECT MIN(a.started_at) FROM attempts a WHERE a.report_id = reports.id AND a.goal = 'reproduce'),
     last_graded_at = (SELECT MAX(CASE WHEN a.graded THEN COALESCE(a.ended_at, a.started_at) END) FROM attempts a
                       WHERE a.report_id = reports.id AND a.goal = 'reproduce');
+
+-- Spend in a window (the glance's "spent this month") reads the window's
+-- attempts only.
+CREATE INDEX attempts_started ON attempts (started_at);

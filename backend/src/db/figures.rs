@@ -29,10 +29,21 @@ pub trait FigureStore: Send + Sync {
         scope: &ProjectScope,
     ) -> StorageResult<Vec<ReportContribution>>;
 
-    /// `(group key, value)` of the metric for every attempt in the query's
+    /// The metric's values per group key, of every attempt in the query's
     /// scope that recorded it.
-    async fn metric_values(&self, query: &DistributionQuery, scope: &ProjectScope)
-    -> StorageResult<Vec<(String, f64)>>;
+    async fn metric_values(
+        &self,
+        query: &DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<std::collections::BTreeMap<String, Vec<f64>>>;
+
+    /// The totals per group of [`Self::figure_contributions`], folded as
+    /// the rows stream in (memory for the groups, not for every report).
+    async fn figure_fold(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<(String, GroupTotals)>>;
 
     /// The totals per group `query` asks for, read from the figures'
     /// rollups (maintained in every write's transaction); `None` when the
@@ -47,6 +58,11 @@ pub trait FigureStore: Send + Sync {
     /// Compares the rollups with a rebuild from the raw rows, and keeps the
     /// rebuild when they differ and `repair` is set.
     async fn check_figures(&self, repair: bool) -> StorageResult<FigureCheck>;
+
+    /// What the reproduction attempts started in `filter`'s spend window
+    /// cost, on the reports the rest of `filter` selects (the figures'
+    /// `cost_total_usd` with `dated=spent`, read from the window's attempts).
+    async fn spend_usd(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<f64>;
 
     /// Distinct agents and models with attempts visible in `scope`.
     async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets>;

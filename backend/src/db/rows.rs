@@ -439,3 +439,25 @@ impl JobRow {
         })
     }
 }
+
+impl ContributionRow {
+    pub fn into_contribution(self) -> failpass_shared::figures::ReportContribution {
+        failpass_shared::figures::ReportContribution {
+            key: failpass_shared::figures::join_key_parts(self.key, self.key1, self.key2),
+            has_deterministic_oracle: self.det,
+            has_in_patch_test: self.in_patch,
+            attempts: self.attempts.max(0) as u64,
+            attempts_graded: self.graded.max(0) as u64,
+            attempts_counting: self.counting.max(0) as u64,
+            attempts_lead: self.leads.max(0) as u64,
+            attempts_error: self.errors.max(0) as u64,
+            attempts_awaiting_review: self.awaiting.max(0) as u64,
+            cost_usd: self.cost,
+            cost_counting_usd: self.cost_counting,
+            attempts_without_cost: self.without_cost.max(0) as u64,
+            attempts_counting_without_cost: self.counting_without_cost.max(0) as u64,
+            api_calls: self.api_calls.max(0) as u64,
+            attempts_with_api_calls: self.with_api_calls.max(0) as u64,
+        }
+    }
+}

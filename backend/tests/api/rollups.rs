@@ -177,6 +177,27 @@ async fn compare(s: &dyn Storage, queries: &[(FiguresQuery, ProjectScope)], step
     }
 }
 
+/// The glance's spend in a window, read from the window's attempts, equals
+/// the figures' total cost with `dated=spent`.
+async fn compare_spend(s: &dyn Storage, step: &str) {
+    use chrono::NaiveDate;
+    use failpass_shared::api::reports::Dated;
+    let window = |project: Option<&str>| ReportFilter {
+        project: project.map(str::to_owned),
+        since: NaiveDate::from_ymd_opt(2026, 1, 20),
+        until: NaiveDate::from_ymd_opt(2026, 3, 1),
+        dated: Dated::Spent,
+        ..Default::default()
+    };
+    for (filter, scope) in [(window(None), ProjectScope::All), (window(Some(PROJECTS[1])), ProjectScope::PublicOnly)] {
+        let q = FiguresQuery { filter: filter.clone(), ..Default::default() };
+        let exact = figure_rows(s.figure_contributions(&q, &scope).await.unwrap());
+        let want = exact.first().map_or(0.0, |r| r.cost_total_usd);
+        let got = s.spend_usd(&filter, &scope).await.unwrap();
+        assert!((want - got).abs() < 1e-6, "{step}: spend {got}, figures {want}");
+    }
+}
+
 async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     for (i, slug) in PROJECTS.iter().enumerate() {
@@ -298,6 +319,7 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
         let label = format!("seed {seed} step {step} ({what})");
         if step % 8 == 7 || step + 1 == steps {
             compare(s.as_ref(), &all, &label).await;
+            compare_spend(s.as_ref(), &label).await;
         } else {
             let sample: Vec<_> = (0..12).map(|_| rng.pick(&all).clone()).collect();
             compare(s.as_ref(), &sample, &label).await;

@@ -140,28 +140,37 @@ where
 {
     let mut groups: BTreeMap<String, GroupTotals> = BTreeMap::new();
     for c in contributions {
-        let acc = groups.entry(c.key).or_default();
-        acc.reports += 1;
-        acc.reports_graded += u64::from(c.attempts_graded > 0);
-        acc.reports_reproduced += u64::from(c.attempts_counting > 0);
-        acc.reports_with_oracle += u64::from(c.has_deterministic_oracle);
-        acc.reports_in_patch_test += u64::from(c.has_in_patch_test);
-        acc.attempts += c.attempts;
-        acc.attempts_graded += c.attempts_graded;
-        acc.attempts_counting += c.attempts_counting;
-        acc.attempts_lead += c.attempts_lead;
-        acc.attempts_error += c.attempts_error;
-        acc.attempts_awaiting_review += c.attempts_awaiting_review;
-        // A report not reproduced yet whose review could make it so.
-        acc.reports_awaiting_review += u64::from(c.attempts_awaiting_review > 0 && c.attempts_counting == 0);
-        acc.cost_usd += c.cost_usd;
-        acc.cost_counting_usd += c.cost_counting_usd;
-        acc.attempts_without_cost += c.attempts_without_cost;
-        acc.attempts_counting_without_cost += c.attempts_counting_without_cost;
-        acc.api_calls += c.api_calls;
-        acc.attempts_with_api_calls += c.attempts_with_api_calls;
+        fold_contribution(&mut groups, c);
     }
     rows_from_totals(groups)
+}
+
+/// Adds one contribution to its group's totals (see [`figure_rows`]), so a
+/// caller can fold contributions as they stream in.
+pub fn fold_contribution(groups: &mut BTreeMap<String, GroupTotals>, c: ReportContribution) {
+    let acc = match groups.get_mut(&c.key) {
+        Some(acc) => acc,
+        None => groups.entry(c.key.clone()).or_default(),
+    };
+    acc.reports += 1;
+    acc.reports_graded += u64::from(c.attempts_graded > 0);
+    acc.reports_reproduced += u64::from(c.attempts_counting > 0);
+    acc.reports_with_oracle += u64::from(c.has_deterministic_oracle);
+    acc.reports_in_patch_test += u64::from(c.has_in_patch_test);
+    acc.attempts += c.attempts;
+    acc.attempts_graded += c.attempts_graded;
+    acc.attempts_counting += c.attempts_counting;
+    acc.attempts_lead += c.attempts_lead;
+    acc.attempts_error += c.attempts_error;
+    acc.attempts_awaiting_review += c.attempts_awaiting_review;
+    // A report not reproduced yet whose review could make it so.
+    acc.reports_awaiting_review += u64::from(c.attempts_awaiting_review > 0 && c.attempts_counting == 0);
+    acc.cost_usd += c.cost_usd;
+    acc.cost_counting_usd += c.cost_counting_usd;
+    acc.attempts_without_cost += c.attempts_without_cost;
+    acc.attempts_counting_without_cost += c.attempts_counting_without_cost;
+    acc.api_calls += c.api_calls;
+    acc.attempts_with_api_calls += c.attempts_with_api_calls;
 }
 
 /// One row per key from groups' totals, in the order given.

@@ -90,6 +90,128 @@ impl FigureStore for Engine {
         query: &FiguresQuery,
         scope: &ProjectScope,
     ) -> StorageResult<Vec<ReportContribution>> {
+        let mut qb = Self::contributions_query(query, scope);
+        let rows: Vec<ContributionRow> = qb.build_query_as().fetch_all(&self.read).await?;
+        Ok(rows.into_iter().map(ContributionRow::into_contribution).collect())
+    }
+
+    async fn figure_fold(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Vec<(String, failpass_shared::figures::GroupTotals)>> {
+        use futures_util::TryStreamExt;
+        let mut qb = Self::contributions_query(query, scope);
+        let mut rows = qb.build_query_as::<ContributionRow>().fetch(&self.read);
+        let mut groups = std::collections::BTreeMap::new();
+        while let Some(row) = rows.try_next().await? {
+            figures::fold_contribution(&mut groups, row.into_contribution());
+        }
+        Ok(groups.into_iter().collect())
+    }
+
+    async fn figure_totals(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<Vec<(String, failpass_shared::figures::GroupTotals)>>> {
+        self.rollup_totals(query, scope).await
+    }
+
+    async fn check_figures(&self, repair: bool) -> StorageResult<crate::db::figures::FigureCheck> {
+        self.check_figures_now(repair).await
+    }
+
+    async fn metric_values(
+        &self,
+        query: &DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<std::collections::BTreeMap<String, Vec<f64>>> {
+        use failpass_shared::api::figures::Metric;
+        let column = match query.metric {
+            Metric::CostUsd => "a.cost_usd",
+            Metric::WallSeconds => "a.wall_seconds",
+        };
+        let q = &query.figures;
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {} AS key, CAST({column} AS DOUBLE PRECISION) AS value \
+             FROM reports r JOIN projects p ON p.id = r.project_id",
+            Self::group_key(q).join(&format!(" || '{}' || ", KEY_SEPARATOR))
+        ));
+        Self::push_attempt_join(&mut qb, q, "JOIN");
+        qb.push(format!(" WHERE {column} IS NOT NULL"));
+        if query.metric == Metric::CostUsd {
+            // An unknown cost is not a $0 attempt.
+            qb.push(" AND a.cost_known");
+        }
+        Self::push_report_filter(&mut qb, &q.filter, scope);
+        // Grouped as the rows stream in: one key per group, not per value.
+        use futures_util::TryStreamExt;
+        let mut rows = qb.build_query_as::<(String, f64)>().fetch(&self.read);
+        let mut groups: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
+        while let Some((key, value)) = rows.try_next().await? {
+            match groups.get_mut(&key) {
+                Some(values) => values.push(value),
+                None => {
+                    groups.insert(key, vec![value]);
+                }
+            }
+        }
+        Ok(groups)
+    }
+
+    async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets> {
+        // From the rollups: the agent level's groups name every agent with
+        // an attempt, the model level's every model (an attempt without one
+        // is `unknown` there, and no facet).
+        let visible = scope.sql("p");
+        let distinct = |column: &str, level: u8, unknown: &str| {
+            format!(
+                "SELECT DISTINCT g.{column} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
+                 WHERE g.level = {level} AND g.reports > 0 AND {visible}{unknown}"
+            )
+        };
+        let mut agents: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("agent", AGENT, ""))).fetch_all(&self.read).await?;
+        let mut models: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("model", MODEL, " AND g.model <> 'unknown'")))
+                .fetch_all(&self.read)
+                .await?;
+        // Sorted here: PostgreSQL's collation and SQLite's byte order differ.
+        agents.sort();
+        models.sort();
+        Ok(Facets { agents, models })
+    }
+
+    async fn spend_usd(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<f64> {
+        use failpass_shared::api::reports::Dated;
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT CAST(COALESCE(SUM(a.cost_usd), 0.0) AS DOUBLE PRECISION) FROM attempts a \
+             JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id WHERE a.goal = 'reproduce'",
+        );
+        Self::push_spent_window(&mut qb, &ReportFilter { dated: Dated::Spent, ..filter.clone() }, "a");
+        let rest = ReportFilter { since: None, until: None, period: None, dated: Dated::Filed, ..filter.clone() };
+        Self::push_report_filter(&mut qb, &rest, scope);
+        Ok(qb.build_query_scalar().fetch_one(&self.read).await?)
+    }
+
+    async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>> {
+        // The dates are the report's own counters, kept with its attempts.
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, \
+             r.first_attempt_at AS first_attempt_at, r.first_counting_at AS first_counting_at, \
+             r.last_graded_at AS last_graded_at FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
+        );
+        Self::push_report_filter(&mut qb, filter, scope);
+        let rows: Vec<FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
+        rows.into_iter().map(FlowRow::into_flow).collect()
+    }
+}
+
+impl Engine {
+    /// The query of the contributions `query` asks for (see
+    /// `FigureStore::figure_contributions`).
+    fn contributions_query(query: &FiguresQuery, scope: &ProjectScope) -> sqlx::QueryBuilder<Db> {
         // Each dimension its own column, so no name can blur two groups.
         let dims = Self::group_key(query);
         let part = |i: usize| dims.get(i).map_or_else(|| "CAST(NULL AS TEXT)".to_owned(), |d| d.to_string());
@@ -117,105 +239,9 @@ impl FigureStore for Engine {
         qb.push(" WHERE 1 = 1");
         Self::push_report_filter(&mut qb, &query.filter, scope);
         qb.push(" GROUP BY 1, 2, 3, r.id, r.has_det_oracle, r.oracle_source");
-        let rows: Vec<ContributionRow> = qb.build_query_as().fetch_all(&self.read).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| ReportContribution {
-                key: figures::join_key_parts(r.key, r.key1, r.key2),
-                has_deterministic_oracle: r.det,
-                has_in_patch_test: r.in_patch,
-                attempts: r.attempts.max(0) as u64,
-                attempts_graded: r.graded.max(0) as u64,
-                attempts_counting: r.counting.max(0) as u64,
-                attempts_lead: r.leads.max(0) as u64,
-                attempts_error: r.errors.max(0) as u64,
-                attempts_awaiting_review: r.awaiting.max(0) as u64,
-                cost_usd: r.cost,
-                cost_counting_usd: r.cost_counting,
-                attempts_without_cost: r.without_cost.max(0) as u64,
-                attempts_counting_without_cost: r.counting_without_cost.max(0) as u64,
-                api_calls: r.api_calls.max(0) as u64,
-                attempts_with_api_calls: r.with_api_calls.max(0) as u64,
-            })
-            .collect())
+        qb
     }
 
-    async fn figure_totals(
-        &self,
-        query: &FiguresQuery,
-        scope: &ProjectScope,
-    ) -> StorageResult<Option<Vec<(String, failpass_shared::figures::GroupTotals)>>> {
-        self.rollup_totals(query, scope).await
-    }
-
-    async fn check_figures(&self, repair: bool) -> StorageResult<crate::db::figures::FigureCheck> {
-        self.check_figures_now(repair).await
-    }
-
-    async fn metric_values(
-        &self,
-        query: &DistributionQuery,
-        scope: &ProjectScope,
-    ) -> StorageResult<Vec<(String, f64)>> {
-        use failpass_shared::api::figures::Metric;
-        let column = match query.metric {
-            Metric::CostUsd => "a.cost_usd",
-            Metric::WallSeconds => "a.wall_seconds",
-        };
-        let q = &query.figures;
-        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
-            "SELECT {} AS key, CAST({column} AS DOUBLE PRECISION) AS value \
-             FROM reports r JOIN projects p ON p.id = r.project_id",
-            Self::group_key(q).join(&format!(" || '{}' || ", KEY_SEPARATOR))
-        ));
-        Self::push_attempt_join(&mut qb, q, "JOIN");
-        qb.push(format!(" WHERE {column} IS NOT NULL"));
-        if query.metric == Metric::CostUsd {
-            // An unknown cost is not a $0 attempt.
-            qb.push(" AND a.cost_known");
-        }
-        Self::push_report_filter(&mut qb, &q.filter, scope);
-        let rows: Vec<(String, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
-        Ok(rows)
-    }
-
-    async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets> {
-        // From the rollups: the agent level's groups name every agent with
-        // an attempt, the model level's every model (an attempt without one
-        // is `unknown` there, and no facet).
-        let visible = scope.sql("p");
-        let distinct = |column: &str, level: u8, unknown: &str| {
-            format!(
-                "SELECT DISTINCT g.{column} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
-                 WHERE g.level = {level} AND g.reports > 0 AND {visible}{unknown}"
-            )
-        };
-        let mut agents: Vec<String> =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("agent", AGENT, ""))).fetch_all(&self.read).await?;
-        let mut models: Vec<String> =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(distinct("model", MODEL, " AND g.model <> 'unknown'")))
-                .fetch_all(&self.read)
-                .await?;
-        // Sorted here: PostgreSQL's collation and SQLite's byte order differ.
-        agents.sort();
-        models.sort();
-        Ok(Facets { agents, models })
-    }
-
-    async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>> {
-        // The dates are the report's own counters, kept with its attempts.
-        let mut qb = sqlx::QueryBuilder::<Db>::new(
-            "SELECT r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, \
-             r.first_attempt_at AS first_attempt_at, r.first_counting_at AS first_counting_at, \
-             r.last_graded_at AS last_graded_at FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
-        );
-        Self::push_report_filter(&mut qb, filter, scope);
-        let rows: Vec<FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
-        rows.into_iter().map(FlowRow::into_flow).collect()
-    }
-}
-
-impl Engine {
     /// The SQL giving a row's group key, one expression per dimension.
     pub(in crate::db) fn group_key(query: &FiguresQuery) -> Vec<&'static str> {
         use failpass_shared::model::GroupBy;
