@@ -78,3 +78,21 @@ UPDATE reports SET
 -- Spend in a window (the glance's "spent this month") reads the window's
 -- attempts only.
 CREATE INDEX attempts_started ON attempts (started_at);
+
+-- The oracle figures' counts, maintained alike: per report its facts
+-- (`oracle:KIND|SOURCE` once, `cause:CAUSE` per failed reproduction with
+-- that cause, `llm_judged` and `llm_right` for the LLM verdicts a
+-- deterministic check graded), and their sums per project.
+CREATE TABLE figure_facts (
+    report_id  BIGINT NOT NULL,
+    project_id BIGINT NOT NULL,
+    fact       TEXT NOT NULL,
+    n          BIGINT NOT NULL,
+    PRIMARY KEY (report_id, fact)
+);
+CREATE TABLE figure_project_facts (
+    project_id BIGINT NOT NULL,
+    fact       TEXT NOT NULL,
+    n          BIGINT NOT NULL,
+    PRIMARY KEY (project_id, fact)
+);

@@ -320,6 +320,9 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
         if step % 8 == 7 || step + 1 == steps {
             compare(s.as_ref(), &all, &label).await;
             compare_spend(s.as_ref(), &label).await;
+            // Cells, groups and the oracle figures' facts equal a rebuild.
+            let check = s.check_figures(false).await.unwrap();
+            assert_eq!(check.differing, 0, "{label}: {:?}", check.differences);
         } else {
             let sample: Vec<_> = (0..12).map(|_| rng.pick(&all).clone()).collect();
             compare(s.as_ref(), &sample, &label).await;

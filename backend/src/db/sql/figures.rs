@@ -20,22 +20,36 @@ impl FigureStore for Engine {
     async fn oracle_summary(&self, project: Option<&str>, scope: &ProjectScope) -> StorageResult<OracleSummary> {
         use crate::db::rows::{parse, parse_opt};
         use failpass_shared::figures::{OracleCounts, oracle_summary};
-        let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT o.kind, o.source, COUNT(*) FROM reports r JOIN projects p ON p.id = r.project_id \
-             LEFT JOIN oracles o ON o.report_id = r.id \
-             WHERE {} AND ($1 IS NULL OR p.slug = $1) GROUP BY o.kind, o.source",
-            scope.sql("p")
+        let visible = scope.sql("p");
+        // The counts, from the facts the writes maintain per project.
+        let facts: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT f.fact, CAST(SUM(f.n) AS BIGINT) FROM figure_project_facts f JOIN projects p ON p.id = f.project_id \
+             WHERE {visible} AND ($1 IS NULL OR p.slug = $1) GROUP BY f.fact HAVING SUM(f.n) <> 0",
         )))
         .bind(project)
         .fetch_all(&self.read)
         .await?;
-        let reports = rows
-            .into_iter()
-            .map(|(kind, source, n)| {
-                Ok((parse_opt(kind.as_deref(), "oracles.kind")?, parse_opt(source.as_deref(), "oracles.source")?, n))
-            })
-            .collect::<StorageResult<Vec<_>>>()?;
-        let visible = scope.sql("p");
+        let (mut reports, mut causes, mut judged, mut right) = (Vec::new(), Vec::new(), 0, 0);
+        for (fact, n) in facts {
+            if let Some(oracle) = fact.strip_prefix("oracle:") {
+                let (kind, source) = oracle.split_once('|').unwrap_or((oracle, ""));
+                let none = |v: &str| (!v.is_empty()).then(|| v.to_owned());
+                reports.push((
+                    parse_opt(none(kind).as_deref(), "oracles.kind")?,
+                    parse_opt(none(source).as_deref(), "oracles.source")?,
+                    n,
+                ));
+            } else if let Some(cause) = fact.strip_prefix("cause:") {
+                causes.push((parse(cause, "attempts.failure_cause")?, n));
+            } else if fact == "llm_judged" {
+                judged = n;
+            } else if fact == "llm_right" {
+                right = n;
+            }
+        }
+        causes.sort_by(|a: &(failpass_shared::model::FailureCause, i64), b| {
+            b.1.cmp(&a.1).then_with(|| a.0.as_str().cmp(b.0.as_str()))
+        });
         let minutes: Vec<f64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "SELECT o.authoring_minutes FROM oracles o JOIN reports r ON r.id = o.report_id JOIN projects p ON p.id = r.project_id \
              WHERE o.authoring_minutes IS NOT NULL AND {visible} AND ($1 IS NULL OR p.slug = $1)",
@@ -43,43 +57,10 @@ impl FigureStore for Engine {
         .bind(project)
         .fetch_all(&self.read)
         .await?;
-        let causes: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT a.failure_cause, COUNT(*) FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-             WHERE a.failure_cause IS NOT NULL AND a.goal = 'reproduce' AND {visible} AND ($1 IS NULL OR p.slug = $1) \
-             GROUP BY a.failure_cause ORDER BY COUNT(*) DESC, a.failure_cause",
-        )))
-        .bind(project)
-        .fetch_all(&self.read)
-        .await?;
-        // LLM-verdict precision: each LLM-judged lead (accepted or not)
-        // that a deterministic check graded afterwards: in place (the
-        // attempt itself regraded; `llm_verdict` keeps the lead), else by
-        // a later attempt on its report. Right when that check reproduced it.
-        let (judged, right): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN l.llm_verdict IS NOT NULL THEN \
-               CASE WHEN l.verdict = 'reproduced' THEN 1 ELSE 0 END \
-               WHEN EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id \
-               AND d.goal = 'reproduce' AND d.verdict_source = 'deterministic' AND d.verdict = 'reproduced' \
-               AND d.started_at >= l.started_at AND d.id <> l.id) THEN 1 ELSE 0 END), 0) \
-             FROM attempts l JOIN reports r ON r.id = l.report_id JOIN projects p ON p.id = r.project_id \
-             WHERE l.goal = 'reproduce' \
-               AND {visible} AND ($1 IS NULL OR p.slug = $1) \
-               AND ((l.llm_verdict IS NOT NULL AND l.verdict_source = 'deterministic' AND l.verdict IN ('reproduced', 'not_reproduced')) \
-                 OR (l.llm_verdict IS NULL AND l.verdict_source = 'llm' AND l.verdict IN ('lead', 'confirmed') \
-                 AND EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id AND d.goal = 'reproduce' \
-                 AND d.verdict_source = 'deterministic' AND d.verdict IN ('reproduced', 'not_reproduced') \
-                 AND d.started_at >= l.started_at AND d.id <> l.id)))",
-        )))
-        .bind(project)
-        .fetch_one(&self.read)
-        .await?;
         Ok(oracle_summary(OracleCounts {
             reports,
             authoring_minutes: minutes,
-            failure_causes: causes
-                .into_iter()
-                .map(|(c, n)| Ok((parse(&c, "attempts.failure_cause")?, n)))
-                .collect::<StorageResult<_>>()?,
+            failure_causes: causes,
             llm_judged: judged,
             llm_right: right,
         }))

@@ -90,6 +90,7 @@ impl Engine {
             let new: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(cells_select(&format!("r.id IN ({list})"))))
                 .fetch_all(&mut **tx)
                 .await?;
+            Self::refresh_facts(tx, &list).await?;
             let changed = changed_reports(&old, &new);
             if changed.is_empty() {
                 continue;
@@ -181,7 +182,22 @@ impl Engine {
         sqlx::query("DELETE FROM figure_groups").execute(&mut **tx).await?;
         sqlx::query("DELETE FROM figure_cells").execute(&mut **tx).await?;
         sqlx::query(sqlx::AssertSqlSafe(cells_sql("TRUE"))).execute(&mut **tx).await?;
-        Self::add_groups(tx, "TRUE").await
+        Self::add_groups(tx, "TRUE").await?;
+        sqlx::query("DELETE FROM figure_project_facts").execute(&mut **tx).await?;
+        sqlx::query("DELETE FROM figure_facts").execute(&mut **tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO figure_facts (report_id, project_id, fact, n) {}",
+            facts_select("TRUE")
+        )))
+        .execute(&mut **tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO figure_project_facts (project_id, fact, n) \
+             SELECT project_id, fact, CAST(SUM(n) AS BIGINT) FROM figure_facts GROUP BY project_id, fact",
+        )
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
     }
 
     /// Builds the rollups of a database that has reports but none yet (one
@@ -207,10 +223,12 @@ impl Engine {
     pub(in crate::db) async fn check_figures_now(&self, repair: bool) -> StorageResult<FigureCheck> {
         let mut tx = self.write.begin().await?;
         sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
-        let stored = Self::group_rows(&mut tx).await?;
+        let mut stored = Self::group_rows(&mut tx).await?;
+        stored.extend(Self::project_fact_rows(&mut tx).await?);
         let stored_cells = Self::cell_fingerprint(&mut tx).await?;
         Self::rebuild_figures(&mut tx).await?;
-        let fresh = Self::group_rows(&mut tx).await?;
+        let mut fresh = Self::group_rows(&mut tx).await?;
+        fresh.extend(Self::project_fact_rows(&mut tx).await?);
         let fresh_cells = Self::cell_fingerprint(&mut tx).await?;
         let mut differences = Vec::new();
         for (key, want) in &fresh {
@@ -260,6 +278,75 @@ impl Engine {
             out.insert(key, values);
         }
         Ok(out)
+    }
+
+    /// The oracle figures' counts per project, keyed like the groups.
+    async fn project_fact_rows(tx: &mut Tx) -> StorageResult<std::collections::BTreeMap<String, Vec<f64>>> {
+        let rows: Vec<(i64, String, i64)> =
+            sqlx::query_as("SELECT project_id, fact, n FROM figure_project_facts WHERE n <> 0")
+                .fetch_all(&mut **tx)
+                .await?;
+        Ok(rows.into_iter().map(|(p, f, n)| (format!("project {p}|{f}"), vec![n as f64])).collect())
+    }
+
+    /// Recomputes the facts of the reports in `list` (ids, comma-separated)
+    /// and moves their projects' sums by the difference.
+    async fn refresh_facts(tx: &mut Tx, list: &str) -> StorageResult<()> {
+        use std::collections::BTreeMap;
+        let old: Vec<(i64, i64, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT report_id, project_id, fact, n FROM figure_facts WHERE report_id IN ({list})"
+        )))
+        .fetch_all(&mut **tx)
+        .await?;
+        let new: Vec<(i64, i64, String, i64)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(facts_select(&format!("r.id IN ({list})"))))
+                .fetch_all(&mut **tx)
+                .await?;
+        let key = |v: &[(i64, i64, String, i64)]| {
+            let mut m: BTreeMap<i64, Vec<(i64, String, i64)>> = BTreeMap::new();
+            for (r, p, f, n) in v {
+                m.entry(*r).or_default().push((*p, f.clone(), *n));
+            }
+            m.values_mut().for_each(|v| v.sort());
+            m
+        };
+        let (before, after) = (key(&old), key(&new));
+        let changed: std::collections::BTreeSet<i64> =
+            before.keys().chain(after.keys()).filter(|r| before.get(r) != after.get(r)).copied().collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let mut delta: BTreeMap<(i64, String), i64> = BTreeMap::new();
+        for (sign, side) in [(-1, &before), (1, &after)] {
+            for r in &changed {
+                for (p, f, n) in side.get(r).into_iter().flatten() {
+                    *delta.entry((*p, f.clone())).or_default() += sign * n;
+                }
+            }
+        }
+        let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM figure_facts WHERE report_id IN ({changed_list})")))
+            .execute(&mut **tx)
+            .await?;
+        let rows: Vec<(i64, &(i64, String, i64))> =
+            changed.iter().flat_map(|r| after.get(r).into_iter().flatten().map(move |f| (*r, f))).collect();
+        for chunk in rows.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new("INSERT INTO figure_facts (report_id, project_id, fact, n) ");
+            qb.push_values(chunk, |mut b, (r, (p, f, n))| {
+                b.push_bind(*r).push_bind(*p).push_bind(f.clone()).push_bind(*n);
+            });
+            qb.build().execute(&mut **tx).await?;
+        }
+        let moves: Vec<_> = delta.into_iter().filter(|(_, n)| *n != 0).collect();
+        for chunk in moves.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new("INSERT INTO figure_project_facts (project_id, fact, n) ");
+            qb.push_values(chunk, |mut b, ((p, f), n)| {
+                b.push_bind(*p).push_bind(f.clone()).push_bind(*n);
+            });
+            qb.push(" ON CONFLICT (project_id, fact) DO UPDATE SET n = figure_project_facts.n + excluded.n");
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
     }
 
     /// How many cells there are, and each sum over all of them.
@@ -608,4 +695,51 @@ impl GroupDelta {
             }
         }
     }
+}
+
+/// The facts of the reports `reports` selects (on `r`), as
+/// `(report_id, project_id, fact, n)`: what the oracle figures count, as
+/// the exact queries counted it (see `FigureStore::oracle_summary`).
+pub(in crate::db) fn facts_select(reports: &str) -> String {
+    // A lead an LLM gave that a deterministic check graded: in place (the
+    // attempt regraded, `llm_verdict` keeping the lead), or by a later
+    // attempt on its report; right when that check reproduced it.
+    let later = |verdicts: &str| {
+        format!(
+            "EXISTS (SELECT 1 FROM attempts d WHERE d.report_id = l.report_id AND d.goal = 'reproduce' \
+             AND d.verdict_source = 'deterministic' AND d.verdict IN ({verdicts}) \
+             AND d.started_at >= l.started_at AND d.id <> l.id)"
+        )
+    };
+    let judged = format!(
+        "l.goal = 'reproduce' AND ((l.llm_verdict IS NOT NULL AND l.verdict_source = 'deterministic' \
+         AND l.verdict IN ('reproduced', 'not_reproduced')) OR (l.llm_verdict IS NULL AND l.verdict_source = 'llm' \
+         AND l.verdict IN ('lead', 'confirmed') AND {}))",
+        later("'reproduced', 'not_reproduced'")
+    );
+    let right = format!(
+        "CASE WHEN l.llm_verdict IS NOT NULL THEN CASE WHEN l.verdict = 'reproduced' THEN 1 ELSE 0 END \
+         WHEN {} THEN 1 ELSE 0 END",
+        later("'reproduced'")
+    );
+    format!(
+        "SELECT r.id AS report_id, r.project_id AS project_id, \
+         'oracle:' || COALESCE(o.kind, '') || '|' || COALESCE(o.source, '') AS fact, CAST(COUNT(*) AS BIGINT) AS n \
+         FROM reports r LEFT JOIN oracles o ON o.report_id = r.id WHERE {reports} \
+         GROUP BY r.id, r.project_id, o.kind, o.source \
+         UNION ALL \
+         SELECT r.id, r.project_id, 'cause:' || a.failure_cause, CAST(COUNT(*) AS BIGINT) \
+         FROM reports r JOIN attempts a ON a.report_id = r.id \
+         WHERE {reports} AND a.failure_cause IS NOT NULL AND a.goal = 'reproduce' \
+         GROUP BY r.id, r.project_id, a.failure_cause \
+         UNION ALL \
+         SELECT x.report_id, x.project_id, x.fact, x.n FROM ( \
+           SELECT r.id AS report_id, r.project_id AS project_id, 'llm_judged' AS fact, CAST(COUNT(*) AS BIGINT) AS n \
+           FROM reports r JOIN attempts l ON l.report_id = r.id WHERE {reports} AND {judged} \
+           GROUP BY r.id, r.project_id \
+           UNION ALL \
+           SELECT r.id, r.project_id, 'llm_right', CAST(SUM({right}) AS BIGINT) \
+           FROM reports r JOIN attempts l ON l.report_id = r.id WHERE {reports} AND {judged} \
+           GROUP BY r.id, r.project_id) x WHERE x.n <> 0"
+    )
 }

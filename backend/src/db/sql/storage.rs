@@ -31,7 +31,7 @@ impl Storage for Engine {
     async fn refresh_statistics(&self) -> StorageResult<()> {
         if Self::BACKEND == Backend::Postgres {
             sqlx::query(
-                "ANALYZE reports, attempts, report_labels, report_activity, oracles, figure_cells, figure_groups",
+                "ANALYZE reports, attempts, report_labels, report_activity, oracles, figure_cells, figure_groups, figure_facts",
             )
             .execute(&self.write)
             .await?;
