@@ -14,7 +14,9 @@
 //! A write that changes reports calls [`Engine::refresh_figures`] with their
 //! ids: their old cells are taken out of the groups, the cells are computed
 //! again from the reports and attempts, and the new ones are added. Groups
-//! emptied that way keep a row of zeros, which reads skip.
+//! emptied that way keep a row of zeros, which reads skip. The oracle
+//! figures' counts (`figure_facts`, per report; `figure_project_facts`, per
+//! project) move the same way.
 
 use crate::db::dialect::Dialect;
 use crate::db::figures::{AGENT, CUTOFF, FigureCheck, MODEL, rollup_level};
@@ -104,58 +106,70 @@ impl Engine {
                 .execute(&mut **tx)
                 .await?;
             let inserts: Vec<&Cell> = new.iter().filter(keep).collect();
-            for rows in inserts.chunks(500) {
-                let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO figure_cells ({CELL_COLUMNS}) "));
-                qb.push_values(rows, |mut b, c| {
-                    b.push_bind(c.report_id)
-                        .push_bind(c.goal.clone())
-                        .push_bind(c.agent.clone())
-                        .push_bind(c.model.clone())
-                        .push_bind(c.cutoff.clone())
-                        .push_bind(c.project_id)
-                        .push_bind(c.route.clone())
-                        .push_bind(c.category.clone())
-                        .push_bind(c.vague)
-                        .push_bind(c.det)
-                        .push_bind(c.in_patch);
-                    for n in c.sums() {
-                        b.push_bind(n);
-                    }
-                    b.push_bind(c.cost_usd).push_bind(c.cost_counting_usd);
-                });
-                qb.build().execute(&mut **tx).await?;
-            }
-            let rows: Vec<(&GroupKey, &Totals)> = delta.0.iter().filter(|(_, t)| !t.is_zero()).collect();
-            let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).copied().collect();
-            let set = columns
-                .iter()
-                .chain(&["cost_usd", "cost_counting_usd"])
-                .map(|c| format!("{c} = figure_groups.{c} + excluded.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            for chunk in rows.chunks(500) {
-                let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
-                    "INSERT INTO figure_groups ({KEY}, {}, cost_usd, cost_counting_usd) ",
-                    columns.join(", ")
-                ));
-                qb.push_values(chunk, |mut b, (k, t)| {
-                    b.push_bind(k.goal.clone())
-                        .push_bind(i64::from(k.level))
-                        .push_bind(k.project_id)
-                        .push_bind(k.route.clone())
-                        .push_bind(k.category.clone())
-                        .push_bind(k.vague)
-                        .push_bind(k.agent.clone())
-                        .push_bind(k.model.clone())
-                        .push_bind(k.cutoff.clone());
-                    for n in t.counts.iter().chain(&t.sums) {
-                        b.push_bind(*n);
-                    }
-                    b.push_bind(t.cost_usd).push_bind(t.cost_counting_usd);
-                });
-                qb.push(format!(" ON CONFLICT ({KEY}) DO UPDATE SET {set}"));
-                qb.build().execute(&mut **tx).await?;
-            }
+            Self::insert_cells(tx, &inserts).await?;
+            Self::move_groups(tx, &delta).await?;
+        }
+        Ok(())
+    }
+
+    /// Multi-row inserts of `cells`.
+    async fn insert_cells(tx: &mut Tx, cells: &[&Cell]) -> StorageResult<()> {
+        for rows in cells.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO figure_cells ({CELL_COLUMNS}) "));
+            qb.push_values(rows, |mut b, c| {
+                b.push_bind(c.report_id)
+                    .push_bind(c.goal.clone())
+                    .push_bind(c.agent.clone())
+                    .push_bind(c.model.clone())
+                    .push_bind(c.cutoff.clone())
+                    .push_bind(c.project_id)
+                    .push_bind(c.route.clone())
+                    .push_bind(c.category.clone())
+                    .push_bind(c.vague)
+                    .push_bind(c.det)
+                    .push_bind(c.in_patch);
+                for n in c.sums() {
+                    b.push_bind(n);
+                }
+                b.push_bind(c.cost_usd).push_bind(c.cost_counting_usd);
+            });
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds `delta` to the groups: one upsert per 500 groups that changed.
+    async fn move_groups(tx: &mut Tx, delta: &GroupDelta) -> StorageResult<()> {
+        let rows: Vec<(&GroupKey, &Totals)> = delta.0.iter().filter(|(_, t)| !t.is_zero()).collect();
+        let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).copied().collect();
+        let set = columns
+            .iter()
+            .chain(&["cost_usd", "cost_counting_usd"])
+            .map(|c| format!("{c} = figure_groups.{c} + excluded.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for chunk in rows.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+                "INSERT INTO figure_groups ({KEY}, {}, cost_usd, cost_counting_usd) ",
+                columns.join(", ")
+            ));
+            qb.push_values(chunk, |mut b, (k, t)| {
+                b.push_bind(k.goal.clone())
+                    .push_bind(i64::from(k.level))
+                    .push_bind(k.project_id)
+                    .push_bind(k.route.clone())
+                    .push_bind(k.category.clone())
+                    .push_bind(k.vague)
+                    .push_bind(k.agent.clone())
+                    .push_bind(k.model.clone())
+                    .push_bind(k.cutoff.clone());
+                for n in t.counts.iter().chain(&t.sums) {
+                    b.push_bind(*n);
+                }
+                b.push_bind(t.cost_usd).push_bind(t.cost_counting_usd);
+            });
+            qb.push(format!(" ON CONFLICT ({KEY}) DO UPDATE SET {set}"));
+            qb.build().execute(&mut **tx).await?;
         }
         Ok(())
     }
