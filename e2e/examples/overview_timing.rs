@@ -4,6 +4,10 @@
 //!
 //!   cargo run --release -p failpass-e2e --example overview_timing [RUNS]
 //!
+//! With `OVERVIEW_DATABASE_URL` set, against that database as it is (say
+//! `failpass demo --reports 100000 --attempts 1000000`'s) instead of a fresh
+//! demo.
+//!
 //! Each run opens a fresh tab on `/` and measures, in the page's own clock
 //! (`performance.now()`, zero at navigation start), when the headline rate
 //! is in the DOM with its number. Bundle sizes: `cargo xtask frontend`.
@@ -21,10 +25,11 @@ mod chrome;
 async fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
     let data = tempfile::tempdir().unwrap();
+    let given = std::env::var("OVERVIEW_DATABASE_URL").ok().filter(|u| !u.is_empty());
     let app = App::build(AppConfig {
-        database_url: data.path().join("failpass.db").to_string_lossy().into_owned(),
+        database_url: given.clone().unwrap_or_else(|| data.path().join("failpass.db").to_string_lossy().into_owned()),
         bind: "127.0.0.1:0".parse().unwrap(),
-        demo: true,
+        demo: given.is_none(),
         routing: Default::default(),
         data_dir: data.path().to_path_buf(),
         workers: 0,
