@@ -27,23 +27,7 @@ use failpass_shared::model::GroupBy;
 
 use super::{Db, Engine, Tx};
 
-/// A cell's sums, as they are added up at every level.
-const SUMS: [&str; 12] = [
-    "attempts",
-    "graded",
-    "counting",
-    "leads",
-    "errors",
-    "awaiting",
-    "without_cost",
-    "counting_without_cost",
-    "api_calls",
-    "with_api_calls",
-    "cost_usd",
-    "cost_counting_usd",
-];
-
-/// [`SUMS`] that count.
+/// A cell's sums that count, as they are added up at every level.
 const INT_SUMS: [&str; 10] = [
     "attempts",
     "graded",
@@ -57,6 +41,14 @@ const INT_SUMS: [&str; 10] = [
     "with_api_calls",
 ];
 
+/// A cell's sums of costs, after [`INT_SUMS`].
+const COST_SUMS: [&str; 2] = ["cost_usd", "cost_counting_usd"];
+
+/// Every sum of a cell: [`INT_SUMS`], then [`COST_SUMS`].
+fn sums() -> impl Iterator<Item = &'static str> {
+    INT_SUMS.iter().chain(&COST_SUMS).copied()
+}
+
 /// A cell's columns, in the order of [`Cell`] and of [`cells_select`].
 const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, route, category, vague, det, in_patch, \
      attempts, graded, counting, leads, errors, awaiting, without_cost, counting_without_cost, api_calls, with_api_calls, \
@@ -65,7 +57,7 @@ const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, r
 /// A group's key columns.
 const KEY: &str = "goal, level, project_id, route, category, vague, agent, model, cutoff";
 
-/// A group's per-report counts, then [`SUMS`].
+/// A group's per-report counts, then its [`sums`].
 const COUNTS: [&str; 6] =
     ["reports", "reports_graded", "reports_reproduced", "reports_awaiting", "reports_with_oracle", "reports_in_patch"];
 
@@ -144,7 +136,7 @@ impl Engine {
         let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).copied().collect();
         let set = columns
             .iter()
-            .chain(&["cost_usd", "cost_counting_usd"])
+            .chain(&COST_SUMS)
             .map(|c| format!("{c} = figure_groups.{c} + excluded.{c}"))
             .collect::<Vec<_>>()
             .join(", ");
@@ -177,7 +169,7 @@ impl Engine {
     /// Adds the groups of the cells `cells` selects (on `c`), set-based:
     /// the rebuild, a second computation of what the writes maintain.
     async fn add_groups(tx: &mut Tx, cells: &str) -> StorageResult<()> {
-        let columns: Vec<&str> = COUNTS.iter().chain(SUMS.iter()).copied().collect();
+        let columns: Vec<&str> = COUNTS.iter().copied().chain(sums()).collect();
         let set = columns.iter().map(|c| format!("{c} = figure_groups.{c} + excluded.{c}")).collect::<Vec<_>>();
         // `WHERE TRUE`: SQLite reads `ON CONFLICT` after a bare `FROM (…)` as a join's.
         let sql = format!(
@@ -276,7 +268,7 @@ impl Engine {
 
     /// Every non-empty group, keyed by its key columns joined.
     async fn group_rows(tx: &mut Tx) -> StorageResult<std::collections::BTreeMap<String, Vec<f64>>> {
-        let values = COUNTS.iter().chain(SUMS.iter()).map(|c| format!("CAST({c} AS DOUBLE PRECISION)"));
+        let values = COUNTS.iter().copied().chain(sums()).map(|c| format!("CAST({c} AS DOUBLE PRECISION)"));
         let sql = format!(
             "SELECT goal || '|' || CAST(level AS TEXT) || '|' || CAST(project_id AS TEXT) || '|' || route || '|' || category \
              || '|' || CAST(vague AS TEXT) || '|' || agent || '|' || model || '|' || cutoff, {} \
@@ -288,7 +280,8 @@ impl Engine {
         let mut out = std::collections::BTreeMap::new();
         for row in rows {
             let key: String = row.try_get(0)?;
-            let values = (1..=COUNTS.len() + SUMS.len()).map(|i| row.try_get::<f64, _>(i)).collect::<Result<_, _>>()?;
+            let values =
+                (1..=COUNTS.len() + sums().count()).map(|i| row.try_get::<f64, _>(i)).collect::<Result<_, _>>()?;
             out.insert(key, values);
         }
         Ok(out)
@@ -365,12 +358,12 @@ impl Engine {
 
     /// How many cells there are, and each sum over all of them.
     async fn cell_fingerprint(tx: &mut Tx) -> StorageResult<(i64, Vec<f64>)> {
-        let sums = SUMS.iter().map(|c| format!("CAST(COALESCE(SUM({c}), 0) AS DOUBLE PRECISION)"));
-        let sql = format!("SELECT COUNT(*), {} FROM figure_cells", sums.collect::<Vec<_>>().join(", "));
+        let totals = sums().map(|c| format!("CAST(COALESCE(SUM({c}), 0) AS DOUBLE PRECISION)"));
+        let sql = format!("SELECT COUNT(*), {} FROM figure_cells", totals.collect::<Vec<_>>().join(", "));
         use sqlx::Row;
         let row = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_one(&mut **tx).await?;
         let n: i64 = row.try_get(0)?;
-        let values = (1..=SUMS.len()).map(|i| row.try_get::<f64, _>(i)).collect::<Result<_, _>>()?;
+        let values = (1..=sums().count()).map(|i| row.try_get::<f64, _>(i)).collect::<Result<_, _>>()?;
         Ok((n, values))
     }
 
@@ -516,12 +509,11 @@ fn groups_sql(cells: &str) -> String {
                 .filter(|(bit, _)| level & bit != 0)
                 .map(|(_, c)| format!(", c.{c}"))
                 .collect();
-            let inner_sums = SUMS.iter().map(|c| format!("SUM(c.{c}) AS {c}")).collect::<Vec<_>>().join(", ");
+            let inner_sums = sums().map(|c| format!("SUM(c.{c}) AS {c}")).collect::<Vec<_>>().join(", ");
             // The base cells count every report once at level 0; they hold
             // no attempt, so no attempt dimension's group has them.
             let base = if level == 0 { "" } else { " AND c.agent <> ''" };
-            let outer_sums = SUMS
-                .iter()
+            let outer_sums = sums()
                 .map(|c| {
                     if c.starts_with("cost") {
                         format!("SUM(x.{c}) AS {c}")
