@@ -21,7 +21,7 @@ use failpass_shared::api::status::{
     LATEST_VERDICTS, ProjectStatus, RouteShare, STATUS_TTL_SECONDS, StatusIndex, StatusIndexEntry, TREND_WEEKS,
     route_meaning,
 };
-use failpass_shared::figures::{recent_weeks, throughput};
+use failpass_shared::figures::{recent_weeks, throughput_of};
 use failpass_shared::model::{GroupBy, Route};
 
 use crate::charts;
@@ -208,7 +208,7 @@ pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<Proj
     let headline = crate::summaries::rows_of(storage, &scope, &all).await?.into_iter().next();
     let t_figures = started.elapsed();
     let now = Utc::now();
-    let flow = throughput(&storage.report_flows(&filter, &scope).await?, now);
+    let flow = throughput_of(&crate::summaries::flow_counts(storage, &scope, &filter).await?, now);
     let t_flow = started.elapsed();
     let oracles = storage.oracle_summary(Some(&project.slug), &scope).await?;
     let t_oracles = started.elapsed();

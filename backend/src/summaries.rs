@@ -8,7 +8,7 @@ use failpass_shared::api::figures::{
 };
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::{ReportFilter, unknown_parameter};
-use failpass_shared::figures::{bin_edges, distribution, rows_from_totals, throughput};
+use failpass_shared::figures::{FlowCounts, FlowKind, bin_edges, distribution, rows_from_totals};
 
 use crate::db::{ProjectScope, Storage};
 use crate::error::{ApiError, ApiResult};
@@ -82,8 +82,17 @@ pub async fn throughput_of<'a>(
     }
     filter.check_window()?;
     known_project(storage, scope, filter.project.as_deref()).await?;
-    let flows = storage.report_flows(&filter, scope).await?;
-    Ok(throughput(&flows, chrono::Utc::now()))
+    Ok(failpass_shared::figures::throughput_of(&flow_counts(storage, scope, &filter).await?, chrono::Utc::now()))
+}
+
+/// The throughput counts of the reports `filter` selects: from the
+/// maintained rollups where they keep what it needs, else every report's
+/// flow folded into the same counts.
+pub async fn flow_counts(storage: &dyn Storage, scope: &ProjectScope, filter: &ReportFilter) -> ApiResult<FlowCounts> {
+    Ok(match storage.flow_totals(filter, scope).await? {
+        Some(counts) => counts,
+        None => FlowCounts::from(storage.report_flows(filter, scope).await?.as_slice()),
+    })
 }
 
 /// The oracle figures of the project `pairs` names (or of every project in scope).
@@ -138,7 +147,6 @@ pub async fn glance<'a>(
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<failpass_shared::api::figures::Glance> {
     use failpass_shared::api::reports::{Dated, Period, ReportListQuery};
-    use failpass_shared::model::ReportStatus;
     let mut filter = ReportFilter::default();
     let mut stuck_days = STUCK_DAYS;
     for (k, v) in pairs {
@@ -175,23 +183,16 @@ pub async fn glance<'a>(
     };
     // The period as days, so every count below is of the same days, at `now`.
     let windowed = ReportFilter { since: Some(from), until: Some(to), period: None, ..filter.clone() };
-    let (start, end) = windowed.window(today);
-    let within = |t: Option<chrono::DateTime<chrono::Utc>>| {
-        t.is_some_and(|t| start.is_none_or(|s| t >= s) && end.is_none_or(|e| t < e))
-    };
     // The page's own filters, window included, for its downloads.
     let asked = filter.pairs();
     let base = ReportFilter { period: None, since: None, until: None, ..filter };
-    let flows = storage.report_flows(&base, scope).await?;
-    let reproduced = flows.iter().filter(|f| within(f.first_counting_at)).count() as u64;
-    let not_reproduced =
-        flows.iter().filter(|f| f.status == ReportStatus::NotReproduced && within(f.last_graded_at)).count() as u64;
+    // Whole days, as the counts keep them.
+    let counts = flow_counts(storage, scope, &base).await?;
+    let reproduced = counts.within(FlowKind::Counted, from, to);
+    let not_reproduced = counts.within(FlowKind::NotReproduced, from, to);
     // Filed in the period, as the throughput and the period's list count it.
-    let filed = flows.iter().filter(|f| within(Some(f.filed_at))).count() as u64;
-    let backlog = flows
-        .iter()
-        .filter(|f| matches!(f.status, ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview))
-        .count() as u64;
+    let filed = counts.within(FlowKind::Filed, from, to);
+    let backlog = counts.total(FlowKind::Open);
     let spend_usd = failpass_shared::figures::tidy(storage.spend_usd(&windowed, scope).await?);
     let stuck = storage
         .count_reports(
@@ -292,6 +293,7 @@ fn glance_html(
                 "The weekly throughput under the Overview's filters, all weeks: "
                 a href=(weekly) download data-testid="export-throughput" { "CSV" }
             }
+            p.hint data-testid="flow-resolution" { (failpass_shared::figures::RESOLUTION_NOTE) }
         }
     }
     .into_string()

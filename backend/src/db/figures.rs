@@ -8,7 +8,7 @@ use super::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::{DistributionQuery, Facets, FiguresQuery};
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::ReportFilter;
-use failpass_shared::figures::{GroupTotals, ReportContribution, ReportFlow};
+use failpass_shared::figures::{FlowCounts, GroupTotals, ReportContribution, ReportFlow};
 use failpass_shared::model::GroupBy;
 
 /// The rows and counts figures are computed from. Storage selects and
@@ -70,6 +70,11 @@ pub trait FigureStore: Send + Sync {
     /// Every report the filter selects, with the times its reproduction
     /// attempts reached a verdict (for throughput and time to reproduction).
     async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>>;
+
+    /// The throughput counts of the reports the filter selects, from the
+    /// maintained rollups; `None` when the filter needs what they do not
+    /// keep (a status, label, verdict, text or date window).
+    async fn flow_totals(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Option<FlowCounts>>;
 }
 
 /// The result of comparing the maintained figures with a recomputation.

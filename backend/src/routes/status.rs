@@ -407,6 +407,7 @@ fn project_page(s: &ProjectStatus, base: &str) -> Markup {
                             format::thousands(coverage.count), format::thousands(coverage.of),
                             format::interval(coverage.low, coverage.high), format::percent(Some(s.in_patch_reference)))))
                 }
+                p.muted data-testid="status-resolution" { (failpass_shared::figures::RESOLUTION_NOTE) }
             }
             section.panel aria-labelledby="routes" {
                 h2 #routes { "How reports are routed" }

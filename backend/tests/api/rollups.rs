@@ -198,6 +198,38 @@ async fn compare_spend(s: &dyn Storage, step: &str) {
     }
 }
 
+/// The throughput counts read from the rollups equal every report's flow
+/// folded, for the filters the rollups keep, and the throughput and the
+/// glance read from them answer as the exact counts do.
+async fn compare_flows(s: &dyn Storage, step: &str) {
+    use failpass_shared::figures::{FlowCounts, throughput_of};
+    let f = |project: Option<&str>, route: Option<Route>, check: Option<bool>| ReportFilter {
+        project: project.map(str::to_owned),
+        route,
+        route_check: check,
+        ..Default::default()
+    };
+    let filters = [
+        f(None, None, None),
+        f(Some(PROJECTS[0]), None, None),
+        f(None, Some(Route::AgentFirst), None),
+        f(None, None, Some(true)),
+        f(Some(PROJECTS[1]), Some(Route::HumanFirst), Some(false)),
+    ];
+    for filter in filters {
+        for scope in [ProjectScope::All, ProjectScope::PublicOnly] {
+            let exact = FlowCounts::from(s.report_flows(&filter, &scope).await.unwrap().as_slice());
+            let rolled = s.flow_totals(&filter, &scope).await.unwrap().expect("the rollups keep these filters");
+            assert_eq!(rolled, exact, "{step}: flows of {:?} in {scope:?}", filter.pairs());
+            let now = Utc::now();
+            assert_eq!(throughput_of(&rolled, now), throughput_of(&exact, now));
+        }
+    }
+    let windowed =
+        ReportFilter { period: Some(failpass_shared::api::reports::Period::ThisMonth), ..Default::default() };
+    assert!(s.flow_totals(&windowed, &ProjectScope::All).await.unwrap().is_none(), "a window goes the exact way");
+}
+
 async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     for (i, slug) in PROJECTS.iter().enumerate() {
@@ -216,10 +248,10 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
     let mut attempts: Vec<i64> = Vec::new();
     let mut externals = 0usize;
     let mut keys = 0usize;
-    let mut kinds = [0usize; 8];
+    let mut kinds = [0usize; 9];
     let now = Utc::now();
     for step in 0..steps {
-        let kind = if reports.is_empty() { 0 } else { rng.below(8) };
+        let kind = if reports.is_empty() { 0 } else { rng.below(9) };
         let what = match kind {
             0 => {
                 externals += 1;
@@ -302,6 +334,15 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
                 s.update_routing(id, &new.decision).await.unwrap();
                 "a report re-routed"
             }
+            7 => {
+                // A member closes a report, or reopens it: its status moves
+                // without any attempt.
+                let id = *rng.pick(&reports);
+                let resolution = rng.chance(70).then(|| *rng.pick(Resolution::ALL));
+                let origin = failpass::db::reports::Origin { actor: "maintainer".into(), via: "api" };
+                s.set_resolution(id, resolution, None, None, &origin).await.unwrap();
+                "a report closed or reopened"
+            }
             _ if !attempts.is_empty() => {
                 // A rerun's verification through the job queue.
                 let id = *rng.pick(&attempts);
@@ -320,6 +361,7 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
         if step % 8 == 7 || step + 1 == steps {
             compare(s.as_ref(), &all, &label).await;
             compare_spend(s.as_ref(), &label).await;
+            compare_flows(s.as_ref(), &label).await;
             // Cells, groups and the oracle figures' facts equal a rebuild.
             let check = s.check_figures(false).await.unwrap();
             assert_eq!(check.differing, 0, "{label}: {:?}", check.differences);

@@ -71,6 +71,8 @@ async fn a_public_projects_status_shows_the_apis_figures() {
     let reports = format::thousands(status["reports"].as_i64().unwrap());
     assert!(html.contains(&format!("data-testid=\"status-reports-value\">{reports}<")), "reports shown");
     assert!(!html.contains("<script"), "no script on the status page");
+    // The medians read from maintained counts say how close they are.
+    assert!(html.contains("within 12 hours") && html.contains("within 2.2%"), "the counts' resolution is stated");
     assert!(html.contains("property=\"og:image\""), "an Open Graph image");
     assert!(html.contains(&format!("/status/{p}/trend.svg")), "the page draws the SVG");
     assert!(

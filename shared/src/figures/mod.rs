@@ -8,8 +8,12 @@ use std::collections::BTreeMap;
 
 use crate::api::figures::FigureRow;
 
+mod flows;
 mod oracles;
 mod queue;
+pub use flows::{
+    FlowCounts, FlowFacts, FlowKind, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, hours_bin, throughput_of,
+};
 pub use oracles::{OracleCounts, oracle_summary};
 pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
 
@@ -342,8 +346,12 @@ impl ReportFlow {
 
 /// The Monday starting the week of `t` (UTC), as `YYYY-MM-DD`.
 pub fn week_of(t: chrono::DateTime<chrono::Utc>) -> String {
+    week_of_date(t.date_naive())
+}
+
+/// The Monday starting the week of the day `d`, as `YYYY-MM-DD`.
+pub fn week_of_date(d: chrono::NaiveDate) -> String {
     use chrono::Datelike;
-    let d = t.date_naive();
     let monday = d - chrono::Duration::days(i64::from(d.weekday().num_days_from_monday()));
     monday.format("%Y-%m-%d").to_string()
 }
@@ -373,79 +381,10 @@ pub fn recent_weeks(
 /// reproduction when its first counting verdict lands; a report graded and
 /// not reproduced when its last graded attempt ends), the backlog and its
 /// age (since filing) at `now`, and the time from intake
-/// ([`ReportFlow::intake`]) to the first counting verdict.
+/// ([`ReportFlow::intake`]) to the first counting verdict, through the
+/// counts storage keeps (see [`throughput_of`] for what they round).
 pub fn throughput(reports: &[ReportFlow], now: chrono::DateTime<chrono::Utc>) -> crate::api::figures::Throughput {
-    use crate::model::ReportStatus;
-    let mut weeks: BTreeMap<String, crate::api::figures::WeekFlow> = BTreeMap::new();
-    let mut week = |key: String| {
-        weeks.entry(key.clone()).or_insert(crate::api::figures::WeekFlow {
-            week: key,
-            filed: 0,
-            finished: 0,
-            reproduced: 0,
-        });
-    };
-    let mut flows: Vec<(String, u8)> = Vec::new();
-    let mut backlog_days = Vec::new();
-    let mut to_repro_hours = Vec::new();
-    let mut regressed = 0;
-    let mut resolved = 0;
-    for r in reports {
-        flows.push((week_of(r.filed_at), 0));
-        match r.status {
-            ReportStatus::Reproduced | ReportStatus::Regressed => {
-                if r.status == ReportStatus::Regressed {
-                    regressed += 1;
-                }
-                if let Some(t) = r.first_counting_at {
-                    flows.push((week_of(t), 2));
-                    to_repro_hours.push(((t - r.intake()).num_seconds() as f64 / 3600.0).max(0.0));
-                }
-            }
-            ReportStatus::NotReproduced => {
-                if let Some(t) = r.last_graded_at {
-                    flows.push((week_of(t), 1));
-                }
-            }
-            ReportStatus::New | ReportStatus::InProgress | ReportStatus::NeedsReview => {
-                backlog_days.push(((now - r.filed_at).num_seconds() as f64 / 86_400.0).max(0.0));
-            }
-            ReportStatus::Closed
-            | ReportStatus::Duplicate
-            | ReportStatus::WontFix
-            | ReportStatus::NotABug
-            | ReportStatus::ClosedUpstream => resolved += 1,
-        }
-    }
-    for (key, _) in &flows {
-        week(key.clone());
-    }
-    for (key, kind) in flows {
-        if let Some(w) = weeks.get_mut(&key) {
-            match kind {
-                0 => w.filed += 1,
-                1 => w.finished += 1,
-                _ => {
-                    w.finished += 1;
-                    w.reproduced += 1;
-                }
-            }
-        }
-    }
-    backlog_days.sort_by(f64::total_cmp);
-    to_repro_hours.sort_by(f64::total_cmp);
-    crate::api::figures::Throughput {
-        reports: reports.len() as u64,
-        regressed,
-        weeks: weeks.into_values().collect(),
-        backlog: backlog_days.len() as u64,
-        resolved,
-        backlog_oldest_days: backlog_days.last().copied(),
-        backlog_median_days: median_sorted(&backlog_days),
-        time_to_reproduction_n: to_repro_hours.len() as u64,
-        time_to_reproduction_median_hours: median_sorted(&to_repro_hours),
-        time_to_reproduction_p90_hours: quantile(&to_repro_hours, 0.9),
-    }
+    throughput_of(&FlowCounts::from(reports), now)
 }
 
 #[cfg(test)]
@@ -667,11 +606,43 @@ mod tests {
             [("2026-11-02", 2, 1, 0), ("2026-11-09", 0, 1, 1), ("2026-11-16", 1, 0, 0), ("2026-11-23", 1, 0, 0)]
         );
         assert_eq!(out.backlog, 2);
-        assert_eq!(out.backlog_oldest_days, Some(10.0));
-        assert_eq!(out.backlog_median_days, Some(7.5));
+        // Ages from the middle of the filing day: 10 and 5 days, read as 9.5 and 4.5.
+        assert_eq!(out.backlog_oldest_days, Some(9.5));
+        assert_eq!(out.backlog_median_days, Some(7.0));
         assert_eq!(out.time_to_reproduction_n, 1);
-        assert_eq!(out.time_to_reproduction_median_hours, Some(218.0));
+        let median = out.time_to_reproduction_median_hours.unwrap();
+        assert!((median / 218.0 - 1.0).abs() <= 0.022, "{median}");
         assert_eq!(week_of(t("2026-11-29T23:59:59Z")), "2026-11-23");
+    }
+
+    #[test]
+    fn time_bins_read_within_their_stated_error() {
+        // From half a minute to twelve years, every time reads back within
+        // 2.2% (or 30 s under a minute), and bins grow with the time.
+        let mut last = 0;
+        let mut h = 0.5 / 60.0;
+        while h < 12.0 * 365.0 * 24.0 {
+            let bin = hours_bin(h);
+            assert!(bin >= last, "{h} h in bin {bin}, after {last}");
+            last = bin;
+            let read = bin_hours(bin);
+            if h < 1.0 / 60.0 {
+                assert!((read - h).abs() <= 0.5 / 60.0, "{h} read {read}");
+            } else if bin < flows_bins() {
+                assert!((read / h - 1.0).abs() <= 0.022, "{h} h read as {read}");
+            }
+            h *= 1.013;
+        }
+        assert_eq!(hours_bin(0.0), 0);
+        assert_eq!(hours_bin(f64::NAN), flows_bins());
+        assert_eq!(
+            date_of_day(day_of(chrono::DateTime::from_timestamp(86_400 * 3 + 5, 0).unwrap())).to_string(),
+            "1970-01-04"
+        );
+    }
+
+    fn flows_bins() -> i64 {
+        super::flows::BINS
     }
 
     #[test]
@@ -688,7 +659,8 @@ mod tests {
             last_graded_at: None,
         };
         assert_eq!(live.intake(), t("2026-03-01T00:00:00Z"));
-        assert_eq!(throughput(&[live.clone()], t("2026-04-01T00:00:00Z")).time_to_reproduction_median_hours, Some(5.0));
+        let median = throughput(&[live.clone()], t("2026-04-01T00:00:00Z")).time_to_reproduction_median_hours.unwrap();
+        assert!((median / 5.0 - 1.0).abs() <= 0.022, "{median}");
         // the same report imported later with its attempts: filing is the record
         live.created_at = t("2026-06-01T00:00:00Z");
         assert_eq!(live.intake(), t("2026-01-01T00:00:00Z"));

@@ -562,7 +562,7 @@ impl Engine {
             }
             qb.push(") GROUP BY a.report_id) agg WHERE reports.id = agg.report_id");
             qb.build().execute(&mut **tx).await?;
-            Self::refresh_status(tx, chunk).await?;
+            Self::set_status(tx, chunk).await?;
             Self::refresh_figures(tx, chunk).await?;
         }
         Ok(())

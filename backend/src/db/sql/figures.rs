@@ -187,6 +187,14 @@ impl FigureStore for Engine {
         let rows: Vec<FlowRow> = qb.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(FlowRow::into_flow).collect()
     }
+
+    async fn flow_totals(
+        &self,
+        filter: &ReportFilter,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<failpass_shared::figures::FlowCounts>> {
+        self.flow_totals_now(filter, scope).await
+    }
 }
 
 impl Engine {

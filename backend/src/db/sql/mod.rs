@@ -10,6 +10,7 @@ mod accounts;
 mod attempts;
 mod environments;
 mod figures;
+mod flows;
 mod imports;
 mod jobs;
 mod oracle_drafts;

@@ -272,7 +272,7 @@ impl ReportStore for Engine {
         .bind(report_id)
         .execute(&mut *tx)
         .await?;
-        Self::refresh_status(&mut tx, &[report_id]).await?;
+        Self::set_status(&mut tx, &[report_id]).await?;
         Self::refresh_figures(&mut tx, &[report_id]).await?;
         tx.commit().await?;
         Ok(Outcome::Updated)
@@ -608,8 +608,19 @@ impl Engine {
     }
 
     /// Recomputes reports' statuses from their counters and resolutions
-    /// ([`common::STATUS_EXPR`]), one statement per chunk of ids.
+    /// ([`common::STATUS_EXPR`]), one statement per chunk of ids, and their
+    /// throughput counts.
     pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
+        Self::set_status(tx, report_ids).await?;
+        for chunk in report_ids.chunks(500) {
+            Self::refresh_flows(tx, &chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::refresh_status`] without the throughput counts, for writes
+    /// that refresh all the figures next.
+    pub(in crate::db) async fn set_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
         for chunk in report_ids.chunks(500) {
             let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
                 "UPDATE reports SET status = {} WHERE id IN (",

@@ -85,6 +85,7 @@ impl Engine {
                 .fetch_all(&mut **tx)
                 .await?;
             Self::refresh_facts(tx, &list).await?;
+            Self::refresh_flows(tx, &list).await?;
             let changed = changed_reports(&old, &new);
             if changed.is_empty() {
                 continue;
@@ -203,13 +204,14 @@ impl Engine {
         )
         .execute(&mut **tx)
         .await?;
-        Ok(())
+        Self::rebuild_flows(tx).await
     }
 
     /// Builds the rollups of a database that has reports but none yet (one
-    /// written before migration 22); does nothing otherwise.
+    /// written before migration 22 or 23); does nothing otherwise.
     pub(in crate::db) async fn ensure_figures(&self) -> StorageResult<()> {
-        let missing = "SELECT EXISTS (SELECT 1 FROM reports) AND NOT EXISTS (SELECT 1 FROM figure_cells)";
+        let missing = "SELECT EXISTS (SELECT 1 FROM reports) \
+                       AND (NOT EXISTS (SELECT 1 FROM figure_cells) OR NOT EXISTS (SELECT 1 FROM flow_cells))";
         let missing_now: bool = sqlx::query_scalar(missing).fetch_one(&self.write).await?;
         if !missing_now {
             return Ok(());
@@ -231,10 +233,12 @@ impl Engine {
         sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
         let mut stored = Self::group_rows(&mut tx).await?;
         stored.extend(Self::project_fact_rows(&mut tx).await?);
+        stored.extend(Self::flow_rows(&mut tx).await?);
         let stored_cells = Self::cell_fingerprint(&mut tx).await?;
         Self::rebuild_figures(&mut tx).await?;
         let mut fresh = Self::group_rows(&mut tx).await?;
         fresh.extend(Self::project_fact_rows(&mut tx).await?);
+        fresh.extend(Self::flow_rows(&mut tx).await?);
         let fresh_cells = Self::cell_fingerprint(&mut tx).await?;
         let mut differences = Vec::new();
         for (key, want) in &fresh {

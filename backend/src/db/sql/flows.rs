@@ -1,0 +1,279 @@
+//! Throughput maintained as data arrives (issue 16): what each report adds
+//! to the weekly flows, the backlog and the time to reproduction
+//! (`failpass_shared::figures::FlowFacts`), kept per report in `flow_cells`
+//! and summed per group in `flow_groups` (migration 23), in the same
+//! transaction as every write that changes a report's status, dates, route
+//! or route check. Throughput, the glance and the status pages read the
+//! groups; `check-figures` rebuilds and compares them with the rest.
+
+use std::collections::BTreeMap;
+
+use failpass_shared::api::reports::ReportFilter;
+use failpass_shared::figures::{FlowCounts, FlowFacts, FlowKind};
+
+use crate::db::dialect::Dialect;
+use crate::db::rows::FlowRow;
+use crate::db::{ProjectScope, StorageResult};
+
+use super::{Db, Engine, Tx};
+
+/// The route kept at a level (else `''`).
+const ROUTE: u8 = 1;
+/// The route check kept at a level (else -1).
+const CHECK: u8 = 2;
+
+/// A cell's columns, in [`FlowCell`]'s order.
+const CELL_COLUMNS: &str =
+    "report_id, project_id, route, route_check, status, filed_day, counted_day, graded_day, ttr_bin";
+
+/// One row of `flow_cells`: a report's place in the throughput counts.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+struct FlowCell {
+    report_id: i64,
+    project_id: i64,
+    route: String,
+    route_check: i64,
+    status: String,
+    filed_day: i64,
+    counted_day: Option<i64>,
+    graded_day: Option<i64>,
+    ttr_bin: Option<i64>,
+}
+
+impl FlowCell {
+    /// The counts the report adds.
+    fn events(&self) -> StorageResult<Vec<(FlowKind, i64)>> {
+        let facts = FlowFacts {
+            status: crate::db::rows::parse(&self.status, "flow_cells.status")?,
+            filed_day: self.filed_day,
+            counted_day: self.counted_day,
+            graded_day: self.graded_day,
+            ttr_bin: self.ttr_bin,
+        };
+        Ok(facts.events())
+    }
+}
+
+/// A report's row as the cells are computed from it.
+#[derive(sqlx::FromRow)]
+struct SourceRow {
+    id: i64,
+    project_id: i64,
+    route: String,
+    route_check: bool,
+    #[sqlx(flatten)]
+    flow: FlowRow,
+}
+
+impl SourceRow {
+    fn cell(self) -> StorageResult<FlowCell> {
+        let status = self.flow.status.clone();
+        let facts = FlowFacts::of(&self.flow.into_flow()?);
+        Ok(FlowCell {
+            report_id: self.id,
+            project_id: self.project_id,
+            route: self.route,
+            route_check: i64::from(self.route_check),
+            status,
+            filed_day: facts.filed_day,
+            counted_day: facts.counted_day,
+            graded_day: facts.graded_day,
+            ttr_bin: facts.ttr_bin,
+        })
+    }
+}
+
+/// The reports' columns [`SourceRow`] reads.
+const SOURCE: &str = "SELECT r.id AS id, r.project_id AS project_id, r.route AS route, r.route_check AS route_check, \
+     r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, r.first_attempt_at AS first_attempt_at, \
+     r.first_counting_at AS first_counting_at, r.last_graded_at AS last_graded_at FROM reports r";
+
+/// A group's key in `flow_groups`: level, kind, project, route, route check, day or bin.
+type FlowKey = (u8, FlowKind, i64, String, i64, i64);
+
+/// The change to the groups as cells are taken out (-1) and put in (+1).
+#[derive(Default)]
+struct FlowDelta(BTreeMap<FlowKey, i64>);
+
+impl FlowDelta {
+    fn add(&mut self, cell: &FlowCell, sign: i64) -> StorageResult<()> {
+        for (kind, at) in cell.events()? {
+            for level in 0..4u8 {
+                let route = if level & ROUTE != 0 { cell.route.clone() } else { String::new() };
+                let check = if level & CHECK != 0 { cell.route_check } else { -1 };
+                *self.0.entry((level, kind, cell.project_id, route, check, at)).or_default() += sign;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Recomputes the throughput cells of the reports in `list` (ids,
+    /// comma-separated) and moves their groups by the difference, in `tx`.
+    pub(in crate::db) async fn refresh_flows(tx: &mut Tx, list: &str) -> StorageResult<()> {
+        if list.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
+        let old: Vec<FlowCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {CELL_COLUMNS} FROM flow_cells WHERE report_id IN ({list})"
+        )))
+        .fetch_all(&mut **tx)
+        .await?;
+        let rows: Vec<SourceRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!("{SOURCE} WHERE r.id IN ({list})")))
+            .fetch_all(&mut **tx)
+            .await?;
+        let new = rows.into_iter().map(SourceRow::cell).collect::<StorageResult<Vec<_>>>()?;
+        let old: BTreeMap<i64, FlowCell> = old.into_iter().map(|c| (c.report_id, c)).collect();
+        let new: BTreeMap<i64, FlowCell> = new.into_iter().map(|c| (c.report_id, c)).collect();
+        let changed: std::collections::BTreeSet<i64> =
+            old.keys().chain(new.keys()).filter(|id| old.get(id) != new.get(id)).copied().collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let mut delta = FlowDelta::default();
+        for id in &changed {
+            if let Some(c) = old.get(id) {
+                delta.add(c, -1)?;
+            }
+            if let Some(c) = new.get(id) {
+                delta.add(c, 1)?;
+            }
+        }
+        let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM flow_cells WHERE report_id IN ({changed_list})")))
+            .execute(&mut **tx)
+            .await?;
+        let inserts: Vec<&FlowCell> = changed.iter().filter_map(|id| new.get(id)).collect();
+        Self::insert_flow_cells(tx, &inserts).await?;
+        Self::move_flows(tx, &delta).await
+    }
+
+    async fn insert_flow_cells(tx: &mut Tx, cells: &[&FlowCell]) -> StorageResult<()> {
+        for chunk in cells.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO flow_cells ({CELL_COLUMNS}) "));
+            qb.push_values(chunk, |mut b, c| {
+                b.push_bind(c.report_id)
+                    .push_bind(c.project_id)
+                    .push_bind(c.route.clone())
+                    .push_bind(c.route_check)
+                    .push_bind(c.status.clone())
+                    .push_bind(c.filed_day)
+                    .push_bind(c.counted_day)
+                    .push_bind(c.graded_day)
+                    .push_bind(c.ttr_bin);
+            });
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds `delta` to the groups: one upsert per 1,000 groups that changed.
+    async fn move_flows(tx: &mut Tx, delta: &FlowDelta) -> StorageResult<()> {
+        let moves: Vec<_> = delta.0.iter().filter(|(_, n)| **n != 0).collect();
+        for chunk in moves.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(
+                "INSERT INTO flow_groups (level, kind, project_id, route, route_check, at, n) ",
+            );
+            qb.push_values(chunk, |mut b, ((level, kind, project, route, check, at), n)| {
+                b.push_bind(i64::from(*level))
+                    .push_bind(kind.as_str())
+                    .push_bind(*project)
+                    .push_bind(route.clone())
+                    .push_bind(*check)
+                    .push_bind(*at)
+                    .push_bind(**n);
+            });
+            qb.push(
+                " ON CONFLICT (level, kind, project_id, route, route_check, at) DO UPDATE SET n = flow_groups.n + excluded.n",
+            );
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Empties both tables and computes them again from every report, in `tx`.
+    pub(in crate::db) async fn rebuild_flows(tx: &mut Tx) -> StorageResult<()> {
+        sqlx::query("DELETE FROM flow_groups").execute(&mut **tx).await?;
+        sqlx::query("DELETE FROM flow_cells").execute(&mut **tx).await?;
+        let rows: Vec<SourceRow> = sqlx::query_as(SOURCE).fetch_all(&mut **tx).await?;
+        let cells = rows.into_iter().map(SourceRow::cell).collect::<StorageResult<Vec<_>>>()?;
+        let mut delta = FlowDelta::default();
+        for c in &cells {
+            delta.add(c, 1)?;
+        }
+        Self::insert_flow_cells(tx, &cells.iter().collect::<Vec<_>>()).await?;
+        Self::move_flows(tx, &delta).await
+    }
+
+    /// Every non-empty group, keyed like the figures' groups, and the cells'
+    /// count and a fingerprint of them.
+    pub(in crate::db) async fn flow_rows(tx: &mut Tx) -> StorageResult<BTreeMap<String, Vec<f64>>> {
+        let rows: Vec<(i64, String, i64, String, i64, i64, i64)> =
+            sqlx::query_as("SELECT level, kind, project_id, route, route_check, at, n FROM flow_groups WHERE n <> 0")
+                .fetch_all(&mut **tx)
+                .await?;
+        let mut out: BTreeMap<String, Vec<f64>> = rows
+            .into_iter()
+            .map(|(l, k, p, r, c, at, n)| (format!("flow {l}|{k}|{p}|{r}|{c}|{at}"), vec![n as f64]))
+            .collect();
+        let cells: Vec<FlowCell> =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {CELL_COLUMNS} FROM flow_cells ORDER BY report_id")))
+                .fetch_all(&mut **tx)
+                .await?;
+        for c in cells {
+            let facts = [Some(c.route_check), Some(c.filed_day), c.counted_day, c.graded_day, c.ttr_bin];
+            out.insert(
+                format!("flow cell {}|{}|{}|{}", c.report_id, c.project_id, c.route, c.status),
+                facts.iter().map(|v| v.map_or(-1.0, |v| v as f64)).collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The throughput counts of the reports `filter` selects, from the
+    /// groups; `None` when the filter needs what they do not keep (a
+    /// status, label, verdict, text or date window), which the exact path
+    /// answers.
+    pub(in crate::db) async fn flow_totals_now(
+        &self,
+        filter: &ReportFilter,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<FlowCounts>> {
+        let windowed = filter.since.is_some() || filter.until.is_some() || filter.period.is_some();
+        if windowed
+            || filter.status.is_some()
+            || filter.label.is_some()
+            || filter.verdict.is_some()
+            || filter.q.is_some()
+        {
+            return Ok(None);
+        }
+        let level =
+            if filter.route.is_some() { ROUTE } else { 0 } | if filter.route_check.is_some() { CHECK } else { 0 };
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g JOIN projects p ON p.id = g.project_id \
+             WHERE g.level = ",
+        );
+        qb.push_bind(i64::from(level)).push(" AND ").push(scope.sql("p"));
+        if let Some(v) = &filter.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = filter.route {
+            qb.push(" AND g.route = ").push_bind(v.as_str());
+        }
+        if let Some(v) = filter.route_check {
+            qb.push(" AND g.route_check = ").push_bind(i64::from(v));
+        }
+        qb.push(" GROUP BY g.kind, g.at");
+        let rows: Vec<(String, i64, i64)> = qb.build_query_as().fetch_all(&self.read).await?;
+        let mut counts = FlowCounts::default();
+        for (kind, at, n) in rows {
+            if n > 0 {
+                counts.0.insert((crate::db::rows::parse(&kind, "flow_groups.kind")?, at), n as u64);
+            }
+        }
+        Ok(Some(counts))
+    }
+}

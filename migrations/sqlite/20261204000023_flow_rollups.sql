@@ -1,0 +1,31 @@
+-- Issue 16 (figures maintained as data arrives): throughput, the glance and
+-- the status pages read counts kept as data arrives, not every report.
+--
+-- flow_cells: per report, what it adds to the throughput counts: its status,
+-- the days (from 1970-01-01, UTC) it was filed, first counted and last
+-- graded, and the bin of its time to reproduction.
+CREATE TABLE flow_cells (
+    report_id   INTEGER PRIMARY KEY,
+    project_id  INTEGER NOT NULL,
+    route       TEXT NOT NULL,
+    route_check INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    filed_day   INTEGER NOT NULL,
+    counted_day INTEGER,
+    graded_day  INTEGER,
+    ttr_bin     INTEGER
+);
+
+-- flow_groups: reports counted per (kind, day or bin) and group, at four
+-- levels (a bit per dimension kept: 1 route, 2 route check; a dimension not
+-- kept is '' or -1). The project is always kept: scopes are of projects.
+CREATE TABLE flow_groups (
+    level       INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    project_id  INTEGER NOT NULL,
+    route       TEXT NOT NULL,
+    route_check INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (level, kind, project_id, route, route_check, at)
+);
