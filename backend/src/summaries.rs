@@ -8,7 +8,9 @@ use failpass_shared::api::figures::{
 };
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::{ReportFilter, unknown_parameter};
-use failpass_shared::figures::{FlowCounts, FlowKind, bin_edges, distribution, rows_from_totals};
+use std::collections::BTreeMap;
+
+use failpass_shared::figures::{FlowCounts, FlowKind, ValueBins, bin_edges_of, distribution_of, rows_from_totals};
 
 use crate::db::{ProjectScope, Storage};
 use crate::error::{ApiError, ApiResult};
@@ -50,21 +52,34 @@ pub async fn rows_of(storage: &dyn Storage, scope: &ProjectScope, query: &Figure
 }
 
 /// The distribution `query` asks for, in `scope`: per group, a histogram
-/// over bins shared by every group, the CDF, mean, median and p90.
+/// over bins shared by every group, the CDF, mean, median and p90, read
+/// from value bins (`failpass_shared::figures::VALUES_NOTE` says how close).
 pub async fn distributions(
     storage: &dyn Storage,
     scope: &ProjectScope,
     query: DistributionQuery,
 ) -> ApiResult<DistributionResponse> {
     known_project(storage, scope, query.figures.filter.project.as_deref()).await?;
-    let groups = storage.metric_values(&query, scope).await?;
-    let all: Vec<&[f64]> = groups.values().map(Vec::as_slice).collect();
-    let edges = bin_edges(&all, HISTOGRAM_BINS);
+    let metric = query.metric;
+    let groups = match storage.value_totals(&query, scope).await? {
+        Some(groups) => groups,
+        // Every value binned as the rollups bin it.
+        None => {
+            let mut groups = BTreeMap::new();
+            for (key, values) in storage.metric_values(&query, scope).await? {
+                let bins: &mut ValueBins = groups.entry(key).or_default();
+                values.into_iter().for_each(|v| bins.add(metric, v));
+            }
+            groups
+        }
+    };
+    let all: Vec<&ValueBins> = groups.values().collect();
+    let edges = bin_edges_of(metric, &all, HISTOGRAM_BINS);
     Ok(DistributionResponse {
-        metric: query.metric,
-        unit: query.metric.unit().to_owned(),
+        metric,
+        unit: metric.unit().to_owned(),
         group_by: query.figures.group_by,
-        groups: groups.into_iter().map(|(key, values)| distribution(key, values, &edges)).collect(),
+        groups: groups.iter().map(|(key, bins)| distribution_of(key.clone(), metric, bins, &edges)).collect(),
     })
 }
 

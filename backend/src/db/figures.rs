@@ -8,7 +8,7 @@ use super::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::{DistributionQuery, Facets, FiguresQuery};
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::ReportFilter;
-use failpass_shared::figures::{FlowCounts, GroupTotals, ReportContribution, ReportFlow};
+use failpass_shared::figures::{FlowCounts, GroupTotals, ReportContribution, ReportFlow, ValueBins};
 use failpass_shared::model::GroupBy;
 
 /// The rows and counts figures are computed from. Storage selects and
@@ -75,6 +75,14 @@ pub trait FigureStore: Send + Sync {
     /// maintained rollups; `None` when the filter needs what they do not
     /// keep (a status, label, verdict, text or date window).
     async fn flow_totals(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Option<FlowCounts>>;
+
+    /// The distribution's bins per group, from the maintained rollups;
+    /// `None` when the query needs what they do not keep.
+    async fn value_totals(
+        &self,
+        query: &DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<std::collections::BTreeMap<String, ValueBins>>>;
 }
 
 /// The result of comparing the maintained figures with a recomputation.

@@ -316,8 +316,9 @@ fn rate_labels(q: &FiguresQuery) -> (String, String) {
 
 fn metric_labels(m: Metric) -> (&'static str, &'static str, bool) {
     match m {
-        Metric::CostUsd => ("Cost per attempt", "Cost per attempt (USD)", true),
-        Metric::WallSeconds => ("Wall time per attempt", "Wall time per attempt (minutes)", false),
+        // The values are read from bins (failpass_shared::figures::VALUES_NOTE).
+        Metric::CostUsd => ("Cost per attempt", "Cost per attempt (USD; binned, within 2.2%)", true),
+        Metric::WallSeconds => ("Wall time per attempt", "Wall time per attempt (minutes; binned, within 2.2%)", false),
     }
 }
 

@@ -103,7 +103,7 @@ async fn time_axes_show_the_year_and_leave_gaps_and_wall_time_is_in_minutes() {
     // wall time in minutes, as the Cost & time page's cards give it: 600 s is 10
     let wall = svg(&app, "/api/v1/charts/histogram?metric=wall_seconds").await;
     let labels = texts(&wall);
-    assert!(wall.contains("(minutes)") && labels.iter().any(|t| t == "10"), "{labels:?}");
+    assert!(wall.contains("(minutes; binned, within 2.2%)") && labels.iter().any(|t| t == "10"), "{labels:?}");
 }
 
 #[tokio::test]

@@ -230,6 +230,37 @@ async fn compare_flows(s: &dyn Storage, step: &str) {
     assert!(s.flow_totals(&windowed, &ProjectScope::All).await.unwrap().is_none(), "a window goes the exact way");
 }
 
+/// The distributions' bins read from the rollups equal every value binned,
+/// for the groupings and filters the rollups keep.
+async fn compare_values(s: &dyn Storage, queries: &[(FiguresQuery, ProjectScope)], step: &str) {
+    use failpass_shared::api::figures::{DistributionQuery, Metric};
+    use failpass_shared::figures::ValueBins;
+    for (q, scope) in queries.iter().filter(|(q, _)| q.then_by.is_empty()) {
+        if matches!(q.group_by, GroupBy::Category | GroupBy::Vagueness) {
+            continue;
+        }
+        for metric in [Metric::CostUsd, Metric::WallSeconds] {
+            let query = DistributionQuery { metric, figures: q.clone() };
+            let mut exact: std::collections::BTreeMap<String, ValueBins> = Default::default();
+            for (key, values) in s.metric_values(&query, scope).await.unwrap() {
+                let bins = exact.entry(key).or_default();
+                values.into_iter().for_each(|v| bins.add(metric, v));
+            }
+            let rolled = s.value_totals(&query, scope).await.unwrap().expect("the rollups keep this distribution");
+            let what = format!("{step}: {metric:?} of {:?} in {scope:?}", q.pairs());
+            assert_eq!(rolled.keys().collect::<Vec<_>>(), exact.keys().collect::<Vec<_>>(), "{what}");
+            for (key, bins) in &exact {
+                let got = &rolled[key];
+                assert_eq!(got.0.keys().collect::<Vec<_>>(), bins.0.keys().collect::<Vec<_>>(), "{what} {key}");
+                for (bin, (n, total)) in &bins.0 {
+                    let (n2, total2) = got.0[bin];
+                    assert!(n2 == *n && (total2 - total).abs() <= 1e-9 * total.abs().max(1.0), "{what} {key} {bin}");
+                }
+            }
+        }
+    }
+}
+
 async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     for (i, slug) in PROJECTS.iter().enumerate() {
@@ -362,6 +393,7 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
             compare(s.as_ref(), &all, &label).await;
             compare_spend(s.as_ref(), &label).await;
             compare_flows(s.as_ref(), &label).await;
+            compare_values(s.as_ref(), &all, &label).await;
             // Cells, groups and the oracle figures' facts equal a rebuild.
             let check = s.check_figures(false).await.unwrap();
             assert_eq!(check.differing, 0, "{label}: {:?}", check.differences);

@@ -181,10 +181,10 @@ impl From<&[ReportFlow]> for FlowCounts {
 
 /// Values with how often each occurs, ascending: the sorted list they
 /// stand for, without writing it out.
-struct Weighted(Vec<(f64, u64)>);
+pub(super) struct Weighted(pub(super) Vec<(f64, u64)>);
 
 impl Weighted {
-    fn n(&self) -> u64 {
+    pub(super) fn n(&self) -> u64 {
         self.0.iter().map(|(_, k)| k).sum()
     }
 
@@ -201,7 +201,7 @@ impl Weighted {
     }
 
     /// As `median_sorted` of the list.
-    fn median(&self) -> Option<f64> {
+    pub(super) fn median(&self) -> Option<f64> {
         let n = self.n();
         match n {
             0 => None,
@@ -211,7 +211,7 @@ impl Weighted {
     }
 
     /// As `quantile` of the list.
-    fn quantile(&self, q: f64) -> Option<f64> {
+    pub(super) fn quantile(&self, q: f64) -> Option<f64> {
         let n = self.n();
         (n > 0).then(|| self.at(((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).clamp(1, n) - 1))
     }

@@ -11,11 +11,13 @@ use crate::api::figures::FigureRow;
 mod flows;
 mod oracles;
 mod queue;
+mod values;
 pub use flows::{
     FlowCounts, FlowFacts, FlowKind, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, hours_bin, throughput_of,
 };
 pub use oracles::{OracleCounts, oracle_summary};
 pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
+pub use values::{VALUES_NOTE, ValueBins, bin_edges_of, bin_value, distribution_of, value_bin};
 
 /// `x` to 12 significant digits, and `-0.0` as `0.0`: sums and quotients of
 /// floats leave dust (`0.1 + 0.2` is `0.30000000000000004`) that no figure
@@ -639,6 +641,46 @@ mod tests {
             date_of_day(day_of(chrono::DateTime::from_timestamp(86_400 * 3 + 5, 0).unwrap())).to_string(),
             "1970-01-04"
         );
+    }
+
+    #[test]
+    fn value_bins_read_within_their_stated_error() {
+        use crate::api::figures::Metric;
+        for metric in [Metric::CostUsd, Metric::WallSeconds] {
+            let floor = values::value_floor(metric);
+            let mut v = floor / 3.0;
+            while v < 1e7 {
+                let read = bin_value(metric, value_bin(metric, v));
+                if v < floor {
+                    assert!((read - v).abs() <= floor / 2.0, "{v} read {read}");
+                } else {
+                    assert!((read / v - 1.0).abs() <= 0.022, "{metric:?} {v} read {read}");
+                }
+                v *= 1.007;
+            }
+            assert_eq!(bin_value(metric, value_bin(metric, 0.0)), 0.0);
+        }
+    }
+
+    #[test]
+    fn distributions_from_bins_count_exactly_and_read_within_the_bins() {
+        use crate::api::figures::Metric;
+        let values: Vec<f64> = (0..1000).map(|i| 0.01 * (1.0 + (i % 97) as f64) * (1.0 + (i / 97) as f64)).collect();
+        let mut bins = ValueBins::default();
+        values.iter().for_each(|v| bins.add(Metric::CostUsd, *v));
+        let edges = bin_edges_of(Metric::CostUsd, &[&bins], 20);
+        let d = distribution_of("all".into(), Metric::CostUsd, &bins, &edges);
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let exact = distribution("all".into(), values, &bin_edges(&[&sorted], 20));
+        assert_eq!(d.n, exact.n);
+        assert!((d.mean.unwrap() - exact.mean.unwrap()).abs() < 1e-9);
+        for (got, want) in [(d.median, exact.median), (d.p90, exact.p90), (d.max, exact.max)] {
+            assert!((got.unwrap() / want.unwrap() - 1.0).abs() <= 0.022, "{got:?} {want:?}");
+        }
+        assert_eq!(d.histogram.iter().map(|b| b.count).sum::<u64>(), 1000);
+        assert_eq!(d.cdf.last().unwrap().1, 1.0);
+        assert!(d.cdf.len() <= 101 && d.cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
     }
 
     fn flows_bins() -> i64 {

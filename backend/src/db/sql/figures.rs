@@ -195,6 +195,14 @@ impl FigureStore for Engine {
     ) -> StorageResult<Option<failpass_shared::figures::FlowCounts>> {
         self.flow_totals_now(filter, scope).await
     }
+
+    async fn value_totals(
+        &self,
+        query: &DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<std::collections::BTreeMap<String, failpass_shared::figures::ValueBins>>> {
+        self.value_totals_now(query, scope).await
+    }
 }
 
 impl Engine {

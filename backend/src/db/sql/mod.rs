@@ -19,3 +19,4 @@ mod queue;
 mod reports;
 mod rollups;
 mod storage;
+mod values;

@@ -86,6 +86,7 @@ impl Engine {
                 .await?;
             Self::refresh_facts(tx, &list).await?;
             Self::refresh_flows(tx, &list).await?;
+            Self::refresh_values(tx, &list).await?;
             let changed = changed_reports(&old, &new);
             if changed.is_empty() {
                 continue;
@@ -204,14 +205,17 @@ impl Engine {
         )
         .execute(&mut **tx)
         .await?;
-        Self::rebuild_flows(tx).await
+        Self::rebuild_flows(tx).await?;
+        Self::rebuild_values(tx).await
     }
 
     /// Builds the rollups of a database that has reports but none yet (one
-    /// written before migration 22 or 23); does nothing otherwise.
+    /// written before migration 22, 23 or 24); does nothing otherwise.
     pub(in crate::db) async fn ensure_figures(&self) -> StorageResult<()> {
         let missing = "SELECT EXISTS (SELECT 1 FROM reports) \
-                       AND (NOT EXISTS (SELECT 1 FROM figure_cells) OR NOT EXISTS (SELECT 1 FROM flow_cells))";
+                       AND (NOT EXISTS (SELECT 1 FROM figure_cells) OR NOT EXISTS (SELECT 1 FROM flow_cells) \
+                       OR (NOT EXISTS (SELECT 1 FROM value_cells) AND EXISTS (SELECT 1 FROM attempts \
+                       WHERE wall_seconds IS NOT NULL OR (cost_known AND cost_usd IS NOT NULL))))";
         let missing_now: bool = sqlx::query_scalar(missing).fetch_one(&self.write).await?;
         if !missing_now {
             return Ok(());
@@ -234,11 +238,13 @@ impl Engine {
         let mut stored = Self::group_rows(&mut tx).await?;
         stored.extend(Self::project_fact_rows(&mut tx).await?);
         stored.extend(Self::flow_rows(&mut tx).await?);
+        stored.extend(Self::value_rows(&mut tx).await?);
         let stored_cells = Self::cell_fingerprint(&mut tx).await?;
         Self::rebuild_figures(&mut tx).await?;
         let mut fresh = Self::group_rows(&mut tx).await?;
         fresh.extend(Self::project_fact_rows(&mut tx).await?);
         fresh.extend(Self::flow_rows(&mut tx).await?);
+        fresh.extend(Self::value_rows(&mut tx).await?);
         let fresh_cells = Self::cell_fingerprint(&mut tx).await?;
         let mut differences = Vec::new();
         for (key, want) in &fresh {

@@ -1,0 +1,341 @@
+//! Distributions maintained as data arrives (issue 16): per report, its
+//! attempts' costs and wall times counted in bins (`value_cells`), summed
+//! per group at the figures' eight levels (`value_groups`, migration 24),
+//! moved in the same transaction as the figures' rollups. The distributions
+//! and their charts read the groups; `check-figures` rebuilds and compares
+//! them with the rest.
+
+use std::collections::BTreeMap;
+
+use failpass_shared::api::figures::{DistributionQuery, Metric};
+use failpass_shared::figures::{ValueBins, value_bin};
+use failpass_shared::model::GroupBy;
+
+use super::rollups::CUTOFF_KEY;
+use super::{Db, Engine, Tx};
+use crate::db::figures::{AGENT, CUTOFF, MODEL, rollup_level};
+use crate::db::{ProjectScope, StorageResult};
+
+/// A cell's key columns, then its count and sum.
+const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, metric, bin, project_id, route, n, total";
+
+/// A cell's key: report, goal, agent, model, cutoff class, metric, bin.
+type CellKey = (i64, String, String, String, String, &'static str, i64);
+/// What a cell holds besides its key: project, route, count, sum.
+type CellValue = (i64, String, i64, f64);
+
+/// A group's key: goal, metric, level, project, route, agent, model, cutoff class, bin.
+type GroupKey = (String, String, u8, i64, String, String, String, String, i64);
+
+/// One row of `value_cells`, in [`CELL_COLUMNS`]' order.
+#[derive(sqlx::FromRow)]
+struct StoredCell {
+    report_id: i64,
+    goal: String,
+    agent: String,
+    model: String,
+    cutoff: String,
+    metric: String,
+    bin: i64,
+    project_id: i64,
+    route: String,
+    n: i64,
+    total: f64,
+}
+
+/// The metrics, as the cells name them.
+const METRICS: [Metric; 2] = [Metric::CostUsd, Metric::WallSeconds];
+
+/// One attempt's values with the dimensions its cell is keyed by.
+#[derive(sqlx::FromRow)]
+struct AttemptValues {
+    report_id: i64,
+    goal: String,
+    agent: String,
+    model: String,
+    cutoff: String,
+    project_id: i64,
+    route: String,
+    /// `NULL` when the cost is unknown: an unknown cost is not a $0 attempt.
+    cost_usd: Option<f64>,
+    wall_seconds: Option<f64>,
+}
+
+/// The attempts of the reports `reports` selects (on `r`), with what their
+/// cells are keyed by.
+fn attempts_select(reports: &str) -> String {
+    format!(
+        "SELECT r.id AS report_id, a.goal AS goal, a.agent AS agent, COALESCE(a.model, 'unknown') AS model, \
+         {CUTOFF_KEY} AS cutoff, r.project_id AS project_id, r.route AS route, \
+         CAST(CASE WHEN a.cost_known THEN a.cost_usd END AS DOUBLE PRECISION) AS cost_usd, \
+         CAST(a.wall_seconds AS DOUBLE PRECISION) AS wall_seconds \
+         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} ORDER BY a.id"
+    )
+}
+
+/// The cells of `attempts`.
+fn cells_of(attempts: Vec<AttemptValues>) -> BTreeMap<CellKey, CellValue> {
+    let mut cells: BTreeMap<CellKey, CellValue> = BTreeMap::new();
+    for a in attempts {
+        for (metric, value) in [(Metric::CostUsd, a.cost_usd), (Metric::WallSeconds, a.wall_seconds)] {
+            let Some(v) = value.filter(|v| v.is_finite()) else { continue };
+            let key = (
+                a.report_id,
+                a.goal.clone(),
+                a.agent.clone(),
+                a.model.clone(),
+                a.cutoff.clone(),
+                metric.as_str(),
+                value_bin(metric, v),
+            );
+            let cell = cells.entry(key).or_insert_with(|| (a.project_id, a.route.clone(), 0, 0.0));
+            cell.2 += 1;
+            cell.3 += v;
+        }
+    }
+    cells
+}
+
+/// Cells per report, in key order.
+fn per_report(cells: &BTreeMap<CellKey, CellValue>) -> BTreeMap<i64, Vec<(&CellKey, &CellValue)>> {
+    let mut m: BTreeMap<i64, Vec<(&CellKey, &CellValue)>> = BTreeMap::new();
+    for (k, v) in cells {
+        m.entry(k.0).or_default().push((k, v));
+    }
+    m
+}
+
+/// The change to the groups as cells are taken out (-1) and put in (+1).
+#[derive(Default)]
+struct ValueDelta(BTreeMap<GroupKey, (i64, f64)>);
+
+impl ValueDelta {
+    fn add(&mut self, key: &CellKey, value: &CellValue, sign: i64) {
+        let (_, goal, agent, model, cutoff, metric, bin) = key;
+        let (project, route, n, total) = value;
+        for level in 0..8u8 {
+            let keep = |bit: u8, v: &str| if level & bit != 0 { v.to_owned() } else { String::new() };
+            let g = self
+                .0
+                .entry((
+                    goal.clone(),
+                    (*metric).to_owned(),
+                    level,
+                    *project,
+                    route.clone(),
+                    keep(AGENT, agent),
+                    keep(MODEL, model),
+                    keep(CUTOFF, cutoff),
+                    *bin,
+                ))
+                .or_default();
+            g.0 += sign * n;
+            g.1 += sign as f64 * total;
+        }
+    }
+}
+
+impl Engine {
+    /// Recomputes the value cells of the reports in `list` (ids,
+    /// comma-separated) and moves their groups by the difference, in `tx`
+    /// (which holds the figures' lock).
+    pub(in crate::db) async fn refresh_values(tx: &mut Tx, list: &str) -> StorageResult<()> {
+        let old: Vec<StoredCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {CELL_COLUMNS} FROM value_cells WHERE report_id IN ({list})"
+        )))
+        .fetch_all(&mut **tx)
+        .await?;
+        let attempts: Vec<AttemptValues> =
+            sqlx::query_as(sqlx::AssertSqlSafe(attempts_select(&format!("r.id IN ({list})"))))
+                .fetch_all(&mut **tx)
+                .await?;
+        let new = cells_of(attempts);
+        let mut old_cells: BTreeMap<CellKey, CellValue> = BTreeMap::new();
+        for c in old {
+            let metric = METRICS.iter().find(|m| m.as_str() == c.metric).map_or("", |m| m.as_str());
+            old_cells.insert(
+                (c.report_id, c.goal, c.agent, c.model, c.cutoff, metric, c.bin),
+                (c.project_id, c.route, c.n, c.total),
+            );
+        }
+        // A report's cells change together: compare them per report.
+        let (before, after) = (per_report(&old_cells), per_report(&new));
+        let changed: std::collections::BTreeSet<i64> =
+            before.keys().chain(after.keys()).filter(|r| before.get(r) != after.get(r)).copied().collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let mut delta = ValueDelta::default();
+        for (sign, side) in [(-1, &before), (1, &after)] {
+            for r in &changed {
+                for (k, v) in side.get(r).into_iter().flatten() {
+                    delta.add(k, v, sign);
+                }
+            }
+        }
+        let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM value_cells WHERE report_id IN ({changed_list})")))
+            .execute(&mut **tx)
+            .await?;
+        let inserts: Vec<(&CellKey, &CellValue)> =
+            changed.iter().flat_map(|r| after.get(r).into_iter().flatten().copied()).collect();
+        Self::insert_value_cells(tx, &inserts).await?;
+        Self::move_values(tx, &delta).await
+    }
+
+    async fn insert_value_cells(tx: &mut Tx, cells: &[(&CellKey, &CellValue)]) -> StorageResult<()> {
+        for chunk in cells.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO value_cells ({CELL_COLUMNS}) "));
+            qb.push_values(
+                chunk,
+                |mut b, ((r, goal, agent, model, cutoff, metric, bin), (project, route, n, total))| {
+                    b.push_bind(*r)
+                        .push_bind(goal.clone())
+                        .push_bind(agent.clone())
+                        .push_bind(model.clone())
+                        .push_bind(cutoff.clone())
+                        .push_bind(*metric)
+                        .push_bind(*bin)
+                        .push_bind(*project)
+                        .push_bind(route.clone())
+                        .push_bind(*n)
+                        .push_bind(*total);
+                },
+            );
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds `delta` to the groups: one upsert per 1,000 groups that changed.
+    async fn move_values(tx: &mut Tx, delta: &ValueDelta) -> StorageResult<()> {
+        let moves: Vec<_> = delta.0.iter().filter(|(_, (n, t))| *n != 0 || *t != 0.0).collect();
+        for chunk in moves.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(
+                "INSERT INTO value_groups (goal, metric, level, project_id, route, agent, model, cutoff, bin, n, total) ",
+            );
+            qb.push_values(
+                chunk,
+                |mut b, ((goal, metric, level, project, route, agent, model, cutoff, bin), (n, t))| {
+                    b.push_bind(goal.clone())
+                        .push_bind(metric.clone())
+                        .push_bind(i64::from(*level))
+                        .push_bind(*project)
+                        .push_bind(route.clone())
+                        .push_bind(agent.clone())
+                        .push_bind(model.clone())
+                        .push_bind(cutoff.clone())
+                        .push_bind(*bin)
+                        .push_bind(*n)
+                        .push_bind(*t);
+                },
+            );
+            qb.push(
+                " ON CONFLICT (goal, metric, level, project_id, route, agent, model, cutoff, bin) \
+                 DO UPDATE SET n = value_groups.n + excluded.n, total = value_groups.total + excluded.total",
+            );
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Empties both tables and computes them again from every attempt, a
+    /// few thousand reports at a time, in `tx`.
+    pub(in crate::db) async fn rebuild_values(tx: &mut Tx) -> StorageResult<()> {
+        sqlx::query("DELETE FROM value_groups").execute(&mut **tx).await?;
+        sqlx::query("DELETE FROM value_cells").execute(&mut **tx).await?;
+        let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM reports ORDER BY id").fetch_all(&mut **tx).await?;
+        let mut delta = ValueDelta::default();
+        for chunk in ids.chunks(5000) {
+            let (lo, hi) = (chunk[0], chunk[chunk.len() - 1]);
+            let attempts: Vec<AttemptValues> =
+                sqlx::query_as(sqlx::AssertSqlSafe(attempts_select(&format!("r.id BETWEEN {lo} AND {hi}"))))
+                    .fetch_all(&mut **tx)
+                    .await?;
+            let cells = cells_of(attempts);
+            for (k, v) in &cells {
+                delta.add(k, v, 1);
+            }
+            Self::insert_value_cells(tx, &cells.iter().collect::<Vec<_>>()).await?;
+        }
+        Self::move_values(tx, &delta).await
+    }
+
+    /// Every non-empty group, keyed like the figures' groups, and the cells'
+    /// count and sums.
+    pub(in crate::db) async fn value_rows(tx: &mut Tx) -> StorageResult<BTreeMap<String, Vec<f64>>> {
+        let rows: Vec<(String, i64, f64)> = sqlx::query_as(
+            "SELECT goal || '|' || metric || '|' || CAST(level AS TEXT) || '|' || CAST(project_id AS TEXT) || '|' \
+             || route || '|' || agent || '|' || model || '|' || cutoff || '|' || CAST(bin AS TEXT), n, total \
+             FROM value_groups WHERE n <> 0",
+        )
+        .fetch_all(&mut **tx)
+        .await?;
+        let mut out: BTreeMap<String, Vec<f64>> =
+            rows.into_iter().map(|(key, n, t)| (format!("values {key}"), vec![n as f64, t])).collect();
+        let (cells, n, total, bins): (i64, Option<i64>, Option<f64>, Option<i64>) = sqlx::query_as(
+            "SELECT COUNT(*), CAST(SUM(n) AS BIGINT), CAST(SUM(total) AS DOUBLE PRECISION), \
+             CAST(SUM(bin * n + report_id) AS BIGINT) FROM value_cells",
+        )
+        .fetch_one(&mut **tx)
+        .await?;
+        out.insert(
+            "values cells".into(),
+            vec![cells as f64, n.unwrap_or(0) as f64, total.unwrap_or(0.0), bins.unwrap_or(0) as f64],
+        );
+        Ok(out)
+    }
+
+    /// The bins per group `query` asks for, from the groups; `None` when it
+    /// needs what they do not keep (a category or vagueness, a week or
+    /// month, a status, label, verdict, text or date filter).
+    pub(in crate::db) async fn value_totals_now(
+        &self,
+        query: &DistributionQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<BTreeMap<String, ValueBins>>> {
+        let q = &query.figures;
+        let Some(level) = rollup_level(q) else { return Ok(None) };
+        let key = match q.group_by {
+            GroupBy::None => "'all'",
+            GroupBy::Project => "p.slug",
+            GroupBy::Route => "g.route",
+            GroupBy::Agent => "g.agent",
+            GroupBy::Model => "g.model",
+            GroupBy::Cutoff => "g.cutoff",
+            _ => return Ok(None),
+        };
+        if !q.then_by.is_empty() {
+            return Ok(None);
+        }
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {key} AS key, g.bin, CAST(SUM(g.n) AS BIGINT), CAST(SUM(g.total) AS DOUBLE PRECISION) \
+             FROM value_groups g JOIN projects p ON p.id = g.project_id WHERE g.goal = "
+        ));
+        qb.push_bind(q.goal.as_str());
+        qb.push(" AND g.metric = ").push_bind(query.metric.as_str());
+        qb.push(" AND g.level = ").push_bind(i64::from(level));
+        qb.push(" AND ").push(scope.sql("p"));
+        if let Some(v) = &q.filter.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = q.filter.route {
+            qb.push(" AND g.route = ").push_bind(v.as_str());
+        }
+        if let Some(v) = &q.agent {
+            qb.push(" AND g.agent = ").push_bind(v.clone());
+        }
+        if let Some(v) = &q.model {
+            qb.push(" AND g.model = ").push_bind(v.clone());
+        }
+        qb.push(" GROUP BY 1, 2");
+        let rows: Vec<(String, i64, i64, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
+        let mut out: BTreeMap<String, ValueBins> = BTreeMap::new();
+        for (key, bin, n, total) in rows {
+            if n > 0 {
+                out.entry(key).or_default().0.insert(bin, (n as u64, total));
+            }
+        }
+        Ok(Some(out))
+    }
+}
