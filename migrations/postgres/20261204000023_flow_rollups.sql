@@ -16,9 +16,11 @@ CREATE TABLE flow_cells (
     ttr_bin     BIGINT
 );
 
--- flow_groups: reports counted per (kind, day or bin) and group, at four
--- levels (a bit per dimension kept: 1 route, 2 route check; a dimension not
--- kept is '' or -1). The project is always kept: scopes are of projects.
+-- flow_groups: reports counted per (kind, day or bin) and group, at eight
+-- levels (a bit per dimension kept: 1 route, 2 route check, 4 project; a
+-- dimension not kept is '', -1 or project 0). Levels without the project
+-- answer callers who see every project; the others, scoped callers. Keyed
+-- by (level, kind, at) first, so a level's counts are read in order.
 CREATE TABLE flow_groups (
     level       BIGINT NOT NULL,
     kind        TEXT NOT NULL,
@@ -27,5 +29,5 @@ CREATE TABLE flow_groups (
     route_check BIGINT NOT NULL,
     at          BIGINT NOT NULL,
     n           BIGINT NOT NULL,
-    PRIMARY KEY (level, kind, project_id, route, route_check, at)
+    PRIMARY KEY (level, kind, at, project_id, route, route_check)
 );

@@ -164,6 +164,21 @@ fn queries(projects: &[&str]) -> Vec<(FiguresQuery, ProjectScope)> {
             }
         }
     }
+    // The week or month attempts started in, alone, by project or route.
+    for period in [Week, Month] {
+        for goal in [Goal::Reproduce, Goal::Fix] {
+            let base = FiguresQuery { group_by: period, goal, ..FiguresQuery::default() };
+            let by = |filter: ReportFilter| FiguresQuery { filter, ..base.clone() };
+            for q in [
+                base.clone(),
+                by(ReportFilter { project: Some(projects[1].into()), ..Default::default() }),
+                by(ReportFilter { route: Some(failpass_shared::model::Route::HumanFirst), ..Default::default() }),
+            ] {
+                out.push((q.clone(), ProjectScope::All));
+                out.push((q, ProjectScope::PublicOnly));
+            }
+        }
+    }
     out
 }
 
@@ -236,7 +251,7 @@ async fn compare_values(s: &dyn Storage, queries: &[(FiguresQuery, ProjectScope)
     use failpass_shared::api::figures::{DistributionQuery, Metric};
     use failpass_shared::figures::ValueBins;
     for (q, scope) in queries.iter().filter(|(q, _)| q.then_by.is_empty()) {
-        if matches!(q.group_by, GroupBy::Category | GroupBy::Vagueness) {
+        if matches!(q.group_by, GroupBy::Category | GroupBy::Vagueness | GroupBy::Week | GroupBy::Month) {
             continue;
         }
         for metric in [Metric::CostUsd, Metric::WallSeconds] {

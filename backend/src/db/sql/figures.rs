@@ -96,7 +96,10 @@ impl FigureStore for Engine {
         query: &FiguresQuery,
         scope: &ProjectScope,
     ) -> StorageResult<Option<Vec<(String, failpass_shared::figures::GroupTotals)>>> {
-        self.rollup_totals(query, scope).await
+        match self.rollup_totals(query, scope).await? {
+            Some(totals) => Ok(Some(totals)),
+            None => self.period_totals(query, scope).await,
+        }
     }
 
     async fn check_figures(&self, repair: bool) -> StorageResult<crate::db::figures::FigureCheck> {

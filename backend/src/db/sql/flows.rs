@@ -21,6 +21,8 @@ use super::{Db, Engine, Tx};
 const ROUTE: u8 = 1;
 /// The route check kept at a level (else -1).
 const CHECK: u8 = 2;
+/// The project kept at a level (else 0).
+const PROJECT: u8 = 4;
 
 /// A cell's columns, in [`FlowCell`]'s order.
 const CELL_COLUMNS: &str =
@@ -98,10 +100,11 @@ struct FlowDelta(BTreeMap<FlowKey, i64>);
 impl FlowDelta {
     fn add(&mut self, cell: &FlowCell, sign: i64) -> StorageResult<()> {
         for (kind, at) in cell.events()? {
-            for level in 0..4u8 {
+            for level in 0..8u8 {
                 let route = if level & ROUTE != 0 { cell.route.clone() } else { String::new() };
                 let check = if level & CHECK != 0 { cell.route_check } else { -1 };
-                *self.0.entry((level, kind, cell.project_id, route, check, at)).or_default() += sign;
+                let project = if level & PROJECT != 0 { cell.project_id } else { 0 };
+                *self.0.entry((level, kind, project, route, check, at)).or_default() += sign;
             }
         }
         Ok(())
@@ -186,7 +189,7 @@ impl Engine {
                     .push_bind(**n);
             });
             qb.push(
-                " ON CONFLICT (level, kind, project_id, route, route_check, at) DO UPDATE SET n = flow_groups.n + excluded.n",
+                " ON CONFLICT (level, kind, at, project_id, route, route_check) DO UPDATE SET n = flow_groups.n + excluded.n",
             );
             qb.build().execute(&mut **tx).await?;
         }
@@ -250,13 +253,25 @@ impl Engine {
         {
             return Ok(None);
         }
-        let level =
+        let mut level =
             if filter.route.is_some() { ROUTE } else { 0 } | if filter.route_check.is_some() { CHECK } else { 0 };
-        let mut qb = sqlx::QueryBuilder::<Db>::new(
-            "SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g JOIN projects p ON p.id = g.project_id \
-             WHERE g.level = ",
-        );
-        qb.push_bind(i64::from(level)).push(" AND ").push(scope.sql("p"));
+        // A caller who sees every project reads the levels that sum them.
+        let every_project = matches!(scope, ProjectScope::All) && filter.project.is_none();
+        let mut qb = if every_project {
+            sqlx::QueryBuilder::<Db>::new(
+                "SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g WHERE g.level = ",
+            )
+        } else {
+            level |= PROJECT;
+            sqlx::QueryBuilder::<Db>::new(
+                "SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g JOIN projects p ON p.id = g.project_id \
+                 WHERE g.level = ",
+            )
+        };
+        qb.push_bind(i64::from(level));
+        if !every_project {
+            qb.push(" AND ").push(scope.sql("p"));
+        }
         if let Some(v) = &filter.project {
             qb.push(" AND p.slug = ").push_bind(v.clone());
         }

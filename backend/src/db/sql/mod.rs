@@ -14,6 +14,7 @@ mod flows;
 mod imports;
 mod jobs;
 mod oracle_drafts;
+mod periods;
 mod projects;
 mod queue;
 mod reports;

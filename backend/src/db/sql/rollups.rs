@@ -28,7 +28,7 @@ use failpass_shared::model::GroupBy;
 use super::{Db, Engine, Tx};
 
 /// A cell's sums that count, as they are added up at every level.
-const INT_SUMS: [&str; 10] = [
+pub(super) const INT_SUMS: [&str; 10] = [
     "attempts",
     "graded",
     "counting",
@@ -42,10 +42,10 @@ const INT_SUMS: [&str; 10] = [
 ];
 
 /// A cell's sums of costs, after [`INT_SUMS`].
-const COST_SUMS: [&str; 2] = ["cost_usd", "cost_counting_usd"];
+pub(super) const COST_SUMS: [&str; 2] = ["cost_usd", "cost_counting_usd"];
 
 /// Every sum of a cell: [`INT_SUMS`], then [`COST_SUMS`].
-fn sums() -> impl Iterator<Item = &'static str> {
+pub(super) fn sums() -> impl Iterator<Item = &'static str> {
     INT_SUMS.iter().chain(&COST_SUMS).copied()
 }
 
@@ -58,7 +58,7 @@ const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, r
 const KEY: &str = "goal, level, project_id, route, category, vague, agent, model, cutoff";
 
 /// A group's per-report counts, then its [`sums`].
-const COUNTS: [&str; 6] =
+pub(super) const COUNTS: [&str; 6] =
     ["reports", "reports_graded", "reports_reproduced", "reports_awaiting", "reports_with_oracle", "reports_in_patch"];
 
 /// An attempt's cutoff class, as the exact figures compute it.
@@ -87,6 +87,7 @@ impl Engine {
             Self::refresh_facts(tx, &list).await?;
             Self::refresh_flows(tx, &list).await?;
             Self::refresh_values(tx, &list).await?;
+            Self::refresh_periods(tx, &list).await?;
             let changed = changed_reports(&old, &new);
             if changed.is_empty() {
                 continue;
@@ -206,16 +207,18 @@ impl Engine {
         .execute(&mut **tx)
         .await?;
         Self::rebuild_flows(tx).await?;
-        Self::rebuild_values(tx).await
+        Self::rebuild_values(tx).await?;
+        Self::rebuild_periods(tx).await
     }
 
     /// Builds the rollups of a database that has reports but none yet (one
-    /// written before migration 22, 23 or 24); does nothing otherwise.
+    /// written before migrations 22 to 25); does nothing otherwise.
     pub(in crate::db) async fn ensure_figures(&self) -> StorageResult<()> {
         let missing = "SELECT EXISTS (SELECT 1 FROM reports) \
                        AND (NOT EXISTS (SELECT 1 FROM figure_cells) OR NOT EXISTS (SELECT 1 FROM flow_cells) \
                        OR (NOT EXISTS (SELECT 1 FROM value_cells) AND EXISTS (SELECT 1 FROM attempts \
-                       WHERE wall_seconds IS NOT NULL OR (cost_known AND cost_usd IS NOT NULL))))";
+                       WHERE wall_seconds IS NOT NULL OR (cost_known AND cost_usd IS NOT NULL))) \
+                       OR (NOT EXISTS (SELECT 1 FROM period_cells) AND EXISTS (SELECT 1 FROM attempts)))";
         let missing_now: bool = sqlx::query_scalar(missing).fetch_one(&self.write).await?;
         if !missing_now {
             return Ok(());
@@ -239,12 +242,14 @@ impl Engine {
         stored.extend(Self::project_fact_rows(&mut tx).await?);
         stored.extend(Self::flow_rows(&mut tx).await?);
         stored.extend(Self::value_rows(&mut tx).await?);
+        stored.extend(Self::period_rows(&mut tx).await?);
         let stored_cells = Self::cell_fingerprint(&mut tx).await?;
         Self::rebuild_figures(&mut tx).await?;
         let mut fresh = Self::group_rows(&mut tx).await?;
         fresh.extend(Self::project_fact_rows(&mut tx).await?);
         fresh.extend(Self::flow_rows(&mut tx).await?);
         fresh.extend(Self::value_rows(&mut tx).await?);
+        fresh.extend(Self::period_rows(&mut tx).await?);
         let fresh_cells = Self::cell_fingerprint(&mut tx).await?;
         let mut differences = Vec::new();
         for (key, want) in &fresh {
@@ -399,10 +404,7 @@ impl Engine {
                 _ => "g.cutoff",
             })
         };
-        let ints = COUNTS.iter().chain(&INT_SUMS);
-        let mut select: Vec<String> = ints.map(|c| format!("CAST(SUM(g.{c}) AS BIGINT) AS {c}")).collect();
-        select.push("CAST(SUM(g.cost_usd) AS DOUBLE PRECISION) AS cost_usd".into());
-        select.push("CAST(SUM(g.cost_counting_usd) AS DOUBLE PRECISION) AS cost_counting_usd".into());
+        let select = summed_totals();
         let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
             "SELECT {} AS key, {} AS key1, {} AS key2, {} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
              WHERE g.goal = ",
@@ -431,27 +433,7 @@ impl Engine {
         let rows = qb.build().fetch_all(&self.read).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let n = |c: &str| row.try_get::<i64, _>(c).map(|v| v.max(0) as u64);
-            let totals = GroupTotals {
-                reports: n("reports")?,
-                reports_graded: n("reports_graded")?,
-                reports_reproduced: n("reports_reproduced")?,
-                reports_awaiting_review: n("reports_awaiting")?,
-                reports_with_oracle: n("reports_with_oracle")?,
-                reports_in_patch_test: n("reports_in_patch")?,
-                attempts: n("attempts")?,
-                attempts_graded: n("graded")?,
-                attempts_counting: n("counting")?,
-                attempts_lead: n("leads")?,
-                attempts_error: n("errors")?,
-                attempts_awaiting_review: n("awaiting")?,
-                cost_usd: row.try_get("cost_usd")?,
-                cost_counting_usd: row.try_get("cost_counting_usd")?,
-                attempts_without_cost: n("without_cost")?,
-                attempts_counting_without_cost: n("counting_without_cost")?,
-                api_calls: n("api_calls")?,
-                attempts_with_api_calls: n("with_api_calls")?,
-            };
+            let totals = totals_of(&row)?;
             let key = failpass_shared::figures::join_key_parts(
                 row.try_get("key")?,
                 row.try_get("key1")?,
@@ -464,10 +446,58 @@ impl Engine {
     }
 }
 
+/// A group's [`COUNTS`] and [`sums`] summed over rows `g`, named as
+/// [`totals_of`] reads them.
+pub(super) fn summed_totals() -> Vec<String> {
+    let ints = COUNTS.iter().chain(&INT_SUMS);
+    let mut select: Vec<String> = ints.map(|c| format!("CAST(SUM(g.{c}) AS BIGINT) AS {c}")).collect();
+    select.extend(COST_SUMS.iter().map(|c| format!("CAST(SUM(g.{c}) AS DOUBLE PRECISION) AS {c}")));
+    select
+}
+
+/// A group's totals from a row naming its [`COUNTS`] and [`sums`].
+pub(super) fn totals_of(row: &<Db as sqlx::Database>::Row) -> Result<GroupTotals, sqlx::Error> {
+    use sqlx::Row;
+    let n = |c: &str| row.try_get::<i64, _>(c).map(|v| v.max(0) as u64);
+    Ok(GroupTotals {
+        reports: n("reports")?,
+        reports_graded: n("reports_graded")?,
+        reports_reproduced: n("reports_reproduced")?,
+        reports_awaiting_review: n("reports_awaiting")?,
+        reports_with_oracle: n("reports_with_oracle")?,
+        reports_in_patch_test: n("reports_in_patch")?,
+        attempts: n("attempts")?,
+        attempts_graded: n("graded")?,
+        attempts_counting: n("counting")?,
+        attempts_lead: n("leads")?,
+        attempts_error: n("errors")?,
+        attempts_awaiting_review: n("awaiting")?,
+        cost_usd: row.try_get("cost_usd")?,
+        cost_counting_usd: row.try_get("cost_counting_usd")?,
+        attempts_without_cost: n("without_cost")?,
+        attempts_counting_without_cost: n("counting_without_cost")?,
+        api_calls: n("api_calls")?,
+        attempts_with_api_calls: n("with_api_calls")?,
+    })
+}
+
 /// `INSERT` of the cells of the reports `reports` selects (on `r`).
 fn cells_sql(reports: &str) -> String {
     format!("INSERT INTO figure_cells ({CELL_COLUMNS}) {}", cells_select(reports))
 }
+
+/// A cell's sums ([`sums`]' order) over the attempts `a` of its group.
+pub(super) const ATTEMPT_SUMS: &str = "COUNT(*) AS attempts, \
+     CAST(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END) AS BIGINT) AS graded, \
+     CAST(SUM(CASE WHEN a.counts THEN 1 ELSE 0 END) AS BIGINT) AS counting, \
+     CAST(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END) AS BIGINT) AS leads, \
+     CAST(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END) AS BIGINT) AS errors, \
+     CAST(SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END) AS BIGINT) AS awaiting, \
+     CAST(SUM(CASE WHEN a.cost_known THEN 0 ELSE 1 END) AS BIGINT) AS without_cost, \
+     CAST(SUM(CASE WHEN a.counts AND NOT a.cost_known THEN 1 ELSE 0 END) AS BIGINT) AS counting_without_cost, \
+     CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, COUNT(a.api_calls) AS with_api_calls, \
+     CAST(SUM(a.cost_usd) AS DOUBLE PRECISION) AS cost_usd, \
+     CAST(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END) AS DOUBLE PRECISION) AS cost_counting_usd";
 
 /// The cells of the reports `reports` selects (on `r`), computed from the
 /// reports and their attempts, in [`CELL_COLUMNS`]' order.
@@ -489,16 +519,7 @@ fn cells_select(reports: &str) -> String {
          FROM reports r CROSS JOIN (SELECT 'reproduce' AS goal UNION ALL SELECT 'fix') g WHERE {reports} \
          UNION ALL \
          SELECT r.id, a.goal, a.agent, COALESCE(a.model, 'unknown'), {CUTOFF_KEY}, {flags}, \
-         COUNT(*), CAST(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN a.counts THEN 1 ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN a.cost_known THEN 0 ELSE 1 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN a.counts AND NOT a.cost_known THEN 1 ELSE 0 END) AS BIGINT), \
-         CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT), COUNT(a.api_calls), \
-         CAST(SUM(a.cost_usd) AS DOUBLE PRECISION), \
-         CAST(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END) AS DOUBLE PRECISION) \
+         {ATTEMPT_SUMS} \
          FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} \
          GROUP BY r.id, a.goal, a.agent, COALESCE(a.model, 'unknown'), {CUTOFF_KEY}, r.project_id, r.route, r.category, \
          r.vague, r.has_det_oracle, r.oracle_source"

@@ -1,0 +1,294 @@
+//! Figures by the week or month attempts started in, maintained as data
+//! arrives (issue 16): per report, goal and period, the sums of its
+//! attempts started in it (`period_cells`), summed per period, project and
+//! route (`period_groups`, migration 25), moved in the figures'
+//! transaction. Each cell is one report's whole part of its group, so a
+//! group's per-report counts (graded, reproduced, awaiting a review) are
+//! the cells' own, exact. `check-figures` rebuilds and compares them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::figures::GroupTotals;
+use failpass_shared::model::GroupBy;
+
+use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, summed_totals, sums, totals_of};
+use super::{Db, Engine, Tx};
+use crate::db::dialect::Dialect;
+use crate::db::{ProjectScope, StorageResult};
+
+/// A cell's columns, in [`PeriodCell`]'s order.
+const CELL_COLUMNS: &str = "report_id, goal, kind, period, project_id, route, det, in_patch, attempts, graded, \
+     counting, leads, errors, awaiting, without_cost, counting_without_cost, api_calls, with_api_calls, cost_usd, \
+     cost_counting_usd";
+
+/// A group's key columns.
+const KEY: &str = "goal, kind, period, project_id, route";
+
+/// One row of `period_cells`.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+struct PeriodCell {
+    report_id: i64,
+    goal: String,
+    kind: String,
+    period: String,
+    project_id: i64,
+    route: String,
+    det: i64,
+    in_patch: i64,
+    attempts: i64,
+    graded: i64,
+    counting: i64,
+    leads: i64,
+    errors: i64,
+    awaiting: i64,
+    without_cost: i64,
+    counting_without_cost: i64,
+    api_calls: i64,
+    with_api_calls: i64,
+    cost_usd: f64,
+    cost_counting_usd: f64,
+}
+
+impl PeriodCell {
+    /// The report's counts in its group, in [`COUNTS`]' order.
+    fn counts(&self) -> [i64; 6] {
+        [
+            1,
+            i64::from(self.graded > 0),
+            i64::from(self.counting > 0),
+            i64::from(self.awaiting > 0 && self.counting == 0),
+            self.det,
+            self.in_patch,
+        ]
+    }
+
+    /// The sums, in [`INT_SUMS`]' order.
+    fn sums(&self) -> [i64; 10] {
+        [
+            self.attempts,
+            self.graded,
+            self.counting,
+            self.leads,
+            self.errors,
+            self.awaiting,
+            self.without_cost,
+            self.counting_without_cost,
+            self.api_calls,
+            self.with_api_calls,
+        ]
+    }
+}
+
+/// A group's key: goal, kind, period, project, route.
+type GroupKey = (String, String, String, i64, String);
+
+/// A group's change: counts, sums, costs.
+type Change = ([i64; 6], [i64; 10], [f64; 2]);
+
+impl Engine {
+    /// The cells of the reports `reports` selects (on `r`), from their attempts.
+    fn period_cells_select(reports: &str) -> String {
+        let part = |kind: &str, key: &str| {
+            format!(
+                "SELECT r.id AS report_id, a.goal AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \
+                 r.route AS route, CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT) AS det, \
+                 CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT) AS in_patch, \
+                 {ATTEMPT_SUMS} FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} \
+                 GROUP BY r.id, a.goal, {key}, r.project_id, r.route, r.has_det_oracle, r.oracle_source"
+            )
+        };
+        format!("{} UNION ALL {}", part("week", Self::WEEK_KEY), part("month", Self::MONTH_KEY))
+    }
+
+    /// Recomputes the period cells of the reports in `list` (ids,
+    /// comma-separated) and moves their groups by the difference, in `tx`
+    /// (which holds the figures' lock).
+    pub(in crate::db) async fn refresh_periods(tx: &mut Tx, list: &str) -> StorageResult<()> {
+        let old: Vec<PeriodCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {CELL_COLUMNS} FROM period_cells WHERE report_id IN ({list})"
+        )))
+        .fetch_all(&mut **tx)
+        .await?;
+        let new: Vec<PeriodCell> =
+            sqlx::query_as(sqlx::AssertSqlSafe(Self::period_cells_select(&format!("r.id IN ({list})"))))
+                .fetch_all(&mut **tx)
+                .await?;
+        let per_report = |cells: Vec<PeriodCell>| {
+            let mut m: BTreeMap<i64, Vec<PeriodCell>> = BTreeMap::new();
+            for c in cells {
+                m.entry(c.report_id).or_default().push(c);
+            }
+            for v in m.values_mut() {
+                v.sort_by(|a, b| (&a.goal, &a.kind, &a.period).cmp(&(&b.goal, &b.kind, &b.period)));
+            }
+            m
+        };
+        let (before, after) = (per_report(old), per_report(new));
+        let changed: BTreeSet<i64> =
+            before.keys().chain(after.keys()).filter(|r| before.get(r) != after.get(r)).copied().collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let mut delta: BTreeMap<GroupKey, Change> = BTreeMap::new();
+        for (sign, side) in [(-1, &before), (1, &after)] {
+            for c in changed.iter().flat_map(|r| side.get(r).into_iter().flatten()) {
+                let key = (c.goal.clone(), c.kind.clone(), c.period.clone(), c.project_id, c.route.clone());
+                let g = delta.entry(key).or_insert(([0; 6], [0; 10], [0.0; 2]));
+                g.0.iter_mut().zip(c.counts()).for_each(|(s, n)| *s += sign * n);
+                g.1.iter_mut().zip(c.sums()).for_each(|(s, n)| *s += sign * n);
+                g.2[0] += sign as f64 * c.cost_usd;
+                g.2[1] += sign as f64 * c.cost_counting_usd;
+            }
+        }
+        let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM period_cells WHERE report_id IN ({changed_list})")))
+            .execute(&mut **tx)
+            .await?;
+        let inserts: Vec<&PeriodCell> = changed.iter().flat_map(|r| after.get(r).into_iter().flatten()).collect();
+        for chunk in inserts.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO period_cells ({CELL_COLUMNS}) "));
+            qb.push_values(chunk, |mut b, c| {
+                b.push_bind(c.report_id)
+                    .push_bind(c.goal.clone())
+                    .push_bind(c.kind.clone())
+                    .push_bind(c.period.clone())
+                    .push_bind(c.project_id)
+                    .push_bind(c.route.clone())
+                    .push_bind(c.det)
+                    .push_bind(c.in_patch);
+                for n in c.sums() {
+                    b.push_bind(n);
+                }
+                b.push_bind(c.cost_usd).push_bind(c.cost_counting_usd);
+            });
+            qb.build().execute(&mut **tx).await?;
+        }
+        let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).chain(&COST_SUMS).copied().collect();
+        let set: Vec<String> = columns.iter().map(|c| format!("{c} = period_groups.{c} + excluded.{c}")).collect();
+        let moves: Vec<_> = delta
+            .iter()
+            .filter(|(_, (c, s, m))| c.iter().chain(s).any(|n| *n != 0) || m.iter().any(|x| *x != 0.0))
+            .collect();
+        for chunk in moves.chunks(500) {
+            let mut qb =
+                sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO period_groups ({KEY}, {}) ", columns.join(", ")));
+            qb.push_values(chunk, |mut b, ((goal, kind, period, project, route), (counts, sums, costs))| {
+                b.push_bind(goal.clone())
+                    .push_bind(kind.clone())
+                    .push_bind(period.clone())
+                    .push_bind(*project)
+                    .push_bind(route.clone());
+                for n in counts.iter().chain(sums) {
+                    b.push_bind(*n);
+                }
+                b.push_bind(costs[0]).push_bind(costs[1]);
+            });
+            qb.push(format!(" ON CONFLICT ({KEY}) DO UPDATE SET {}", set.join(", ")));
+            qb.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Empties both tables and computes them again from every attempt, set-based, in `tx`.
+    pub(in crate::db) async fn rebuild_periods(tx: &mut Tx) -> StorageResult<()> {
+        sqlx::query("DELETE FROM period_groups").execute(&mut **tx).await?;
+        sqlx::query("DELETE FROM period_cells").execute(&mut **tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO period_cells ({CELL_COLUMNS}) {}",
+            Self::period_cells_select("TRUE")
+        )))
+        .execute(&mut **tx)
+        .await?;
+        let counts = "COUNT(*), SUM(CASE WHEN graded > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN counting > 0 THEN 1 ELSE 0 END), \
+             SUM(CASE WHEN awaiting > 0 AND counting = 0 THEN 1 ELSE 0 END), SUM(det), SUM(in_patch)";
+        let summed: Vec<String> = sums().map(|c| format!("SUM({c})")).collect();
+        let columns: Vec<&str> = COUNTS.iter().copied().chain(sums()).collect();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO period_groups ({KEY}, {}) SELECT {KEY}, {counts}, {} FROM period_cells GROUP BY {KEY}",
+            columns.join(", "),
+            summed.join(", ")
+        )))
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Every non-empty group, keyed like the figures' groups, and the cells'
+    /// count and sums.
+    pub(in crate::db) async fn period_rows(tx: &mut Tx) -> StorageResult<BTreeMap<String, Vec<f64>>> {
+        use sqlx::Row;
+        let values: Vec<String> =
+            COUNTS.iter().copied().chain(sums()).map(|c| format!("CAST({c} AS DOUBLE PRECISION)")).collect();
+        let sql = format!(
+            "SELECT goal || '|' || kind || '|' || period || '|' || CAST(project_id AS TEXT) || '|' || route, {} \
+             FROM period_groups WHERE reports <> 0",
+            values.join(", ")
+        );
+        let mut out = BTreeMap::new();
+        for row in sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&mut **tx).await? {
+            let key: String = row.try_get(0)?;
+            let v = (1..=values.len()).map(|i| row.try_get::<f64, _>(i)).collect::<Result<Vec<_>, _>>()?;
+            out.insert(format!("period {key}"), v);
+        }
+        let totals: Vec<String> = sums().map(|c| format!("CAST(COALESCE(SUM({c}), 0) AS DOUBLE PRECISION)")).collect();
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT COUNT(*), {} FROM period_cells", totals.join(", "))))
+            .fetch_one(&mut **tx)
+            .await?;
+        let mut fingerprint = vec![row.try_get::<i64, _>(0)? as f64];
+        for i in 1..=totals.len() {
+            fingerprint.push(row.try_get::<f64, _>(i)?);
+        }
+        out.insert("period cells".into(), fingerprint);
+        Ok(out)
+    }
+
+    /// The totals per week or month `query` asks for, from the groups;
+    /// `None` unless it groups by one of them alone, filtered by project or
+    /// route at most.
+    pub(in crate::db) async fn period_totals(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<Vec<(String, GroupTotals)>>> {
+        let kind = match query.dimensions()[..] {
+            [GroupBy::Week] => "week",
+            [GroupBy::Month] => "month",
+            _ => return Ok(None),
+        };
+        let f = &query.filter;
+        let narrowed = f.status.is_some()
+            || f.label.is_some()
+            || f.verdict.is_some()
+            || f.q.is_some()
+            || f.route_check.is_some()
+            || f.since.is_some()
+            || f.until.is_some()
+            || f.period.is_some()
+            || query.agent.is_some()
+            || query.model.is_some();
+        if narrowed {
+            return Ok(None);
+        }
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT g.period AS period, {} FROM period_groups g JOIN projects p ON p.id = g.project_id WHERE g.goal = ",
+            summed_totals().join(", ")
+        ));
+        qb.push_bind(query.goal.as_str());
+        qb.push(" AND g.kind = ").push_bind(kind);
+        qb.push(" AND ").push(scope.sql("p"));
+        if let Some(v) = &f.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = f.route {
+            qb.push(" AND g.route = ").push_bind(v.as_str());
+        }
+        qb.push(" GROUP BY g.period HAVING SUM(g.reports) > 0 ORDER BY g.period");
+        use sqlx::Row;
+        let mut out = Vec::new();
+        for row in qb.build().fetch_all(&self.read).await? {
+            out.push((row.try_get::<String, _>("period")?, totals_of(&row)?));
+        }
+        Ok(Some(out))
+    }
+}

@@ -1,0 +1,60 @@
+-- Issue 16 (figures maintained as data arrives): the figures by the week
+-- or month attempts started in (the Cost & time page's spend) read rollups
+-- kept as data arrives, not every attempt.
+--
+-- period_cells: per report, goal and period (kind `week` or `month`, and
+-- the week's Monday or the month, UTC, as the figures key them), the sums
+-- of its attempts started in it, with the report's project, route and
+-- oracle flags as they were counted.
+CREATE TABLE period_cells (
+    report_id             BIGINT NOT NULL,
+    goal                  TEXT NOT NULL,
+    kind                  TEXT NOT NULL,
+    period                TEXT NOT NULL,
+    project_id            BIGINT NOT NULL,
+    route                 TEXT NOT NULL,
+    det                   BIGINT NOT NULL,
+    in_patch              BIGINT NOT NULL,
+    attempts              BIGINT NOT NULL,
+    graded                BIGINT NOT NULL,
+    counting              BIGINT NOT NULL,
+    leads                 BIGINT NOT NULL,
+    errors                BIGINT NOT NULL,
+    awaiting              BIGINT NOT NULL,
+    without_cost          BIGINT NOT NULL,
+    counting_without_cost BIGINT NOT NULL,
+    api_calls             BIGINT NOT NULL,
+    with_api_calls        BIGINT NOT NULL,
+    cost_usd              DOUBLE PRECISION NOT NULL,
+    cost_counting_usd     DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (report_id, goal, kind, period)
+);
+
+-- period_groups: the cells summed per (goal, kind, period, project, route),
+-- with the per-report counts (each cell is one report's part of its group).
+CREATE TABLE period_groups (
+    goal                  TEXT NOT NULL,
+    kind                  TEXT NOT NULL,
+    period                TEXT NOT NULL,
+    project_id            BIGINT NOT NULL,
+    route                 TEXT NOT NULL,
+    reports               BIGINT NOT NULL,
+    reports_graded        BIGINT NOT NULL,
+    reports_reproduced    BIGINT NOT NULL,
+    reports_awaiting      BIGINT NOT NULL,
+    reports_with_oracle   BIGINT NOT NULL,
+    reports_in_patch      BIGINT NOT NULL,
+    attempts              BIGINT NOT NULL,
+    graded                BIGINT NOT NULL,
+    counting              BIGINT NOT NULL,
+    leads                 BIGINT NOT NULL,
+    errors                BIGINT NOT NULL,
+    awaiting              BIGINT NOT NULL,
+    without_cost          BIGINT NOT NULL,
+    counting_without_cost BIGINT NOT NULL,
+    api_calls             BIGINT NOT NULL,
+    with_api_calls        BIGINT NOT NULL,
+    cost_usd              DOUBLE PRECISION NOT NULL,
+    cost_counting_usd     DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (goal, kind, period, project_id, route)
+);
