@@ -208,7 +208,8 @@ pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<Proj
     let headline = crate::summaries::rows_of(storage, &scope, &all).await?.into_iter().next();
     let t_figures = started.elapsed();
     let now = Utc::now();
-    let flow = throughput_of(&crate::summaries::flow_counts(storage, &scope, &filter).await?, now);
+    let read = failpass_shared::figures::throughput_read();
+    let flow = throughput_of(&crate::summaries::flow_counts(storage, &scope, &filter, &read).await?, now);
     let t_flow = started.elapsed();
     let oracles = storage.oracle_summary(Some(&project.slug), &scope).await?;
     let t_oracles = started.elapsed();

@@ -97,14 +97,20 @@ pub async fn throughput_of<'a>(
     }
     filter.check_window()?;
     known_project(storage, scope, filter.project.as_deref()).await?;
-    Ok(failpass_shared::figures::throughput_of(&flow_counts(storage, scope, &filter).await?, chrono::Utc::now()))
+    let counts = flow_counts(storage, scope, &filter, &failpass_shared::figures::throughput_read()).await?;
+    Ok(failpass_shared::figures::throughput_of(&counts, chrono::Utc::now()))
 }
 
-/// The throughput counts of the reports `filter` selects: from the
-/// maintained rollups where they keep what it needs, else every report's
-/// flow folded into the same counts.
-pub async fn flow_counts(storage: &dyn Storage, scope: &ProjectScope, filter: &ReportFilter) -> ApiResult<FlowCounts> {
-    Ok(match storage.flow_totals(filter, scope).await? {
+/// The throughput counts `read` names of the reports `filter` selects:
+/// from the maintained rollups where they keep what it needs, else every
+/// report's flow folded into the same counts (all of them).
+pub async fn flow_counts(
+    storage: &dyn Storage,
+    scope: &ProjectScope,
+    filter: &ReportFilter,
+    read: &failpass_shared::figures::FlowRead,
+) -> ApiResult<FlowCounts> {
+    Ok(match storage.flow_totals(filter, scope, read).await? {
         Some(counts) => counts,
         None => FlowCounts::from(storage.report_flows(filter, scope).await?.as_slice()),
     })
@@ -202,12 +208,12 @@ pub async fn glance<'a>(
     let asked = filter.pairs();
     let base = ReportFilter { period: None, since: None, until: None, ..filter };
     // Whole days, as the counts keep them.
-    let counts = flow_counts(storage, scope, &base).await?;
+    let counts = flow_counts(storage, scope, &base, &failpass_shared::figures::glance_read(from, to)).await?;
     let reproduced = counts.within(FlowKind::Counted, from, to);
     let not_reproduced = counts.within(FlowKind::NotReproduced, from, to);
     // Filed in the period, as the throughput and the period's list count it.
     let filed = counts.within(FlowKind::Filed, from, to);
-    let backlog = counts.total(FlowKind::Open);
+    let backlog = counts.total(FlowKind::Backlog);
     let spend_usd = failpass_shared::figures::tidy(storage.spend_usd(&windowed, scope).await?);
     let stuck = storage
         .count_reports(

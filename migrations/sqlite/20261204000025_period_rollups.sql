@@ -1,9 +1,11 @@
 -- Issue 16 (figures maintained as data arrives): the figures by the week
--- or month attempts started in (the Cost & time page's spend) read rollups
--- kept as data arrives, not every attempt.
+-- or month attempts started in (the Cost & time page's spend), and the
+-- spend in a window of days (the glance), read rollups kept as data
+-- arrives, not every attempt.
 --
--- period_cells: per report, goal and period (kind `week` or `month`, and
--- the week's Monday or the month, UTC, as the figures key them), the sums
+-- period_cells: per report, goal and period (kind `week`, `month` or `day`,
+-- and the week's Monday, the month or the day, UTC, as the figures key
+-- them), the sums
 -- of its attempts started in it, with the report's project, route and
 -- oracle flags as they were counted.
 CREATE TABLE period_cells (

@@ -44,6 +44,9 @@ pub(crate) trait Dialect {
     /// (`unknown` without a start).
     const MONTH_KEY: &'static str;
 
+    /// The day (UTC) an attempt `a` started, as `YYYY-MM-DD`.
+    const DAY_KEY: &'static str;
+
     /// Taken by a transaction before it moves the figures' rollups: on
     /// PostgreSQL a transaction-scoped advisory lock, so writers on many
     /// machines move them one at a time; SQLite has one writer already.
@@ -83,6 +86,8 @@ impl Dialect for SqliteStorage {
     const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at, 'weekday 0', '-6 days'), 'unknown')";
 
     const MONTH_KEY: &'static str = "COALESCE(strftime('%Y-%m', a.started_at), 'unknown')";
+
+    const DAY_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at), 'unknown')";
 
     const FIGURES_LOCK: &'static str = "SELECT 1";
 
@@ -127,6 +132,8 @@ impl Dialect for PgStorage {
         "COALESCE(to_char(date_trunc('week', a.started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
 
     const MONTH_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM'), 'unknown')";
+
+    const DAY_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 'unknown')";
 
     /// The key is failpass's own ("figures"), held until commit.
     const FIGURES_LOCK: &'static str = "SELECT pg_advisory_xact_lock(7046617)";

@@ -8,7 +8,7 @@ use super::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::{DistributionQuery, Facets, FiguresQuery};
 use failpass_shared::api::oracles::OracleSummary;
 use failpass_shared::api::reports::ReportFilter;
-use failpass_shared::figures::{FlowCounts, GroupTotals, ReportContribution, ReportFlow, ValueBins};
+use failpass_shared::figures::{FlowCounts, FlowRead, GroupTotals, ReportContribution, ReportFlow, ValueBins};
 use failpass_shared::model::GroupBy;
 
 /// The rows and counts figures are computed from. Storage selects and
@@ -71,10 +71,15 @@ pub trait FigureStore: Send + Sync {
     /// attempts reached a verdict (for throughput and time to reproduction).
     async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>>;
 
-    /// The throughput counts of the reports the filter selects, from the
-    /// maintained rollups; `None` when the filter needs what they do not
+    /// The throughput counts `read` names (each kind whole, or on some days)
+    /// of the reports the filter selects, from the maintained rollups; `None` when the filter needs what they do not
     /// keep (a status, label, verdict, text or date window).
-    async fn flow_totals(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Option<FlowCounts>>;
+    async fn flow_totals(
+        &self,
+        filter: &ReportFilter,
+        scope: &ProjectScope,
+        read: &FlowRead,
+    ) -> StorageResult<Option<FlowCounts>>;
 
     /// The distribution's bins per group, from the maintained rollups;
     /// `None` when the query needs what they do not keep.

@@ -217,7 +217,7 @@ async fn compare_spend(s: &dyn Storage, step: &str) {
 /// folded, for the filters the rollups keep, and the throughput and the
 /// glance read from them answer as the exact counts do.
 async fn compare_flows(s: &dyn Storage, step: &str) {
-    use failpass_shared::figures::{FlowCounts, throughput_of};
+    use failpass_shared::figures::{FlowCounts, FlowKind, throughput_of};
     let f = |project: Option<&str>, route: Option<Route>, check: Option<bool>| ReportFilter {
         project: project.map(str::to_owned),
         route,
@@ -234,7 +234,20 @@ async fn compare_flows(s: &dyn Storage, step: &str) {
     for filter in filters {
         for scope in [ProjectScope::All, ProjectScope::PublicOnly] {
             let exact = FlowCounts::from(s.report_flows(&filter, &scope).await.unwrap().as_slice());
-            let rolled = s.flow_totals(&filter, &scope).await.unwrap().expect("the rollups keep these filters");
+            let everything = failpass_shared::figures::everything();
+            let rolled =
+                s.flow_totals(&filter, &scope, &everything).await.unwrap().expect("the rollups keep these filters");
+            // What the throughput and a glance read, alone, is what they find in the whole.
+            let read = failpass_shared::figures::throughput_read();
+            let part = s.flow_totals(&filter, &scope, &read).await.unwrap().unwrap();
+            assert_eq!(throughput_of(&part, Utc::now()), throughput_of(&exact, Utc::now()), "{step}");
+            let (from, to) = (day(100).date_naive(), day(160).date_naive());
+            let glance = failpass_shared::figures::glance_read(from, to);
+            let part = s.flow_totals(&filter, &scope, &glance).await.unwrap().unwrap();
+            for kind in [FlowKind::Counted, FlowKind::NotReproduced, FlowKind::Filed] {
+                assert_eq!(part.within(kind, from, to), exact.within(kind, from, to), "{step}: {kind:?}");
+            }
+            assert_eq!(part.total(FlowKind::Backlog), exact.total(FlowKind::Backlog));
             assert_eq!(rolled, exact, "{step}: flows of {:?} in {scope:?}", filter.pairs());
             let now = Utc::now();
             assert_eq!(throughput_of(&rolled, now), throughput_of(&exact, now));
@@ -242,7 +255,11 @@ async fn compare_flows(s: &dyn Storage, step: &str) {
     }
     let windowed =
         ReportFilter { period: Some(failpass_shared::api::reports::Period::ThisMonth), ..Default::default() };
-    assert!(s.flow_totals(&windowed, &ProjectScope::All).await.unwrap().is_none(), "a window goes the exact way");
+    let read = failpass_shared::figures::throughput_read();
+    assert!(
+        s.flow_totals(&windowed, &ProjectScope::All, &read).await.unwrap().is_none(),
+        "a window goes the exact way"
+    );
 }
 
 /// The distributions' bins read from the rollups equal every value binned,

@@ -23,24 +23,65 @@ crate::model::string_enum!(
     FlowKind, "flow kind" {
         /// Every report, once (at 0).
         Reports => "reports",
-        /// On its filing day.
-        Filed => "filed",
         /// Regressed (at 0).
         Regressed => "regressed",
         /// In a final state other than a reproduction (at 0).
         Resolved => "resolved",
+        /// Not yet final (at 0).
+        Backlog => "backlog",
+        /// On its filing day.
+        Filed => "filed",
         /// On the day its first counting attempt ended, whatever its status.
         Counted => "counted",
-        /// Reproduced or regressed, on the day its first counting attempt ended.
-        Reproduced => "reproduced",
         /// Graded and not reproduced, on the day its last graded attempt ended.
         NotReproduced => "not_reproduced",
+        /// In the week it was filed (at the day of its Monday).
+        FiledWeek => "filed_week",
+        /// Reproduced or regressed, in the week its first counting attempt ended.
+        ReproducedWeek => "reproduced_week",
+        /// Graded and not reproduced, in the week its last graded attempt ended.
+        NotReproducedWeek => "not_reproduced_week",
         /// Not yet final, on its filing day.
         Open => "open",
         /// Reproduced, in the bin of its time to reproduction.
         TimeToReproduction => "time_to_reproduction",
     }
 );
+
+/// What a reader of the counts needs: each kind, whole or on the days
+/// `from..=to` only.
+pub type FlowRead = Vec<(FlowKind, Option<(i64, i64)>)>;
+
+/// What [`throughput_of`] reads.
+pub fn throughput_read() -> FlowRead {
+    use FlowKind::*;
+    [Reports, Regressed, Resolved, FiledWeek, ReproducedWeek, NotReproducedWeek, Open, TimeToReproduction]
+        .into_iter()
+        .map(|k| (k, None))
+        .collect()
+}
+
+/// What a glance over the days `from..=to` reads: the day kinds on those
+/// days, and the backlog.
+pub fn glance_read(from: chrono::NaiveDate, to: chrono::NaiveDate) -> FlowRead {
+    let days = Some((day_of_date(from), day_of_date(to)));
+    vec![(FlowKind::Counted, days), (FlowKind::NotReproduced, days), (FlowKind::Filed, days), (FlowKind::Backlog, None)]
+}
+
+/// Every kind, whole.
+pub fn everything() -> FlowRead {
+    FlowKind::ALL.iter().map(|k| (*k, None)).collect()
+}
+
+/// The day of [`day_of`] that is `d`.
+fn day_of_date(d: chrono::NaiveDate) -> i64 {
+    d.and_hms_opt(0, 0, 0).map_or(0, |t| day_of(t.and_utc()))
+}
+
+/// The Monday of the week holding `day` (1970-01-01 was a Thursday).
+pub fn monday_of(day: i64) -> i64 {
+    day - (day + 3).rem_euclid(7)
+}
 
 /// What the counts round, for the pages that show medians read from them.
 pub const RESOLUTION_NOTE: &str = "Backlog ages count from the middle of the filing day (within 12 hours); \
@@ -114,7 +155,11 @@ impl FlowFacts {
     /// The counts the report adds, each once.
     pub fn events(&self) -> Vec<(FlowKind, i64)> {
         use ReportStatus::*;
-        let mut out = vec![(FlowKind::Reports, 0), (FlowKind::Filed, self.filed_day)];
+        let mut out = vec![
+            (FlowKind::Reports, 0),
+            (FlowKind::Filed, self.filed_day),
+            (FlowKind::FiledWeek, monday_of(self.filed_day)),
+        ];
         if let Some(d) = self.counted_day {
             out.push((FlowKind::Counted, d));
         }
@@ -124,7 +169,7 @@ impl FlowFacts {
                     out.push((FlowKind::Regressed, 0));
                 }
                 if let Some(d) = self.counted_day {
-                    out.push((FlowKind::Reproduced, d));
+                    out.push((FlowKind::ReproducedWeek, monday_of(d)));
                 }
                 if let Some(b) = self.ttr_bin {
                     out.push((FlowKind::TimeToReproduction, b));
@@ -133,9 +178,13 @@ impl FlowFacts {
             NotReproduced => {
                 if let Some(d) = self.graded_day {
                     out.push((FlowKind::NotReproduced, d));
+                    out.push((FlowKind::NotReproducedWeek, monday_of(d)));
                 }
             }
-            New | InProgress | NeedsReview => out.push((FlowKind::Open, self.filed_day)),
+            New | InProgress | NeedsReview => {
+                out.push((FlowKind::Backlog, 0));
+                out.push((FlowKind::Open, self.filed_day));
+            }
             Closed | Duplicate | WontFix | NotABug | ClosedUpstream => out.push((FlowKind::Resolved, 0)),
         }
         out
@@ -161,8 +210,7 @@ impl FlowCounts {
 
     /// The reports of `kind` on the days `from..=to`.
     pub fn within(&self, kind: FlowKind, from: chrono::NaiveDate, to: chrono::NaiveDate) -> u64 {
-        let day = |d: chrono::NaiveDate| d.and_hms_opt(0, 0, 0).map_or(0, |t| day_of(t.and_utc()));
-        self.0.range((kind, day(from))..=(kind, day(to))).map(|(_, n)| *n).sum()
+        self.0.range((kind, day_of_date(from))..=(kind, day_of_date(to))).map(|(_, n)| *n).sum()
     }
 
     /// `(day or bin, reports)` of `kind`, in order.
@@ -224,13 +272,13 @@ impl Weighted {
 /// the first counting verdict, read as the module says.
 pub fn throughput_of(counts: &FlowCounts, now: chrono::DateTime<chrono::Utc>) -> Throughput {
     let mut weeks: BTreeMap<String, WeekFlow> = BTreeMap::new();
-    let moves = [FlowKind::Filed, FlowKind::NotReproduced, FlowKind::Reproduced];
+    let moves = [FlowKind::FiledWeek, FlowKind::NotReproducedWeek, FlowKind::ReproducedWeek];
     for (kind, (day, n)) in moves.into_iter().flat_map(|k| counts.of(k).map(move |e| (k, e))) {
-        let key = super::week_of_date(date_of_day(day));
+        let key = date_of_day(day).format("%Y-%m-%d").to_string();
         let w = weeks.entry(key.clone()).or_insert(WeekFlow { week: key, filed: 0, finished: 0, reproduced: 0 });
         match kind {
-            FlowKind::Filed => w.filed += n,
-            FlowKind::NotReproduced => w.finished += n,
+            FlowKind::FiledWeek => w.filed += n,
+            FlowKind::NotReproducedWeek => w.finished += n,
             _ => {
                 w.finished += n;
                 w.reproduced += n;

@@ -13,7 +13,8 @@ mod oracles;
 mod queue;
 mod values;
 pub use flows::{
-    FlowCounts, FlowFacts, FlowKind, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, hours_bin, throughput_of,
+    FlowCounts, FlowFacts, FlowKind, FlowRead, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, everything,
+    glance_read, hours_bin, monday_of, throughput_of, throughput_read,
 };
 pub use oracles::{OracleCounts, oracle_summary};
 pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
@@ -636,6 +637,10 @@ mod tests {
             h *= 1.013;
         }
         assert_eq!(hours_bin(0.0), 0);
+        // 1970-01-05 and 2026-11-30 were Mondays.
+        assert_eq!((monday_of(4), monday_of(10), monday_of(3)), (4, 4, -3));
+        let monday = |s: &str| day_of(chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc());
+        assert_eq!(monday_of(monday("2026-12-06T23:00:00Z")), monday("2026-11-30T00:00:00Z"));
         assert_eq!(hours_bin(f64::NAN), flows_bins());
         assert_eq!(
             date_of_day(day_of(chrono::DateTime::from_timestamp(86_400 * 3 + 5, 0).unwrap())).to_string(),

@@ -169,6 +169,9 @@ impl FigureStore for Engine {
 
     async fn spend_usd(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<f64> {
         use failpass_shared::api::reports::Dated;
+        if let Some(spent) = self.period_spend(filter, scope).await? {
+            return Ok(spent);
+        }
         let mut qb = sqlx::QueryBuilder::<Db>::new(
             "SELECT CAST(COALESCE(SUM(a.cost_usd), 0.0) AS DOUBLE PRECISION) FROM attempts a \
              JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id WHERE a.goal = 'reproduce'",
@@ -195,8 +198,9 @@ impl FigureStore for Engine {
         &self,
         filter: &ReportFilter,
         scope: &ProjectScope,
+        read: &failpass_shared::figures::FlowRead,
     ) -> StorageResult<Option<failpass_shared::figures::FlowCounts>> {
-        self.flow_totals_now(filter, scope).await
+        self.flow_totals_now(filter, scope, read).await
     }
 
     async fn value_totals(

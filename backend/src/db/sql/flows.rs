@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use failpass_shared::api::reports::ReportFilter;
-use failpass_shared::figures::{FlowCounts, FlowFacts, FlowKind};
+use failpass_shared::figures::{FlowCounts, FlowFacts, FlowKind, FlowRead};
 
 use crate::db::dialect::Dialect;
 use crate::db::rows::FlowRow;
@@ -235,14 +235,15 @@ impl Engine {
         Ok(out)
     }
 
-    /// The throughput counts of the reports `filter` selects, from the
-    /// groups; `None` when the filter needs what they do not keep (a
+    /// The throughput counts `read` names of the reports `filter` selects,
+    /// from the groups; `None` when the filter needs what they do not keep (a
     /// status, label, verdict, text or date window), which the exact path
     /// answers.
     pub(in crate::db) async fn flow_totals_now(
         &self,
         filter: &ReportFilter,
         scope: &ProjectScope,
+        read: &FlowRead,
     ) -> StorageResult<Option<FlowCounts>> {
         let windowed = filter.since.is_some() || filter.until.is_some() || filter.period.is_some();
         if windowed
@@ -257,31 +258,38 @@ impl Engine {
             if filter.route.is_some() { ROUTE } else { 0 } | if filter.route_check.is_some() { CHECK } else { 0 };
         // A caller who sees every project reads the levels that sum them.
         let every_project = matches!(scope, ProjectScope::All) && filter.project.is_none();
-        let mut qb = if every_project {
-            sqlx::QueryBuilder::<Db>::new(
-                "SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g WHERE g.level = ",
-            )
-        } else {
-            level |= PROJECT;
-            sqlx::QueryBuilder::<Db>::new(
-                "SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g JOIN projects p ON p.id = g.project_id \
-                 WHERE g.level = ",
-            )
-        };
-        qb.push_bind(i64::from(level));
         if !every_project {
-            qb.push(" AND ").push(scope.sql("p"));
+            level |= PROJECT;
         }
-        if let Some(v) = &filter.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
+        // One part per kind, each a range of the key (level, kind, at).
+        let mut qb = sqlx::QueryBuilder::<Db>::new("");
+        for (i, (kind, days)) in read.iter().enumerate() {
+            if i > 0 {
+                qb.push(" UNION ALL ");
+            }
+            qb.push("SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g");
+            if !every_project {
+                qb.push(" JOIN projects p ON p.id = g.project_id");
+            }
+            qb.push(" WHERE g.level = ").push_bind(i64::from(level));
+            qb.push(" AND g.kind = ").push_bind(kind.as_str());
+            if let Some((from, to)) = days {
+                qb.push(" AND g.at >= ").push_bind(*from).push(" AND g.at <= ").push_bind(*to);
+            }
+            if !every_project {
+                qb.push(" AND ").push(scope.sql("p"));
+            }
+            if let Some(v) = &filter.project {
+                qb.push(" AND p.slug = ").push_bind(v.clone());
+            }
+            if let Some(v) = filter.route {
+                qb.push(" AND g.route = ").push_bind(v.as_str());
+            }
+            if let Some(v) = filter.route_check {
+                qb.push(" AND g.route_check = ").push_bind(i64::from(v));
+            }
+            qb.push(" GROUP BY g.kind, g.at");
         }
-        if let Some(v) = filter.route {
-            qb.push(" AND g.route = ").push_bind(v.as_str());
-        }
-        if let Some(v) = filter.route_check {
-            qb.push(" AND g.route_check = ").push_bind(i64::from(v));
-        }
-        qb.push(" GROUP BY g.kind, g.at");
         let rows: Vec<(String, i64, i64)> = qb.build_query_as().fetch_all(&self.read).await?;
         let mut counts = FlowCounts::default();
         for (kind, at, n) in rows {

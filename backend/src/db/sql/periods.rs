@@ -1,4 +1,5 @@
-//! Figures by the week or month attempts started in, maintained as data
+//! Figures by the week or month attempts started in (and the spend by the
+//! day), maintained as data
 //! arrives (issue 16): per report, goal and period, the sums of its
 //! attempts started in it (`period_cells`), summed per period, project and
 //! route (`period_groups`, migration 25), moved in the figures'
@@ -9,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
@@ -98,7 +100,12 @@ impl Engine {
                  GROUP BY r.id, a.goal, {key}, r.project_id, r.route, r.has_det_oracle, r.oracle_source"
             )
         };
-        format!("{} UNION ALL {}", part("week", Self::WEEK_KEY), part("month", Self::MONTH_KEY))
+        format!(
+            "{} UNION ALL {} UNION ALL {}",
+            part("week", Self::WEEK_KEY),
+            part("month", Self::MONTH_KEY),
+            part("day", Self::DAY_KEY)
+        )
     }
 
     /// Recomputes the period cells of the reports in `list` (ids,
@@ -241,6 +248,48 @@ impl Engine {
         }
         out.insert("period cells".into(), fingerprint);
         Ok(out)
+    }
+
+    /// The spend on reproduction attempts started in `filter`'s window, from
+    /// the day groups; `None` when the filter narrows by more than project
+    /// and route.
+    pub(in crate::db) async fn period_spend(
+        &self,
+        filter: &ReportFilter,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<f64>> {
+        let narrowed = filter.status.is_some()
+            || filter.label.is_some()
+            || filter.verdict.is_some()
+            || filter.q.is_some()
+            || filter.route_check.is_some();
+        if narrowed {
+            return Ok(None);
+        }
+        let (since, until) = filter.window(crate::db::common::now().date_naive());
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT CAST(COALESCE(SUM(g.cost_usd), 0.0) AS DOUBLE PRECISION) FROM period_groups g \
+             JOIN projects p ON p.id = g.project_id WHERE g.goal = 'reproduce' AND g.kind = 'day'",
+        );
+        let day = |t: chrono::DateTime<chrono::Utc>| t.date_naive().format("%Y-%m-%d").to_string();
+        if since.is_some() || until.is_some() {
+            qb.push(" AND g.period <> 'unknown'");
+        }
+        if let Some(t) = since {
+            qb.push(" AND g.period >= ").push_bind(day(t));
+        }
+        // `until` is the midnight after the window's last day.
+        if let Some(t) = until {
+            qb.push(" AND g.period < ").push_bind(day(t));
+        }
+        qb.push(" AND ").push(scope.sql("p"));
+        if let Some(v) = &filter.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = filter.route {
+            qb.push(" AND g.route = ").push_bind(v.as_str());
+        }
+        Ok(Some(qb.build_query_scalar().fetch_one(&self.read).await?))
     }
 
     /// The totals per week or month `query` asks for, from the groups;
