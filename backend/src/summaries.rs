@@ -314,7 +314,7 @@ fn glance_html(
                 "The weekly throughput under the Overview's filters, all weeks: "
                 a href=(weekly) download data-testid="export-throughput" { "CSV" }
             }
-            p.hint data-testid="flow-resolution" { (failpass_shared::figures::RESOLUTION_NOTE) }
+            p.count data-testid="flow-resolution" { (failpass_shared::figures::RESOLUTION_NOTE) }
         }
     }
     .into_string()
