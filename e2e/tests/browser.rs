@@ -376,7 +376,7 @@ async fn cost_and_time_follow_the_api_and_the_window() {
     let wall: DistributionResponse = h.api(&format!("/api/v1/distributions?metric=wall_seconds&since={since}")).await;
     // one unit for wall time on the page: minutes, in the cards and on the charts' axes
     assert_eq!(h.text("wall-median").await, failpass_shared::format::minutes(wall.groups[0].median));
-    assert!(h.svg("chart-wall-histogram").await.contains("(minutes)"));
+    assert!(h.svg("chart-wall-histogram").await.contains("(minutes; binned, within 2.2%)"));
     let agents: FiguresResponse = h.api(&format!("/api/v1/figures?group_by=agent&since={since}")).await;
     let rows = h.client.find_all(Locator::Css("[data-testid=cost-row]")).await.unwrap();
     assert_eq!(rows.len(), agents.rows.len());

@@ -257,6 +257,19 @@ async fn distributions_count_every_attempt_once() {
     assert_error(&app.get("/api/v1/distributions?x=1").await, 400, "bad_request", "metric");
 }
 
+/// A glance whose days start after today (a window that ends before it
+/// starts) counts nothing; it is no error and never a 500.
+#[tokio::test]
+async fn a_glance_starting_after_today_counts_nothing() {
+    let app = spawn_app_with_demo().await;
+    let r = app.get("/api/v1/glance?since=2099-01-01").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for field in ["reproduced", "filed", "finished"] {
+        assert_eq!(r.body[field], 0, "{field}: {}", r.body);
+    }
+    assert!(r.body["backlog"].as_u64().unwrap() > 0, "the backlog is today's: {}", r.body);
+}
+
 #[tokio::test]
 async fn throughput_matches_the_report_statuses() {
     let app = spawn_app_with_demo().await;

@@ -209,7 +209,11 @@ impl FlowCounts {
     }
 
     /// The reports of `kind` on the days `from..=to`.
+    /// None when `from` is after `to`.
     pub fn within(&self, kind: FlowKind, from: chrono::NaiveDate, to: chrono::NaiveDate) -> u64 {
+        if from > to {
+            return 0;
+        }
         self.0.range((kind, day_of_date(from))..=(kind, day_of_date(to))).map(|(_, n)| *n).sum()
     }
 

@@ -615,6 +615,11 @@ mod tests {
         assert_eq!(out.time_to_reproduction_n, 1);
         let median = out.time_to_reproduction_median_hours.unwrap();
         assert!((median / 218.0 - 1.0).abs() <= 0.022, "{median}");
+        // Days counted in a window, and none in a window that ends before it starts.
+        let counts = FlowCounts::from(&reports[..]);
+        let d = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        assert_eq!(counts.within(FlowKind::Filed, d("2026-11-02"), d("2026-11-20")), 3);
+        assert_eq!(counts.within(FlowKind::Filed, d("2026-11-20"), d("2026-11-02")), 0);
         assert_eq!(week_of(t("2026-11-29T23:59:59Z")), "2026-11-23");
     }
 
