@@ -109,18 +109,22 @@ pub(crate) const AGENT: u8 = 1;
 pub(crate) const MODEL: u8 = 2;
 pub(crate) const CUTOFF: u8 = 4;
 
+/// Whether `f` narrows the reports by what no rollup keeps: a status,
+/// label, best verdict or text.
+pub(crate) fn narrows_reports(f: &ReportFilter) -> bool {
+    f.status.is_some() || f.label.is_some() || f.verdict.is_some() || f.q.is_some()
+}
+
+/// Whether `f` has a window of days (`since`, `until` or a `period`).
+pub(crate) fn has_window(f: &ReportFilter) -> bool {
+    f.since.is_some() || f.until.is_some() || f.period.is_some()
+}
+
 /// The level of groups that answers `query`, or `None` when the rollups do
 /// not keep what it needs.
 pub fn rollup_level(query: &FiguresQuery) -> Option<u8> {
     let f = &query.filter;
-    let narrowed = f.status.is_some()
-        || f.label.is_some()
-        || f.verdict.is_some()
-        || f.q.is_some()
-        || f.route_check.is_some()
-        || f.since.is_some()
-        || f.until.is_some()
-        || f.period.is_some();
+    let narrowed = narrows_reports(f) || f.route_check.is_some() || has_window(f);
     // The exact path's model filter never matches an attempt without a
     // model, which the rollups keep as `unknown`.
     if narrowed || query.model.as_deref() == Some("unknown") {

@@ -12,6 +12,7 @@ use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::figures::{FlowCounts, FlowFacts, FlowKind, FlowRead};
 
 use crate::db::dialect::Dialect;
+use crate::db::figures::{has_window, narrows_reports};
 use crate::db::rows::FlowRow;
 use crate::db::{ProjectScope, StorageResult};
 
@@ -245,13 +246,7 @@ impl Engine {
         scope: &ProjectScope,
         read: &FlowRead,
     ) -> StorageResult<Option<FlowCounts>> {
-        let windowed = filter.since.is_some() || filter.until.is_some() || filter.period.is_some();
-        if windowed
-            || filter.status.is_some()
-            || filter.label.is_some()
-            || filter.verdict.is_some()
-            || filter.q.is_some()
-        {
+        if has_window(filter) || narrows_reports(filter) {
             return Ok(None);
         }
         let mut level =

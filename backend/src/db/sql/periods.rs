@@ -14,9 +14,10 @@ use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
-use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, summed_totals, sums, totals_of};
+use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, summed_totals, sums, totals_of};
 use super::{Db, Engine, Tx};
 use crate::db::dialect::Dialect;
+use crate::db::figures::{has_window, narrows_reports};
 use crate::db::{ProjectScope, StorageResult};
 
 /// A cell's columns, in [`PeriodCell`]'s order.
@@ -38,46 +39,21 @@ struct PeriodCell {
     route: String,
     det: i64,
     in_patch: i64,
-    attempts: i64,
-    graded: i64,
-    counting: i64,
-    leads: i64,
-    errors: i64,
-    awaiting: i64,
-    without_cost: i64,
-    counting_without_cost: i64,
-    api_calls: i64,
-    with_api_calls: i64,
-    cost_usd: f64,
-    cost_counting_usd: f64,
+    #[sqlx(flatten)]
+    sums: Sums,
 }
 
 impl PeriodCell {
     /// The report's counts in its group, in [`COUNTS`]' order.
     fn counts(&self) -> [i64; 6] {
+        let s = &self.sums;
         [
             1,
-            i64::from(self.graded > 0),
-            i64::from(self.counting > 0),
-            i64::from(self.awaiting > 0 && self.counting == 0),
+            i64::from(s.graded > 0),
+            i64::from(s.counting > 0),
+            i64::from(s.awaiting > 0 && s.counting == 0),
             self.det,
             self.in_patch,
-        ]
-    }
-
-    /// The sums, in [`INT_SUMS`]' order.
-    fn sums(&self) -> [i64; 10] {
-        [
-            self.attempts,
-            self.graded,
-            self.counting,
-            self.leads,
-            self.errors,
-            self.awaiting,
-            self.without_cost,
-            self.counting_without_cost,
-            self.api_calls,
-            self.with_api_calls,
         ]
     }
 }
@@ -143,9 +119,9 @@ impl Engine {
                 let key = (c.goal.clone(), c.kind.clone(), c.period.clone(), c.project_id, c.route.clone());
                 let g = delta.entry(key).or_insert(([0; 6], [0; 10], [0.0; 2]));
                 g.0.iter_mut().zip(c.counts()).for_each(|(s, n)| *s += sign * n);
-                g.1.iter_mut().zip(c.sums()).for_each(|(s, n)| *s += sign * n);
-                g.2[0] += sign as f64 * c.cost_usd;
-                g.2[1] += sign as f64 * c.cost_counting_usd;
+                g.1.iter_mut().zip(c.sums.ints()).for_each(|(s, n)| *s += sign * n);
+                g.2[0] += sign as f64 * c.sums.cost_usd;
+                g.2[1] += sign as f64 * c.sums.cost_counting_usd;
             }
         }
         let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
@@ -164,10 +140,7 @@ impl Engine {
                     .push_bind(c.route.clone())
                     .push_bind(c.det)
                     .push_bind(c.in_patch);
-                for n in c.sums() {
-                    b.push_bind(n);
-                }
-                b.push_bind(c.cost_usd).push_bind(c.cost_counting_usd);
+                c.sums.bind(&mut b);
             });
             qb.build().execute(&mut **tx).await?;
         }
@@ -258,12 +231,7 @@ impl Engine {
         filter: &ReportFilter,
         scope: &ProjectScope,
     ) -> StorageResult<Option<f64>> {
-        let narrowed = filter.status.is_some()
-            || filter.label.is_some()
-            || filter.verdict.is_some()
-            || filter.q.is_some()
-            || filter.route_check.is_some();
-        if narrowed {
+        if narrows_reports(filter) || filter.route_check.is_some() {
             return Ok(None);
         }
         let (since, until) = filter.window(crate::db::common::now().date_naive());
@@ -306,14 +274,9 @@ impl Engine {
             _ => return Ok(None),
         };
         let f = &query.filter;
-        let narrowed = f.status.is_some()
-            || f.label.is_some()
-            || f.verdict.is_some()
-            || f.q.is_some()
+        let narrowed = narrows_reports(f)
             || f.route_check.is_some()
-            || f.since.is_some()
-            || f.until.is_some()
-            || f.period.is_some()
+            || has_window(f)
             || query.agent.is_some()
             || query.model.is_some();
         if narrowed {

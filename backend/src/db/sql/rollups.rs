@@ -123,10 +123,7 @@ impl Engine {
                     .push_bind(c.vague)
                     .push_bind(c.det)
                     .push_bind(c.in_patch);
-                for n in c.sums() {
-                    b.push_bind(n);
-                }
-                b.push_bind(c.cost_usd).push_bind(c.cost_counting_usd);
+                c.sums.bind(&mut b);
             });
             qb.build().execute(&mut **tx).await?;
         }
@@ -595,23 +592,30 @@ struct Cell {
     vague: i64,
     det: i64,
     in_patch: i64,
-    attempts: i64,
-    graded: i64,
-    counting: i64,
-    leads: i64,
-    errors: i64,
-    awaiting: i64,
-    without_cost: i64,
-    counting_without_cost: i64,
-    api_calls: i64,
-    with_api_calls: i64,
-    cost_usd: f64,
-    cost_counting_usd: f64,
+    #[sqlx(flatten)]
+    sums: Sums,
 }
 
-impl Cell {
+/// A cell's sums, as its columns name them: [`INT_SUMS`], then [`COST_SUMS`].
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub(super) struct Sums {
+    pub(super) attempts: i64,
+    pub(super) graded: i64,
+    pub(super) counting: i64,
+    pub(super) leads: i64,
+    pub(super) errors: i64,
+    pub(super) awaiting: i64,
+    pub(super) without_cost: i64,
+    pub(super) counting_without_cost: i64,
+    pub(super) api_calls: i64,
+    pub(super) with_api_calls: i64,
+    pub(super) cost_usd: f64,
+    pub(super) cost_counting_usd: f64,
+}
+
+impl Sums {
     /// The counting sums, in [`INT_SUMS`]' order.
-    fn sums(&self) -> [i64; 10] {
+    pub(super) fn ints(&self) -> [i64; 10] {
         [
             self.attempts,
             self.graded,
@@ -624,6 +628,14 @@ impl Cell {
             self.api_calls,
             self.with_api_calls,
         ]
+    }
+
+    /// Binds the sums, in [`sums`]' order.
+    pub(super) fn bind(&self, b: &mut sqlx::query_builder::Separated<'_, Db, &'static str>) {
+        for n in self.ints() {
+            b.push_bind(n);
+        }
+        b.push_bind(self.cost_usd).push_bind(self.cost_counting_usd);
     }
 }
 
@@ -703,11 +715,11 @@ impl GroupDelta {
                     cutoff: keep(CUTOFF, &c.cutoff),
                 };
                 let (t, det, in_patch) = per_report.entry((c.report_id, key)).or_default();
-                for (s, n) in t.sums.iter_mut().zip(c.sums()) {
+                for (s, n) in t.sums.iter_mut().zip(c.sums.ints()) {
                     *s += n;
                 }
-                t.cost_usd += c.cost_usd;
-                t.cost_counting_usd += c.cost_counting_usd;
+                t.cost_usd += c.sums.cost_usd;
+                t.cost_counting_usd += c.sums.cost_counting_usd;
                 (*det, *in_patch) = (c.det, c.in_patch);
             }
             for ((_, key), (t, det, in_patch)) in per_report {
