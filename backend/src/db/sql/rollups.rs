@@ -411,20 +411,7 @@ impl Engine {
             select.join(", ")
         ));
         qb.push_bind(query.goal.as_str());
-        qb.push(" AND g.level = ").push_bind(i64::from(level));
-        qb.push(" AND ").push(scope.sql("p"));
-        if let Some(v) = &query.filter.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
-        }
-        if let Some(v) = query.filter.route {
-            qb.push(" AND g.route = ").push_bind(v.as_str());
-        }
-        if let Some(v) = &query.agent {
-            qb.push(" AND g.agent = ").push_bind(v.clone());
-        }
-        if let Some(v) = &query.model {
-            qb.push(" AND g.model = ").push_bind(v.clone());
-        }
+        push_group_filters(&mut qb, query, level, scope);
         qb.push(" GROUP BY 1, 2, 3 HAVING SUM(g.reports) > 0");
         use sqlx::Row;
         let rows = qb.build().fetch_all(&self.read).await?;
@@ -440,6 +427,31 @@ impl Engine {
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Some(out))
+    }
+}
+
+/// `AND …` for a level's groups `g` (with projects `p`) that `query`'s
+/// project, route, agent and model select, in `scope`: what the figure and
+/// value groups are filtered by alike.
+pub(super) fn push_group_filters(
+    qb: &mut sqlx::QueryBuilder<Db>,
+    query: &FiguresQuery,
+    level: u8,
+    scope: &ProjectScope,
+) {
+    qb.push(" AND g.level = ").push_bind(i64::from(level));
+    qb.push(" AND ").push(scope.sql("p"));
+    if let Some(v) = &query.filter.project {
+        qb.push(" AND p.slug = ").push_bind(v.clone());
+    }
+    if let Some(v) = query.filter.route {
+        qb.push(" AND g.route = ").push_bind(v.as_str());
+    }
+    if let Some(v) = &query.agent {
+        qb.push(" AND g.agent = ").push_bind(v.clone());
+    }
+    if let Some(v) = &query.model {
+        qb.push(" AND g.model = ").push_bind(v.clone());
     }
 }
 

@@ -11,7 +11,7 @@ use failpass_shared::api::figures::{DistributionQuery, Metric};
 use failpass_shared::figures::{ValueBins, value_bin};
 use failpass_shared::model::GroupBy;
 
-use super::rollups::CUTOFF_KEY;
+use super::rollups::{CUTOFF_KEY, push_group_filters};
 use super::{Db, Engine, Tx};
 use crate::db::figures::{AGENT, CUTOFF, MODEL, rollup_level};
 use crate::db::{ProjectScope, StorageResult};
@@ -314,20 +314,7 @@ impl Engine {
         ));
         qb.push_bind(q.goal.as_str());
         qb.push(" AND g.metric = ").push_bind(query.metric.as_str());
-        qb.push(" AND g.level = ").push_bind(i64::from(level));
-        qb.push(" AND ").push(scope.sql("p"));
-        if let Some(v) = &q.filter.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
-        }
-        if let Some(v) = q.filter.route {
-            qb.push(" AND g.route = ").push_bind(v.as_str());
-        }
-        if let Some(v) = &q.agent {
-            qb.push(" AND g.agent = ").push_bind(v.clone());
-        }
-        if let Some(v) = &q.model {
-            qb.push(" AND g.model = ").push_bind(v.clone());
-        }
+        push_group_filters(&mut qb, q, level, scope);
         qb.push(" GROUP BY 1, 2");
         let rows: Vec<(String, i64, i64, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
         let mut out: BTreeMap<String, ValueBins> = BTreeMap::new();
