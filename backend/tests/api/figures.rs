@@ -170,6 +170,13 @@ async fn oracle_coverage_by_kind_and_source() {
     let sources: Vec<Option<&str>> = s["by_source"].as_array().unwrap().iter().map(|k| k["source"].as_str()).collect();
     assert_eq!(sources.len(), 3, "authored, in_patch_test, derived: {sources:?}");
     assert!(s["coverage"]["low"].as_f64().unwrap() < 0.75 && s["coverage"]["high"].as_f64().unwrap() > 0.75);
+    // Minutes are counted as data arrives (per value), fractions kept.
+    app.report(serde_json::json!({"project": "o/one", "external_id": "5", "title": "e",
+        "oracle": {"kind": "fail_to_pass", "source": "authored", "command": "pytest u.py", "authoring_minutes": 2.25}}))
+        .await;
+    let s = app.get("/api/v1/oracles?project=o/one").await.body;
+    assert_eq!((s["authored_oracles"].as_i64(), s["authoring_minutes_total"].as_f64()), (Some(3), Some(18.25)), "{s}");
+    assert_eq!(s["authoring_minutes_median"], 6.0);
     crate::helpers::assert_error(&app.get("/api/v1/oracles?project=no/such").await, 404, "not_found", "no/such");
     crate::helpers::assert_error(&app.get("/api/v1/oracles?x=1").await, 400, "bad_request", "x");
 }

@@ -13,7 +13,7 @@ use failpass_shared::figures;
 use failpass_shared::figures::{ReportContribution, ReportFlow};
 
 use super::{Db, Engine};
-use crate::db::{ProjectScope, StorageResult};
+use crate::db::{ProjectScope, StorageError, StorageResult};
 
 #[async_trait]
 impl FigureStore for Engine {
@@ -29,7 +29,7 @@ impl FigureStore for Engine {
         .bind(project)
         .fetch_all(&self.read)
         .await?;
-        let (mut reports, mut causes, mut judged, mut right) = (Vec::new(), Vec::new(), 0, 0);
+        let (mut reports, mut causes, mut minutes, mut judged, mut right) = (Vec::new(), Vec::new(), Vec::new(), 0, 0);
         for (fact, n) in facts {
             if let Some(oracle) = fact.strip_prefix("oracle:") {
                 let (kind, source) = oracle.split_once('|').unwrap_or((oracle, ""));
@@ -39,6 +39,12 @@ impl FigureStore for Engine {
                     parse_opt(none(source).as_deref(), "oracles.source")?,
                     n,
                 ));
+            } else if let Some(value) = fact.strip_prefix("minutes:") {
+                // How many oracles took this many minutes to write.
+                let value: f64 = value.parse().map_err(|_| {
+                    StorageError::Corrupt(format!("figure_project_facts: {fact:?} is not a number of minutes"))
+                })?;
+                minutes.extend(std::iter::repeat_n(value, usize::try_from(n).unwrap_or(0)));
             } else if let Some(cause) = fact.strip_prefix("cause:") {
                 causes.push((parse(cause, "attempts.failure_cause")?, n));
             } else if fact == "llm_judged" {
@@ -50,13 +56,6 @@ impl FigureStore for Engine {
         causes.sort_by(|a: &(failpass_shared::model::FailureCause, i64), b| {
             b.1.cmp(&a.1).then_with(|| a.0.as_str().cmp(b.0.as_str()))
         });
-        let minutes: Vec<f64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT o.authoring_minutes FROM oracles o JOIN reports r ON r.id = o.report_id JOIN projects p ON p.id = r.project_id \
-             WHERE o.authoring_minutes IS NOT NULL AND {visible} AND ($1 IS NULL OR p.slug = $1)",
-        )))
-        .bind(project)
-        .fetch_all(&self.read)
-        .await?;
         Ok(oracle_summary(OracleCounts {
             reports,
             authoring_minutes: minutes,

@@ -789,6 +789,11 @@ pub(in crate::db) fn facts_select(reports: &str) -> String {
          FROM reports r LEFT JOIN oracles o ON o.report_id = r.id WHERE {reports} \
          GROUP BY r.id, r.project_id, o.kind, o.source \
          UNION ALL \
+         SELECT r.id, r.project_id, 'minutes:' || CAST(o.authoring_minutes AS TEXT), CAST(COUNT(*) AS BIGINT) \
+         FROM reports r JOIN oracles o ON o.report_id = r.id \
+         WHERE {reports} AND o.authoring_minutes IS NOT NULL \
+         GROUP BY r.id, r.project_id, o.authoring_minutes \
+         UNION ALL \
          SELECT r.id, r.project_id, 'cause:' || a.failure_cause, CAST(COUNT(*) AS BIGINT) \
          FROM reports r JOIN attempts a ON a.report_id = r.id \
          WHERE {reports} AND a.failure_cause IS NOT NULL AND a.goal = 'reproduce' \

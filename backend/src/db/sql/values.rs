@@ -24,8 +24,9 @@ type CellKey = (i64, String, String, String, String, &'static str, i64);
 /// What a cell holds besides its key: project, route, count, sum.
 type CellValue = (i64, String, i64, f64);
 
-/// A group's key: goal, metric, level, project, route, agent, model, cutoff class, bin.
-type GroupKey = (String, String, u8, i64, String, String, String, String, i64);
+/// A group's key, its strings interned by [`ValueDelta`]: goal, metric,
+/// level, project, route, agent, model, cutoff class, bin.
+type GroupKey = (u32, u32, u8, i64, u32, u32, u32, u32, i64);
 
 /// One row of `value_cells`, in [`CELL_COLUMNS`]' order.
 #[derive(sqlx::FromRow)]
@@ -106,32 +107,60 @@ fn per_report(cells: &BTreeMap<CellKey, CellValue>) -> BTreeMap<i64, Vec<(&CellK
 }
 
 /// The change to the groups as cells are taken out (-1) and put in (+1).
+/// A batch moves each cell at eight levels, so the groups' strings are
+/// interned once and the keys hashed as integers.
 #[derive(Default)]
-struct ValueDelta(BTreeMap<GroupKey, (i64, f64)>);
+struct ValueDelta {
+    groups: rustc_hash::FxHashMap<GroupKey, (i64, f64)>,
+    ids: rustc_hash::FxHashMap<String, u32>,
+    /// The interned strings, by id; id 0 is `''`, a summed dimension.
+    names: Vec<String>,
+}
 
 impl ValueDelta {
+    fn id(&mut self, name: &str) -> u32 {
+        if self.names.is_empty() {
+            self.names.push(String::new());
+            self.ids.insert(String::new(), 0);
+        }
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
     fn add(&mut self, key: &CellKey, value: &CellValue, sign: i64) {
         let (_, goal, agent, model, cutoff, metric, bin) = key;
         let (project, route, n, total) = value;
+        let [goal, metric, route, agent, model, cutoff] =
+            [goal, *metric, route, agent, model, cutoff].map(|s| self.id(s));
         for level in 0..8u8 {
-            let keep = |bit: u8, v: &str| if level & bit != 0 { v.to_owned() } else { String::new() };
-            let g = self
-                .0
-                .entry((
-                    goal.clone(),
-                    (*metric).to_owned(),
-                    level,
-                    *project,
-                    route.clone(),
-                    keep(AGENT, agent),
-                    keep(MODEL, model),
-                    keep(CUTOFF, cutoff),
-                    *bin,
-                ))
-                .or_default();
+            let keep = |bit: u8, id: u32| if level & bit != 0 { id } else { 0 };
+            let key = (
+                goal,
+                metric,
+                level,
+                *project,
+                route,
+                keep(AGENT, agent),
+                keep(MODEL, model),
+                keep(CUTOFF, cutoff),
+                *bin,
+            );
+            let g = self.groups.entry(key).or_default();
             g.0 += sign * n;
             g.1 += sign as f64 * total;
         }
+    }
+
+    /// The groups that moved, in key order (so writers touch them alike).
+    fn moves(&self) -> Vec<(&GroupKey, &(i64, f64))> {
+        let mut moves: Vec<_> = self.groups.iter().filter(|(_, (n, t))| *n != 0 || *t != 0.0).collect();
+        moves.sort_unstable_by_key(|(k, _)| **k);
+        moves
     }
 }
 
@@ -209,7 +238,8 @@ impl Engine {
 
     /// Adds `delta` to the groups: one upsert per 1,000 groups that changed.
     async fn move_values(tx: &mut Tx, delta: &ValueDelta) -> StorageResult<()> {
-        let moves: Vec<_> = delta.0.iter().filter(|(_, (n, t))| *n != 0 || *t != 0.0).collect();
+        let moves = delta.moves();
+        let name = |id: &u32| delta.names[*id as usize].as_str();
         for chunk in moves.chunks(1000) {
             let mut qb = sqlx::QueryBuilder::<Db>::new(
                 "INSERT INTO value_groups (goal, metric, level, project_id, route, agent, model, cutoff, bin, n, total) ",
@@ -217,14 +247,14 @@ impl Engine {
             qb.push_values(
                 chunk,
                 |mut b, ((goal, metric, level, project, route, agent, model, cutoff, bin), (n, t))| {
-                    b.push_bind(goal.clone())
-                        .push_bind(metric.clone())
+                    b.push_bind(name(goal).to_owned())
+                        .push_bind(name(metric).to_owned())
                         .push_bind(i64::from(*level))
                         .push_bind(*project)
-                        .push_bind(route.clone())
-                        .push_bind(agent.clone())
-                        .push_bind(model.clone())
-                        .push_bind(cutoff.clone())
+                        .push_bind(name(route).to_owned())
+                        .push_bind(name(agent).to_owned())
+                        .push_bind(name(model).to_owned())
+                        .push_bind(name(cutoff).to_owned())
                         .push_bind(*bin)
                         .push_bind(*n)
                         .push_bind(*t);
