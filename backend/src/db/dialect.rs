@@ -47,6 +47,9 @@ pub(crate) trait Dialect {
     /// The day (UTC) an attempt `a` started, as `YYYY-MM-DD`.
     const DAY_KEY: &'static str;
 
+    /// The day (UTC) report `r` was filed, as days since 1970-01-01.
+    const FILED_DAY: &'static str;
+
     /// Taken by a transaction before it moves the figures' rollups: on
     /// PostgreSQL a transaction-scoped advisory lock, so writers on many
     /// machines move them one at a time; SQLite has one writer already.
@@ -88,6 +91,8 @@ impl Dialect for SqliteStorage {
     const MONTH_KEY: &'static str = "COALESCE(strftime('%Y-%m', a.started_at), 'unknown')";
 
     const DAY_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at), 'unknown')";
+
+    const FILED_DAY: &'static str = "CAST(CAST(strftime('%s', r.filed_at) AS INTEGER) / 86400 AS INTEGER)";
 
     const FIGURES_LOCK: &'static str = "SELECT 1";
 
@@ -134,6 +139,8 @@ impl Dialect for PgStorage {
     const MONTH_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM'), 'unknown')";
 
     const DAY_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 'unknown')";
+
+    const FILED_DAY: &'static str = "CAST(FLOOR(EXTRACT(EPOCH FROM r.filed_at) / 86400) AS BIGINT)";
 
     /// The key is failpass's own ("figures"), held until commit.
     const FIGURES_LOCK: &'static str = "SELECT pg_advisory_xact_lock(7046617)";

@@ -148,3 +148,31 @@ pub fn rollup_level(query: &FiguresQuery) -> Option<u8> {
     }
     Some(level)
 }
+
+/// Filing days `[from, to)`, as days since 1970-01-01 (UTC); an end left
+/// open is `None`.
+pub type FiledDays = (Option<i64>, Option<i64>);
+
+/// The level of figure groups that answers `query` and, when it has a
+/// window of filing dates (`since`, `until` or a `period`, `dated=filed`),
+/// the filing days of that window (as of `today`); `None` when the rollups
+/// do not keep what it needs. Figure groups keep the filing day (each
+/// report has one), so their windows sum exactly; distributions and flows
+/// keep no window ([`rollup_level`]).
+pub fn figure_level(query: &FiguresQuery, today: chrono::NaiveDate) -> Option<(u8, Option<FiledDays>)> {
+    use failpass_shared::api::reports::Dated;
+    if !has_window(&query.filter) {
+        return rollup_level(query).map(|level| (level, None));
+    }
+    let (since, until) = query.filter.window(today);
+    let dated = if since.is_none() && until.is_none() { Dated::Filed } else { query.filter.dated };
+    if dated != Dated::Filed {
+        return None;
+    }
+    let mut unwindowed = query.clone();
+    (unwindowed.filter.since, unwindowed.filter.until, unwindowed.filter.period) = (None, None, None);
+    let level = rollup_level(&unwindowed)?;
+    let day = |t: chrono::DateTime<chrono::Utc>| t.timestamp().div_euclid(86_400);
+    let days = (since.map(day), until.map(day));
+    Some((level, (days != (None, None)).then_some(days)))
+}

@@ -38,7 +38,7 @@ use async_trait::async_trait;
 pub use accounts::AccountStore;
 pub use attempts::{AttemptStore, NewRun};
 pub use environments::EnvironmentStore;
-pub use figures::{FigureCheck, FigureStore, rollup_level};
+pub use figures::{FigureCheck, FigureStore, FiledDays, figure_level, rollup_level};
 pub use imports::ImportStore;
 pub use jobs::JobStore;
 pub use oracle_drafts::OracleDraftStore;

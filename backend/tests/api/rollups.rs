@@ -164,6 +164,31 @@ fn queries(projects: &[&str]) -> Vec<(FiguresQuery, ProjectScope)> {
             }
         }
     }
+    // Windows of filing days: whole blocks of 32 days and days at the ends,
+    // open at either end, and a period.
+    let window = |since: Option<&str>, until: Option<&str>| ReportFilter {
+        since: since.map(|d| d.parse().unwrap()),
+        until: until.map(|d| d.parse().unwrap()),
+        ..Default::default()
+    };
+    for dims in [&[None][..], &[Route], &[Agent, Cutoff], &[Project, Model]] {
+        let base = FiguresQuery { group_by: dims[0], then_by: dims[1..].to_vec(), ..FiguresQuery::default() };
+        for filter in [
+            window(Some("2026-01-04"), Some("2026-04-10")),
+            window(Some("2026-01-09"), Option::None),
+            window(Option::None, Some("2026-01-20")),
+            window(Some("2026-01-12"), Some("2026-01-13")),
+            ReportFilter { period: Some(failpass_shared::api::reports::Period::ThisYear), ..Default::default() },
+            ReportFilter {
+                route: Some(failpass_shared::model::Route::AgentFirst),
+                ..window(Some("2026-01-06"), Option::None)
+            },
+        ] {
+            let q = FiguresQuery { filter, ..base.clone() };
+            out.push((q.clone(), ProjectScope::All));
+            out.push((q, ProjectScope::PublicOnly));
+        }
+    }
     // The week or month attempts started in, alone, by project or route.
     for period in [Week, Month] {
         for goal in [Goal::Reproduce, Goal::Fix] {
@@ -267,7 +292,8 @@ async fn compare_flows(s: &dyn Storage, step: &str) {
 async fn compare_values(s: &dyn Storage, queries: &[(FiguresQuery, ProjectScope)], step: &str) {
     use failpass_shared::api::figures::{DistributionQuery, Metric};
     use failpass_shared::figures::ValueBins;
-    for (q, scope) in queries.iter().filter(|(q, _)| q.then_by.is_empty()) {
+    let windowed = |q: &FiguresQuery| q.filter.since.is_some() || q.filter.until.is_some() || q.filter.period.is_some();
+    for (q, scope) in queries.iter().filter(|(q, _)| q.then_by.is_empty() && !windowed(q)) {
         if matches!(q.group_by, GroupBy::Category | GroupBy::Vagueness | GroupBy::Week | GroupBy::Month) {
             continue;
         }
@@ -476,6 +502,16 @@ fn what_the_rollups_do_not_keep_goes_the_exact_way() {
         assert_eq!(failpass::db::rollup_level(&q(pairs)), None, "{pairs:?}");
     }
     assert_eq!(failpass::db::rollup_level(&q(&[("group_by", "route")])), Some(0));
+    // The figures keep filing days: a window of them is theirs.
+    let today = "2026-12-05".parse().unwrap();
+    let level = |pairs: &[(&str, &str)]| failpass::db::figure_level(&q(pairs), today);
+    assert_eq!(level(&[("since", "1970-01-01")]), Some((0, Some((Some(0), None)))));
+    assert_eq!(level(&[("until", "1970-01-01"), ("group_by", "agent")]), Some((1, Some((None, Some(1))))));
+    assert_eq!(level(&[("period", "this_year")]).map(|(_, w)| w), Some(Some((Some(20454), Some(20793)))));
+    assert_eq!(level(&[("group_by", "route")]), Some((0, None)));
+    for pairs in [&[("period", "this_year"), ("dated", "spent")][..], &[("since", "2026-01-01"), ("status", "new")]] {
+        assert_eq!(level(pairs), None, "{pairs:?}");
+    }
     assert_eq!(failpass::db::rollup_level(&q(&[("group_by", "route,agent,model")])), Some(3));
     assert_eq!(failpass::db::rollup_level(&q(&[("group_by", "cutoff"), ("agent", "x")])), Some(5));
 }
@@ -530,12 +566,12 @@ async fn check_figures_finds_a_damaged_rollup_and_rebuilds_it() {
     pg.drop_now().await;
 }
 
-/// Adds a phantom reproduction to one level-0 group, through a connection of its own.
+/// Adds a phantom reproduction to one level-0 group of every filing day, through a connection of its own.
 async fn damage(url: &str) {
     let sql = "UPDATE figure_groups SET reports_reproduced = reports_reproduced + 1, counting = counting + 1 \
-               WHERE (goal, level, project_id, route, category, vague) = (SELECT goal, level, project_id, route, \
-               category, vague FROM figure_groups WHERE goal = 'reproduce' AND level = 0 AND route = 'agent_first' \
-               ORDER BY reports DESC, project_id, category, vague LIMIT 1)";
+               WHERE (goal, level, span, project_id, route, category, vague) = (SELECT goal, level, span, project_id, \
+               route, category, vague FROM figure_groups WHERE goal = 'reproduce' AND level = 0 AND span = 0 \
+               AND route = 'agent_first' ORDER BY reports DESC, project_id, category, vague LIMIT 1)";
     if url.starts_with("postgres") {
         use sqlx::Connection;
         let mut c = sqlx::PgConnection::connect(url).await.unwrap();

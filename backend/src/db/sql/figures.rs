@@ -151,7 +151,7 @@ impl FigureStore for Engine {
         let distinct = |column: &str, level: u8, unknown: &str| {
             format!(
                 "SELECT DISTINCT g.{column} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
-                 WHERE g.level = {level} AND g.reports > 0 AND {visible}{unknown}"
+                 WHERE g.level = {level} AND g.span = 0 AND g.reports > 0 AND {visible}{unknown}"
             )
         };
         let mut agents: Vec<String> =

@@ -67,12 +67,13 @@ type Change = ([i64; 6], [i64; 10], [f64; 2]);
 impl Engine {
     /// The cells of the reports `reports` selects (on `r`), from their attempts.
     fn period_cells_select(reports: &str) -> String {
+        let on_a = super::rollups::on_attempts(reports, "a");
         let part = |kind: &str, key: &str| {
             format!(
                 "SELECT r.id AS report_id, a.goal AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \
                  r.route AS route, CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT) AS det, \
                  CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT) AS in_patch, \
-                 {ATTEMPT_SUMS} FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} \
+                 {ATTEMPT_SUMS} FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} \
                  GROUP BY r.id, a.goal, {key}, r.project_id, r.route, r.has_det_oracle, r.oracle_source"
             )
         };

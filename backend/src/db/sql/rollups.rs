@@ -19,7 +19,7 @@
 //! project) move the same way.
 
 use crate::db::dialect::Dialect;
-use crate::db::figures::{AGENT, CUTOFF, FigureCheck, MODEL, rollup_level};
+use crate::db::figures::{AGENT, CUTOFF, FigureCheck, FiledDays, MODEL, figure_level};
 use crate::db::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::FiguresQuery;
 use failpass_shared::figures::GroupTotals;
@@ -50,12 +50,29 @@ pub(super) fn sums() -> impl Iterator<Item = &'static str> {
 }
 
 /// A cell's columns, in the order of [`Cell`] and of [`cells_select`].
-const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, route, category, vague, det, in_patch, \
+const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, route, category, vague, det, in_patch, filed_day, \
      attempts, graded, counting, leads, errors, awaiting, without_cost, counting_without_cost, api_calls, with_api_calls, \
      cost_usd, cost_counting_usd";
 
 /// A group's key columns.
-const KEY: &str = "goal, level, project_id, route, category, vague, agent, model, cutoff";
+const KEY: &str = "goal, level, span, filed, project_id, route, category, vague, agent, model, cutoff";
+
+/// The spans of filing days a group sums (`figure_groups.span`): every day,
+/// a block of [`BLOCK`] days, one day.
+const SPANS: [u8; 3] = [0, 1, 2];
+
+/// Days in a block of span 1; blocks start on multiples of it (days since
+/// 1970-01-01).
+pub(super) const BLOCK: i64 = 32;
+
+/// The first day of the span `span` that `day` is in (`filed` of its group).
+fn span_start(span: u8, day: i64) -> i64 {
+    match span {
+        0 => 0,
+        1 => day / BLOCK * BLOCK,
+        _ => day,
+    }
+}
 
 /// A group's per-report counts, then its [`sums`].
 pub(super) const COUNTS: [&str; 6] =
@@ -122,7 +139,8 @@ impl Engine {
                     .push_bind(c.category.clone())
                     .push_bind(c.vague)
                     .push_bind(c.det)
-                    .push_bind(c.in_patch);
+                    .push_bind(c.in_patch)
+                    .push_bind(c.filed_day);
                 c.sums.bind(&mut b);
             });
             qb.build().execute(&mut **tx).await?;
@@ -148,6 +166,8 @@ impl Engine {
             qb.push_values(chunk, |mut b, (k, t)| {
                 b.push_bind(k.goal.clone())
                     .push_bind(i64::from(k.level))
+                    .push_bind(i64::from(k.span))
+                    .push_bind(k.filed)
                     .push_bind(k.project_id)
                     .push_bind(k.route.clone())
                     .push_bind(k.category.clone())
@@ -282,7 +302,8 @@ impl Engine {
     async fn group_rows(tx: &mut Tx) -> StorageResult<std::collections::BTreeMap<String, Vec<f64>>> {
         let values = COUNTS.iter().copied().chain(sums()).map(|c| format!("CAST({c} AS DOUBLE PRECISION)"));
         let sql = format!(
-            "SELECT goal || '|' || CAST(level AS TEXT) || '|' || CAST(project_id AS TEXT) || '|' || route || '|' || category \
+            "SELECT goal || '|' || CAST(level AS TEXT) || '|' || CAST(span AS TEXT) || '|' || CAST(filed AS TEXT) \
+             || '|' || CAST(project_id AS TEXT) || '|' || route || '|' || category \
              || '|' || CAST(vague AS TEXT) || '|' || agent || '|' || model || '|' || cutoff, {} \
              FROM figure_groups WHERE reports <> 0",
             values.collect::<Vec<_>>().join(", ")
@@ -387,7 +408,9 @@ impl Engine {
         query: &FiguresQuery,
         scope: &ProjectScope,
     ) -> StorageResult<Option<Vec<(String, GroupTotals)>>> {
-        let Some(level) = rollup_level(query) else { return Ok(None) };
+        let Some((level, window)) = figure_level(query, crate::db::common::now().date_naive()) else {
+            return Ok(None);
+        };
         let dims = query.dimensions();
         let part = |i: usize| {
             dims.get(i).map_or("CAST(NULL AS TEXT)", |d| match d {
@@ -403,13 +426,14 @@ impl Engine {
         };
         let select = summed_totals();
         let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
-            "SELECT {} AS key, {} AS key1, {} AS key2, {} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
-             WHERE g.goal = ",
+            "SELECT {} AS key, {} AS key1, {} AS key2, {} FROM ",
             part(0),
             part(1),
             part(2),
             select.join(", ")
         ));
+        push_spans(&mut qb, query.goal.as_str(), level, window);
+        qb.push(" g JOIN projects p ON p.id = g.project_id WHERE g.goal = ");
         qb.push_bind(query.goal.as_str());
         push_group_filters(&mut qb, query, level, scope);
         qb.push(" GROUP BY 1, 2, 3 HAVING SUM(g.reports) > 0");
@@ -428,6 +452,46 @@ impl Engine {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Some(out))
     }
+}
+
+/// The figure groups of `goal` at `level` whose filing days make up
+/// `window` (every day without one), as a table to read from: the whole
+/// blocks inside it and the days at its ends, each a range of the key.
+fn push_spans(qb: &mut sqlx::QueryBuilder<Db>, goal: &str, level: u8, window: Option<FiledDays>) {
+    let mut part = |first: bool, span: u8, from: Option<i64>, to: Option<i64>| {
+        qb.push(if first { "(" } else { " UNION ALL " });
+        qb.push("SELECT * FROM figure_groups WHERE goal = ").push_bind(goal.to_owned());
+        qb.push(" AND level = ").push_bind(i64::from(level));
+        qb.push(" AND span = ").push_bind(i64::from(span));
+        if let Some(from) = from {
+            qb.push(" AND filed >= ").push_bind(from);
+        }
+        if let Some(to) = to {
+            qb.push(" AND filed < ").push_bind(to);
+        }
+    };
+    let Some((from, to)) = window else {
+        part(true, 0, None, None);
+        qb.push(")");
+        return;
+    };
+    // Blocks wholly inside: from the first block start at or after `from`
+    // to the last at or before `to`.
+    let first_block = from.map(|d| (d + BLOCK - 1).div_euclid(BLOCK) * BLOCK);
+    let end_block = to.map(|d| d.div_euclid(BLOCK) * BLOCK);
+    match (first_block, end_block) {
+        (Some(a), Some(b)) if a >= b => part(true, 2, from, to),
+        _ => {
+            part(true, 1, first_block, end_block);
+            if from.is_some() {
+                part(false, 2, from, first_block);
+            }
+            if to.is_some() {
+                part(false, 2, end_block, to);
+            }
+        }
+    }
+    qb.push(")");
 }
 
 /// `AND …` for a level's groups `g` (with projects `p`) that `query`'s
@@ -490,6 +554,15 @@ pub(super) fn totals_of(row: &<Db as sqlx::Database>::Row) -> Result<GroupTotals
     })
 }
 
+/// `reports` (a condition on `r.id`: `r.id IN (…)`, `r.id BETWEEN …` or
+/// `TRUE`) restated on the attempts `alias`, to be added beside it where
+/// attempts are joined: PostgreSQL, whose statistics lag a bulk import,
+/// otherwise plans a scan of every attempt for a batch of reports (2 to 3 s
+/// a batch at 1,000,000 attempts), which made imports slow down as they grew.
+pub(super) fn on_attempts(reports: &str, alias: &str) -> String {
+    reports.replace("r.id", &format!("{alias}.report_id"))
+}
+
 /// `INSERT` of the cells of the reports `reports` selects (on `r`).
 fn cells_sql(reports: &str) -> String {
     format!("INSERT INTO figure_cells ({CELL_COLUMNS}) {}", cells_select(reports))
@@ -511,16 +584,20 @@ pub(super) const ATTEMPT_SUMS: &str = "COUNT(*) AS attempts, \
 /// The cells of the reports `reports` selects (on `r`), computed from the
 /// reports and their attempts, in [`CELL_COLUMNS`]' order.
 fn cells_select(reports: &str) -> String {
-    let flags = "r.project_id, r.route, r.category, CAST(CASE WHEN r.vague THEN 1 ELSE 0 END AS BIGINT), \
-                 CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT), \
-                 CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT)";
+    let filed = Engine::FILED_DAY;
+    let flags = format!(
+        "r.project_id, r.route, r.category, CAST(CASE WHEN r.vague THEN 1 ELSE 0 END AS BIGINT), \
+         CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT), \
+         CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT), {filed}"
+    );
+    let on_a = on_attempts(reports, "a");
     // The union's columns are named by its first part: the base cells'.
     let named = format!(
         "r.id AS report_id, g.goal AS goal, '' AS agent, '' AS model, '' AS cutoff, r.project_id AS project_id, \
          r.route AS route, r.category AS category, CAST(CASE WHEN r.vague THEN 1 ELSE 0 END AS BIGINT) AS vague, \
          CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT) AS det, \
          CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT) AS in_patch, \
-         {}, CAST(0.0 AS DOUBLE PRECISION) AS cost_usd, CAST(0.0 AS DOUBLE PRECISION) AS cost_counting_usd",
+         {filed} AS filed_day, {}, CAST(0.0 AS DOUBLE PRECISION) AS cost_usd, CAST(0.0 AS DOUBLE PRECISION) AS cost_counting_usd",
         INT_SUMS.iter().map(|c| format!("CAST(0 AS BIGINT) AS {c}")).collect::<Vec<_>>().join(", ")
     );
     format!(
@@ -529,18 +606,25 @@ fn cells_select(reports: &str) -> String {
          UNION ALL \
          SELECT r.id, a.goal, a.agent, COALESCE(a.model, 'unknown'), {CUTOFF_KEY}, {flags}, \
          {ATTEMPT_SUMS} \
-         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} \
+         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} \
          GROUP BY r.id, a.goal, a.agent, COALESCE(a.model, 'unknown'), {CUTOFF_KEY}, r.project_id, r.route, r.category, \
-         r.vague, r.has_det_oracle, r.oracle_source"
+         r.vague, r.has_det_oracle, r.oracle_source, r.filed_at"
     )
 }
 
 /// The groups (key, counts, sums) of the cells `cells` selects (on `c`),
 /// at every level.
 fn groups_sql(cells: &str) -> String {
-    let report_dims = "goal, project_id, route, category, vague, det, in_patch";
+    let report_dims = "goal, project_id, route, category, vague, det, in_patch, filed_day";
     let levels: Vec<String> = (0..8u8)
-        .map(|level| {
+        .flat_map(|level| SPANS.map(|span| (level, span)))
+        .map(|(level, span)| {
+            // The span's first day, as `span_start` computes it.
+            let filed = match span {
+                0 => "0".to_owned(),
+                1 => format!("(x.filed_day / {BLOCK}) * {BLOCK}"),
+                _ => "x.filed_day".to_owned(),
+            };
             let keep = |bit: u8, column: &str| {
                 if level & bit != 0 { format!("c.{column}") } else { "''".to_owned() }
             };
@@ -564,7 +648,8 @@ fn groups_sql(cells: &str) -> String {
                 .collect::<Vec<_>>()
                 .join(", ");
             format!(
-                "SELECT x.goal AS goal, {level} AS level, x.project_id AS project_id, x.route AS route, \
+                "SELECT x.goal AS goal, {level} AS level, {span} AS span, {filed} AS filed, x.project_id AS project_id, \
+                 x.route AS route, \
                  x.category AS category, x.vague AS vague, x.agent AS agent, x.model AS model, x.cutoff AS cutoff, \
                  COUNT(*) AS reports, SUM(CASE WHEN x.graded > 0 THEN 1 ELSE 0 END) AS reports_graded, \
                  SUM(CASE WHEN x.counting > 0 THEN 1 ELSE 0 END) AS reports_reproduced, \
@@ -573,12 +658,14 @@ fn groups_sql(cells: &str) -> String {
                  {outer_sums} \
                  FROM (SELECT c.report_id, {dims}, {agent} AS agent, {model} AS model, {cutoff} AS cutoff, {inner_sums} \
                  FROM figure_cells c WHERE {cells}{base} GROUP BY c.report_id, {dims}{kept}) x \
-                 GROUP BY x.goal, x.project_id, x.route, x.category, x.vague, x.agent, x.model, x.cutoff",
+                 GROUP BY x.goal{by_filed}, x.project_id, x.route, x.category, x.vague, x.agent, x.model, x.cutoff",
                 dims = report_dims.split(", ").map(|d| format!("c.{d}")).collect::<Vec<_>>().join(", "),
                 agent = keep(AGENT, "agent"),
                 model = keep(MODEL, "model"),
                 cutoff = keep(CUTOFF, "cutoff"),
                 kept = kept.join(""),
+                // Not `0`: a number in `GROUP BY` names a column.
+                by_filed = if span == 0 { String::new() } else { format!(", {filed}") },
             )
         })
         .collect();
@@ -604,6 +691,7 @@ struct Cell {
     vague: i64,
     det: i64,
     in_patch: i64,
+    filed_day: i64,
     #[sqlx(flatten)]
     sums: Sums,
 }
@@ -675,6 +763,8 @@ fn by_report(cells: &[Cell]) -> std::collections::BTreeMap<i64, Vec<&Cell>> {
 struct GroupKey {
     goal: String,
     level: u8,
+    span: u8,
+    filed: i64,
     project_id: i64,
     route: String,
     category: String,
@@ -711,13 +801,15 @@ impl GroupDelta {
     fn add<'a>(&mut self, cells: impl Iterator<Item = &'a Cell>, sign: i64) {
         use std::collections::BTreeMap;
         let cells: Vec<&Cell> = cells.collect();
-        for level in 0..8u8 {
+        for (level, span) in (0..8u8).flat_map(|level| SPANS.map(|span| (level, span))) {
             let keep = |bit: u8, v: &str| if level & bit != 0 { v.to_owned() } else { String::new() };
             let mut per_report: BTreeMap<(i64, GroupKey), (Totals, i64, i64)> = BTreeMap::new();
             for c in cells.iter().filter(|c| level == 0 || !c.agent.is_empty()) {
                 let key = GroupKey {
                     goal: c.goal.clone(),
                     level,
+                    span,
+                    filed: span_start(span, c.filed_day),
                     project_id: c.project_id,
                     route: c.route.clone(),
                     category: c.category.clone(),
@@ -783,6 +875,7 @@ pub(in crate::db) fn facts_select(reports: &str) -> String {
          WHEN {} THEN 1 ELSE 0 END",
         later("'reproduced'")
     );
+    let (on_a, on_l) = (on_attempts(reports, "a"), on_attempts(reports, "l"));
     format!(
         "SELECT r.id AS report_id, r.project_id AS project_id, \
          'oracle:' || COALESCE(o.kind, '') || '|' || COALESCE(o.source, '') AS fact, CAST(COUNT(*) AS BIGINT) AS n \
@@ -796,16 +889,16 @@ pub(in crate::db) fn facts_select(reports: &str) -> String {
          UNION ALL \
          SELECT r.id, r.project_id, 'cause:' || a.failure_cause, CAST(COUNT(*) AS BIGINT) \
          FROM reports r JOIN attempts a ON a.report_id = r.id \
-         WHERE {reports} AND a.failure_cause IS NOT NULL AND a.goal = 'reproduce' \
+         WHERE {reports} AND {on_a} AND a.failure_cause IS NOT NULL AND a.goal = 'reproduce' \
          GROUP BY r.id, r.project_id, a.failure_cause \
          UNION ALL \
          SELECT x.report_id, x.project_id, x.fact, x.n FROM ( \
            SELECT r.id AS report_id, r.project_id AS project_id, 'llm_judged' AS fact, CAST(COUNT(*) AS BIGINT) AS n \
-           FROM reports r JOIN attempts l ON l.report_id = r.id WHERE {reports} AND {judged} \
+           FROM reports r JOIN attempts l ON l.report_id = r.id WHERE {reports} AND {on_l} AND {judged} \
            GROUP BY r.id, r.project_id \
            UNION ALL \
            SELECT r.id, r.project_id, 'llm_right', CAST(SUM({right}) AS BIGINT) \
-           FROM reports r JOIN attempts l ON l.report_id = r.id WHERE {reports} AND {judged} \
+           FROM reports r JOIN attempts l ON l.report_id = r.id WHERE {reports} AND {on_l} AND {judged} \
            GROUP BY r.id, r.project_id) x WHERE x.n <> 0"
     )
 }

@@ -70,7 +70,8 @@ fn attempts_select(reports: &str) -> String {
          {CUTOFF_KEY} AS cutoff, r.project_id AS project_id, r.route AS route, \
          CAST(CASE WHEN a.cost_known THEN a.cost_usd END AS DOUBLE PRECISION) AS cost_usd, \
          CAST(a.wall_seconds AS DOUBLE PRECISION) AS wall_seconds \
-         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} ORDER BY a.id"
+         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} ORDER BY a.id",
+        on_a = super::rollups::on_attempts(reports, "a")
     )
 }
 

@@ -4,6 +4,13 @@
 -- the rows beside it (issue 16: imports and distributions at 1,000,000
 -- attempts).
 --
+-- The figures gain the day reports were filed (figure_cells.filed_day,
+-- days since 1970-01-01 UTC), and their groups a span of filing days:
+-- span 0 every day (filed 0), span 1 a block of 32 days (filed = its first
+-- day, a multiple of 32), span 2 one day (filed = that day). A report is
+-- filed on one day, so the groups of the blocks and days inside a window of
+-- filing days sum to the window's figures exactly, per-report counts too.
+--
 -- They are made empty: the oracle facts now count authoring minutes too,
 -- and a database with reports but no figure cells has every rollup built
 -- again from its rows when failpass starts (`ensure_figures`).
@@ -21,6 +28,7 @@ CREATE TABLE figure_cells (
     vague                 INTEGER NOT NULL,
     det                   INTEGER NOT NULL,
     in_patch              INTEGER NOT NULL,
+    filed_day             INTEGER NOT NULL,
     attempts              INTEGER NOT NULL,
     graded                INTEGER NOT NULL,
     counting              INTEGER NOT NULL,
@@ -40,6 +48,8 @@ DROP TABLE figure_groups;
 CREATE TABLE figure_groups (
     goal                  TEXT NOT NULL,
     level                 INTEGER NOT NULL,
+    span                  INTEGER NOT NULL,
+    filed                 INTEGER NOT NULL,
     project_id            INTEGER NOT NULL,
     route                 TEXT NOT NULL,
     category              TEXT NOT NULL,
@@ -65,7 +75,7 @@ CREATE TABLE figure_groups (
     counting_without_cost INTEGER NOT NULL,
     api_calls             INTEGER NOT NULL,
     with_api_calls        INTEGER NOT NULL,
-    PRIMARY KEY (goal, level, project_id, route, category, vague, agent, model, cutoff)
+    PRIMARY KEY (goal, level, span, filed, project_id, route, category, vague, agent, model, cutoff)
 ) WITHOUT ROWID;
 
 DROP TABLE figure_facts;
