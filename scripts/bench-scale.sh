@@ -48,6 +48,8 @@ endpoints=(
   "/api/v1/figures?group_by=agent"
   "/api/v1/figures?group_by=week"
   "/api/v1/figures?group_by=route,agent,model"
+  "/api/v1/figures?group_by=route&period=this_year"
+  "/api/v1/figures?group_by=agent&since=2025-06-01&until=2025-09-15"
   "/api/v1/figures?group_by=project&period=this_year&dated=spent"
   "/api/v1/throughput"
   "/api/v1/glance"

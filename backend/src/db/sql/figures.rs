@@ -146,12 +146,16 @@ impl FigureStore for Engine {
     async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets> {
         // From the rollups: the agent level's groups name every agent with
         // an attempt, the model level's every model (an attempt without one
-        // is `unknown` there, and no facet).
+        // is `unknown` there, and no facet). Every goal is named, so that
+        // the key's first columns (goal, level, span) are a range.
         let visible = scope.sql("p");
+        let goals = failpass_shared::model::Goal::ALL.iter().map(|g| format!("'{}'", g.as_str())).collect::<Vec<_>>();
+        let goals = goals.join(", ");
         let distinct = |column: &str, level: u8, unknown: &str| {
             format!(
                 "SELECT DISTINCT g.{column} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
-                 WHERE g.level = {level} AND g.span = 0 AND g.reports > 0 AND {visible}{unknown}"
+                 WHERE g.goal IN ({goals}) AND g.level = {level} AND g.span = 0 AND g.reports > 0 \
+                 AND {visible}{unknown}"
             )
         };
         let mut agents: Vec<String> =

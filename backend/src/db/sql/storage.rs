@@ -39,6 +39,13 @@ impl Storage for Engine {
         Ok(())
     }
 
+    async fn bound_memory(&self) -> StorageResult<()> {
+        if Self::BACKEND == Backend::Sqlite {
+            sqlx::query("PRAGMA soft_heap_limit = 67108864").execute(&self.read).await?;
+        }
+        Ok(())
+    }
+
     async fn is_empty(&self) -> StorageResult<bool> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
         Ok(n == 0)
