@@ -157,11 +157,10 @@ impl ValueDelta {
         }
     }
 
-    /// The groups that moved, in key order (so writers touch them alike).
+    /// The groups that moved. In no particular order: writers take the
+    /// figures' lock before they move any.
     fn moves(&self) -> Vec<(&GroupKey, &(i64, f64))> {
-        let mut moves: Vec<_> = self.groups.iter().filter(|(_, (n, t))| *n != 0 || *t != 0.0).collect();
-        moves.sort_unstable_by_key(|(k, _)| **k);
-        moves
+        self.groups.iter().filter(|(_, (n, t))| *n != 0 || *t != 0.0).collect()
     }
 }
 
