@@ -151,7 +151,15 @@ impl Harness {
             match el.text().await {
                 Ok(text) => return text,
                 // The page re-rendered between finding the element and reading it: find it again.
-                Err(e) if e.is_stale_element_reference() && started.elapsed() < Duration::from_secs(20) => continue,
+                // Chromium reports it as a stale reference, or (between two renders) as an
+                // inspector error about a node no longer in the document.
+                Err(e)
+                    if (e.is_stale_element_reference()
+                        || e.to_string().contains("does not belong to the document"))
+                        && started.elapsed() < Duration::from_secs(20) =>
+                {
+                    continue;
+                }
                 Err(e) => panic!("[data-testid={testid}] could not be read: {e}"),
             }
         }
