@@ -18,7 +18,7 @@ use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::common::PreparedAttempt;
 use super::reports::NewReport;
-use super::{Backend, PgStorage, SqliteStorage, StorageResult};
+use super::{Backend, PgStorage, SqliteStorage, StorageError, StorageResult};
 
 /// The pieces of SQL and the code paths that differ between engines.
 pub(crate) trait Dialect {
@@ -70,7 +70,45 @@ pub(crate) trait Dialect {
         tx: &mut Transaction<'static, Self::Db>,
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>>;
+
+    /// Writes rows into `table` in `tx`: `INSERT INTO table (columns) …
+    /// conflict`, where `values` holds the rows one after another, each
+    /// `columns.len()` values, every row's values of a column of one kind;
+    /// `conflict` is empty or an `ON CONFLICT …` clause. The rollups' cells
+    /// and group moves, thousands of rows per write, go this way.
+    async fn write_rows(
+        tx: &mut Transaction<'static, Self::Db>,
+        table: &str,
+        columns: &[&str],
+        conflict: &str,
+        values: &[Param<'_>],
+    ) -> StorageResult<()>;
 }
+
+/// A value of a row [`Dialect::write_rows`] writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    Int(i64),
+    /// An integer or `NULL`; a column may mix it with [`Param::Int`].
+    MaybeInt(Option<i64>),
+    Real(f64),
+    Text(&'a str),
+}
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match self {
+            Param::Int(n) | Param::MaybeInt(Some(n)) => ValueRef::Integer(*n),
+            Param::MaybeInt(None) => ValueRef::Null,
+            Param::Real(x) => ValueRef::Real(*x),
+            Param::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// Rows of [`Dialect::write_rows`] per PostgreSQL statement.
+const ROWS_PER_STATEMENT: usize = 5000;
 
 impl Dialect for SqliteStorage {
     type Db = Sqlite;
@@ -118,6 +156,32 @@ impl Dialect for SqliteStorage {
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>> {
         Self::with_raw(tx, |conn| super::sqlite::insert_reports_raw(conn, rows)).await
+    }
+
+    /// One statement of one row, prepared once and run per row on the
+    /// transaction's own connection: SQLite runs in this process, so a
+    /// statement costs its work and no round trip, and a multi-row
+    /// statement's thousands of parameters cost more to bind than they save.
+    async fn write_rows(
+        tx: &mut Transaction<'static, Sqlite>,
+        table: &str,
+        columns: &[&str],
+        conflict: &str,
+        values: &[Param<'_>],
+    ) -> StorageResult<()> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        let marks = (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        let sql = format!("INSERT INTO {table} ({}) VALUES ({marks}) {conflict}", columns.join(", "));
+        Self::with_raw(tx, |conn| {
+            let mut stmt = conn.prepare(&sql)?;
+            for row in values.chunks(columns.len()) {
+                stmt.execute(rusqlite::params_from_iter(row))?;
+            }
+            Ok(())
+        })
+        .await
     }
 }
 
@@ -167,5 +231,57 @@ impl Dialect for PgStorage {
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>> {
         Self::insert_reports_multi(tx, rows).await
+    }
+
+    /// A statement per [`ROWS_PER_STATEMENT`] rows, each column bound as
+    /// one array and the rows read back with `UNNEST`: a handful of
+    /// parameters instead of one per value, and one statement text whatever
+    /// the number of rows, so its plan is prepared once.
+    async fn write_rows(
+        tx: &mut Transaction<'static, Postgres>,
+        table: &str,
+        columns: &[&str],
+        conflict: &str,
+        values: &[Param<'_>],
+    ) -> StorageResult<()> {
+        let width = columns.len();
+        for chunk in values.chunks(width * ROWS_PER_STATEMENT) {
+            let mut qb = sqlx::QueryBuilder::<Postgres>::new(format!(
+                "INSERT INTO {table} ({}) SELECT * FROM UNNEST(",
+                columns.join(", ")
+            ));
+            for c in 0..width {
+                if c > 0 {
+                    qb.push(", ");
+                }
+                let column = chunk.iter().skip(c).step_by(width);
+                let mixed = || StorageError::Corrupt(format!("{table}.{}: values of more than one kind", columns[c]));
+                match chunk[c] {
+                    Param::Int(_) | Param::MaybeInt(_) => {
+                        let v: Option<Vec<Option<i64>>> = column
+                            .map(|p| match p {
+                                Param::Int(n) => Some(Some(*n)),
+                                Param::MaybeInt(n) => Some(*n),
+                                _ => None,
+                            })
+                            .collect();
+                        qb.push_bind(v.ok_or_else(mixed)?).push("::int8[]");
+                    }
+                    Param::Real(_) => {
+                        let v: Option<Vec<f64>> =
+                            column.map(|p| if let Param::Real(x) = p { Some(*x) } else { None }).collect();
+                        qb.push_bind(v.ok_or_else(mixed)?).push("::float8[]");
+                    }
+                    Param::Text(_) => {
+                        let v: Option<Vec<&str>> =
+                            column.map(|p| if let Param::Text(s) = p { Some(*s) } else { None }).collect();
+                        qb.push_bind(v.ok_or_else(mixed)?).push("::text[]");
+                    }
+                }
+            }
+            qb.push(format!(") {conflict}"));
+            qb.build().persistent(true).execute(&mut **tx).await?;
+        }
+        Ok(())
     }
 }

@@ -24,9 +24,9 @@ use crate::auth::{Action, Viewer};
 use crate::db::{NewReport, Storage, StorageError};
 
 /// Attempts per storage transaction.
-pub const ATTEMPT_BATCH: usize = 20000;
+pub const ATTEMPT_BATCH: usize = 50000;
 /// Reports per storage transaction.
-pub const REPORT_BATCH: usize = 2000;
+pub const REPORT_BATCH: usize = 5000;
 /// Parsed NDJSON lines handed from the reading task to the importer at a time.
 const PARSE_CHUNK: usize = 1024;
 /// …or fewer, once their text reaches this many bytes.

@@ -563,9 +563,8 @@ impl Engine {
             qb.push(") GROUP BY a.report_id) agg WHERE reports.id = agg.report_id");
             qb.build().execute(&mut **tx).await?;
             Self::set_status(tx, chunk).await?;
-            Self::refresh_figures(tx, chunk).await?;
         }
-        Ok(())
+        Self::refresh_figures(tx, ids).await
     }
 
     /// Stores a verification's runs and (unless a re-check) the attempt's new

@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::figures::{FlowCounts, FlowFacts, FlowKind, FlowRead};
 
-use crate::db::dialect::Dialect;
 use crate::db::figures::{has_window, narrows_reports};
 use crate::db::rows::FlowRow;
 use crate::db::{ProjectScope, StorageResult};
 
 use super::{Db, Engine, Tx};
+use crate::db::dialect::{Dialect, Param};
 
 /// The route kept at a level (else `''`).
 const ROUTE: u8 = 1;
@@ -96,7 +96,7 @@ type FlowKey = (u8, FlowKind, i64, String, i64, i64);
 
 /// The change to the groups as cells are taken out (-1) and put in (+1).
 #[derive(Default)]
-struct FlowDelta(BTreeMap<FlowKey, i64>);
+pub(super) struct FlowDelta(BTreeMap<FlowKey, i64>);
 
 impl FlowDelta {
     fn add(&mut self, cell: &FlowCell, sign: i64) -> StorageResult<()> {
@@ -113,13 +113,10 @@ impl FlowDelta {
 }
 
 impl Engine {
-    /// Recomputes the throughput cells of the reports in `list` (ids,
-    /// comma-separated) and moves their groups by the difference, in `tx`.
-    pub(in crate::db) async fn refresh_flows(tx: &mut Tx, list: &str) -> StorageResult<()> {
-        if list.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
+    /// Recomputes the throughput cells of the reports in `list` and adds
+    /// what their groups move by to `delta`, in `tx` (which holds the
+    /// figures' lock); [`Self::move_flows`] applies it.
+    pub(super) async fn flow_changes(tx: &mut Tx, list: &str, delta: &mut FlowDelta) -> StorageResult<()> {
         let old: Vec<FlowCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {CELL_COLUMNS} FROM flow_cells WHERE report_id IN ({list})"
         )))
@@ -136,7 +133,6 @@ impl Engine {
         if changed.is_empty() {
             return Ok(());
         }
-        let mut delta = FlowDelta::default();
         for id in &changed {
             if let Some(c) = old.get(id) {
                 delta.add(c, -1)?;
@@ -150,51 +146,50 @@ impl Engine {
             .execute(&mut **tx)
             .await?;
         let inserts: Vec<&FlowCell> = changed.iter().filter_map(|id| new.get(id)).collect();
-        Self::insert_flow_cells(tx, &inserts).await?;
-        Self::move_flows(tx, &delta).await
+        Self::insert_flow_cells(tx, &inserts).await
     }
 
     async fn insert_flow_cells(tx: &mut Tx, cells: &[&FlowCell]) -> StorageResult<()> {
-        for chunk in cells.chunks(1000) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO flow_cells ({CELL_COLUMNS}) "));
-            qb.push_values(chunk, |mut b, c| {
-                b.push_bind(c.report_id)
-                    .push_bind(c.project_id)
-                    .push_bind(c.route.clone())
-                    .push_bind(c.route_check)
-                    .push_bind(c.status.clone())
-                    .push_bind(c.filed_day)
-                    .push_bind(c.counted_day)
-                    .push_bind(c.graded_day)
-                    .push_bind(c.ttr_bin);
-            });
-            qb.build().execute(&mut **tx).await?;
+        let mut values = Vec::with_capacity(cells.len() * 9);
+        let day = Param::MaybeInt;
+        for c in cells {
+            values.extend([
+                Param::Int(c.report_id),
+                Param::Int(c.project_id),
+                Param::Text(&c.route),
+                Param::Int(c.route_check),
+                Param::Text(&c.status),
+                Param::Int(c.filed_day),
+                day(c.counted_day),
+                day(c.graded_day),
+                day(c.ttr_bin),
+            ]);
         }
-        Ok(())
+        Self::write_rows(tx, "flow_cells", &CELL_COLUMNS.split(", ").collect::<Vec<_>>(), "", &values).await
     }
 
-    /// Adds `delta` to the groups: one upsert per 1,000 groups that changed.
-    async fn move_flows(tx: &mut Tx, delta: &FlowDelta) -> StorageResult<()> {
-        let moves: Vec<_> = delta.0.iter().filter(|(_, n)| **n != 0).collect();
-        for chunk in moves.chunks(1000) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(
-                "INSERT INTO flow_groups (level, kind, project_id, route, route_check, at, n) ",
-            );
-            qb.push_values(chunk, |mut b, ((level, kind, project, route, check, at), n)| {
-                b.push_bind(i64::from(*level))
-                    .push_bind(kind.as_str())
-                    .push_bind(*project)
-                    .push_bind(route.clone())
-                    .push_bind(*check)
-                    .push_bind(*at)
-                    .push_bind(**n);
-            });
-            qb.push(
-                " ON CONFLICT (level, kind, at, project_id, route, route_check) DO UPDATE SET n = flow_groups.n + excluded.n",
-            );
-            qb.build().execute(&mut **tx).await?;
+    /// Adds `delta` to the groups, in the order of their key.
+    pub(super) async fn move_flows(tx: &mut Tx, delta: &FlowDelta) -> StorageResult<()> {
+        let mut values = Vec::with_capacity(delta.0.len() * 7);
+        for ((level, kind, project, route, check, at), n) in delta.0.iter().filter(|(_, n)| **n != 0) {
+            values.extend([
+                Param::Int(i64::from(*level)),
+                Param::Text(kind.as_str()),
+                Param::Int(*project),
+                Param::Text(route),
+                Param::Int(*check),
+                Param::Int(*at),
+                Param::Int(*n),
+            ]);
         }
-        Ok(())
+        Self::write_rows(
+            tx,
+            "flow_groups",
+            &["level", "kind", "project_id", "route", "route_check", "at", "n"],
+            "ON CONFLICT (level, kind, at, project_id, route, route_check) DO UPDATE SET n = flow_groups.n + excluded.n",
+            &values,
+        )
+        .await
     }
 
     /// Empties both tables and computes them again from every report, in `tx`.

@@ -16,7 +16,7 @@ use failpass_shared::model::GroupBy;
 
 use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, summed_totals, sums, totals_of};
 use super::{Db, Engine, Tx};
-use crate::db::dialect::Dialect;
+use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{has_window, narrows_reports};
 use crate::db::{ProjectScope, StorageResult};
 
@@ -64,6 +64,9 @@ type GroupKey = (String, String, String, i64, String);
 /// A group's change: counts, sums, costs.
 type Change = ([i64; 6], [i64; 10], [f64; 2]);
 
+/// The change to the groups as cells are taken out (-1) and put in (+1).
+pub(super) type PeriodDelta = BTreeMap<GroupKey, Change>;
+
 impl Engine {
     /// The cells of the reports `reports` selects (on `r`), from their attempts.
     fn period_cells_select(reports: &str) -> String {
@@ -86,9 +89,9 @@ impl Engine {
     }
 
     /// Recomputes the period cells of the reports in `list` (ids,
-    /// comma-separated) and moves their groups by the difference, in `tx`
-    /// (which holds the figures' lock).
-    pub(in crate::db) async fn refresh_periods(tx: &mut Tx, list: &str) -> StorageResult<()> {
+    /// comma-separated) and adds what their groups move by to `delta`, in
+    /// `tx` (which holds the figures' lock); [`Self::move_periods`] applies it.
+    pub(super) async fn period_changes(tx: &mut Tx, list: &str, delta: &mut PeriodDelta) -> StorageResult<()> {
         let old: Vec<PeriodCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {CELL_COLUMNS} FROM period_cells WHERE report_id IN ({list})"
         )))
@@ -114,7 +117,6 @@ impl Engine {
         if changed.is_empty() {
             return Ok(());
         }
-        let mut delta: BTreeMap<GroupKey, Change> = BTreeMap::new();
         for (sign, side) in [(-1, &before), (1, &after)] {
             for c in changed.iter().flat_map(|r| side.get(r).into_iter().flatten()) {
                 let key = (c.goal.clone(), c.kind.clone(), c.period.clone(), c.project_id, c.route.clone());
@@ -129,46 +131,50 @@ impl Engine {
         sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM period_cells WHERE report_id IN ({changed_list})")))
             .execute(&mut **tx)
             .await?;
-        let inserts: Vec<&PeriodCell> = changed.iter().flat_map(|r| after.get(r).into_iter().flatten()).collect();
-        for chunk in inserts.chunks(500) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO period_cells ({CELL_COLUMNS}) "));
-            qb.push_values(chunk, |mut b, c| {
-                b.push_bind(c.report_id)
-                    .push_bind(c.goal.clone())
-                    .push_bind(c.kind.clone())
-                    .push_bind(c.period.clone())
-                    .push_bind(c.project_id)
-                    .push_bind(c.route.clone())
-                    .push_bind(c.det)
-                    .push_bind(c.in_patch);
-                c.sums.bind(&mut b);
-            });
-            qb.build().execute(&mut **tx).await?;
+        let mut values = Vec::new();
+        for c in changed.iter().flat_map(|r| after.get(r).into_iter().flatten()) {
+            values.extend([
+                Param::Int(c.report_id),
+                Param::Text(&c.goal),
+                Param::Text(&c.kind),
+                Param::Text(&c.period),
+                Param::Int(c.project_id),
+                Param::Text(&c.route),
+                Param::Int(c.det),
+                Param::Int(c.in_patch),
+            ]);
+            c.sums.params(&mut values);
         }
-        let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).chain(&COST_SUMS).copied().collect();
-        let set: Vec<String> = columns.iter().map(|c| format!("{c} = period_groups.{c} + excluded.{c}")).collect();
-        let moves: Vec<_> = delta
-            .iter()
-            .filter(|(_, (c, s, m))| c.iter().chain(s).any(|n| *n != 0) || m.iter().any(|x| *x != 0.0))
-            .collect();
-        for chunk in moves.chunks(500) {
-            let mut qb =
-                sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO period_groups ({KEY}, {}) ", columns.join(", ")));
-            qb.push_values(chunk, |mut b, ((goal, kind, period, project, route), (counts, sums, costs))| {
-                b.push_bind(goal.clone())
-                    .push_bind(kind.clone())
-                    .push_bind(period.clone())
-                    .push_bind(*project)
-                    .push_bind(route.clone());
-                for n in counts.iter().chain(sums) {
-                    b.push_bind(*n);
-                }
-                b.push_bind(costs[0]).push_bind(costs[1]);
-            });
-            qb.push(format!(" ON CONFLICT ({KEY}) DO UPDATE SET {}", set.join(", ")));
-            qb.build().execute(&mut **tx).await?;
+        Self::write_rows(tx, "period_cells", &CELL_COLUMNS.split(", ").collect::<Vec<_>>(), "", &values).await
+    }
+
+    /// Adds `delta` to the groups, in the order of their key.
+    pub(super) async fn move_periods(tx: &mut Tx, delta: &PeriodDelta) -> StorageResult<()> {
+        let changes: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).chain(&COST_SUMS).copied().collect();
+        let set: Vec<String> = changes.iter().map(|c| format!("{c} = period_groups.{c} + excluded.{c}")).collect();
+        let columns: Vec<&str> = KEY.split(", ").chain(changes.iter().copied()).collect();
+        let mut values = Vec::new();
+        let moved = |(c, s, m): &&Change| c.iter().chain(s).any(|n| *n != 0) || m.iter().any(|x| *x != 0.0);
+        for ((goal, kind, period, project, route), change) in delta.iter().filter(|(_, c)| moved(c)) {
+            let (counts, sums, costs) = change;
+            values.extend([
+                Param::Text(goal),
+                Param::Text(kind),
+                Param::Text(period),
+                Param::Int(*project),
+                Param::Text(route),
+            ]);
+            values.extend(counts.iter().chain(sums).map(|n| Param::Int(*n)));
+            values.extend(costs.map(Param::Real));
         }
-        Ok(())
+        Self::write_rows(
+            tx,
+            "period_groups",
+            &columns,
+            &format!("ON CONFLICT ({KEY}) DO UPDATE SET {}", set.join(", ")),
+            &values,
+        )
+        .await
     }
 
     /// Empties both tables and computes them again from every attempt, set-based, in `tx`.

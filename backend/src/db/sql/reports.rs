@@ -612,10 +612,16 @@ impl Engine {
     /// throughput counts.
     pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
         Self::set_status(tx, report_ids).await?;
-        for chunk in report_ids.chunks(500) {
-            Self::refresh_flows(tx, &chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")).await?;
+        if report_ids.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
+        let mut delta = super::flows::FlowDelta::default();
+        for chunk in report_ids.chunks(500) {
+            let list = chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            Self::flow_changes(tx, &list, &mut delta).await?;
+        }
+        Self::move_flows(tx, &delta).await
     }
 
     /// [`Self::refresh_status`] without the throughput counts, for writes

@@ -18,7 +18,7 @@
 //! figures' counts (`figure_facts`, per report; `figure_project_facts`, per
 //! project) move the same way.
 
-use crate::db::dialect::Dialect;
+use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, FigureCheck, FiledDays, MODEL, figure_level};
 use crate::db::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::FiguresQuery;
@@ -91,6 +91,7 @@ impl Engine {
         }
         // Writers on many machines take the groups one at a time.
         sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
+        let mut moves = Moves::default();
         for chunk in ids.chunks(500) {
             let list = chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
             let old: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -101,89 +102,86 @@ impl Engine {
             let new: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(cells_select(&format!("r.id IN ({list})"))))
                 .fetch_all(&mut **tx)
                 .await?;
-            Self::refresh_facts(tx, &list).await?;
-            Self::refresh_flows(tx, &list).await?;
-            Self::refresh_values(tx, &list).await?;
-            Self::refresh_periods(tx, &list).await?;
+            Self::fact_changes(tx, &list, &mut moves.facts).await?;
+            Self::flow_changes(tx, &list, &mut moves.flows).await?;
+            Self::value_changes(tx, &list, &mut moves.values).await?;
+            Self::period_changes(tx, &list, &mut moves.periods).await?;
             let changed = changed_reports(&old, &new);
             if changed.is_empty() {
                 continue;
             }
             let keep = |c: &&Cell| changed.contains(&c.report_id);
-            let mut delta = GroupDelta::default();
-            delta.add(old.iter().filter(keep), -1);
-            delta.add(new.iter().filter(keep), 1);
+            moves.groups.add(old.iter().filter(keep), -1);
+            moves.groups.add(new.iter().filter(keep), 1);
             let changed_list = changed.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
             sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM figure_cells WHERE report_id IN ({changed_list})")))
                 .execute(&mut **tx)
                 .await?;
             let inserts: Vec<&Cell> = new.iter().filter(keep).collect();
             Self::insert_cells(tx, &inserts).await?;
-            Self::move_groups(tx, &delta).await?;
         }
-        Ok(())
+        // The groups move once for the whole write: a group many of its
+        // reports share is written once, not once per chunk of them.
+        Self::move_groups(tx, &moves.groups).await?;
+        Self::move_facts(tx, &moves.facts).await?;
+        Self::move_flows(tx, &moves.flows).await?;
+        Self::move_values(tx, &moves.values).await?;
+        Self::move_periods(tx, &moves.periods).await
     }
 
-    /// Multi-row inserts of `cells`.
+    /// Writes `cells`.
     async fn insert_cells(tx: &mut Tx, cells: &[&Cell]) -> StorageResult<()> {
-        for rows in cells.chunks(500) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO figure_cells ({CELL_COLUMNS}) "));
-            qb.push_values(rows, |mut b, c| {
-                b.push_bind(c.report_id)
-                    .push_bind(c.goal.clone())
-                    .push_bind(c.agent.clone())
-                    .push_bind(c.model.clone())
-                    .push_bind(c.cutoff.clone())
-                    .push_bind(c.project_id)
-                    .push_bind(c.route.clone())
-                    .push_bind(c.category.clone())
-                    .push_bind(c.vague)
-                    .push_bind(c.det)
-                    .push_bind(c.in_patch)
-                    .push_bind(c.filed_day);
-                c.sums.bind(&mut b);
-            });
-            qb.build().execute(&mut **tx).await?;
+        let mut values = Vec::with_capacity(cells.len() * 24);
+        for c in cells {
+            values.extend([
+                Param::Int(c.report_id),
+                Param::Text(&c.goal),
+                Param::Text(&c.agent),
+                Param::Text(&c.model),
+                Param::Text(&c.cutoff),
+                Param::Int(c.project_id),
+                Param::Text(&c.route),
+                Param::Text(&c.category),
+                Param::Int(c.vague),
+                Param::Int(c.det),
+                Param::Int(c.in_patch),
+                Param::Int(c.filed_day),
+            ]);
+            c.sums.params(&mut values);
         }
-        Ok(())
+        Self::write_rows(tx, "figure_cells", &CELL_COLUMNS.split(", ").collect::<Vec<_>>(), "", &values).await
     }
 
-    /// Adds `delta` to the groups: one upsert per 500 groups that changed.
+    /// Adds `delta` to the groups, in the order of their key.
     async fn move_groups(tx: &mut Tx, delta: &GroupDelta) -> StorageResult<()> {
-        let rows: Vec<(&GroupKey, &Totals)> = delta.0.iter().filter(|(_, t)| !t.is_zero()).collect();
-        let columns: Vec<&str> = COUNTS.iter().chain(&INT_SUMS).copied().collect();
-        let set = columns
+        let columns: Vec<&str> = KEY.split(", ").chain(COUNTS).chain(sums()).collect();
+        let set = COUNTS
             .iter()
-            .chain(&COST_SUMS)
+            .copied()
+            .chain(sums())
             .map(|c| format!("{c} = figure_groups.{c} + excluded.{c}"))
             .collect::<Vec<_>>()
             .join(", ");
-        for chunk in rows.chunks(500) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
-                "INSERT INTO figure_groups ({KEY}, {}, cost_usd, cost_counting_usd) ",
-                columns.join(", ")
-            ));
-            qb.push_values(chunk, |mut b, (k, t)| {
-                b.push_bind(k.goal.clone())
-                    .push_bind(i64::from(k.level))
-                    .push_bind(i64::from(k.span))
-                    .push_bind(k.filed)
-                    .push_bind(k.project_id)
-                    .push_bind(k.route.clone())
-                    .push_bind(k.category.clone())
-                    .push_bind(k.vague)
-                    .push_bind(k.agent.clone())
-                    .push_bind(k.model.clone())
-                    .push_bind(k.cutoff.clone());
-                for n in t.counts.iter().chain(&t.sums) {
-                    b.push_bind(*n);
-                }
-                b.push_bind(t.cost_usd).push_bind(t.cost_counting_usd);
-            });
-            qb.push(format!(" ON CONFLICT ({KEY}) DO UPDATE SET {set}"));
-            qb.build().execute(&mut **tx).await?;
+        let mut values = Vec::with_capacity(delta.0.len() * columns.len());
+        for (k, t) in delta.0.iter().filter(|(_, t)| !t.is_zero()) {
+            values.extend([
+                Param::Text(&k.goal),
+                Param::Int(i64::from(k.level)),
+                Param::Int(i64::from(k.span)),
+                Param::Int(k.filed),
+                Param::Int(k.project_id),
+                Param::Text(&k.route),
+                Param::Text(&k.category),
+                Param::Int(k.vague),
+                Param::Text(&k.agent),
+                Param::Text(&k.model),
+                Param::Text(&k.cutoff),
+            ]);
+            values.extend(t.counts.iter().chain(&t.sums).map(|n| Param::Int(*n)));
+            values.extend([Param::Real(t.cost_usd), Param::Real(t.cost_counting_usd)]);
         }
-        Ok(())
+        Self::write_rows(tx, "figure_groups", &columns, &format!("ON CONFLICT ({KEY}) DO UPDATE SET {set}"), &values)
+            .await
     }
 
     /// Adds the groups of the cells `cells` selects (on `c`), set-based:
@@ -330,8 +328,8 @@ impl Engine {
     }
 
     /// Recomputes the facts of the reports in `list` (ids, comma-separated)
-    /// and moves their projects' sums by the difference.
-    async fn refresh_facts(tx: &mut Tx, list: &str) -> StorageResult<()> {
+    /// and adds what their projects' sums move by to `delta`.
+    async fn fact_changes(tx: &mut Tx, list: &str, delta: &mut FactDelta) -> StorageResult<()> {
         use std::collections::BTreeMap;
         let old: Vec<(i64, i64, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT report_id, project_id, fact, n FROM figure_facts WHERE report_id IN ({list})"
@@ -356,7 +354,6 @@ impl Engine {
         if changed.is_empty() {
             return Ok(());
         }
-        let mut delta: BTreeMap<(i64, String), i64> = BTreeMap::new();
         for (sign, side) in [(-1, &before), (1, &after)] {
             for r in &changed {
                 for (p, f, n) in side.get(r).into_iter().flatten() {
@@ -368,25 +365,29 @@ impl Engine {
         sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM figure_facts WHERE report_id IN ({changed_list})")))
             .execute(&mut **tx)
             .await?;
-        let rows: Vec<(i64, &(i64, String, i64))> =
-            changed.iter().flat_map(|r| after.get(r).into_iter().flatten().map(move |f| (*r, f))).collect();
-        for chunk in rows.chunks(1000) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new("INSERT INTO figure_facts (report_id, project_id, fact, n) ");
-            qb.push_values(chunk, |mut b, (r, (p, f, n))| {
-                b.push_bind(*r).push_bind(*p).push_bind(f.clone()).push_bind(*n);
-            });
-            qb.build().execute(&mut **tx).await?;
+        let mut values = Vec::new();
+        for r in &changed {
+            for (p, f, n) in after.get(r).into_iter().flatten() {
+                values.extend([Param::Int(*r), Param::Int(*p), Param::Text(f), Param::Int(*n)]);
+            }
         }
-        let moves: Vec<_> = delta.into_iter().filter(|(_, n)| *n != 0).collect();
-        for chunk in moves.chunks(1000) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new("INSERT INTO figure_project_facts (project_id, fact, n) ");
-            qb.push_values(chunk, |mut b, ((p, f), n)| {
-                b.push_bind(*p).push_bind(f.clone()).push_bind(*n);
-            });
-            qb.push(" ON CONFLICT (project_id, fact) DO UPDATE SET n = figure_project_facts.n + excluded.n");
-            qb.build().execute(&mut **tx).await?;
+        Self::write_rows(tx, "figure_facts", &["report_id", "project_id", "fact", "n"], "", &values).await
+    }
+
+    /// Adds `delta` to the projects' facts.
+    async fn move_facts(tx: &mut Tx, delta: &FactDelta) -> StorageResult<()> {
+        let mut values = Vec::new();
+        for ((p, f), n) in delta.iter().filter(|(_, n)| **n != 0) {
+            values.extend([Param::Int(*p), Param::Text(f), Param::Int(*n)]);
         }
-        Ok(())
+        Self::write_rows(
+            tx,
+            "figure_project_facts",
+            &["project_id", "fact", "n"],
+            "ON CONFLICT (project_id, fact) DO UPDATE SET n = figure_project_facts.n + excluded.n",
+            &values,
+        )
+        .await
     }
 
     /// How many cells there are, and each sum over all of them.
@@ -730,12 +731,10 @@ impl Sums {
         ]
     }
 
-    /// Binds the sums, in [`sums`]' order.
-    pub(super) fn bind(&self, b: &mut sqlx::query_builder::Separated<'_, Db, &'static str>) {
-        for n in self.ints() {
-            b.push_bind(n);
-        }
-        b.push_bind(self.cost_usd).push_bind(self.cost_counting_usd);
+    /// The sums as a written row's values, in [`sums`]' order.
+    pub(super) fn params(&self, values: &mut Vec<Param<'_>>) {
+        values.extend(self.ints().map(Param::Int));
+        values.extend([Param::Real(self.cost_usd), Param::Real(self.cost_counting_usd)]);
     }
 }
 
@@ -787,6 +786,20 @@ impl Totals {
     fn is_zero(&self) -> bool {
         self.counts.iter().chain(&self.sums).all(|n| *n == 0) && self.cost_usd == 0.0 && self.cost_counting_usd == 0.0
     }
+}
+
+/// The change to the projects' facts: project, fact.
+type FactDelta = std::collections::BTreeMap<(i64, String), i64>;
+
+/// What one write moves in every rollup's groups, added up over all its
+/// reports before any group is written.
+#[derive(Default)]
+struct Moves {
+    groups: GroupDelta,
+    facts: FactDelta,
+    flows: super::flows::FlowDelta,
+    values: super::values::ValueDelta,
+    periods: super::periods::PeriodDelta,
 }
 
 /// The change to the groups, as cells are taken out (-1) and put in (+1).

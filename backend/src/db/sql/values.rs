@@ -13,6 +13,7 @@ use failpass_shared::model::GroupBy;
 
 use super::rollups::{CUTOFF_KEY, push_group_filters};
 use super::{Db, Engine, Tx};
+use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, MODEL, rollup_level};
 use crate::db::{ProjectScope, StorageResult};
 
@@ -111,7 +112,7 @@ fn per_report(cells: &BTreeMap<CellKey, CellValue>) -> BTreeMap<i64, Vec<(&CellK
 /// A batch moves each cell at eight levels, so the groups' strings are
 /// interned once and the keys hashed as integers.
 #[derive(Default)]
-struct ValueDelta {
+pub(super) struct ValueDelta {
     groups: rustc_hash::FxHashMap<GroupKey, (i64, f64)>,
     ids: rustc_hash::FxHashMap<String, u32>,
     /// The interned strings, by id; id 0 is `''`, a summed dimension.
@@ -157,8 +158,8 @@ impl ValueDelta {
         }
     }
 
-    /// The groups that moved. In no particular order: writers take the
-    /// figures' lock before they move any.
+    /// The groups that moved (writers take the figures' lock before they
+    /// move any, so their order is for the index's sake alone).
     fn moves(&self) -> Vec<(&GroupKey, &(i64, f64))> {
         self.groups.iter().filter(|(_, (n, t))| *n != 0 || *t != 0.0).collect()
     }
@@ -166,9 +167,9 @@ impl ValueDelta {
 
 impl Engine {
     /// Recomputes the value cells of the reports in `list` (ids,
-    /// comma-separated) and moves their groups by the difference, in `tx`
-    /// (which holds the figures' lock).
-    pub(in crate::db) async fn refresh_values(tx: &mut Tx, list: &str) -> StorageResult<()> {
+    /// comma-separated) and adds what their groups move by to `delta`, in
+    /// `tx` (which holds the figures' lock); [`Self::move_values`] applies it.
+    pub(super) async fn value_changes(tx: &mut Tx, list: &str, delta: &mut ValueDelta) -> StorageResult<()> {
         let old: Vec<StoredCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {CELL_COLUMNS} FROM value_cells WHERE report_id IN ({list})"
         )))
@@ -194,7 +195,6 @@ impl Engine {
         if changed.is_empty() {
             return Ok(());
         }
-        let mut delta = ValueDelta::default();
         for (sign, side) in [(-1, &before), (1, &after)] {
             for r in &changed {
                 for (k, v) in side.get(r).into_iter().flatten() {
@@ -208,65 +208,63 @@ impl Engine {
             .await?;
         let inserts: Vec<(&CellKey, &CellValue)> =
             changed.iter().flat_map(|r| after.get(r).into_iter().flatten().copied()).collect();
-        Self::insert_value_cells(tx, &inserts).await?;
-        Self::move_values(tx, &delta).await
+        Self::insert_value_cells(tx, &inserts).await
     }
 
     async fn insert_value_cells(tx: &mut Tx, cells: &[(&CellKey, &CellValue)]) -> StorageResult<()> {
-        for chunk in cells.chunks(1000) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(format!("INSERT INTO value_cells ({CELL_COLUMNS}) "));
-            qb.push_values(
-                chunk,
-                |mut b, ((r, goal, agent, model, cutoff, metric, bin), (project, route, n, total))| {
-                    b.push_bind(*r)
-                        .push_bind(goal.clone())
-                        .push_bind(agent.clone())
-                        .push_bind(model.clone())
-                        .push_bind(cutoff.clone())
-                        .push_bind(*metric)
-                        .push_bind(*bin)
-                        .push_bind(*project)
-                        .push_bind(route.clone())
-                        .push_bind(*n)
-                        .push_bind(*total);
-                },
-            );
-            qb.build().execute(&mut **tx).await?;
+        let mut values = Vec::with_capacity(cells.len() * 11);
+        for ((r, goal, agent, model, cutoff, metric, bin), (project, route, n, total)) in cells {
+            values.extend([
+                Param::Int(*r),
+                Param::Text(goal),
+                Param::Text(agent),
+                Param::Text(model),
+                Param::Text(cutoff),
+                Param::Text(metric),
+                Param::Int(*bin),
+                Param::Int(*project),
+                Param::Text(route),
+                Param::Int(*n),
+                Param::Real(*total),
+            ]);
         }
-        Ok(())
+        Self::write_rows(tx, "value_cells", &CELL_COLUMNS.split(", ").collect::<Vec<_>>(), "", &values).await
     }
 
-    /// Adds `delta` to the groups: one upsert per 1,000 groups that changed.
-    async fn move_values(tx: &mut Tx, delta: &ValueDelta) -> StorageResult<()> {
-        let moves = delta.moves();
+    /// Adds `delta` to the groups, in the order of their key.
+    pub(super) async fn move_values(tx: &mut Tx, delta: &ValueDelta) -> StorageResult<()> {
         let name = |id: &u32| delta.names[*id as usize].as_str();
-        for chunk in moves.chunks(1000) {
-            let mut qb = sqlx::QueryBuilder::<Db>::new(
-                "INSERT INTO value_groups (goal, metric, level, project_id, route, agent, model, cutoff, bin, n, total) ",
-            );
-            qb.push_values(
-                chunk,
-                |mut b, ((goal, metric, level, project, route, agent, model, cutoff, bin), (n, t))| {
-                    b.push_bind(name(goal).to_owned())
-                        .push_bind(name(metric).to_owned())
-                        .push_bind(i64::from(*level))
-                        .push_bind(*project)
-                        .push_bind(name(route).to_owned())
-                        .push_bind(name(agent).to_owned())
-                        .push_bind(name(model).to_owned())
-                        .push_bind(name(cutoff).to_owned())
-                        .push_bind(*bin)
-                        .push_bind(*n)
-                        .push_bind(*t);
-                },
-            );
-            qb.push(
-                " ON CONFLICT (goal, metric, level, project_id, route, agent, model, cutoff, bin) \
-                 DO UPDATE SET n = value_groups.n + excluded.n, total = value_groups.total + excluded.total",
-            );
-            qb.build().execute(&mut **tx).await?;
+        let mut moves = delta.moves();
+        moves.sort_by(|(a, _), (b, _)| {
+            let key =
+                |k: &&GroupKey| (name(&k.0), name(&k.1), k.2, k.3, name(&k.4), name(&k.5), name(&k.6), name(&k.7), k.8);
+            key(a).cmp(&key(b))
+        });
+        let mut values = Vec::with_capacity(moves.len() * 11);
+        for ((goal, metric, level, project, route, agent, model, cutoff, bin), (n, t)) in moves {
+            values.extend([
+                Param::Text(name(goal)),
+                Param::Text(name(metric)),
+                Param::Int(i64::from(*level)),
+                Param::Int(*project),
+                Param::Text(name(route)),
+                Param::Text(name(agent)),
+                Param::Text(name(model)),
+                Param::Text(name(cutoff)),
+                Param::Int(*bin),
+                Param::Int(*n),
+                Param::Real(*t),
+            ]);
         }
-        Ok(())
+        Self::write_rows(
+            tx,
+            "value_groups",
+            &["goal", "metric", "level", "project_id", "route", "agent", "model", "cutoff", "bin", "n", "total"],
+            "ON CONFLICT (goal, metric, level, project_id, route, agent, model, cutoff, bin) \
+             DO UPDATE SET n = value_groups.n + excluded.n, total = value_groups.total + excluded.total",
+            &values,
+        )
+        .await
     }
 
     /// Empties both tables and computes them again from every attempt, a
