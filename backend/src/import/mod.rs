@@ -23,10 +23,16 @@ use tokio::io::AsyncBufRead;
 use crate::auth::{Action, Viewer};
 use crate::db::{NewReport, Storage, StorageError};
 
-/// Attempts per storage transaction.
+/// Attempts per storage transaction, from the command line. A write moves
+/// each rollup group it touches once, so larger batches write fewer group
+/// rows per attempt (10,000 reports and 100,000 attempts into SQLite: 13.1 s
+/// at 20,000, 10.7 s at 50,000), and hold more in memory (271 and 395 MB).
 pub const ATTEMPT_BATCH: usize = 50000;
-/// Reports per storage transaction.
+/// Reports per storage transaction, from the command line.
 pub const REPORT_BATCH: usize = 5000;
+/// Attempts and reports per storage transaction in the server, which keeps
+/// its memory small ([`Importer::in_server`]).
+pub const SERVER_BATCHES: (usize, usize) = (20000, 2000);
 /// Parsed NDJSON lines handed from the reading task to the importer at a time.
 const PARSE_CHUNK: usize = 1024;
 /// …or fewer, once their text reaches this many bytes.
@@ -87,6 +93,8 @@ pub struct Importer<'a> {
     nul_checked: bool,
     /// Records created when the planner's statistics were last refreshed.
     analyzed_at: u64,
+    /// Attempts, then reports, stored per transaction.
+    batches: (usize, usize),
 }
 
 /// Who is importing, and what each record may touch. Every record is
@@ -253,6 +261,7 @@ impl<'a> Importer<'a> {
             progress: None,
             nul_checked: false,
             analyzed_at: 0,
+            batches: (ATTEMPT_BATCH, REPORT_BATCH),
             gate: Gate {
                 viewer: Viewer::operator(),
                 default_public: true,
@@ -267,6 +276,12 @@ impl<'a> Importer<'a> {
     /// holds no NUL character: the per-record check is skipped.
     pub(crate) fn text_checked(mut self) -> Self {
         self.nul_checked = true;
+        self
+    }
+
+    /// Stores smaller batches, as the server does ([`SERVER_BATCHES`]).
+    pub fn in_server(mut self) -> Self {
+        self.batches = SERVER_BATCHES;
         self
     }
 
@@ -350,14 +365,14 @@ impl<'a> Importer<'a> {
             ImportRecord::Attempt(a) => {
                 self.flush_reports().await?;
                 self.attempts.push((n, a));
-                if self.attempts.len() >= ATTEMPT_BATCH {
+                if self.attempts.len() >= self.batches.0 {
                     self.flush().await?;
                 }
             }
             ImportRecord::Report(r) => {
                 self.flush_attempts().await?;
                 self.reports.push((n, r));
-                if self.reports.len() >= REPORT_BATCH {
+                if self.reports.len() >= self.batches.1 {
                     self.flush().await?;
                 }
             }

@@ -66,6 +66,7 @@ pub async fn import(
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let input = BufReader::with_capacity(1 << 20, StreamReader::new(stream));
     let mut importer = Importer::new(state.storage.as_ref(), &state.routing)
+        .in_server()
         .as_viewer(viewer)
         .private_by_default(state.security.private_by_default);
     if let Err(e) = run(&mut importer, format, input, &options).await {

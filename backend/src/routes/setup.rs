@@ -805,6 +805,7 @@ async fn upload(
     let file = tokio::fs::File::open(spool.path()).await.map_err(|e| internal(format!("the upload: {e}")))?;
     let input = tokio::io::BufReader::with_capacity(1 << 20, file);
     let mut importer = Importer::new(state.storage.as_ref(), &state.routing)
+        .in_server()
         .as_viewer(viewer.clone())
         .private_by_default(state.security.private_by_default);
     if let Err(e) = crate::import::run(&mut importer, format, input, &options).await {

@@ -321,6 +321,20 @@ impl ImportStore for Engine {
             });
         }
         Self::bulk_insert_attempts(&mut tx, &to_insert).await?;
+        // PostgreSQL plans the figures' queries below by what it last learned
+        // of the table: a batch that grows it by half or more is learned
+        // first (the first batch into a new database took 0.3 to 0.7 s a
+        // query planned for an empty table, 25 ms once learned). `ANALYZE`
+        // in the transaction counts its own new rows.
+        if Self::BACKEND == crate::db::Backend::Postgres && !to_insert.is_empty() {
+            let known: f64 =
+                sqlx::query_scalar("SELECT CAST(reltuples AS DOUBLE PRECISION) FROM pg_class WHERE oid = 'attempts'::regclass")
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if to_insert.len() as f64 > known.max(0.0) / 2.0 {
+                sqlx::query("ANALYZE attempts").execute(&mut *tx).await?;
+            }
+        }
         // Queue their verification in this transaction.
         for p in to_insert.iter().filter(|p| p.req.verify) {
             let id: i64 =
