@@ -10,7 +10,8 @@
 #
 # Needs PostgreSQL at $TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres);
 # a fresh database is created and dropped. Skips: `GET /api/v1/jobs/{id}/events`
-# (an event stream lasts as long as its job, and no worker runs one here).
+# and `GET /api/v1/attempts/{id}/events` (an event stream lasts as long as its
+# job, and no worker runs one here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 examples="${1:-50}"
@@ -56,7 +57,7 @@ fuzz() { # engine, database url (or empty for SQLite)
     # From the scratch directory: schemathesis keeps a cache where it runs.
     if ! (cd "$work" && "$st" run "$base/api/v1/openapi.json" --url "$base" "${auth[@]}" \
       --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
-      --exclude-path '/api/v1/jobs/{id}/events' \
+      --exclude-path '/api/v1/jobs/{id}/events' --exclude-path '/api/v1/attempts/{id}/events' \
       --max-examples "$examples" --request-timeout 20 --seed 1 --no-color > "$dir/st-$who.log" 2>&1); then
       failed=1
     fi

@@ -41,6 +41,95 @@ pub enum Command {
     Export(ExportArgs),
     /// Measure the routing rule against labelled reports.
     Routing(RoutingArgs),
+    /// Send an attempt or JUnit results to a failpass server (for agents
+    /// and CI); `--wait` exits with the verdict: 0 reproduced, 1 not, 2 an error.
+    Submit(SubmitArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SubmitArgs {
+    /// The failpass server's address.
+    #[arg(long, global = true, env = "FAILPASS_SERVER", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    /// An API token (`failpass token add`).
+    #[arg(long, global = true, env = "FAILPASS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print what the server stored as JSON (the attempt; the import summary).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Tries per request when the server answers 5xx or 429 or cannot be
+    /// reached, waiting 0.5 s, then twice as long each time (or what
+    /// `Retry-After` says).
+    #[arg(long, global = true, default_value_t = 5)]
+    pub tries: u32,
+    #[command(subcommand)]
+    pub command: SubmitCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SubmitCommand {
+    /// Submit an agent's attempt at a report.
+    Attempt(SubmitAttemptArgs),
+    /// Upload JUnit XML results as an attempt's runs in one environment.
+    Junit(SubmitJunitArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SubmitAttemptArgs {
+    /// The report's project (`owner/name`).
+    #[arg(long)]
+    pub project: String,
+    /// The report's id in its tracker (the issue number).
+    #[arg(long)]
+    pub report: String,
+    /// The agent's name.
+    #[arg(long)]
+    pub agent: String,
+    /// The model the agent ran on.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The candidate reproduction: a file (`-` for standard input).
+    #[arg(long)]
+    pub candidate: PathBuf,
+    /// What the attempt cost, in US dollars (left out: unknown, not $0).
+    #[arg(long)]
+    pub cost_usd: Option<f64>,
+    #[arg(long, default_value_t = 0)]
+    pub tokens_in: i64,
+    #[arg(long, default_value_t = 0)]
+    pub tokens_out: i64,
+    #[arg(long)]
+    pub wall_seconds: Option<f64>,
+    /// The agent's own verdict, an LLM's word until something grades it
+    /// (`lead` or `hypothesis`).
+    #[arg(long, default_value = "hypothesis")]
+    pub verdict: String,
+    /// Makes a retry the same attempt (default: a hash of the agent, model
+    /// and candidate, so sending the same candidate twice stores it once).
+    #[arg(long)]
+    pub attempt_key: Option<String>,
+    /// Have failpass grade the candidate by running it.
+    #[arg(long)]
+    pub verify: bool,
+    /// Follow the verification (implies --verify) and exit 0 when the
+    /// attempt reproduced the report, 1 when it did not, 2 on an error.
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this many seconds (exit 2).
+    #[arg(long, default_value_t = 3600)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SubmitJunitArgs {
+    /// The JUnit XML file (`-` for standard input).
+    pub file: PathBuf,
+    /// The attempt the runs belong to.
+    #[arg(long)]
+    pub attempt: i64,
+    /// Where the tests ran: `buggy` or `fixed`.
+    #[arg(long)]
+    pub environment: String,
 }
 
 #[derive(Debug, Clone, Args)]

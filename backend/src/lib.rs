@@ -22,6 +22,7 @@ pub mod runner;
 pub mod security;
 pub mod startup;
 pub mod status;
+pub mod submit;
 pub mod summaries;
 pub mod sync;
 pub mod telemetry;

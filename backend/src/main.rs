@@ -65,6 +65,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = failpass::import_cli::import(args).await?;
             std::process::exit(code);
         }
+        Command::Submit(args) => std::process::exit(failpass::submit::run(args).await),
         Command::Demo(args) => {
             let code = failpass::import_cli::demo(args).await?;
             std::process::exit(code);

@@ -41,7 +41,7 @@ use crate::routes::{
         attempts::list_attempts, attempts::create_attempt, attempts::get_attempt, attempts::review_attempt,
         figures::get_figures, figures::get_distributions, figures::get_throughput, figures::get_glance, agents::list_agents,
         facets::get_facets, charts::get_chart, reruns::rerun, refine::refine, signatures::signatures,
-        oracles::oracles, jobs::queue, jobs::get_job, jobs::job_events,
+        oracles::oracles, jobs::queue, jobs::get_job, jobs::job_events, jobs::attempt_events,
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,

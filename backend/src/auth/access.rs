@@ -361,6 +361,7 @@ pub const ROUTES: &[RouteSpec] = &[
         "submit an attempt (`verify: true` queues its grading)",
     ),
     route("GET", "/api/v1/attempts/{id}", Read, Body::None, "one attempt with its runs"),
+    route("GET", "/api/v1/attempts/{id}/events", Read, Body::None, "an attempt's verification as server-sent events"),
     route(
         "POST",
         "/api/v1/attempts/{id}/review",

@@ -90,6 +90,10 @@ pub trait JobStore: Send + Sync {
     /// A job, if the scope may see its project.
     async fn get_job(&self, id: i64, scope: &super::ProjectScope) -> StorageResult<Option<Job>>;
 
+    /// The newest verification of an attempt (queued, running or ended), if
+    /// the scope may see its project.
+    async fn verification_job(&self, attempt_id: i64, scope: &super::ProjectScope) -> StorageResult<Option<Job>>;
+
     /// Waiting and running jobs (manual first), recent failures, runners, timing;
     /// jobs of projects outside `scope` are left out.
     async fn queue_overview(&self, now: DateTime<Utc>, scope: &super::ProjectScope) -> StorageResult<QueueOverview>;

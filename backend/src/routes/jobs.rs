@@ -85,6 +85,38 @@ pub async fn job_events(
         .get_job(id, &viewer.scope())
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
+    Ok(follow(state, viewer, first))
+}
+
+/// `GET /api/v1/attempts/{id}/events`: [`job_events`] of the attempt's
+/// newest verification, for a client that knows only the attempt it
+/// submitted (`failpass submit attempt --wait`).
+#[utoipa::path(
+    get, path = "/api/v1/attempts/{id}/events", tag = "attempts",
+    params(("id" = i64, Path, example = 1, description = "The attempt's id.")),
+    responses((status = 200, description = "Server-sent events of the attempt's newest verification job, as `GET /api/v1/jobs/{id}/events` gives them: `job` on each change, then `done` (`{job, attempt}`) when it ends.", content_type = "text/event-stream", body = String),
+              (status = 404, description = "No such attempt, or it was never queued for verification.", body = failpass_shared::error::ApiErrorBody))
+)]
+pub async fn attempt_events(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let scope = viewer.scope();
+    if state.storage.get_attempt(id, &scope).await?.is_none() {
+        return Err(ApiError::NotFound(format!("attempt {id} not found")));
+    }
+    let first = state.storage.verification_job(id, &scope).await?.ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "attempt {id} has no verification: submit it with `verify: true`, or queue one with POST /api/v1/reruns"
+        ))
+    })?;
+    Ok(follow(state, viewer, first))
+}
+
+/// The server-sent events of `first`, polled from storage until it ends.
+fn follow(state: AppState, viewer: Viewer, first: Job) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let id = first.id;
     let scope = viewer.scope();
     let stream = futures_util::stream::unfold((Some(first), None::<String>, false), move |(job, last, finished)| {
         let state = state.clone();
@@ -122,5 +154,5 @@ pub async fn job_events(
             Some((Ok(event), (None, Some(text), ended)))
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Sse::new(stream).keep_alive(KeepAlive::default())
 }

@@ -110,6 +110,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))
         .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))
+        .add("GET", "/api/v1/attempts/{id}/events", get(jobs::attempt_events))
         .add("POST", "/api/v1/attempts/{id}/review", post(attempts::review_attempt))
         .add("GET", "/api/v1/figures", get(figures::get_figures))
         .add("GET", "/api/v1/agents", get(agents::list_agents))

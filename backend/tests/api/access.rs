@@ -82,6 +82,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/export/throughput", "200 200 200 200 200 200 200 200 200 401"),
     ("POST", "/api/v1/attempts", "401 403 201 400 201 201 201 403 400 401"),
     ("GET", "/api/v1/attempts/{id}", "404 200 200 404 200 200 200 200 404 401"),
+    ("GET", "/api/v1/attempts/{id}/events", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/attempts/{id}/review", "401 403 200 404 200 403 403 403 403 401"),
     ("GET", "/api/v1/figures", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/agents", "200 200 200 200 200 200 200 200 200 401"),
@@ -120,6 +121,8 @@ struct Fixture {
     /// The private project's buggy environment, built once (its log says "vault").
     environment: i64,
     job: i64,
+    /// The attempt `job` verified.
+    graded: i64,
     /// A token of the private project for each caller to revoke.
     spare_tokens: Vec<i64>,
     maintainer_password: String,
@@ -272,6 +275,7 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         environment,
         lead: lead["id"].as_i64().unwrap(),
         job: job.id,
+        graded,
         spare_tokens,
         maintainer_password: password.into(),
     };
@@ -352,6 +356,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             json(json!({"report_id": f.report, "agent": format!("agent-{i}"), "verdict": "hypothesis", "verdict_source": "llm"})),
         ),
         ("GET", "/api/v1/attempts/{id}") => (format!("/api/v1/attempts/{}", f.lead), (None, String::new())),
+        ("GET", "/api/v1/attempts/{id}/events") => (format!("/api/v1/attempts/{}/events", f.graded), (None, String::new())),
         ("POST", "/api/v1/attempts/{id}/review") => (format!("/api/v1/attempts/{}/review", f.lead), json(json!({"review": "accepted"}))),
         ("GET", "/api/v1/figures") => ("/api/v1/figures?group_by=project".to_owned(), (None, String::new())),
         ("GET", "/api/v1/export/figures") => ("/api/v1/export/figures?group_by=project".to_owned(), (None, String::new())),

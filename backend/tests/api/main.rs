@@ -24,6 +24,7 @@ mod scale;
 mod setup;
 mod status;
 mod storage;
+mod submit;
 mod sync;
 mod webhooks;
 mod worker;

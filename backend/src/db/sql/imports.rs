@@ -327,10 +327,11 @@ impl ImportStore for Engine {
         // query planned for an empty table, 25 ms once learned). `ANALYZE`
         // in the transaction counts its own new rows.
         if Self::BACKEND == crate::db::Backend::Postgres && !to_insert.is_empty() {
-            let known: f64 =
-                sqlx::query_scalar("SELECT CAST(reltuples AS DOUBLE PRECISION) FROM pg_class WHERE oid = 'attempts'::regclass")
-                    .fetch_one(&mut *tx)
-                    .await?;
+            let known: f64 = sqlx::query_scalar(
+                "SELECT CAST(reltuples AS DOUBLE PRECISION) FROM pg_class WHERE oid = 'attempts'::regclass",
+            )
+            .fetch_one(&mut *tx)
+            .await?;
             if to_insert.len() as f64 > known.max(0.0) / 2.0 {
                 sqlx::query("ANALYZE attempts").execute(&mut *tx).await?;
             }

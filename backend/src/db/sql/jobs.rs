@@ -186,6 +186,19 @@ impl JobStore for Engine {
         row.map(JobRow::into_job).transpose()
     }
 
+    async fn verification_job(&self, attempt_id: i64, scope: &ProjectScope) -> StorageResult<Option<Job>> {
+        // The key `NewJob::verify` gives, kept after the job ends.
+        let row: Option<JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {} FROM jobs WHERE dedup_key = $1 AND kind = 'verify' AND {} ORDER BY id DESC LIMIT 1",
+            JOB_COLUMNS,
+            scope.sql_project_id("project_id")
+        )))
+        .bind(format!("verify:{attempt_id}"))
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(JobRow::into_job).transpose()
+    }
+
     async fn queue_overview(
         &self,
         now: chrono::DateTime<chrono::Utc>,

@@ -1,0 +1,191 @@
+//! `failpass submit`, the real binary, against a served failpass whose
+//! worker grades by running the candidate: the exit code is the verdict
+//! the runs gave, a retry stores nothing twice, and every refusal is exit 2
+//! with the server's reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::helpers::*;
+use serde_json::Value;
+
+/// The demo's softmax report (fastnum #101): a candidate that fails on
+/// 0.3.0 and passes on 0.3.1, and one that never fails.
+const GOOD: &str = "import math\nimport fastnum\n\nprobs = fastnum.softmax([1000.0, 1000.0])\n\
+    assert not any(math.isnan(p) for p in probs), f\"probabilities contain nan: {probs}\"\nprint(probs)\n";
+const SMALL: &str = "import fastnum\n\nprobs = fastnum.softmax([1.0, 1.0])\nassert abs(sum(probs) - 1.0) < 1e-9\n";
+
+/// A CI token of the demo project, as `failpass token add` makes one.
+async fn ci_token(app: &TestApp) -> String {
+    let project = app.storage.get_project("fastnum/fastnum", &failpass::db::ProjectScope::All).await.unwrap().unwrap();
+    let req = failpass::auth::tokens::TokenRequest {
+        name: "ci".into(),
+        scope: failpass_shared::model::TokenScope::Ci,
+        project_id: Some(project.id),
+        user_id: None,
+        created_by: "tests".into(),
+        expires_in_days: None,
+    };
+    failpass::auth::tokens::create(app.storage.as_ref(), req).await.unwrap().0
+}
+
+/// Runs `failpass submit ARGS` with the token in `FAILPASS_TOKEN`.
+async fn submit(server: &str, token: &str, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_failpass"))
+        .arg("submit")
+        .args(args)
+        .env("FAILPASS_SERVER", server)
+        .env("FAILPASS_TOKEN", token)
+        .env("FAILPASS_LOG", "warn")
+        .output()
+        .await
+        .unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
+    let app = spawn_app_with_workers(true, 1).await;
+    let token = ci_token(&app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (good, small) = (write(dir.path(), "good.py", GOOD), write(dir.path(), "small.py", SMALL));
+    let attempt = |candidate: &Path, extra: &[&str]| {
+        let mut a: Vec<String> = [
+            "attempt",
+            "--project",
+            "fastnum/fastnum",
+            "--report",
+            "101",
+            "--agent",
+            "ci-agent",
+            "--model",
+            "m-1",
+            "--cost-usd",
+            "0.12",
+            "--tokens-in",
+            "900",
+            "--wall-seconds",
+            "31",
+            "--candidate",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.push(candidate.to_string_lossy().into_owned());
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |args: Vec<String>| {
+        let (base, token) = (app.base.clone(), token.clone());
+        async move { submit(&base, &token, &args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    };
+
+    // Reproduced: exit 0, and --json prints the graded attempt.
+    let out = run(attempt(&good, &["--wait", "--json", "--timeout", "240"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let graded: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (graded["verdict"].as_str(), graded["verdict_source"].as_str()),
+        (Some("reproduced"), Some("deterministic"))
+    );
+    assert_eq!((graded["cost_usd"].as_f64(), graded["tokens_in"].as_i64()), (Some(0.12), Some(900)));
+    let id = graded["id"].as_i64().unwrap();
+
+    // Not reproduced: exit 1, the verdict and its cause on stdout.
+    let out = run(attempt(&small, &["--wait", "--timeout", "240"])).await;
+    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("not_reproduced (no_failure)"), "{}", text(&out.stdout));
+
+    // The same command again (a CI retry) is the same attempt: its key is
+    // the candidate's hash, so it is stored once and its verdict answers at
+    // once. The same key with something else changed is refused, not stored.
+    let out = run(attempt(&good, &["--wait"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("attempt {id} already stored")), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("attempt {id}: reproduced")), "{}", text(&out.stdout));
+    let out = run(attempt(&good, &[])).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("409 Conflict"), "{}", text(&out.stderr));
+    let mine = app.get("/api/v1/attempts?project=fastnum%2Ffastnum&agent=ci-agent").await.body;
+    assert_eq!(mine["items"].as_array().unwrap().len(), 2, "{mine}");
+
+    // CI's test results for the attempt: a run in the buggy environment.
+    let junit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-junit.xml");
+    let before = app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].as_array().unwrap().len();
+    let id_text = id.to_string();
+    let out = submit(
+        &app.base,
+        &token,
+        &["junit", &junit.to_string_lossy(), "--attempt", &id_text, "--environment", "buggy"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("1 runs stored"), "{}", text(&out.stdout));
+    let runs = app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].as_array().unwrap().len();
+    assert_eq!(runs, before + 1);
+
+    // Refusals: exit 2 with the server's reason, nothing stored.
+    let elsewhere = attempt(&good, &[]).into_iter().map(|a| if a == "fastnum/fastnum" { "no/such".into() } else { a });
+    let out = run(elsewhere.collect()).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("does not exist"), "{}", text(&out.stderr));
+    let out =
+        submit(&app.base, "fp_not_a_token", &attempt(&good, &[]).iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("401"), "{}", text(&out.stderr));
+    let out = run(attempt(&good, &["--verdict", "reproduced-ish"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--verdict"), "{}", text(&out.stderr));
+    let out = run(attempt(&dir.path().join("missing.py"), &[])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("missing.py"), "{}", text(&out.stderr));
+    // An attempt never queued for verification has nothing to follow.
+    let r = app.get(&format!("/api/v1/attempts/{}/events", graded["id"].as_i64().unwrap() + 1000)).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(mine["items"].as_array().unwrap().len(), 2);
+}
+
+/// A server that cannot be reached is tried `--tries` times, then exit 2.
+#[tokio::test]
+async fn an_unreachable_server_is_retried_then_refused() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.py", GOOD);
+    let started = std::time::Instant::now();
+    let out = submit(
+        &format!("http://127.0.0.1:{port}"),
+        "t",
+        &[
+            "attempt",
+            "--tries",
+            "3",
+            "--project",
+            "a/b",
+            "--report",
+            "1",
+            "--agent",
+            "x",
+            "--candidate",
+            &good.to_string_lossy(),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("trying again").count(), 2, "{err}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1500), "waited 0.5 s, then 1 s");
+    let out =
+        submit("ftp://x", "t", &["attempt", "--project", "a/b", "--report", "1", "--agent", "x", "--candidate", "-"])
+            .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--server"), "{}", text(&out.stderr));
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""A minimal failpass agent, end to end: read a report, propose a
+reproduction, let failpass grade it by running it, exit with the verdict.
+
+A real agent asks a model for the candidate; this one stands in for the
+model with the simplest strategy that sometimes works: the report's first
+Python code block (`>>> ` prompts taken off) is the candidate. Everything
+else is what any agent does: the report from the API, the candidate sent
+with `failpass submit attempt --wait`, the exit code passed on.
+
+Against the demo (`cargo xtask run`, which serves on 127.0.0.1:8080 with
+its data in ./data), from the repository:
+
+    export FAILPASS_TOKEN=$(target/release/failpass token create \
+        --data-dir data --project fastnum/fastnum --scope agent --name example)
+    python3 examples/agent.py 101      # softmax nan: reproduced, exit 0
+    python3 examples/agent.py 102      # logsumexp inf: the snippet asserts nothing, exit 1
+
+Environment: FAILPASS_TOKEN (a token of the project, scope `agent` or
+`ci`), FAILPASS_SERVER (default http://127.0.0.1:8080), FAILPASS_BIN (the
+failpass binary; default target/release/failpass, else `failpass` on PATH).
+Exit: 0 reproduced, 1 not reproduced, 2 an error (as `failpass submit`).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+AGENT = "example-snippet-agent"
+MODEL = "snippet-v1"
+
+
+def api(server, token, path):
+    """GET a failpass API path as JSON."""
+    req = urllib.request.Request(server.rstrip("/") + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def find_report(server, token, project, number):
+    """The report numbered `number` in its tracker, by a search of the queue."""
+    query = urllib.parse.urlencode({"project": project, "q": number, "limit": 50})
+    for summary in api(server, token, f"/api/v1/reports?{query}")["items"]:
+        if summary["external_id"] == number:
+            return api(server, token, f"/api/v1/reports/{summary['id']}")
+    sys.exit(f"agent: report #{number} of {project} is not in failpass")
+
+
+def propose(body):
+    """The 'model': the first Python block of the report, prompts removed."""
+    for block in re.findall(r"```(?:python|py)\n(.*?)```", body, re.S):
+        lines = block.splitlines()
+        if any(line.startswith(">>> ") for line in lines):
+            lines = [line[4:] for line in lines if line.startswith((">>> ", "... "))]
+        code = "\n".join(lines).strip()
+        if code:
+            return code + "\n"
+    return None
+
+
+def failpass_bin():
+    here = os.path.join(os.path.dirname(__file__), "..", "target", "release", "failpass")
+    return os.environ.get("FAILPASS_BIN") or (here if os.path.exists(here) else shutil.which("failpass"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("report", help="the report's number in its tracker, e.g. 101")
+    p.add_argument("--project", default="fastnum/fastnum")
+    p.add_argument("--server", default=os.environ.get("FAILPASS_SERVER", "http://127.0.0.1:8080"))
+    args = p.parse_args()
+    token = os.environ.get("FAILPASS_TOKEN")
+    if not token:
+        sys.exit("agent: set FAILPASS_TOKEN to a token of the project (failpass token create --scope agent)")
+    binary = failpass_bin()
+    if not binary:
+        sys.exit("agent: no failpass binary: build it (cargo build --release -p failpass) or set FAILPASS_BIN")
+
+    started = time.time()
+    report = find_report(args.server, token, args.project, args.report)
+    candidate = propose(report["body"])
+    if candidate is None:
+        print(f"agent: #{args.report} has no code block to start from; nothing to submit")
+        return 2
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(candidate)
+    print(f"agent: proposing for #{args.report} ({report['title']}):\n{candidate}")
+    cmd = [binary, "submit", "attempt", "--server", args.server, "--project", args.project,
+           "--report", args.report, "--agent", AGENT, "--model", MODEL, "--candidate", f.name,
+           "--cost-usd", "0", "--wall-seconds", f"{time.time() - started:.1f}", "--wait", "--timeout", "600"]
+    # The token travels in FAILPASS_TOKEN, never on the command line.
+    code = subprocess.run(cmd).returncode
+    os.unlink(f.name)
+    print({0: "agent: reproduced", 1: "agent: not reproduced"}.get(code, "agent: failed"))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
