@@ -41,9 +41,21 @@ pub enum Command {
     Export(ExportArgs),
     /// Measure the routing rule against labelled reports.
     Routing(RoutingArgs),
+    /// Write a consistent copy of the database while failpass serves
+    /// (SQLite: a database file; PostgreSQL: a `pg_dump` archive).
+    Backup(BackupArgs),
     /// Send an attempt or JUnit results to a failpass server (for agents
     /// and CI); `--wait` exits with the verdict: 0 reproduced, 1 not, 2 an error.
     Submit(SubmitArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// The backup file to write (never overwritten).
+    #[arg(long)]
+    pub to: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]

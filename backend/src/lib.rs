@@ -3,6 +3,7 @@
 pub mod accounts_cli;
 pub mod assets;
 pub mod auth;
+pub mod backup;
 pub mod charts;
 pub mod config;
 pub mod db;

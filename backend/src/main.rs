@@ -66,6 +66,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::Submit(args) => std::process::exit(failpass::submit::run(args).await),
+        Command::Backup(args) => failpass::backup::backup(&args.database.url(), &args.to).await,
         Command::Demo(args) => {
             let code = failpass::import_cli::demo(args).await?;
             std::process::exit(code);

@@ -211,6 +211,12 @@ pub trait Storage:
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
 
+    /// SQLite: writes a consistent copy of the database to `path` while it
+    /// serves (`VACUUM INTO`: one read transaction's snapshot, compacted, a
+    /// file to serve from as it is). PostgreSQL's are `pg_dump`'s
+    /// (`failpass backup` runs it): an error here.
+    async fn backup_into(&self, path: &std::path::Path) -> StorageResult<()>;
+
     /// When the periodic task `name` last ran, if ever.
     async fn task_last_run(&self, name: &str) -> StorageResult<Option<chrono::DateTime<chrono::Utc>>>;
 
@@ -218,10 +224,15 @@ pub trait Storage:
     async fn set_task_last_run(&self, name: &str, at: chrono::DateTime<chrono::Utc>) -> StorageResult<()>;
 }
 
+/// Whether `url` names a PostgreSQL database (else a SQLite file).
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
 /// Opens the storage a URL names: `postgres://…` (or `postgresql://…`) for
 /// PostgreSQL, `sqlite://PATH` or a plain file path for SQLite. Does not migrate.
 pub async fn connect(url: &str) -> StorageResult<Arc<dyn Storage>> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+    if is_postgres(url) {
         Ok(Arc::new(PgStorage::connect(url).await?))
     } else {
         let target = sqlite_target(url)?;

@@ -215,7 +215,7 @@ pub async fn sqlite_storage() -> (Arc<dyn Storage>, TempDir) {
 /// A fresh, migrated PostgreSQL database, dropped by [`PgDatabase::drop_now`].
 /// PostgreSQL is required: with no server this panics rather than skipping.
 pub struct PgDatabase {
-    admin_url: String,
+    pub admin_url: String,
     name: String,
     pub url: String,
     pub storage: Arc<dyn Storage>,

@@ -4,6 +4,7 @@ mod access;
 mod accounts;
 mod attempts;
 mod authoring;
+mod backup;
 mod charts;
 mod export;
 mod figures;

@@ -46,6 +46,15 @@ impl Storage for Engine {
         Ok(())
     }
 
+    async fn backup_into(&self, path: &std::path::Path) -> StorageResult<()> {
+        if Self::BACKEND != Backend::Sqlite {
+            return Err(StorageError::invalid("database", "a PostgreSQL database is backed up with pg_dump"));
+        }
+        let path = path.to_str().ok_or_else(|| StorageError::invalid("to", "the path is not UTF-8"))?;
+        sqlx::query("VACUUM INTO $1").bind(path).execute(&self.read).await?;
+        Ok(())
+    }
+
     async fn is_empty(&self) -> StorageResult<bool> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects").fetch_one(&self.read).await?;
         Ok(n == 0)
