@@ -189,3 +189,57 @@ async fn an_unreachable_server_is_retried_then_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--server"), "{}", text(&out.stderr));
 }
+
+/// A server that answers 503 (then 429 with `Retry-After`) before it
+/// stores the attempt: the client tries again and succeeds, sending the
+/// same body, key included, each time.
+#[tokio::test]
+async fn a_busy_server_is_tried_again_with_the_same_attempt() {
+    use axum::http::StatusCode;
+    use std::sync::{Arc, Mutex};
+    let bodies: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = bodies.clone();
+    let router = axum::Router::new().route(
+        "/api/v1/attempts",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                let n = {
+                    let mut b = seen.lock().unwrap();
+                    b.push(body);
+                    b.len()
+                };
+                let reply = serde_json::json!({"id": 7, "verdict": "hypothesis"});
+                match n {
+                    1 => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "0")], axum::Json(reply)),
+                    2 => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], axum::Json(reply)),
+                    3 => (StatusCode::CREATED, [("retry-after", "0")], axum::Json(reply)),
+                    _ => (StatusCode::INTERNAL_SERVER_ERROR, [("retry-after", "0")], axum::Json(reply)),
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.py", GOOD);
+    let args = ["attempt", "--project", "a/b", "--report", "1", "--agent", "x", "--candidate", &good.to_string_lossy()];
+    let out = submit(&base, "t", &args).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("503 Service Unavailable") && err.contains("429 Too Many Requests"), "{err}");
+    assert!(text(&out.stdout).contains("attempt 7 stored"), "{}", text(&out.stdout));
+    {
+        let bodies = bodies.lock().unwrap();
+        assert_eq!(bodies.len(), 3);
+        assert!(bodies.iter().all(|b| *b == bodies[0]), "every try sends the same attempt");
+        assert!(bodies[0]["attempt_key"].as_str().unwrap().starts_with("submit:"));
+    }
+    // Out of tries (the server answers 500 from now on): exit 2 naming the answer.
+    let out = submit(&base, "t", &[&args[..], &["--tries", "2"]].concat()).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("trying again") && err.contains("answered 500 Internal Server Error"), "{err}");
+    assert_eq!(bodies.lock().unwrap().len(), 5);
+}
