@@ -63,7 +63,7 @@ pub struct SubmitArgs {
     /// The failpass server's address.
     #[arg(long, global = true, env = "FAILPASS_SERVER", default_value = "http://127.0.0.1:8080")]
     pub server: String,
-    /// An API token (`failpass token add`).
+    /// An API token (`failpass token create`).
     #[arg(long, global = true, env = "FAILPASS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Print what the server stored as JSON (the attempt; the import summary).

@@ -18,6 +18,9 @@ use sha2::Digest;
 
 use crate::config::{SubmitArgs, SubmitAttemptArgs, SubmitCommand, SubmitJunitArgs};
 
+/// How long a request (not an event stream) may take before it is tried again.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Exit codes of `failpass submit … --wait`.
 pub const REPRODUCED: i32 = 0;
 pub const NOT_REPRODUCED: i32 = 1;
@@ -142,23 +145,20 @@ async fn read_text(path: &Path, flag: &str) -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| anyhow!("{flag}: {} is not UTF-8 text", path.display()))
 }
 
-/// The key a resubmission of the same candidate by the same agent and model
-/// shares, so a retry stores it once.
-fn default_key(a: &SubmitAttemptArgs, candidate: &str) -> String {
-    let mut h = sha2::Sha256::new();
-    for part in [a.agent.trim(), a.model.as_deref().unwrap_or(""), candidate] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    format!("submit:{}", &hex::encode(h.finalize())[..32])
+/// The key of an attempt sent without one: a hash of everything it says
+/// (one binary writes the same body alike each time), so the same command sent again (a
+/// retry after a lost answer) is the same attempt, and an attempt that says
+/// anything else (another candidate, cost or time) is another.
+fn default_key(body: &Value) -> String {
+    let digest = sha2::Sha256::digest(body.to_string().as_bytes());
+    format!("submit:{}", &hex::encode(digest)[..32])
 }
 
 async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyhow::Result<i32> {
     let verdict: Verdict = a.verdict.parse().map_err(|e| anyhow!("--verdict: {e}"))?;
     let candidate = read_text(&a.candidate, "--candidate").await?;
-    let key = a.attempt_key.clone().unwrap_or_else(|| default_key(a, &candidate));
     let verify = a.verify || a.wait;
-    let body = json!({
+    let mut body = json!({
         "report": {"project": a.project, "external_id": a.report},
         "agent": a.agent,
         "model": a.model,
@@ -169,11 +169,13 @@ async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyho
         "wall_seconds": a.wall_seconds,
         "verdict": verdict.as_str(),
         "verdict_source": "llm",
-        "attempt_key": key,
         "verify": verify,
     });
+    body["attempt_key"] = Value::String(a.attempt_key.clone().unwrap_or_else(|| default_key(&body)));
     let response = client
-        .send("submitting the attempt", || client.request(reqwest::Method::POST, "/api/v1/attempts").json(&body))
+        .send("submitting the attempt", || {
+            client.request(reqwest::Method::POST, "/api/v1/attempts").timeout(REQUEST_TIMEOUT).json(&body)
+        })
         .await?;
     let created = response.status() == reqwest::StatusCode::CREATED;
     let stored: Value = response.json().await.context("reading the stored attempt")?;
@@ -224,8 +226,7 @@ async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyho
 async fn follow(client: &Client, id: i64, deadline: Instant) -> anyhow::Result<Value> {
     let path = format!("/api/v1/attempts/{id}/events");
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if Instant::now() >= deadline {
             bail!("attempt {id}: no verdict before the timeout (--timeout)");
         }
         let mut response = client
@@ -235,7 +236,9 @@ async fn follow(client: &Client, id: i64, deadline: Instant) -> anyhow::Result<V
             .await?;
         let mut events = EventReader::default();
         loop {
-            let chunk = match tokio::time::timeout(left, response.chunk()).await {
+            // The deadline holds across chunks: keep-alive comments every
+            // 15 s are chunks too.
+            let chunk = match tokio::time::timeout_at(deadline.into(), response.chunk()).await {
                 Err(_) => bail!("attempt {id}: no verdict before the timeout (--timeout)"),
                 Ok(Ok(Some(c))) => c,
                 // The stream ended or broke without `done`: connect again.
@@ -300,6 +303,7 @@ async fn junit(client: &Client, j: &SubmitJunitArgs, as_json: bool) -> anyhow::R
         .send("uploading the results", || {
             client
                 .request(reqwest::Method::POST, &path)
+                .timeout(REQUEST_TIMEOUT)
                 .header(reqwest::header::CONTENT_TYPE, "application/xml")
                 .body(xml.clone())
         })
@@ -336,25 +340,10 @@ mod tests {
     }
 
     #[test]
-    fn a_resubmission_shares_its_key() {
-        let args = |agent: &str| SubmitAttemptArgs {
-            project: "a/b".into(),
-            report: "1".into(),
-            agent: agent.into(),
-            model: Some("m".into()),
-            candidate: "-".into(),
-            cost_usd: None,
-            tokens_in: 0,
-            tokens_out: 0,
-            wall_seconds: None,
-            verdict: "hypothesis".into(),
-            attempt_key: None,
-            verify: false,
-            wait: false,
-            timeout: 1,
-        };
-        assert_eq!(default_key(&args("x"), "print(1)"), default_key(&args(" x "), "print(1)"));
-        assert_ne!(default_key(&args("x"), "print(1)"), default_key(&args("y"), "print(1)"));
-        assert_ne!(default_key(&args("x"), "print(1)"), default_key(&args("x"), "print(2)"));
+    fn an_attempt_sent_again_shares_its_key_and_another_does_not() {
+        let body = |cost: f64| json!({"agent": "x", "candidate": "print(1)", "cost_usd": cost, "verify": true});
+        assert_eq!(default_key(&body(0.5)), default_key(&body(0.5)));
+        assert_ne!(default_key(&body(0.5)), default_key(&body(0.6)));
+        assert!(default_key(&body(0.5)).starts_with("submit:"));
     }
 }

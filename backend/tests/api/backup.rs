@@ -44,22 +44,45 @@ async fn a_sqlite_backup_taken_while_serving_restores_to_the_same_data() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("backups/failpass-backup.db");
     let file_arg = file.to_string_lossy().into_owned();
-    // Taken while the server answers reads beside it.
-    let reads = {
+    // Taken while the server stores attempts beside it: the copy is one
+    // moment's database, whole (its figures agree with its rows), holding
+    // what was stored before it and maybe some of what came during it.
+    let count = |url: String| async move {
+        let out = failpass(&["export", "attempts", "--format", "ndjson", "--database-url", &url]).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().count()
+    };
+    let before = count(db.clone()).await;
+    let writes = {
         let (client, base) = (app.client.clone(), app.base.clone());
+        let report = app
+            .report(serde_json::json!({"project": "fastnum/fastnum", "external_id": "9001", "title": "backup"}))
+            .await;
         tokio::spawn(async move {
-            for _ in 0..20 {
-                let r = client.get(format!("{base}/api/v1/figures?group_by=route")).send().await.unwrap();
-                assert_eq!(r.status(), 200);
+            for i in 0..40 {
+                let body = serde_json::json!({"report_id": report, "agent": format!("writer-{i}"), "verdict": "hypothesis",
+                    "verdict_source": "llm", "cost_usd": 0.01});
+                let r = client.post(format!("{base}/api/v1/attempts")).json(&body).send().await.unwrap();
+                assert_eq!(r.status(), 201);
             }
         })
     };
     let out = failpass(&["backup", "--database-url", &db, "--to", &file_arg]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("written in"), "{}", text(&out.stdout));
-    reads.await.unwrap();
+    writes.await.unwrap();
+    let during = dir.path().join("during.db");
+    std::fs::copy(&file, &during).unwrap();
+    let during = during.to_string_lossy().into_owned();
+    figures_hold(&during).await;
+    let (copied, after) = (count(during.clone()).await, count(db.clone()).await);
+    assert!(before <= copied && copied <= after && after == before + 40, "{before} <= {copied} <= {after}");
 
-    // Restored: the file in place of failpass.db in a new data directory.
+    // Taken when the writes are done and restored (the file in place of
+    // failpass.db in a new data directory): the same records as the original.
+    std::fs::remove_file(&file).unwrap();
+    let out = failpass(&["backup", "--database-url", &db, "--to", &file_arg]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let restored = tempfile::tempdir().unwrap();
     let restored_db = restored.path().join("failpass.db");
     std::fs::copy(&file, &restored_db).unwrap();

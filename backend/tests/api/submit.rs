@@ -15,7 +15,7 @@ const GOOD: &str = "import math\nimport fastnum\n\nprobs = fastnum.softmax([1000
     assert not any(math.isnan(p) for p in probs), f\"probabilities contain nan: {probs}\"\nprint(probs)\n";
 const SMALL: &str = "import fastnum\n\nprobs = fastnum.softmax([1.0, 1.0])\nassert abs(sum(probs) - 1.0) < 1e-9\n";
 
-/// A CI token of the demo project, as `failpass token add` makes one.
+/// A CI token of the demo project, as `failpass token create` makes one.
 async fn ci_token(app: &TestApp) -> String {
     let project = app.storage.get_project("fastnum/fastnum", &failpass::db::ProjectScope::All).await.unwrap().unwrap();
     let req = failpass::auth::tokens::TokenRequest {
@@ -106,17 +106,29 @@ async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
     assert!(text(&out.stdout).contains("not_reproduced (no_failure)"), "{}", text(&out.stdout));
 
     // The same command again (a CI retry) is the same attempt: its key is
-    // the candidate's hash, so it is stored once and its verdict answers at
-    // once. The same key with something else changed is refused, not stored.
+    // a hash of everything it says, so it is stored once and its verdict
+    // answers at once. One that says something else is another attempt; a
+    // key given again with something else changed is refused, not stored.
     let out = run(attempt(&good, &["--wait"])).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&format!("attempt {id} already stored")), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains(&format!("attempt {id}: reproduced")), "{}", text(&out.stdout));
-    let out = run(attempt(&good, &[])).await;
+    let plain = run(attempt(&good, &["--attempt-key", "k-1"])).await;
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
+    let out = run(attempt(&good, &["--attempt-key", "k-1", "--tokens-out", "5"])).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     assert!(text(&out.stderr).contains("409 Conflict"), "{}", text(&out.stderr));
-    let mine = app.get("/api/v1/attempts?project=fastnum%2Ffastnum&agent=ci-agent").await.body;
-    assert_eq!(mine["items"].as_array().unwrap().len(), 2, "{mine}");
+    let count = || async {
+        let mine = app.get("/api/v1/attempts?project=fastnum%2Ffastnum&agent=ci-agent").await.body;
+        mine["items"].as_array().unwrap().len()
+    };
+    assert_eq!(count().await, 3);
+    // The attempt sent without verification has nothing to follow.
+    let unverified = text(&plain.stdout);
+    let unverified: i64 = unverified.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let r = app.get(&format!("/api/v1/attempts/{unverified}/events")).await;
+    assert_error(&r, 404, "not_found", "has no verification");
+    assert_error(&app.get("/api/v1/attempts/999999/events").await, 404, "not_found", "attempt 999999 not found");
 
     // CI's test results for the attempt: a run in the buggy environment.
     let junit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-junit.xml");
@@ -148,10 +160,7 @@ async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
     let out = run(attempt(&dir.path().join("missing.py"), &[])).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("missing.py"), "{}", text(&out.stderr));
-    // An attempt never queued for verification has nothing to follow.
-    let r = app.get(&format!("/api/v1/attempts/{}/events", graded["id"].as_i64().unwrap() + 1000)).await;
-    assert_eq!(r.status, 404);
-    assert_eq!(mine["items"].as_array().unwrap().len(), 2);
+    assert_eq!(count().await, 3, "refused attempts are not stored");
 }
 
 /// A server that cannot be reached is tried `--tries` times, then exit 2.
@@ -242,4 +251,56 @@ async fn a_busy_server_is_tried_again_with_the_same_attempt() {
     let err = text(&out.stderr);
     assert!(err.contains("trying again") && err.contains("answered 500 Internal Server Error"), "{err}");
     assert_eq!(bodies.lock().unwrap().len(), 5);
+}
+
+/// `--timeout` holds though the stream stays alive: a verification that
+/// never ends (no worker) gives exit 2 at the timeout, keep-alives or not.
+#[tokio::test]
+async fn waiting_gives_up_at_the_timeout_though_the_stream_stays_alive() {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use std::convert::Infallible;
+    use std::time::{Duration, Instant};
+    let router = axum::Router::new()
+        .route(
+            "/api/v1/attempts",
+            axum::routing::post(|| async {
+                (axum::http::StatusCode::CREATED, axum::Json(serde_json::json!({"id": 9, "verdict": "hypothesis"})))
+            }),
+        )
+        .route(
+            "/api/v1/attempts/9/events",
+            axum::routing::get(|| async {
+                let never = futures_util::stream::pending::<Result<Event, Infallible>>();
+                Sse::new(never).keep_alive(KeepAlive::new().interval(Duration::from_millis(200)))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.py", GOOD);
+    let started = Instant::now();
+    let out = submit(
+        &base,
+        "t",
+        &[
+            "attempt",
+            "--project",
+            "a/b",
+            "--report",
+            "1",
+            "--agent",
+            "x",
+            "--wait",
+            "--timeout",
+            "2",
+            "--candidate",
+            &good.to_string_lossy(),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("no verdict before the timeout"), "{}", text(&out.stderr));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}");
 }
