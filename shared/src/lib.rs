@@ -14,3 +14,4 @@ pub mod highlight;
 pub mod model;
 pub mod routing;
 pub mod time;
+pub mod trajectory;
