@@ -6,7 +6,8 @@ A real agent asks a model for the candidate; this one stands in for the
 model with the simplest strategy that sometimes works: the report's first
 Python code block (`>>> ` prompts taken off) is the candidate. Everything
 else is what any agent does: the report from the API, the candidate sent
-with `failpass submit attempt --wait`, the exit code passed on.
+with the agent's trajectory (its steps, as JSON Lines) by `failpass submit
+attempt --trajectory … --wait`, the exit code passed on.
 
 Against the demo (`cargo xtask run`, which serves on 127.0.0.1:8080 with
 its data in ./data), from the repository:
@@ -84,20 +85,33 @@ def main():
         sys.exit("agent: no failpass binary: build it (cargo build --release -p failpass) or set FAILPASS_BIN")
 
     started = time.time()
+    steps = []  # the trajectory: what this agent did, as JSON Lines of steps
+
+    def step(action, input_, output):
+        steps.append({"action": action, "input": input_, "output": output,
+                      "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
     report = find_report(args.server, token, args.project, args.report)
+    step("read_report", f"{args.project}#{args.report}", report["title"])
     candidate = propose(report["body"])
+    step("propose", "the report's first Python block", candidate or "(none)")
     if candidate is None:
         print(f"agent: #{args.report} has no code block to start from; nothing to submit")
         return 2
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(candidate)
+    step("write_file", f"{f.name}\n{candidate}", f"wrote {len(candidate.splitlines())} lines")
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as t:
+        t.write("".join(json.dumps(s) + "\n" for s in steps))
     print(f"agent: proposing for #{args.report} ({report['title']}):\n{candidate}")
     cmd = [binary, "submit", "attempt", "--server", args.server, "--project", args.project,
            "--report", args.report, "--agent", AGENT, "--model", MODEL, "--candidate", f.name,
-           "--cost-usd", "0", "--wall-seconds", f"{time.time() - started:.1f}", "--wait", "--timeout", "600"]
+           "--cost-usd", "0", "--wall-seconds", f"{time.time() - started:.1f}", "--trajectory", t.name,
+           "--wait", "--timeout", "600"]
     # The token travels in FAILPASS_TOKEN, never on the command line.
     code = subprocess.run(cmd).returncode
     os.unlink(f.name)
+    os.unlink(t.name)
     print({0: "agent: reproduced", 1: "agent: not reproduced"}.get(code, "agent: failed"))
     return code
 

@@ -120,6 +120,10 @@ pub struct SubmitAttemptArgs {
     /// and candidate, so sending the same candidate twice stores it once).
     #[arg(long)]
     pub attempt_key: Option<String>,
+    /// The agent's trajectory, sent with the attempt: a SWE-agent `.traj`,
+    /// an OpenHands event list, or JSON Lines of steps.
+    #[arg(long)]
+    pub trajectory: Option<PathBuf>,
     /// Have failpass grade the candidate by running it.
     #[arg(long)]
     pub verify: bool,

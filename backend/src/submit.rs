@@ -158,6 +158,11 @@ async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyho
     let verdict: Verdict = a.verdict.parse().map_err(|e| anyhow!("--verdict: {e}"))?;
     let candidate = read_text(&a.candidate, "--candidate").await?;
     let verify = a.verify || a.wait;
+    // Read before anything is sent, so a missing file sends nothing.
+    let trajectory = match &a.trajectory {
+        Some(path) => Some(read_text(path, "--trajectory").await?),
+        None => None,
+    };
     let mut body = json!({
         "report": {"project": a.project, "external_id": a.report},
         "agent": a.agent,
@@ -181,6 +186,25 @@ async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyho
     let stored: Value = response.json().await.context("reading the stored attempt")?;
     let id = stored["id"].as_i64().ok_or_else(|| anyhow!("the server's answer names no attempt id"))?;
     let how = if created { "stored" } else { "already stored (same key)" };
+    if let Some(text) = trajectory {
+        let path = format!("/api/v1/attempts/{id}/trajectory");
+        let response = client
+            .send("sending the trajectory", || {
+                client
+                    .request(reqwest::Method::PUT, &path)
+                    .timeout(REQUEST_TIMEOUT)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(text.clone())
+            })
+            .await?;
+        let read: Value = response.json().await.context("reading the trajectory's summary")?;
+        let loops = read["loops"].as_array().map_or(0, Vec::len);
+        eprintln!(
+            "attempt {id}: trajectory of {} steps stored{}",
+            read["steps"],
+            if loops > 0 { format!("; {loops} loop(s): proposed cause stuck_in_loop") } else { String::new() }
+        );
+    }
     if !a.wait {
         if as_json {
             println!("{stored}");

@@ -363,6 +363,14 @@ pub const ROUTES: &[RouteSpec] = &[
     route("GET", "/api/v1/attempts/{id}", Read, Body::None, "one attempt with its runs"),
     route("GET", "/api/v1/attempts/{id}/events", Read, Body::None, "an attempt's verification as server-sent events"),
     route(
+        "PUT",
+        "/api/v1/attempts/{id}/trajectory",
+        SubmitAttempt,
+        Body::Import,
+        "an attempt's trajectory (SWE-agent, OpenHands or JSON Lines of steps)",
+    ),
+    route("GET", "/api/v1/attempts/{id}/trajectory", Read, Body::None, "an attempt's trajectory, step by step"),
+    route(
         "POST",
         "/api/v1/attempts/{id}/review",
         Review,

@@ -137,6 +137,15 @@ pub trait AttemptStore: Send + Sync {
     /// The project (slug) of attempt `id`, or `None` when it does not exist or is outside `scope`.
     async fn attempt_project(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<String>>;
 
+    /// Stores attempt `id`'s trajectory (its read steps as gzip-compressed
+    /// JSON, `body`), replacing one sent before.
+    async fn put_trajectory(&self, id: i64, format: &str, steps: i64, raw_bytes: i64, body: &[u8])
+    -> StorageResult<()>;
+
+    /// Attempt `id`'s stored trajectory (gzip-compressed JSON), if it has one
+    /// and `scope` may see it.
+    async fn get_trajectory(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Vec<u8>>>;
+
     /// An attempt with its runs, or `None`.
     async fn get_attempt(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<AttemptDetail>>;
 

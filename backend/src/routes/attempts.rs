@@ -134,3 +134,128 @@ pub async fn review_attempt(
         Err(e) => Err(e.into()),
     }
 }
+
+/// Bytes a trajectory upload may have.
+pub const TRAJECTORY_LIMIT: usize = 64 << 20;
+
+/// What reading a trajectory found (`PUT /api/v1/attempts/{id}/trajectory`).
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct TrajectorySummary {
+    pub attempt_id: i64,
+    pub format: failpass_shared::trajectory::TrajectoryFormat,
+    pub steps: usize,
+    /// The upload's size, and what is stored (the read steps, compressed).
+    pub raw_bytes: usize,
+    pub stored_bytes: usize,
+    /// Steps whose input or output was cut to its cap.
+    pub capped: u32,
+    pub loops: Vec<failpass_shared::trajectory::Loop>,
+    pub candidate_step: Option<u32>,
+    /// `stuck_in_loop` when a loop was found: a proposal for a maintainer.
+    pub proposed_cause: Option<failpass_shared::model::FailureCause>,
+}
+
+/// `PUT /api/v1/attempts/{id}/trajectory`: the agent's trajectory file, read
+/// into steps and stored (replacing one sent before).
+#[utoipa::path(
+    put, path = "/api/v1/attempts/{id}/trajectory", tag = "attempts",
+    params(("id" = i64, Path, example = 1, description = "The attempt's id."),
+           ("format" = Option<failpass_shared::trajectory::TrajectoryFormat>, Query, description = "`swe_agent`, `open_hands` or `steps`; left out, the body's shape says.")),
+    request_body(content = String, content_type = "application/json", description = "The trajectory as the agent wrote it: a SWE-agent `.traj`, an OpenHands event list, or JSON Lines of steps (`application/x-ndjson`). At most 64 MiB."),
+    responses((status = 200, description = "Read and stored: its steps, loops and the candidate's step.", body = TrajectorySummary),
+              (status = 400, description = "Not a trajectory failpass reads: the reason names the line or field.", body = failpass_shared::error::ApiErrorBody),
+              (status = 413, description = "Larger than 64 MiB.", body = failpass_shared::error::ApiErrorBody))
+)]
+#[tracing::instrument(skip_all, fields(attempt_id = id))]
+pub async fn put_trajectory(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    query: QueryPairs,
+    body: axum::body::Bytes,
+) -> ApiResult<ApiJson<TrajectorySummary>> {
+    use failpass_shared::trajectory::TrajectoryFormat;
+    let mut format = None;
+    for (k, v) in query.iter() {
+        match k {
+            "format" => {
+                format = Some(match v {
+                    "swe_agent" => TrajectoryFormat::SweAgent,
+                    "open_hands" => TrajectoryFormat::OpenHands,
+                    "steps" => TrajectoryFormat::Steps,
+                    other => {
+                        return Err(ApiError::BadRequest(format!(
+                            "format: unknown trajectory format `{other}`, expected one of: swe_agent, open_hands, steps"
+                        )));
+                    }
+                })
+            }
+            other => {
+                return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: format")));
+            }
+        }
+    }
+    let scope = viewer.scope();
+    let project = state
+        .storage
+        .attempt_project(id, &scope)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
+    viewer.require(Action::SubmitAttempt, &project)?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::BadRequest("body: the trajectory is not UTF-8 text".into()))?;
+    let candidate = state.storage.get_attempt(id, &scope).await?.and_then(|a| a.attempt.candidate);
+    let t = failpass_shared::trajectory::parse(text, format, candidate.as_deref())
+        .map_err(|e| ApiError::BadRequest(format!("body: {e}")))?;
+    let json = serde_json::to_vec(&t).map_err(|e| ApiError::Internal(anyhow::anyhow!("the trajectory: {e}")))?;
+    let compressed = {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&json)
+            .and_then(|_| gz.finish())
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("compressing: {e}")))?
+    };
+    let format_name =
+        serde_json::to_value(t.format).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    state.storage.put_trajectory(id, &format_name, t.steps.len() as i64, body.len() as i64, &compressed).await?;
+    Ok(ApiJson(TrajectorySummary {
+        attempt_id: id,
+        format: t.format,
+        steps: t.steps.len(),
+        raw_bytes: body.len(),
+        stored_bytes: compressed.len(),
+        capped: t.capped,
+        proposed_cause: t.proposed_cause(),
+        candidate_step: t.candidate_step,
+        loops: t.loops,
+    }))
+}
+
+/// `GET /api/v1/attempts/{id}/trajectory`: the stored trajectory, step by step.
+#[utoipa::path(
+    get, path = "/api/v1/attempts/{id}/trajectory", tag = "attempts",
+    params(("id" = i64, Path, example = 1, description = "The attempt's id.")),
+    responses((status = 200, description = "The steps as read, with loops and the candidate's step.", body = failpass_shared::trajectory::Trajectory),
+              (status = 404, description = "No such attempt, or it has no trajectory.", body = failpass_shared::error::ApiErrorBody))
+)]
+#[tracing::instrument(skip_all, fields(attempt_id = id))]
+pub async fn get_trajectory(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let body = state
+        .storage
+        .get_trajectory(id, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("attempt {id} has no trajectory (or does not exist)")))?;
+    let mut json = Vec::new();
+    {
+        use std::io::Read;
+        flate2::read::GzDecoder::new(body.as_slice())
+            .read_to_end(&mut json)
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("attempt {id}'s stored trajectory: {e}")))?;
+    }
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], json).into_response())
+}

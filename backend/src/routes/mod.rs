@@ -40,7 +40,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::extract::{OriginalUri, Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, any, get, post};
+use axum::routing::{MethodRouter, any, get, post, put};
 use failpass_shared::routing::RoutingConfig;
 
 use crate::auth::Viewer;
@@ -111,6 +111,12 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))
         .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))
         .add("GET", "/api/v1/attempts/{id}/events", get(jobs::attempt_events))
+        .add(
+            "PUT",
+            "/api/v1/attempts/{id}/trajectory",
+            put(attempts::put_trajectory).layer(DefaultBodyLimit::max(attempts::TRAJECTORY_LIMIT)),
+        )
+        .add("GET", "/api/v1/attempts/{id}/trajectory", get(attempts::get_trajectory))
         .add("POST", "/api/v1/attempts/{id}/review", post(attempts::review_attempt))
         .add("GET", "/api/v1/figures", get(figures::get_figures))
         .add("GET", "/api/v1/agents", get(agents::list_agents))

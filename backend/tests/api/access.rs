@@ -83,6 +83,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/attempts", "401 403 201 400 201 201 201 403 400 401"),
     ("GET", "/api/v1/attempts/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/attempts/{id}/events", "404 200 200 404 200 200 200 200 404 401"),
+    ("PUT", "/api/v1/attempts/{id}/trajectory", "401 403 200 404 200 200 200 403 404 401"),
+    ("GET", "/api/v1/attempts/{id}/trajectory", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/attempts/{id}/review", "401 403 200 404 200 403 403 403 403 401"),
     ("GET", "/api/v1/figures", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/agents", "200 200 200 200 200 200 200 200 200 401"),
@@ -230,6 +232,15 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         ..Verification::new(graded, Verdict::NotReproduced)
     };
     s.complete(job.id, "tests", chrono::Utc::now(), Some(&v)).await.unwrap();
+    let r = app
+        .client
+        .put(format!("{}/api/v1/attempts/{graded}/trajectory", app.base))
+        .header("content-type", "application/x-ndjson")
+        .body("{\"action\": \"bash\", \"input\": \"ls\"}\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     let lead = ok(
         app,
         "/api/v1/attempts",
@@ -357,6 +368,11 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ),
         ("GET", "/api/v1/attempts/{id}") => (format!("/api/v1/attempts/{}", f.lead), (None, String::new())),
         ("GET", "/api/v1/attempts/{id}/events") => (format!("/api/v1/attempts/{}/events", f.graded), (None, String::new())),
+        ("PUT", "/api/v1/attempts/{id}/trajectory") => (
+            format!("/api/v1/attempts/{}/trajectory", f.graded),
+            (Some("application/x-ndjson"), "{\"action\": \"bash\", \"input\": \"python repro.py\"}\n".to_owned()),
+        ),
+        ("GET", "/api/v1/attempts/{id}/trajectory") => (format!("/api/v1/attempts/{}/trajectory", f.graded), (None, String::new())),
         ("POST", "/api/v1/attempts/{id}/review") => (format!("/api/v1/attempts/{}/review", f.lead), json(json!({"review": "accepted"}))),
         ("GET", "/api/v1/figures") => ("/api/v1/figures?group_by=project".to_owned(), (None, String::new())),
         ("GET", "/api/v1/export/figures") => ("/api/v1/export/figures?group_by=project".to_owned(), (None, String::new())),
@@ -415,6 +431,7 @@ async fn check_matrix(app: &TestApp, engine: &str) {
             let mut req = match *method {
                 "GET" => caller.client.get(&url),
                 "PATCH" => caller.client.patch(&url).body(body),
+                "PUT" => caller.client.put(&url).body(body),
                 _ => caller.client.post(&url).body(body),
             };
             if let Some(ct) = ct {

@@ -281,3 +281,99 @@ async fn an_unknown_cost_stays_unknown() {
     assert!(all["cost_per_reproduction_usd"].is_null() && all["cost_mean_attempt_usd"].is_null(), "{all}");
     assert!(all["cost_mean_success_usd"].is_null(), "{all}");
 }
+
+/// An agent's trajectory: read in any of the three shapes, stored
+/// compressed, served step by step with its loop and the candidate's step;
+/// sent again it is replaced; what is not a trajectory is refused with why.
+#[tokio::test]
+async fn a_trajectory_is_read_stored_and_served_step_by_step() {
+    let app = spawn_app().await;
+    app.project("fastnum/fastnum").await;
+    let report = app.report(json!({"project": "fastnum/fastnum", "external_id": "101", "title": "softmax nan"})).await;
+    let candidate = "import math\nimport fastnum\n\nprobs = fastnum.softmax([1000.0, 1000.0])\n\
+        assert not any(math.isnan(p) for p in probs), f\"probabilities contain nan: {probs}\"\n";
+    let a = app
+        .attempt(json!({"report_id": report, "agent": "swe-agent", "verdict": "hypothesis", "verdict_source": "llm", "candidate": candidate}))
+        .await;
+    let id = a["id"].as_i64().unwrap();
+    let fixture = |name: &str| {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/trajectories").join(name),
+        )
+        .unwrap()
+    };
+    let put = |body: String, ct: &'static str, query: &'static str| {
+        let (client, base) = (app.client.clone(), app.base.clone());
+        async move {
+            let r = client
+                .put(format!("{base}/api/v1/attempts/{id}/trajectory{query}"))
+                .header("content-type", ct)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, text) = put(fixture("swe-agent.traj"), "application/json", "").await;
+    assert_eq!(status, 200, "{text}");
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((summary["format"].as_str(), summary["steps"].as_i64()), (Some("swe_agent"), Some(11)));
+    assert_eq!(summary["loops"], json!([{"first": 3, "last": 6, "repeats": 4, "action": "python"}]));
+    assert_eq!(
+        (summary["proposed_cause"].as_str(), summary["candidate_step"].as_i64()),
+        (Some("stuck_in_loop"), Some(8))
+    );
+    assert!(summary["stored_bytes"].as_i64().unwrap() < summary["raw_bytes"].as_i64().unwrap(), "{summary}");
+    let t = app.get(&format!("/api/v1/attempts/{id}/trajectory")).await;
+    assert_eq!(t.status, 200);
+    assert_eq!(t.body["steps"].as_array().unwrap().len(), 11);
+    assert_eq!(t.body["steps"][8]["action"], "edit");
+    assert_eq!(t.body["cost_usd"], 0.4213);
+
+    // Sent again in another shape: replaced.
+    let (status, text) = put(fixture("openhands-events.json"), "application/json", "?format=open_hands").await;
+    assert_eq!(status, 200, "{text}");
+    let t = app.get(&format!("/api/v1/attempts/{id}/trajectory")).await;
+    assert_eq!(t.body["format"], "open_hands");
+    assert_eq!(t.body["steps"].as_array().unwrap().len(), 5);
+    assert_eq!(t.body["candidate_step"], 2);
+
+    // 10,000 steps of JSON Lines.
+    let many: String = (0..10_000)
+        .map(|i| format!("{{\"action\": \"bash\", \"input\": \"step {i}\", \"output\": \"ok\"}}\n"))
+        .collect();
+    let (status, text) = put(many, "application/x-ndjson", "").await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        app.get(&format!("/api/v1/attempts/{id}/trajectory")).await.body["steps"].as_array().unwrap().len(),
+        10_000
+    );
+
+    // Refusals, each naming what is wrong; the stored trajectory stays.
+    let (status, text) = put("hello".into(), "application/json", "").await;
+    assert_eq!(status, 400);
+    assert!(text.contains("not a trajectory"), "{text}");
+    let (status, text) = put("{\"action\": \"bash\"}\n{\"action\": 3}\n".into(), "application/x-ndjson", "").await;
+    assert_eq!(status, 400);
+    assert!(text.contains("line 2"), "{text}");
+    let (status, text) = put(fixture("steps.jsonl"), "application/x-ndjson", "?format=swe").await;
+    assert_eq!(status, 400);
+    assert!(text.contains("unknown trajectory format `swe`"), "{text}");
+    let (status, text) = put(fixture("steps.jsonl"), "text/plain", "").await;
+    assert_eq!(status, 415, "{text}");
+    assert_eq!(
+        app.get(&format!("/api/v1/attempts/{id}/trajectory")).await.body["steps"].as_array().unwrap().len(),
+        10_000
+    );
+    assert_error(&app.get("/api/v1/attempts/99999/trajectory").await, 404, "not_found", "no trajectory");
+    let other = app
+        .attempt(json!({"report_id": report, "agent": "other", "verdict": "hypothesis", "verdict_source": "llm"}))
+        .await;
+    assert_error(
+        &app.get(&format!("/api/v1/attempts/{}/trajectory", other["id"])).await,
+        404,
+        "not_found",
+        "no trajectory",
+    );
+}

@@ -145,7 +145,18 @@ async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
     let runs = app.get(&format!("/api/v1/attempts/{id}")).await.body["runs"].as_array().unwrap().len();
     assert_eq!(runs, before + 1);
 
+    // The agent's trajectory travels with the attempt.
+    let traj = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/trajectories/swe-agent.traj");
+    let traj = traj.to_string_lossy().into_owned();
+    let out = run(attempt(&good, &["--attempt-key", "with-trajectory", "--trajectory", &traj])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("trajectory of 11 steps stored; 1 loop(s)"), "{}", text(&out.stderr));
+    assert_eq!(count().await, 4);
+
     // Refusals: exit 2 with the server's reason, nothing stored.
+    let out = run(attempt(&good, &["--attempt-key", "no-trajectory", "--trajectory", "/nonexistent.traj"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--trajectory: /nonexistent.traj"), "{}", text(&out.stderr));
     let elsewhere = attempt(&good, &[]).into_iter().map(|a| if a == "fastnum/fastnum" { "no/such".into() } else { a });
     let out = run(elsewhere.collect()).await;
     assert_eq!(out.status.code(), Some(2));
@@ -160,7 +171,7 @@ async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
     let out = run(attempt(&dir.path().join("missing.py"), &[])).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("missing.py"), "{}", text(&out.stderr));
-    assert_eq!(count().await, 3, "refused attempts are not stored");
+    assert_eq!(count().await, 4, "refused attempts are not stored");
 }
 
 /// A server that cannot be reached is tried `--tries` times, then exit 2.

@@ -38,6 +38,41 @@ impl AttemptStore for Engine {
         .await?)
     }
 
+    async fn put_trajectory(
+        &self,
+        id: i64,
+        format: &str,
+        steps: i64,
+        raw_bytes: i64,
+        body: &[u8],
+    ) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO attempt_trajectories (attempt_id, format, steps, raw_bytes, body, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (attempt_id) DO UPDATE SET format = excluded.format, \
+             steps = excluded.steps, raw_bytes = excluded.raw_bytes, body = excluded.body, created_at = excluded.created_at",
+        )
+        .bind(id)
+        .bind(format)
+        .bind(steps)
+        .bind(raw_bytes)
+        .bind(body)
+        .bind(common::now())
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_trajectory(&self, id: i64, scope: &ProjectScope) -> StorageResult<Option<Vec<u8>>> {
+        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT t.body FROM attempt_trajectories t JOIN attempts a ON a.id = t.attempt_id \
+             JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id WHERE t.attempt_id = $1 AND {}",
+            scope.sql("p")
+        )))
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?)
+    }
+
     async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<(Attempt, Outcome)> {
         let mut tx = self.write.begin().await?;
         let (report_id, vague, _) = Self::resolve_report(&mut tx, req).await?;

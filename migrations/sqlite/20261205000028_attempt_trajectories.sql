@@ -1,0 +1,11 @@
+-- An attempt's trajectory (issue 17): its steps as failpass read them
+-- (`shared::trajectory`: capped, loops and the candidate's step marked), as
+-- gzip-compressed JSON, one per attempt; sent again, it is replaced.
+CREATE TABLE attempt_trajectories (
+    attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),
+    format     TEXT NOT NULL,
+    steps      INTEGER NOT NULL,
+    raw_bytes  INTEGER NOT NULL,
+    body       BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
