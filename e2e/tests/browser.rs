@@ -30,6 +30,8 @@ struct Harness {
     driver: Child,
     /// chromedriver's address (for the Chrome DevTools commands it relays).
     driver_url: String,
+    /// The served app's storage (to make tokens).
+    storage: std::sync::Arc<dyn failpass::db::Storage>,
     _data: TempDir,
     _profile: TempDir,
 }
@@ -83,6 +85,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
     .await
     .unwrap();
     let base = format!("http://127.0.0.1:{}", app.port());
+    let storage = app.storage();
     tokio::spawn(app.run_until(std::future::pending()));
     let http = reqwest::Client::new();
     let index = http.get(format!("{base}/")).send().await.unwrap().text().await.unwrap();
@@ -114,7 +117,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         }
     };
     let driver_url = format!("http://127.0.0.1:{port}");
-    Harness { base, client, http, driver, driver_url, _data: data, _profile: profile }
+    Harness { base, client, http, driver, driver_url, storage, _data: data, _profile: profile }
 }
 
 impl Harness {
@@ -1687,6 +1690,114 @@ async fn status_page_and_badges_for_the_public() {
         h.screenshot(&format!("status-{width}-dark.png")).await;
         h.client.goto(&format!("{}/badge/pytorch/pytorch/reproduction-rate.svg", h.base)).await.unwrap();
         h.screenshot(&format!("badge-{width}.png")).await;
+        h.finish().await;
+    }
+}
+
+/// An agent's trajectory of 10,000 steps on the report page: only the rows
+/// in view are drawn, the loop and the candidate's step are marked, a
+/// scroll to the end shows the last step and a click opens it. At 1280 and
+/// 390 px (no sideways scroll).
+#[tokio::test]
+async fn a_trajectory_of_ten_thousand_steps_shows_step_by_step() {
+    let _one = BROWSER.lock().await;
+    for (width, height) in [(1280, 1000), (390, 844)] {
+        let h = start(width, height).await;
+        let page: Page<ReportSummary> = h.api("/api/v1/reports?project=fastnum/fastnum&q=softmax").await;
+        let report = page.items[0].id;
+        let project =
+            h.storage.get_project("fastnum/fastnum", &failpass::db::ProjectScope::All).await.unwrap().unwrap();
+        let (token, _) = failpass::auth::tokens::create(
+            h.storage.as_ref(),
+            failpass::auth::tokens::TokenRequest {
+                name: "e2e".into(),
+                scope: failpass_shared::model::TokenScope::Ci,
+                project_id: Some(project.id),
+                user_id: None,
+                created_by: "tests".into(),
+                expires_in_days: None,
+            },
+        )
+        .await
+        .unwrap();
+        // Steps 5 to 8 run one command four times; step 42 writes the candidate.
+        let attempts: Page<failpass_shared::api::attempts::Attempt> =
+            h.api(&format!("/api/v1/attempts?report_id={report}&limit=50")).await;
+        for a in &attempts.items {
+            let candidate = a.candidate.clone().unwrap_or_else(|| "print('no candidate here at all')".into());
+            let steps: String = (0..10_000)
+                .map(|i| {
+                    let (action, input) = match i {
+                        5..=8 => ("bash".to_owned(), "python -c 'import fastnum'".to_owned()),
+                        42 => ("write_file".to_owned(), format!("repro.py\n{candidate}")),
+                        _ => ("bash".to_owned(), format!("echo step {i}")),
+                    };
+                    let at = format!("2026-11-30T09:{:02}:{:02}Z", (i / 60) % 60, i % 60);
+                    serde_json::json!({"action": action, "input": input, "output": format!("step {i} done"), "cost_usd": 0.001, "at": at})
+                        .to_string()
+                        + "\n"
+                })
+                .collect();
+            let r = h
+                .http
+                .put(format!("{}/api/v1/attempts/{}/trajectory", h.base, a.id))
+                .bearer_auth(&token)
+                .header("content-type", "application/x-ndjson")
+                .body(steps)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        }
+        h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
+        h.text("attempts").await;
+        let details = h.client.find(Locator::Css("[data-testid=attempt-row] button")).await.unwrap();
+        details.click().await.unwrap();
+        h.text("attempt-detail").await;
+        let show = h.client.find(Locator::Css("[data-testid=show-trajectory]")).await.unwrap();
+        show.click().await.unwrap();
+        h.until("the trajectory", || async { h.text("trajectory").await.contains("10000 steps") }).await;
+        let drawn = h.client.find_all(Locator::Css("[data-testid=traj-row]")).await.unwrap().len();
+        assert!((14..=40).contains(&drawn), "only the rows in view are drawn: {drawn} of 10,000");
+        let summary = h.text("trajectory").await;
+        assert!(summary.contains("Loop: steps 5–8, bash ×4"), "{summary}");
+        assert!(summary.contains("The candidate first appears at step 42."), "{summary}");
+        let list = h
+            .client
+            .execute(
+                "const l = document.querySelector('.traj-list'); return [l.clientHeight, l.outerHTML.slice(0, 400)];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert!(list[0].as_i64().unwrap_or(0) >= 14 * 28 - 2, "the list shows 14 rows: {list}");
+        let marked = h.client.find_all(Locator::Css(".traj-row.loop")).await.unwrap().len();
+        assert_eq!(marked, 4, "steps 5 to 8 are marked as the loop");
+        h.client.execute("document.querySelector('[data-testid=trajectory]').scrollIntoView()", vec![]).await.unwrap();
+        h.screenshot(&format!("trajectory-{width}.png")).await;
+        // Scrolled to the end: the last step is drawn, and opens on a click.
+        h.client
+            .execute("const l = document.querySelector('.traj-list'); l.scrollTop = l.scrollHeight;", vec![])
+            .await
+            .unwrap();
+        h.until("the last step", || async {
+            h.client.find_all(Locator::Css("[data-testid=traj-row]")).await.unwrap().len() <= 40
+                && h.text("trajectory").await.contains("echo step 9999")
+        })
+        .await;
+        let rows = h.client.find_all(Locator::Css("[data-testid=traj-row]")).await.unwrap();
+        let mut last = None;
+        for r in rows {
+            if r.text().await.unwrap().contains("echo step 9999") {
+                last = Some(r);
+            }
+        }
+        last.expect("step 9999's row").click().await.unwrap();
+        h.until("the step's detail", || async { h.text("traj-detail").await.contains("step 9999 done") }).await;
+        let overflow =
+            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+        assert!(overflow.as_i64().unwrap_or(0) <= 0, "the page scrolls sideways at {width} px by {overflow}");
+        h.screenshot(&format!("trajectory-end-{width}.png")).await;
         h.finish().await;
     }
 }

@@ -100,6 +100,13 @@ pub async fn attempt(id: i64) -> Result<failpass_shared::api::attempts::AttemptD
     Ok(failpass_shared::api::attempts::AttemptDetail { attempt, runs })
 }
 
+/// An attempt's trajectory as the browser parsed it (404 when it has
+/// none); `components::trajectory` reads its fields row by row.
+pub async fn trajectory(id: i64) -> Result<wasm_bindgen::JsValue, ClientError> {
+    let text = get_text(&format!("/api/v1/attempts/{id}/trajectory")).await?;
+    js_sys::JSON::parse(&text).map_err(|_| ClientError::Decode("the trajectory is not JSON".into()))
+}
+
 pub async fn rerun(
     req: &failpass_shared::api::jobs::RerunRequest,
 ) -> Result<failpass_shared::api::jobs::RerunResponse, ClientError> {

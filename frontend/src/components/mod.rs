@@ -5,6 +5,7 @@ pub mod agents_table;
 pub mod figures;
 pub mod filters;
 pub mod progress;
+pub mod trajectory;
 
 use failpass_shared::api::projects::Project;
 use leptos::prelude::*;

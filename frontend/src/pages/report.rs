@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use crate::api::{self, ClientError};
 use crate::components::progress::{Follow, follow, line};
+use crate::components::trajectory::TrajectoryPanel;
 use crate::components::{Badge, Empty, ErrorPanel, Loading};
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, Run, Signal as Measured};
 use failpass_shared::api::jobs::RerunRequest;
@@ -455,6 +456,7 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
     let g = a.grade.clone().unwrap_or_default();
     let sides = [RunEnvironment::Buggy, RunEnvironment::Fixed, RunEnvironment::Release];
     let repeats = sides.iter().map(|e| d.runs.iter().filter(|r| r.environment == *e).count()).max().unwrap_or(0);
+    let steps = RwSignal::new(false);
     view! {
         <div class="attempt-detail" data-testid="attempt-detail">
             <h3>"Signals"</h3>
@@ -507,6 +509,12 @@ fn DetailView(d: AttemptDetail) -> impl IntoView {
                 }.into_any()
             }}
             {a.candidate.map(|c| view! { <h3>"Candidate"</h3><Candidate source=c/> })}
+            <h3>"Trajectory"</h3>
+            {move || if steps.get() {
+                view! { <TrajectoryPanel id=a.id/> }.into_any()
+            } else {
+                view! { <button type="button" data-testid="show-trajectory" on:click=move |_| steps.set(true)>"Show the agent's steps"</button> }.into_any()
+            }}
         </div>
     }
 }
