@@ -196,7 +196,8 @@ async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyho
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(text.clone())
             })
-            .await?;
+            .await
+            .with_context(|| format!("attempt {id} is stored, but not its trajectory"))?;
         let read: Value = response.json().await.context("reading the trajectory's summary")?;
         let loops = read["loops"].as_array().map_or(0, Vec::len);
         eprintln!(

@@ -10,7 +10,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::model::FailureCause;
 
@@ -21,8 +20,13 @@ pub const OUTPUT_CAP: usize = 16 * 1024;
 /// Bytes of a step's input kept (a file the agent wrote, say).
 pub const INPUT_CAP: usize = 64 * 1024;
 
-/// Steps a trajectory may have.
-pub const MAX_STEPS: usize = 100_000;
+/// Steps a trajectory may have; reading stops past it, so a hostile upload
+/// of millions of tiny steps costs no more memory than this many.
+pub const MAX_STEPS: usize = 50_000;
+
+/// Entries (events, steps) a file's list may have: an OpenHands list holds
+/// an observation and messages beside each action.
+const MAX_ENTRIES: usize = 4 * MAX_STEPS;
 
 /// Repeats of one action (or of one pair of actions) in a row that make a loop.
 pub const LOOP_REPEATS: usize = 3;
@@ -119,6 +123,7 @@ pub fn parse(
     format: Option<TrajectoryFormat>,
     candidate: Option<&str>,
 ) -> Result<Trajectory, TrajectoryError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let format = match format {
         Some(f) => f,
         None => detect(text)?,
@@ -129,33 +134,30 @@ pub fn parse(
         TrajectoryFormat::Steps => (json_lines(text)?, Totals::default()),
     };
     if raw.len() > MAX_STEPS {
-        return Err(err(format!("{} steps; at most {MAX_STEPS} are kept", raw.len())));
+        return Err(err(format!("more than {MAX_STEPS} steps")));
     }
-    let mut capped = 0u32;
+    if raw.is_empty() {
+        return Err(err("no steps: the trajectory holds no action"));
+    }
+    let capped = raw.iter().filter(|r| r.capped).count() as u32;
     let steps: Vec<Step> = raw
         .into_iter()
         .enumerate()
-        .map(|(i, r)| {
-            let output_bytes = r.output.len() as u64;
-            let (input, cut_in) = cap(r.input, INPUT_CAP);
-            let (output, cut_out) = cap(r.output, OUTPUT_CAP);
-            capped += u32::from(cut_in || cut_out);
-            Step {
-                index: i as u32,
-                action: r.action,
-                input,
-                output,
-                output_bytes,
-                thought: r.thought.filter(|t| !t.trim().is_empty()),
-                tokens_in: r.tokens_in,
-                tokens_out: r.tokens_out,
-                cost_usd: r.cost_usd,
-                at: r.at,
-                seconds: r.seconds,
-            }
+        .map(|(i, r)| Step {
+            index: i as u32,
+            action: r.action,
+            input: r.input,
+            output: r.output,
+            output_bytes: r.output_bytes,
+            thought: r.thought.filter(|t| !t.trim().is_empty()),
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            cost_usd: r.cost_usd,
+            at: r.at,
+            seconds: r.seconds,
         })
         .collect();
-    let sum_i = |f: fn(&Step) -> Option<i64>| steps.iter().filter_map(f).reduce(|a, b| a + b);
+    let sum_i = |f: fn(&Step) -> Option<i64>| steps.iter().filter_map(f).reduce(i64::saturating_add);
     let sum_cost = steps.iter().filter_map(|s| s.cost_usd).reduce(|a, b| a + b);
     Ok(Trajectory {
         format,
@@ -170,36 +172,79 @@ pub fn parse(
     })
 }
 
-/// The shape `text` has.
+/// The shape `text` has: a list is OpenHands'; an object whose first line
+/// is a whole object is a line of steps, unless it is a one-line `.traj`
+/// (it has `trajectory`); an object spanning lines is a `.traj`. Nothing is
+/// kept of what the probe reads.
 pub fn detect(text: &str) -> Result<TrajectoryFormat, TrajectoryError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        trajectory: Option<serde::de::IgnoredAny>,
+    }
     let start = text.trim_start();
     if start.starts_with('[') {
         return Ok(TrajectoryFormat::OpenHands);
     }
     if start.starts_with('{') {
-        // One object spanning the file with a `trajectory` array, or lines of objects.
-        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text)
-            && o.get("trajectory").is_some_and(Value::is_array)
-        {
-            return Ok(TrajectoryFormat::SweAgent);
-        }
-        return Ok(TrajectoryFormat::Steps);
+        let first = start.lines().next().unwrap_or_default();
+        return Ok(match serde_json::from_str::<Probe>(first) {
+            Ok(Probe { trajectory: Some(_) }) | Err(_) => TrajectoryFormat::SweAgent,
+            Ok(Probe { trajectory: None }) => TrajectoryFormat::Steps,
+        });
     }
     Err(err("not a trajectory: expected a SWE-agent .traj object, an OpenHands event list or JSON Lines of steps"))
 }
 
-/// A step as a format gives it, before caps and numbering.
+/// A JSON list read entry by entry, refused past [`MAX_ENTRIES`] entries
+/// before more are read.
+struct Bounded<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Bounded<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Entries<T> {
+            type Value = Bounded<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a list of at most {MAX_ENTRIES} entries")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(x) = seq.next_element()? {
+                    if out.len() == MAX_ENTRIES {
+                        return Err(serde::de::Error::custom(format!("more than {MAX_ENTRIES} entries")));
+                    }
+                    out.push(x);
+                }
+                Ok(Bounded(out))
+            }
+        }
+        d.deserialize_seq(Entries(std::marker::PhantomData))
+    }
+}
+
+/// A step as a format gives it, its input and output already capped.
 #[derive(Default)]
 struct RawStep {
     action: String,
     input: String,
     output: String,
+    output_bytes: u64,
+    capped: bool,
     thought: Option<String>,
     tokens_in: Option<i64>,
     tokens_out: Option<i64>,
     cost_usd: Option<f64>,
     at: Option<DateTime<Utc>>,
     seconds: Option<f64>,
+}
+
+impl RawStep {
+    fn new(action: String, input: String, output: String) -> Self {
+        let output_bytes = output.len() as u64;
+        let (input, cut_in) = cap(input, INPUT_CAP);
+        let (output, cut_out) = cap(output, OUTPUT_CAP);
+        Self { action, input, output, output_bytes, capped: cut_in || cut_out, ..Self::default() }
+    }
 }
 
 #[derive(Default)]
@@ -209,87 +254,175 @@ struct Totals {
     tokens_out: Option<i64>,
 }
 
-fn text_of(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
 /// SWE-agent: the action's first word is the tool, the rest its input.
 fn swe_agent(text: &str) -> Result<(Vec<RawStep>, Totals), TrajectoryError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| err(format!("SWE-agent .traj: {e}")))?;
-    let steps = v["trajectory"].as_array().ok_or_else(|| err("SWE-agent .traj: no `trajectory` array"))?;
-    let mut out = Vec::with_capacity(steps.len());
-    for (i, s) in steps.iter().enumerate() {
-        let action = s.get("action").and_then(Value::as_str).ok_or_else(|| err(format!("step {i}: no `action`")))?;
-        let action = action.trim_end();
-        let (tool, input) = action.split_once(char::is_whitespace).unwrap_or((action, ""));
-        out.push(RawStep {
-            action: tool.to_owned(),
-            input: input.trim().to_owned(),
-            output: text_of(s.get("observation")),
-            thought: s.get("thought").and_then(Value::as_str).map(str::to_owned),
-            seconds: s.get("execution_time").and_then(Value::as_f64),
-            ..RawStep::default()
-        });
+    #[derive(Deserialize)]
+    struct Traj {
+        trajectory: Bounded<SweStep>,
+        #[serde(default)]
+        info: Option<Info>,
     }
-    let stats = &v["info"]["model_stats"];
+    #[derive(Deserialize)]
+    struct SweStep {
+        action: String,
+        #[serde(default)]
+        observation: Option<String>,
+        #[serde(default)]
+        thought: Option<String>,
+        #[serde(default)]
+        execution_time: Option<f64>,
+    }
+    #[derive(Deserialize)]
+    struct Info {
+        #[serde(default)]
+        model_stats: Option<Stats>,
+    }
+    #[derive(Deserialize)]
+    struct Stats {
+        instance_cost: Option<f64>,
+        tokens_sent: Option<i64>,
+        tokens_received: Option<i64>,
+    }
+    let t: Traj = serde_json::from_str(text).map_err(|e| err(format!("SWE-agent .traj: {e}")))?;
+    let out = t
+        .trajectory
+        .0
+        .into_iter()
+        .map(|s| {
+            let action = s.action.trim_end();
+            let (tool, input) = action.split_once(char::is_whitespace).unwrap_or((action, ""));
+            RawStep {
+                thought: s.thought,
+                seconds: s.execution_time,
+                ..RawStep::new(tool.to_owned(), input.trim().to_owned(), s.observation.unwrap_or_default())
+            }
+        })
+        .collect();
+    let stats = t.info.and_then(|i| i.model_stats);
     let totals = Totals {
-        cost_usd: stats["instance_cost"].as_f64(),
-        tokens_in: stats["tokens_sent"].as_i64(),
-        tokens_out: stats["tokens_received"].as_i64(),
+        cost_usd: stats.as_ref().and_then(|s| s.instance_cost),
+        tokens_in: stats.as_ref().and_then(|s| s.tokens_sent),
+        tokens_out: stats.as_ref().and_then(|s| s.tokens_received),
     };
     Ok((out, totals))
 }
 
 /// OpenHands: each agent action is a step; its observation (the event whose
 /// `cause` is the action's id) its output. Cost and tokens per step are the
-/// differences of the accumulated `llm_metrics`.
+/// differences of the accumulated `llm_metrics` (a step without them has
+/// none, and the next step's difference holds its part; a total that falls
+/// starts again, as a delegate's own metrics do).
 fn open_hands(text: &str) -> Result<Vec<RawStep>, TrajectoryError> {
-    let events: Vec<Value> = serde_json::from_str(text).map_err(|e| err(format!("OpenHands events: {e}")))?;
+    #[derive(Deserialize)]
+    struct Event {
+        #[serde(default)]
+        id: Option<i64>,
+        #[serde(default)]
+        timestamp: Option<String>,
+        #[serde(default)]
+        source: Option<String>,
+        #[serde(default)]
+        action: Option<String>,
+        #[serde(default)]
+        observation: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        cause: Option<i64>,
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        args: Option<Args>,
+        #[serde(default)]
+        llm_metrics: Option<Metrics>,
+    }
+    /// The arguments that tell one action from another (a file's edits by
+    /// what they replace, its views by their range).
+    #[derive(Deserialize, Default)]
+    struct Args {
+        command: Option<String>,
+        code: Option<String>,
+        path: Option<String>,
+        file_text: Option<String>,
+        old_str: Option<String>,
+        new_str: Option<String>,
+        insert_line: Option<i64>,
+        view_range: Option<[i64; 2]>,
+        start: Option<i64>,
+        end: Option<i64>,
+        content: Option<String>,
+        url: Option<String>,
+        final_thought: Option<String>,
+        thought: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Metrics {
+        accumulated_cost: Option<f64>,
+        accumulated_token_usage: Option<Usage>,
+    }
+    #[derive(Deserialize)]
+    struct Usage {
+        prompt_tokens: Option<i64>,
+        completion_tokens: Option<i64>,
+    }
+    let events: Bounded<Event> = serde_json::from_str(text).map_err(|e| err(format!("OpenHands events: {e}")))?;
     let mut outputs: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
-    for e in &events {
-        if let (Some(cause), Some(_)) = (e.get("cause").and_then(Value::as_i64), e.get("observation")) {
-            outputs.entry(cause).or_insert_with(|| text_of(e.get("content")));
+    for e in &events.0 {
+        if let (Some(cause), Some(_)) = (e.cause, &e.observation) {
+            outputs.entry(cause).or_insert_with(|| e.content.clone().unwrap_or_default());
         }
     }
-    let (mut cost, mut tin, mut tout) = (0.0, 0i64, 0i64);
+    // The change of an accumulated figure since the last step that had it.
+    fn delta<T: Copy + PartialOrd + std::ops::Sub<Output = T>>(now: Option<T>, last: &mut Option<T>) -> Option<T> {
+        let now = now?;
+        let d = match *last {
+            Some(l) if now >= l => now - l,
+            _ => now,
+        };
+        *last = Some(now);
+        Some(d)
+    }
+    let (mut cost, mut tin, mut tout) = (None::<f64>, None::<i64>, None::<i64>);
     let mut out = Vec::new();
-    for (i, e) in events.iter().enumerate() {
-        let Some(action) = e.get("action").and_then(Value::as_str) else { continue };
-        if e.get("source").and_then(Value::as_str) != Some("agent") {
+    for (i, e) in events.0.into_iter().enumerate() {
+        let Some(action) = e.action else { continue };
+        if e.source.as_deref() != Some("agent") {
             continue;
         }
-        let args = &e["args"];
-        let input = ["command", "code", "file_text", "path", "content", "final_thought", "url"]
-            .iter()
-            .filter_map(|k| args.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let metrics = &e["llm_metrics"];
-        let step_cost = metrics["accumulated_cost"].as_f64().map(|c| {
-            let d = c - cost;
-            cost = c;
-            (d * 1e6).round() / 1e6
-        });
-        let usage = &metrics["accumulated_token_usage"];
-        let d_in = usage["prompt_tokens"].as_i64().map(|t| std::mem::replace(&mut tin, t)).map(|prev| tin - prev);
-        let d_out =
-            usage["completion_tokens"].as_i64().map(|t| std::mem::replace(&mut tout, t)).map(|prev| tout - prev);
-        let id = e.get("id").and_then(Value::as_i64).unwrap_or(i as i64);
+        let args = e.args.unwrap_or_default();
+        let mut input: Vec<String> =
+            [args.command, args.code, args.path, args.file_text, args.content, args.url, args.final_thought]
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty())
+                .collect();
+        for (name, value) in [("old_str", args.old_str), ("new_str", args.new_str)] {
+            if let Some(v) = value {
+                input.push(format!("{name}: {v}"));
+            }
+        }
+        for (name, value) in [("insert_line", args.insert_line), ("start", args.start), ("end", args.end)] {
+            if let Some(v) = value {
+                input.push(format!("{name}: {v}"));
+            }
+        }
+        if let Some([a, b]) = args.view_range {
+            input.push(format!("view_range: {a}-{b}"));
+        }
+        let metrics = e.llm_metrics;
+        let usage = metrics.as_ref().and_then(|m| m.accumulated_token_usage.as_ref());
+        let id = e.id.unwrap_or(i as i64);
+        let output = outputs.remove(&id).unwrap_or_default();
         out.push(RawStep {
-            action: action.to_owned(),
-            input,
-            output: outputs.remove(&id).unwrap_or_default(),
-            thought: args.get("thought").and_then(Value::as_str).map(str::to_owned),
-            tokens_in: d_in,
-            tokens_out: d_out,
-            cost_usd: step_cost,
-            at: e.get("timestamp").and_then(Value::as_str).and_then(parse_time),
-            seconds: None,
+            thought: args.thought,
+            tokens_in: delta(usage.and_then(|u| u.prompt_tokens), &mut tin),
+            tokens_out: delta(usage.and_then(|u| u.completion_tokens), &mut tout),
+            cost_usd: delta(metrics.as_ref().and_then(|m| m.accumulated_cost), &mut cost)
+                .map(|d| (d * 1e6).round() / 1e6),
+            at: e.timestamp.as_deref().and_then(parse_time),
+            ..RawStep::new(action, input.join("\n"), output)
         });
+        if out.len() > MAX_STEPS {
+            break;
+        }
     }
     Ok(out)
 }
@@ -326,17 +459,18 @@ fn json_lines(text: &str) -> Result<Vec<RawStep>, TrajectoryError> {
         if line.trim().is_empty() {
             continue;
         }
+        if out.len() == MAX_STEPS {
+            return Err(err(format!("more than {MAX_STEPS} steps")));
+        }
         let l: Line = serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
         out.push(RawStep {
-            action: l.action,
-            input: l.input,
-            output: l.output,
             thought: l.thought,
             tokens_in: l.tokens_in,
             tokens_out: l.tokens_out,
             cost_usd: l.cost_usd,
             at: l.at,
             seconds: l.seconds,
+            ..RawStep::new(l.action, l.input, l.output)
         });
     }
     Ok(out)
@@ -364,6 +498,11 @@ fn loops(steps: &[Step]) -> Vec<Loop> {
     let mut found = Vec::new();
     let mut i = 0;
     while i < steps.len() {
+        // An action without input (scrolling, thinking) repeats as a matter of course.
+        if steps[i].input.trim().is_empty() {
+            i += 1;
+            continue;
+        }
         // A single action repeated.
         let mut j = i + 1;
         while j < steps.len() && key(&steps[j]) == key(&steps[i]) {
@@ -495,6 +634,39 @@ mod tests {
         assert!(parse(&steps(&["a", "a", "b"]), None, None).unwrap().loops.is_empty(), "twice is not a loop");
     }
 
+    /// What a hostile upload tries: more steps than kept (refused while
+    /// reading, before they are held), more entries than kept, sums past
+    /// `i64`, no steps, a byte-order mark.
+    #[test]
+    fn limits_hold_while_reading() {
+        let line = "{\"action\": \"a\", \"input\": \"x\"}\n";
+        let too_many = parse(&line.repeat(MAX_STEPS + 1), None, None).unwrap_err().0;
+        assert_eq!(too_many, format!("more than {MAX_STEPS} steps"));
+        assert_eq!(parse(&line.repeat(MAX_STEPS), None, None).unwrap().steps.len(), MAX_STEPS);
+        let events = format!("[{}{{}}]", "{},".repeat(MAX_ENTRIES));
+        assert!(parse(&events, None, None).unwrap_err().0.contains(&format!("more than {MAX_ENTRIES} entries")));
+        let huge = format!("{{\"action\": \"a\", \"tokens_in\": {}}}\n", i64::MAX).repeat(2);
+        assert_eq!(parse(&huge, None, None).unwrap().tokens_in, Some(i64::MAX), "the sum saturates");
+        assert!(parse("[]", None, None).unwrap_err().0.starts_with("no steps"));
+        assert!(parse("\u{feff}{\"action\": \"a\"}\n", None, None).is_ok(), "a byte-order mark is skipped");
+    }
+
+    /// Edits of one file that replace different text are different actions;
+    /// actions without input (scrolling) are no loop however often they run.
+    #[test]
+    fn repeated_tools_with_different_arguments_are_no_loop() {
+        let edit = |old: &str| {
+            serde_json::json!({"id": 1, "source": "agent", "action": "edit",
+                "args": {"path": "/w/a.py", "command": "str_replace", "old_str": old, "new_str": "y"}})
+        };
+        let events = serde_json::json!([edit("a"), edit("b"), edit("c")]).to_string();
+        assert!(parse(&events, None, None).unwrap().loops.is_empty());
+        let events = serde_json::json!([edit("a"), edit("a"), edit("a")]).to_string();
+        assert_eq!(parse(&events, None, None).unwrap().loops.len(), 1);
+        let scrolls = "{\"action\": \"scroll_down\"}\n".repeat(5);
+        assert!(parse(&scrolls, None, None).unwrap().loops.is_empty());
+    }
+
     #[test]
     fn ten_thousand_steps_read_and_the_wrong_shape_is_named() {
         let many: String = (0..10_000)
@@ -504,12 +676,8 @@ mod tests {
             .collect();
         assert_eq!(parse(&many, None, None).unwrap().steps.len(), 10_000);
         assert!(detect("hello").unwrap_err().0.contains("not a trajectory"));
-        assert!(
-            parse("{\"trajectory\": 3}", Some(TrajectoryFormat::SweAgent), None)
-                .unwrap_err()
-                .0
-                .contains("no `trajectory`")
-        );
+        let not_a_list = parse("{\"trajectory\": 3}", Some(TrajectoryFormat::SweAgent), None).unwrap_err().0;
+        assert!(not_a_list.starts_with("SWE-agent .traj:") && not_a_list.contains("expected a list"), "{not_a_list}");
         assert!(parse("[{]", None, None).unwrap_err().0.starts_with("OpenHands events:"));
     }
 }

@@ -164,6 +164,7 @@ pub struct TrajectorySummary {
     request_body(content = String, content_type = "application/json", description = "The trajectory as the agent wrote it: a SWE-agent `.traj`, an OpenHands event list, or JSON Lines of steps (`application/x-ndjson`). At most 64 MiB."),
     responses((status = 200, description = "Read and stored: its steps, loops and the candidate's step.", body = TrajectorySummary),
               (status = 400, description = "Not a trajectory failpass reads: the reason names the line or field.", body = failpass_shared::error::ApiErrorBody),
+              (status = 409, description = "A token sent a trajectory for an attempt that has one: replacing it is a maintainer's.", body = failpass_shared::error::ApiErrorBody),
               (status = 413, description = "Larger than 64 MiB.", body = failpass_shared::error::ApiErrorBody))
 )]
 #[tracing::instrument(skip_all, fields(attempt_id = id))]
@@ -172,8 +173,14 @@ pub async fn put_trajectory(
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
     query: QueryPairs,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> ApiResult<ApiJson<TrajectorySummary>> {
+    let body = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::PayloadTooLarge(format!("body: a trajectory is at most {} MiB", TRAJECTORY_LIMIT >> 20))
+        }
+        _ => ApiError::BadRequest(format!("body: {e}")),
+    })?;
     use failpass_shared::trajectory::TrajectoryFormat;
     let mut format = None;
     for (k, v) in query.iter() {
@@ -202,27 +209,44 @@ pub async fn put_trajectory(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
     viewer.require(Action::SubmitAttempt, &project)?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::BadRequest("body: the trajectory is not UTF-8 text".into()))?;
+    // A project's token may add an attempt's trajectory; replacing one is a
+    // person's (attempts do not record which agent's token sent them).
+    let project_token =
+        matches!(viewer.principal, Principal::Token { scope, .. } if scope != failpass_shared::model::TokenScope::User);
+    if project_token && state.storage.get_trajectory(id, &scope).await?.is_some() {
+        return Err(ApiError::Conflict(format!(
+            "attempt {id} has a trajectory already; a maintainer may replace it, a token may not"
+        )));
+    }
     let candidate = state.storage.get_attempt(id, &scope).await?.and_then(|a| a.attempt.candidate);
-    let t = failpass_shared::trajectory::parse(text, format, candidate.as_deref())
-        .map_err(|e| ApiError::BadRequest(format!("body: {e}")))?;
-    let json = serde_json::to_vec(&t).map_err(|e| ApiError::Internal(anyhow::anyhow!("the trajectory: {e}")))?;
-    let compressed = {
+    let raw_bytes = body.len();
+    // Reading and compressing take a core for a while on a large upload:
+    // off the threads that answer requests.
+    let read = tokio::task::spawn_blocking(move || {
+        let text = std::str::from_utf8(&body)
+            .map_err(|_| ApiError::BadRequest("body: the trajectory is not UTF-8 text".into()))?;
+        let t = failpass_shared::trajectory::parse(text, format, candidate.as_deref())
+            .map_err(|e| ApiError::BadRequest(format!("body: {e}")))?;
+        let json = serde_json::to_vec(&t).map_err(|e| ApiError::Internal(anyhow::anyhow!("the trajectory: {e}")))?;
         use std::io::Write;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&json)
+        let compressed = gz
+            .write_all(&json)
             .and_then(|_| gz.finish())
-            .map_err(|e| ApiError::Internal(anyhow::anyhow!("compressing: {e}")))?
-    };
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("compressing: {e}")))?;
+        Ok::<_, ApiError>((t, compressed))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(anyhow::anyhow!("reading the trajectory: {e}")))?;
+    let (t, compressed) = read?;
     let format_name =
         serde_json::to_value(t.format).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-    state.storage.put_trajectory(id, &format_name, t.steps.len() as i64, body.len() as i64, &compressed).await?;
+    state.storage.put_trajectory(id, &format_name, t.steps.len() as i64, raw_bytes as i64, &compressed).await?;
     Ok(ApiJson(TrajectorySummary {
         attempt_id: id,
         format: t.format,
         steps: t.steps.len(),
-        raw_bytes: body.len(),
+        raw_bytes,
         stored_bytes: compressed.len(),
         capped: t.capped,
         proposed_cause: t.proposed_cause(),

@@ -83,7 +83,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/api/v1/attempts", "401 403 201 400 201 201 201 403 400 401"),
     ("GET", "/api/v1/attempts/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/attempts/{id}/events", "404 200 200 404 200 200 200 200 404 401"),
-    ("PUT", "/api/v1/attempts/{id}/trajectory", "401 403 200 404 200 200 200 403 404 401"),
+    ("PUT", "/api/v1/attempts/{id}/trajectory", "401 403 200 404 200 409 409 403 404 401"),
     ("GET", "/api/v1/attempts/{id}/trajectory", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/attempts/{id}/review", "401 403 200 404 200 403 403 403 403 401"),
     ("GET", "/api/v1/figures", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),

@@ -367,6 +367,49 @@ async fn a_trajectory_is_read_stored_and_served_step_by_step() {
         10_000
     );
     assert_error(&app.get("/api/v1/attempts/99999/trajectory").await, 404, "not_found", "no trajectory");
+    let big = "x".repeat((64 << 20) + 1);
+    let (status, text) = put(big, "application/x-ndjson", "").await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("payload_too_large") && text.contains("at most 64 MiB"), "{text}");
+    // A project's token adds a trajectory, and may not replace one.
+    let project = app.storage.get_project("fastnum/fastnum", &failpass::db::ProjectScope::All).await.unwrap().unwrap();
+    let (token, _) = failpass::auth::tokens::create(
+        app.storage.as_ref(),
+        failpass::auth::tokens::TokenRequest {
+            name: "agent".into(),
+            scope: failpass_shared::model::TokenScope::Agent,
+            project_id: Some(project.id),
+            user_id: None,
+            created_by: "tests".into(),
+            expires_in_days: None,
+        },
+    )
+    .await
+    .unwrap();
+    let agent_put = |attempt: i64| {
+        let (token, base) = (token.clone(), app.base.clone());
+        async move {
+            reqwest::Client::new()
+                .put(format!("{base}/api/v1/attempts/{attempt}/trajectory"))
+                .bearer_auth(token)
+                .header("content-type", "application/x-ndjson")
+                .body("{\"action\": \"bash\", \"input\": \"ls\"}\n")
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let fresh = app
+        .attempt(json!({"report_id": report, "agent": "fresh", "verdict": "hypothesis", "verdict_source": "llm"}))
+        .await;
+    assert_eq!(agent_put(fresh["id"].as_i64().unwrap()).await.status(), 200);
+    let refused = agent_put(id).await;
+    assert_eq!(refused.status(), 409);
+    assert!(refused.text().await.unwrap().contains("a maintainer may replace it"));
+    assert_eq!(
+        app.get(&format!("/api/v1/attempts/{id}/trajectory")).await.body["steps"].as_array().unwrap().len(),
+        10_000
+    );
     let other = app
         .attempt(json!({"report_id": report, "agent": "other", "verdict": "hypothesis", "verdict_source": "llm"}))
         .await;

@@ -59,11 +59,12 @@ pub fn TrajectoryPanel(id: i64) -> impl IntoView {
     }
 }
 
-/// Seconds between a step and the one before, as a short text.
+/// Seconds since the step before (from their times), else the seconds the
+/// step's action ran (SWE-agent keeps those instead), as a short text.
 fn gap(prev: Option<&JsValue>, step: &JsValue) -> String {
     match (prev.and_then(millis), millis(step)) {
         (Some(a), Some(b)) => format!("+{:.1} s", (b - a) / 1000.0),
-        _ => String::new(),
+        _ => field(step, "seconds").as_f64().map(|s| format!("{s:.1} s")).unwrap_or_default(),
     }
 }
 
@@ -91,7 +92,7 @@ fn steps(t: JsValue) -> impl IntoView {
     }
     let capped = field(&t, "capped").as_f64().unwrap_or(0.0);
     if capped > 0.0 {
-        summary += &format!(", {capped} outputs cut at 16 KiB");
+        summary += &format!(", {capped} cut to their caps");
     }
     summary.push('.');
     let mut loops: Vec<(u32, u32)> = Vec::new();
@@ -137,7 +138,13 @@ fn steps(t: JsValue) -> impl IntoView {
     view! {
         <div class="trajectory" data-testid="trajectory">
             <p class="counts traj-summary">{summary}</p>
-            <div class="traj-list" on:scroll=move |ev| top.set(event_target::<web_sys::Element>(&ev).scroll_top())>
+            <div class="traj-list" on:scroll=move |ev| {
+                // Only a scroll into another row draws the rows again, not every pixel.
+                let now = event_target::<web_sys::Element>(&ev).scroll_top() / ROW * ROW;
+                if now != top.get_untracked() {
+                    top.set(now);
+                }
+            }>
                 {move || {
                     let (first, last) = window(top.get(), n);
                     view! {
