@@ -44,6 +44,24 @@ pub enum TrajectoryFormat {
     Steps,
 }
 
+impl TrajectoryFormat {
+    pub const ALL: [TrajectoryFormat; 3] = [Self::SweAgent, Self::OpenHands, Self::Steps];
+
+    /// The name the API uses (`?format=`, and in the stored trajectory).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SweAgent => "swe_agent",
+            Self::OpenHands => "open_hands",
+            Self::Steps => "steps",
+        }
+    }
+
+    /// The format named `name`, if any.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+}
+
 /// One step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

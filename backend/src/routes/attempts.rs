@@ -186,16 +186,11 @@ pub async fn put_trajectory(
     for (k, v) in query.iter() {
         match k {
             "format" => {
-                format = Some(match v {
-                    "swe_agent" => TrajectoryFormat::SweAgent,
-                    "open_hands" => TrajectoryFormat::OpenHands,
-                    "steps" => TrajectoryFormat::Steps,
-                    other => {
-                        return Err(ApiError::BadRequest(format!(
-                            "format: unknown trajectory format `{other}`, expected one of: swe_agent, open_hands, steps"
-                        )));
-                    }
-                })
+                format = Some(TrajectoryFormat::named(v).ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "format: unknown trajectory format `{v}`, expected one of: swe_agent, open_hands, steps"
+                    ))
+                })?)
             }
             other => {
                 return Err(ApiError::BadRequest(format!("{other}: unknown query parameter `{other}`; known: format")));
@@ -239,9 +234,7 @@ pub async fn put_trajectory(
     .await
     .map_err(|e| ApiError::Internal(anyhow::anyhow!("reading the trajectory: {e}")))?;
     let (t, compressed) = read?;
-    let format_name =
-        serde_json::to_value(t.format).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-    state.storage.put_trajectory(id, &format_name, t.steps.len() as i64, raw_bytes as i64, &compressed).await?;
+    state.storage.put_trajectory(id, t.format.as_str(), t.steps.len() as i64, raw_bytes as i64, &compressed).await?;
     Ok(ApiJson(TrajectorySummary {
         attempt_id: id,
         format: t.format,
