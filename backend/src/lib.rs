@@ -10,6 +10,7 @@ pub mod db;
 pub mod demo;
 pub mod error;
 pub mod export;
+pub mod hooks;
 pub mod import;
 pub mod import_cli;
 pub mod input;

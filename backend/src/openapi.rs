@@ -18,8 +18,8 @@ use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 
 use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
-    agents, attempts, authoring, charts, environments, export, facets, figures, health, import, jobs, metrics, oracles,
-    pages, projects, reference, refine, reports, reruns, setup, signatures, status, webhooks, worklist,
+    agents, attempts, authoring, charts, environments, export, facets, figures, health, hooks, import, jobs, metrics,
+    oracles, pages, projects, reference, refine, reports, reruns, setup, signatures, status, webhooks, worklist,
 };
 
 #[derive(OpenApi)]
@@ -45,6 +45,8 @@ use crate::routes::{
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,
+        hooks::list_hooks, hooks::create_hook, hooks::remove_hook, hooks::hook_deliveries, hooks::redeliver,
+        hooks::hooks_page, hooks::create_hook_form, hooks::hook_log_page, hooks::remove_hook_form, hooks::redeliver_form,
     ),
     components(schemas(
         failpass_shared::error::ApiErrorBody,
@@ -64,6 +66,7 @@ use crate::routes::{
         (name = "import", description = "Bulk NDJSON, and JUnit results of one attempt."),
         (name = "export", description = "Lists as CSV, JSON or NDJSON (the import's format), with their filters."),
         (name = "status", description = "Public projects' status pages, their JSON and badges."),
+        (name = "hooks", description = "Outgoing webhooks on verdict, route and status changes, signed; their delivery log (admins)."),
     ),
 )]
 pub struct ApiDoc;

@@ -346,6 +346,8 @@ string_enum!(
         Build => "build",
         /// Validate a maintainer's draft oracle on buggy and fixed.
         Oracle => "oracle",
+        /// Post one change to one outgoing webhook.
+        Deliver => "deliver",
     }
 );
 

@@ -211,6 +211,11 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route("POST", "/settings/tokens", ManageTokens, Body::Form, "create a project token (shown once)"),
     route("POST", "/settings/tokens/{id}/revoke", ManageTokens, Body::Form, "revoke a token"),
+    route("GET", "/settings/hooks", ManageProjects, Body::None, "the webhooks page: every hook, a new hook (admins)"),
+    route("POST", "/settings/hooks", ManageProjects, Body::Form, "add a hook (its secret shown once)"),
+    route("GET", "/settings/hooks/{id}", ManageProjects, Body::None, "a hook's delivery log: states, answers, bodies"),
+    route("POST", "/settings/hooks/{id}/remove", ManageProjects, Body::Form, "remove a hook (its log stays)"),
+    route("POST", "/settings/deliveries/{id}/redeliver", ManageProjects, Body::Form, "send a delivery again"),
     route("GET", "/settings/projects", ReadEnvironments, Body::None, "the set-up page: your projects, a new project"),
     route("POST", "/settings/projects", ManageProjects, Body::Form, "create a project (the set-up page's form)"),
     route(
@@ -266,6 +271,17 @@ pub const ROUTES: &[RouteSpec] = &[
     route("POST", "/api/v1/reports", WriteReport, Body::Json, "file a report: it is routed and the explanation stored"),
     route("GET", "/api/v1/reports/table", Read, Body::None, "the reports list as the queue shows it, with its total"),
     route("GET", "/api/v1/reports/{id}", Read, Body::None, "one report with its explanation"),
+    route("GET", "/api/v1/hooks", ManageProjects, Body::None, "outgoing webhooks, their deliveries counted"),
+    route("POST", "/api/v1/hooks", ManageProjects, Body::Json, "add an outgoing webhook (its secret shown once)"),
+    route("DELETE", "/api/v1/hooks/{id}", ManageProjects, Body::None, "remove a webhook (its log stays)"),
+    route("GET", "/api/v1/hooks/{id}/deliveries", ManageProjects, Body::None, "a webhook's last 100 deliveries"),
+    route(
+        "POST",
+        "/api/v1/deliveries/{id}/redeliver",
+        ManageProjects,
+        Body::Json,
+        "send a delivery again (an empty JSON body)",
+    ),
     route(
         "POST",
         "/api/v1/webhooks/github",
@@ -531,10 +547,11 @@ mod tests {
                 r.method,
                 r.path
             );
+            // A DELETE names what it removes in its path (and no cross-site form can send one).
             assert_eq!(
                 r.body == Body::None,
-                matches!(r.method, "GET" | "HEAD"),
-                "{} {}: reads take no body, writes declare one",
+                matches!(r.method, "GET" | "HEAD" | "DELETE"),
+                "{} {}: reads and deletes take no body, other writes declare one",
                 r.method,
                 r.path
             );

@@ -21,6 +21,7 @@ pub(crate) mod common;
 mod dialect;
 pub mod environments;
 pub mod figures;
+pub mod hooks;
 pub mod imports;
 pub mod jobs;
 pub mod oracle_drafts;
@@ -39,6 +40,7 @@ pub use accounts::AccountStore;
 pub use attempts::{AttemptStore, NewRun};
 pub use environments::EnvironmentStore;
 pub use figures::{FigureCheck, FigureStore, FiledDays, figure_level, rollup_level};
+pub use hooks::HookStore;
 pub use imports::ImportStore;
 pub use jobs::JobStore;
 pub use oracle_drafts::OracleDraftStore;
@@ -180,6 +182,7 @@ pub trait Storage:
     + EnvironmentStore
     + AccountStore
     + OracleDraftStore
+    + HookStore
     + Send
     + Sync
     + 'static

@@ -72,6 +72,18 @@ impl NewJob {
         }
     }
 
+    /// Posts one outgoing webhook delivery. Before verification jobs (it
+    /// takes a moment); eight tries, 5 s to 10 min apart (`jobs::backoff`).
+    pub fn deliver(delivery_id: i64, report_id: Option<i64>) -> Self {
+        Self {
+            kind: JobKind::Deliver,
+            payload: JobPayload { delivery_id: Some(delivery_id), report_id, ..Default::default() },
+            priority: failpass_shared::api::jobs::PRIORITY_MANUAL + 10,
+            max_tries: 8,
+            dedup_key: Some(format!("deliver:{delivery_id}")),
+        }
+    }
+
     pub fn verify(attempt_id: i64, priority: i32, manual: bool) -> Self {
         Self {
             kind: JobKind::Verify,

@@ -2,6 +2,8 @@
 //! array) and what `gh issue list --json number,title,body,labels,createdAt,author,url`
 //! writes. Pull requests (a non-null `pull_request`) are skipped, not rejected.
 
+use crate::db::hooks::Change;
+use failpass_shared::api::hooks::HookEvent;
 use std::collections::HashSet;
 
 use failpass_shared::api::import::{ImportRecord, Outcome};
@@ -138,6 +140,10 @@ pub async fn intake_issue(
         return Ok(Intake::Rejected(e.field, e.message));
     }
     let decision = models.decide(storage, cfg, &req).await?;
+    let before = match storage.find_report(project, &req.external_id).await? {
+        Some(id) => storage.get_report(id, &ProjectScope::All).await?.map(|r| r.summary.route),
+        None => None,
+    };
     let outcome = storage
         .import_reports(&[NewReport { request: req.clone(), decision, origin }])
         .await?
@@ -148,6 +154,20 @@ pub async fn intake_issue(
         Some(id) => storage.get_report(id, &ProjectScope::All).await?.map(|r| r.summary.route),
         None => None,
     };
+    // Live intake tells the project's hooks of a new or changed route (a
+    // bulk import of issues tells no one).
+    if let (Some(id), Some(to)) = (id, route)
+        && before != Some(to)
+    {
+        let change = Change {
+            event: HookEvent::Route,
+            report_id: id,
+            attempt_id: None,
+            from: before.map(|r| r.as_str().to_owned()),
+            to: to.as_str().to_owned(),
+        };
+        storage.tell(&[change]).await?;
+    }
     Ok(Intake::Stored { outcome, id, route })
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod export;
 pub(crate) mod facets;
 pub(crate) mod figures;
 pub mod health;
+pub(crate) mod hooks;
 pub(crate) mod import;
 pub(crate) mod jobs;
 pub(crate) mod metrics;
@@ -73,6 +74,11 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/settings/tokens", get(pages::tokens_page))
         .add("POST", "/settings/tokens", post(pages::create_token))
         .add("POST", "/settings/tokens/{id}/revoke", post(pages::revoke_token))
+        .add("GET", "/settings/hooks", get(hooks::hooks_page))
+        .add("POST", "/settings/hooks", post(hooks::create_hook_form))
+        .add("GET", "/settings/hooks/{id}", get(hooks::hook_log_page))
+        .add("POST", "/settings/hooks/{id}/remove", post(hooks::remove_hook_form))
+        .add("POST", "/settings/deliveries/{id}/redeliver", post(hooks::redeliver_form))
         .add("GET", "/settings/projects", get(setup::projects_page))
         .add("POST", "/settings/projects", post(setup::create_project))
         .add("GET", "/settings/projects/{owner}/{name}", get(setup::project_page))
@@ -107,6 +113,11 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/export/oracles", get(export::oracles))
         .add("GET", "/api/v1/export/throughput", get(export::throughput))
         .add("POST", "/api/v1/webhooks/github", post(webhooks::github))
+        .add("GET", "/api/v1/hooks", get(hooks::list_hooks))
+        .add("POST", "/api/v1/hooks", post(hooks::create_hook))
+        .add("DELETE", "/api/v1/hooks/{id}", axum::routing::delete(hooks::remove_hook))
+        .add("GET", "/api/v1/hooks/{id}/deliveries", get(hooks::hook_deliveries))
+        .add("POST", "/api/v1/deliveries/{id}/redeliver", post(hooks::redeliver))
         .add("GET", "/api/v1/attempts", get(attempts::list_attempts))
         .add("POST", "/api/v1/attempts", post(attempts::create_attempt))
         .add("GET", "/api/v1/attempts/{id}", get(attempts::get_attempt))

@@ -69,6 +69,7 @@ pub(crate) fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                     nav.nav aria-label="Main" {
                         a href="/" { "Dashboard" }
                         @if me.maintains_any() { a href="/settings/projects" { "Set-up" } a href="/settings/tokens" { "Tokens" } }
+                        @if me.admin { a href="/settings/hooks" { "Webhooks" } }
                     }
                     div.account {
                         @if let Some(user) = &me.user {

@@ -9,6 +9,7 @@ use failpass_shared::api::jobs::Job;
 use failpass_shared::model::JobKind;
 
 use super::build::Build;
+use super::deliver::Deliver;
 use super::oracle::ValidateOracle;
 use super::recheck::Recheck;
 use super::refine::{DEFAULT_BUDGET, Generator, Refine};
@@ -18,10 +19,11 @@ use super::{Executor, JobError};
 use crate::db::Storage;
 use crate::db::attempts::Verification;
 
-/// Verify, re-check, refine and build jobs, each to its executor.
+/// Verify, re-check, refine, build and deliver jobs, each to its executor.
 #[derive(Clone)]
 pub struct ByKind {
     pub bench: Workbench,
+    pub deliver: Deliver,
     pub build: Build,
     pub oracle: ValidateOracle,
     pub verify: Verify,
@@ -54,6 +56,7 @@ impl Default for RunnerConfig {
 
 impl ByKind {
     pub fn new(storage: Arc<dyn Storage>, data_dir: &Path, config: RunnerConfig) -> Self {
+        let deliver = Deliver::new(storage.clone());
         let mut bench = Workbench::new(storage, data_dir);
         bench.allow_unsandboxed = config.allow_unsandboxed;
         let verify = Verify { bench: bench.clone() };
@@ -64,6 +67,7 @@ impl ByKind {
             verify,
             build: Build { bench: bench.clone() },
             bench,
+            deliver,
         }
     }
 }
@@ -71,8 +75,12 @@ impl ByKind {
 #[async_trait]
 impl Executor for ByKind {
     async fn execute(&self, job: &Job, runner: &str) -> Result<Option<Verification>, JobError> {
-        self.bench.preflight().await?;
+        // A delivery runs nothing: it needs no sandbox.
+        if job.kind != JobKind::Deliver {
+            self.bench.preflight().await?;
+        }
         match job.kind {
+            JobKind::Deliver => self.deliver.execute(job).await.map(|()| None),
             JobKind::Verify => self.verify.execute(job, runner).await.map(Some),
             JobKind::Recheck => self.recheck.execute(job, runner).await.map(Some),
             JobKind::Refine => self.refine.execute(job, runner).await.map(Some),
@@ -100,6 +108,10 @@ pub async fn after_final_failure(storage: &dyn Storage, job: &Job, error: &str) 
                 };
                 storage.finish_oracle_validation(draft, None, &result, None).await.map(|_| ())
             }
+            None => Ok(()),
+        },
+        JobKind::Deliver => match job.payload.delivery_id {
+            Some(delivery) => storage.give_up_delivery(delivery, error).await,
             None => Ok(()),
         },
         JobKind::Verify | JobKind::Recheck | JobKind::Refine => Ok(()),

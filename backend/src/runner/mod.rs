@@ -8,6 +8,7 @@
 //! limits); the refine loop grades each candidate through `Verify`.
 
 pub mod build;
+pub mod deliver;
 pub mod env;
 pub mod executors;
 pub mod oracle;

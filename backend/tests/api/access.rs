@@ -42,6 +42,12 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/settings/tokens", "303 403 200S 200H 200S 403 403 403 403 401"),
     ("POST", "/settings/tokens", "401 403 201 400 201 403 403 403 403 401"),
     ("POST", "/settings/tokens/{id}/revoke", "401 403 303 404 303 403 403 403 403 401"),
+    // Hooks post from the server's network to addresses their maker chose: admins only.
+    ("GET", "/settings/hooks", "303 403 403 403 200S 403 403 403 403 401"),
+    ("POST", "/settings/hooks", "401 403 403 403 201 403 403 403 403 401"),
+    ("GET", "/settings/hooks/{id}", "303 403 403 403 200S 403 403 403 403 401"),
+    ("POST", "/settings/hooks/{id}/remove", "401 403 403 403 303 403 403 403 403 401"),
+    ("POST", "/settings/deliveries/{id}/redeliver", "401 403 403 403 303 403 403 403 403 401"),
     ("GET", "/settings/projects", "303 403 200S 200H 200S 403 403 403 403 401"),
     ("POST", "/settings/projects", "401 403 403 403 303 403 403 403 403 401"),
     ("GET", "/settings/projects/{owner}/{name}", "303 403 200S 404 200S 403 403 403 403 401"),
@@ -74,6 +80,11 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/queue/bulk", "401 403 200S 200H 200S 403 403 403 403 401"),
     // Authenticated by its signature, not by who sends it: without GitHub's headers, a 400 for all.
     ("POST", "/api/v1/webhooks/github", "400 400 400 400 400 400 400 400 400 401"),
+    ("GET", "/api/v1/hooks", "401 403 403 403 200S 403 403 403 403 401"),
+    ("POST", "/api/v1/hooks", "401 403 403 403 201 403 403 403 403 401"),
+    ("DELETE", "/api/v1/hooks/{id}", "401 403 403 403 204 403 403 403 403 401"),
+    ("GET", "/api/v1/hooks/{id}/deliveries", "401 403 403 403 200S 403 403 403 403 401"),
+    ("POST", "/api/v1/deliveries/{id}/redeliver", "401 403 403 403 202 403 403 403 403 401"),
     ("GET", "/api/v1/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/export/reports", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/export/attempts", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
@@ -128,6 +139,12 @@ struct Fixture {
     /// A token of the private project for each caller to revoke.
     spare_tokens: Vec<i64>,
     maintainer_password: String,
+    /// The private project's hooks: one kept (with a delivery), one the
+    /// page removes, one the API removes.
+    hook: i64,
+    delivery: i64,
+    hook_for_page: i64,
+    hook_for_api: i64,
 }
 
 /// A caller: how its requests are sent.
@@ -252,6 +269,26 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     // A waiting re-check whose payload names the release: the queue shows it to members only.
     ok(app, "/api/v1/reruns", json!({"attempt_id": reproduced, "recheck_environment": "vault-release"})).await;
 
+    // Hooks on the private project (nothing runs their deliveries here).
+    let mut hooks = Vec::new();
+    for n in 0..3 {
+        let h = ok(
+            app,
+            "/api/v1/hooks",
+            json!({"project": "vault/secret", "url": format!("http://127.0.0.1:9/vault-{n}")}),
+        )
+        .await;
+        hooks.push(h["id"].as_i64().unwrap());
+    }
+    let closed = failpass::db::hooks::Change {
+        event: failpass_shared::api::hooks::HookEvent::Status,
+        report_id: report,
+        attempt_id: None,
+        from: Some("new".into()),
+        to: "closed".into(),
+    };
+    s.tell(&[closed]).await.unwrap();
+    let delivery = s.hook_deliveries(hooks[0], 1).await.unwrap()[0].id;
     let password = "correct horse battery staple";
     make_user(s, "viewer", password, false, Some(("vault/secret", ProjectRole::Viewer))).await;
     make_user(s, "maintainer", password, false, Some(("vault/secret", ProjectRole::Maintainer))).await;
@@ -289,6 +326,10 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         graded,
         spare_tokens,
         maintainer_password: password.into(),
+        hook: hooks[0],
+        delivery,
+        hook_for_page: hooks[1],
+        hook_for_api: hooks[2],
     };
     (fixture, callers)
 }
@@ -303,6 +344,23 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             ("/settings/tokens".to_owned(), (Some("application/x-www-form-urlencoded"), format!("project=vault%2Fsecret&scope=read&name=made+by+{i}")))
         }
         ("POST", "/settings/tokens/{id}/revoke") => (format!("/settings/tokens/{}/revoke", f.spare_tokens[i]), (Some("application/x-www-form-urlencoded"), String::new())),
+        ("POST", "/settings/hooks") => (
+            "/settings/hooks".to_owned(),
+            (Some("application/x-www-form-urlencoded"), format!("project=vault%2Fsecret&url=http%3A%2F%2F127.0.0.1%3A9%2Fpage-{i}&format=slack&status=on")),
+        ),
+        ("GET", "/settings/hooks/{id}") => (format!("/settings/hooks/{}", f.hook), (None, String::new())),
+        ("POST", "/settings/hooks/{id}/remove") => {
+            (format!("/settings/hooks/{}/remove", f.hook_for_page), (Some("application/x-www-form-urlencoded"), String::new()))
+        }
+        ("POST", "/settings/deliveries/{id}/redeliver") => {
+            (format!("/settings/deliveries/{}/redeliver", f.delivery), (Some("application/x-www-form-urlencoded"), String::new()))
+        }
+        ("POST", "/api/v1/hooks") => {
+            ("/api/v1/hooks".to_owned(), json(json!({"project": "vault/secret", "url": format!("http://127.0.0.1:9/api-{i}")})))
+        }
+        ("DELETE", "/api/v1/hooks/{id}") => (format!("/api/v1/hooks/{}", f.hook_for_api), (None, String::new())),
+        ("GET", "/api/v1/hooks/{id}/deliveries") => (format!("/api/v1/hooks/{}/deliveries", f.hook), (None, String::new())),
+        ("POST", "/api/v1/deliveries/{id}/redeliver") => (format!("/api/v1/deliveries/{}/redeliver", f.delivery), json(json!({}))),
         ("POST", "/api/v1/projects") => ("/api/v1/projects".to_owned(), json(json!({"slug": format!("made/by-{i}")}))),
         ("PATCH", "/api/v1/projects/{*slug}") => ("/api/v1/projects/vault/secret".to_owned(), json(json!({"description": "vault"}))),
         ("POST", "/settings/projects") => ("/settings/projects".to_owned(), (Some("application/x-www-form-urlencoded"), format!("slug=made%2Fpage-{i}&visibility=private"))),
@@ -432,6 +490,7 @@ async fn check_matrix(app: &TestApp, engine: &str) {
                 "GET" => caller.client.get(&url),
                 "PATCH" => caller.client.patch(&url).body(body),
                 "PUT" => caller.client.put(&url).body(body),
+                "DELETE" => caller.client.delete(&url),
                 _ => caller.client.post(&url).body(body),
             };
             if let Some(ct) = ct {

@@ -10,6 +10,7 @@ mod export;
 mod figures;
 mod health;
 mod helpers;
+mod hooks;
 mod import;
 mod input;
 mod lifecycle;

@@ -32,6 +32,10 @@ pub struct JobPayload {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub environment_id: Option<i64>,
+    /// The outgoing webhook delivery to post.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub delivery_id: Option<i64>,
     /// Manual (from a person) rather than bulk or automatic.
     #[serde(default)]
     #[cfg_attr(target_arch = "wasm32", serde(skip))]

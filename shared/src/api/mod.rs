@@ -2,6 +2,7 @@
 
 pub mod attempts;
 pub mod figures;
+pub mod hooks;
 pub mod import;
 pub mod jobs;
 #[cfg(feature = "openapi")]

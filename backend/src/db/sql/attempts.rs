@@ -3,12 +3,14 @@
 
 use crate::db::attempts::*;
 use crate::db::common::{ATTEMPT_COLUMNS, ATTEMPT_INSERT, PreparedAttempt};
+use crate::db::hooks::Change;
 use crate::db::queue::NewJob;
 use crate::db::rows::{AttemptRow, RunRow};
 use crate::db::{RERUN_LIMIT, common, rows};
 use async_trait::async_trait;
 use failpass_shared::api::Page;
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest, ReviewRequest};
+use failpass_shared::api::hooks::HookEvent;
 use failpass_shared::api::import::Outcome;
 use failpass_shared::api::jobs::PRIORITY_INITIAL;
 use failpass_shared::api::reports::ReportFilter;
@@ -107,7 +109,7 @@ impl AttemptStore for Engine {
             Self::check_verifiable(&mut tx, req, report_id).await?;
         }
         let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row), true).await?;
-        Self::refresh_reports(&mut tx, &[report_id]).await?;
+        Self::refresh_reports(&mut tx, &[report_id], true).await?;
         if req.verify {
             // Queued in the same transaction: no attempt without its job, no job without its attempt.
             let job = NewJob::verify(ids[0], PRIORITY_INITIAL, false);
@@ -354,6 +356,7 @@ impl AttemptStore for Engine {
         let goal: Goal = parse(&goal, "attempts.goal")?;
         let mut verdict: Verdict = parse(&verdict, "attempts.verdict")?;
         let source: VerdictSource = parse(&source, "attempts.verdict_source")?;
+        let before = verdict;
         // The verdict rules: an accepted lead is confirmed; a rejected confirmation is a lead again.
         match (verdict, req.review) {
             (Verdict::Lead, Review::Accepted) => verdict = Verdict::Confirmed,
@@ -381,7 +384,17 @@ impl AttemptStore for Engine {
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        Self::refresh_reports(&mut tx, &[report_id]).await?;
+        if verdict != before {
+            let change = Change {
+                event: HookEvent::Verdict,
+                report_id,
+                attempt_id: Some(id),
+                from: Some(before.as_str().to_owned()),
+                to: verdict.as_str().to_owned(),
+            };
+            Self::tell_hooks(&mut tx, &[change]).await?;
+        }
+        Self::refresh_reports(&mut tx, &[report_id], true).await?;
         tx.commit().await?;
         self.get_attempt(id, scope)
             .await?
@@ -572,7 +585,7 @@ impl Engine {
     /// Recomputes reports' counters, best verdict, status and spend from
     /// their attempts: one `UPDATE … FROM` of the aggregate per chunk of ids;
     /// then their figures' rollups.
-    pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
+    pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64], tell: bool) -> StorageResult<()> {
         let best = Verdict::ALL
             .iter()
             .map(|v| format!("WHEN {} THEN '{}'", v.rank(), v.as_str()))
@@ -597,7 +610,7 @@ impl Engine {
             }
             qb.push(") GROUP BY a.report_id) agg WHERE reports.id = agg.report_id");
             qb.build().execute(&mut **tx).await?;
-            Self::set_status(tx, chunk).await?;
+            Self::set_status(tx, chunk, tell).await?;
         }
         Self::refresh_figures(tx, ids).await
     }
@@ -657,6 +670,13 @@ impl Engine {
             let source = VerdictSource::Deterministic;
             // An LLM's lead regraded by execution: keep what the LLM said,
             // so LLM-verdict precision can score it.
+            let changed = (old_verdict != v.verdict.as_str()).then(|| Change {
+                event: HookEvent::Verdict,
+                report_id,
+                attempt_id: Some(attempt_id),
+                from: Some(old_verdict.clone()),
+                to: v.verdict.as_str().to_owned(),
+            });
             let llm_verdict =
                 (old_source == "llm" && matches!(old_verdict.as_str(), "lead" | "confirmed")).then_some(old_verdict);
             sqlx::query(
@@ -677,6 +697,7 @@ impl Engine {
             .bind(llm_verdict)
             .execute(&mut **tx)
             .await?;
+            Self::tell_hooks(tx, changed.as_slice()).await?;
             if let Some(r) = &v.refined {
                 sqlx::query(
                     "UPDATE attempts SET candidate = $1, iterations = $2, cost_usd = $3, cost_known = TRUE, wall_seconds = $4, tokens_in = $5, \
@@ -708,6 +729,6 @@ impl Engine {
                 .execute(&mut **tx)
                 .await?;
         }
-        Self::refresh_reports(tx, &[report_id]).await
+        Self::refresh_reports(tx, &[report_id], true).await
     }
 }

@@ -11,6 +11,7 @@ mod attempts;
 mod environments;
 mod figures;
 mod flows;
+mod hooks;
 mod imports;
 mod jobs;
 mod oracle_drafts;

@@ -3,12 +3,14 @@
 
 use crate::db::common::{ORACLE_INSERT, REPORT_INSERT, REPORT_SUMMARY_COLUMNS};
 use crate::db::dialect::Dialect;
+use crate::db::hooks::Change;
 use crate::db::reports::*;
 use crate::db::rows::{OracleRow, ReportDetailRow, ReportSummaryRow};
 use crate::db::{attempts, common};
 use async_trait::async_trait;
 use failpass_shared::api::Page;
 use failpass_shared::api::attempts::CreateAttemptRequest;
+use failpass_shared::api::hooks::HookEvent;
 use failpass_shared::api::import::LifeCycleRecord;
 use failpass_shared::api::reports::{
     Activity, Dated, Oracle, Report, ReportFilter, ReportListQuery, ReportSummary, RouteCorrection, Upstream,
@@ -31,6 +33,15 @@ impl ReportStore for Engine {
         let hash = hash::content_hash(&new.request);
         let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
         Self::after_report_write(&mut tx, id, new, true).await?;
+        // Routed for the first time: hooks hear of it as a route.
+        let routed = Change {
+            event: HookEvent::Route,
+            report_id: id,
+            attempt_id: None,
+            from: None,
+            to: new.decision.route.as_str().to_owned(),
+        };
+        Self::tell_hooks(&mut tx, &[routed]).await?;
         Self::refresh_figures(&mut tx, &[id]).await?;
         tx.commit().await?;
         self.get_report(id, &ProjectScope::All).await?.ok_or_else(|| StorageError::NotFound(format!("report {id}")))
@@ -68,6 +79,16 @@ impl ReportStore for Engine {
         .await?;
         if done.is_none() {
             return Err(StorageError::NotFound(format!("report {report_id}")));
+        }
+        if c.previous != c.route {
+            let change = Change {
+                event: HookEvent::Route,
+                report_id,
+                attempt_id: None,
+                from: Some(c.previous.as_str().to_owned()),
+                to: c.route.as_str().to_owned(),
+            };
+            Self::tell_hooks(&mut tx, &[change]).await?;
         }
         let origin = Origin { actor: c.by.clone(), via };
         Self::add_activity(
@@ -272,7 +293,7 @@ impl ReportStore for Engine {
         .bind(report_id)
         .execute(&mut *tx)
         .await?;
-        Self::set_status(&mut tx, &[report_id]).await?;
+        Self::set_status(&mut tx, &[report_id], false).await?;
         Self::refresh_figures(&mut tx, &[report_id]).await?;
         tx.commit().await?;
         Ok(Outcome::Updated)
@@ -560,6 +581,10 @@ impl Engine {
         d: &RoutingDecision,
         origin: &Origin,
     ) -> StorageResult<()> {
+        let before: Option<String> = sqlx::query_scalar("SELECT route FROM reports WHERE id = $1")
+            .bind(report_id)
+            .fetch_optional(&mut **tx)
+            .await?;
         let sql = format!(
             "UPDATE reports SET features = $1, vague = $3, llm_only = $4, {}, \
              explanation = $6, oracle_kind = $7, oracle_source = $8, has_det_oracle = $9 WHERE id = $11 RETURNING id",
@@ -571,6 +596,12 @@ impl Engine {
             .await?;
         if done.is_none() {
             return Err(StorageError::NotFound(format!("report {report_id}")));
+        }
+        let after: String =
+            sqlx::query_scalar("SELECT route FROM reports WHERE id = $1").bind(report_id).fetch_one(&mut **tx).await?;
+        if before.as_deref() != Some(after.as_str()) {
+            let change = Change { event: HookEvent::Route, report_id, attempt_id: None, from: before, to: after };
+            Self::tell_hooks(tx, &[change]).await?;
         }
         Self::write_oracle(tx, report_id, d.oracle.as_ref(), true).await?;
         Self::rederive_attempts(tx, report_id, d.vague).await?;
@@ -611,7 +642,7 @@ impl Engine {
     /// ([`common::STATUS_EXPR`]), one statement per chunk of ids, and their
     /// throughput counts.
     pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
-        Self::set_status(tx, report_ids).await?;
+        Self::set_status(tx, report_ids, true).await?;
         if report_ids.is_empty() {
             return Ok(());
         }
@@ -626,8 +657,11 @@ impl Engine {
 
     /// [`Self::refresh_status`] without the throughput counts, for writes
     /// that refresh all the figures next.
-    pub(in crate::db) async fn set_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
+    /// With `tell`, hooks are told of the statuses that change (bulk imports
+    /// tell no one).
+    pub(in crate::db) async fn set_status(tx: &mut Tx, report_ids: &[i64], tell: bool) -> StorageResult<()> {
         for chunk in report_ids.chunks(500) {
+            let before = if tell { Self::watched_statuses(tx, chunk).await? } else { Vec::new() };
             let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
                 "UPDATE reports SET status = {} WHERE id IN (",
                 common::STATUS_EXPR
@@ -638,6 +672,7 @@ impl Engine {
             }
             qb.push(")");
             qb.build().execute(&mut **tx).await?;
+            Self::tell_status_changes(tx, &before).await?;
         }
         Ok(())
     }
@@ -1002,7 +1037,7 @@ impl Engine {
                 .execute(&mut **tx)
                 .await?;
         }
-        Self::refresh_reports(tx, &[report_id]).await
+        Self::refresh_reports(tx, &[report_id], true).await
     }
 
     /// The report an attempt names, with its `vague` flag.

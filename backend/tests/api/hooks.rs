@@ -1,0 +1,246 @@
+//! Outgoing webhooks end to end, on SQLite and on PostgreSQL: hooks made
+//! through the API, real changes (a report taken in, its route corrected, an
+//! LLM's lead accepted, the report closed) delivered by a real worker to a
+//! local receiver that checks every signature the way docs/agents.md tells
+//! receivers to; retries after a 503, a 404 refused for good, the delivery
+//! log, redelivery, removal, and an import that tells no one.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use failpass::hooks::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, verify};
+use failpass::runner::executors::{ByKind, RunnerConfig};
+use failpass::runner::worker::{WorkerOptions, spawn_pool};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error, spawn_app, spawn_pg_app};
+
+/// What the receiver got: the path, the headers, the body.
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<(String, HeaderMap, Bytes)>>>);
+
+impl Received {
+    fn at(&self, path: &str) -> Vec<(HeaderMap, Value)> {
+        let all = self.0.lock().unwrap();
+        all.iter()
+            .filter(|(p, ..)| p == path)
+            .map(|(_, h, b)| (h.clone(), serde_json::from_slice(b).unwrap()))
+            .collect()
+    }
+}
+
+/// `/flaky` answers 503 to its first delivery, `/gone` 404 to all; the rest 200.
+async fn receive(State(got): State<Received>, Path(path): Path<String>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let mut all = got.0.lock().unwrap();
+    let before = all.iter().filter(|(p, ..)| *p == path).count();
+    all.push((path.clone(), headers, body));
+    match (path.as_str(), before) {
+        ("flaky", 0) => StatusCode::SERVICE_UNAVAILABLE,
+        ("gone", _) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+async fn receiver() -> (String, Received) {
+    let got = Received::default();
+    let app = axum::Router::new().route("/{path}", axum::routing::post(receive)).with_state(got.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (base, got)
+}
+
+/// Polls until `done` holds (at most 40 s: one retry waits 5 s).
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn hook(app: &TestApp, url: String, format: &str, events: Value) -> Value {
+    let r = app
+        .post("/api/v1/hooks", &json!({"project": "hooks/demo", "url": url, "format": format, "events": events}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(r.body["secret"].as_str().unwrap().starts_with("whsec_"), "{}", r.body);
+    r.body
+}
+
+async fn deliveries(app: &TestApp, hook: i64) -> Vec<Value> {
+    let r = app.get(&format!("/api/v1/hooks/{hook}/deliveries")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body.as_array().unwrap().clone()
+}
+
+/// Checks a signed delivery as a receiver would, and returns its body.
+fn checked(secret: &str, headers: &HeaderMap, body: &Value) -> Value {
+    let signature = headers.get(SIGNATURE_HEADER).expect("signed").to_str().unwrap();
+    let raw = body.to_string();
+    verify(secret, signature, raw.as_bytes(), chrono::Utc::now().timestamp()).expect("the signature holds");
+    assert!(verify("whsec_wrong", signature, raw.as_bytes(), chrono::Utc::now().timestamp()).is_err());
+    assert!(headers.get(DELIVERY_HEADER).is_some());
+    assert_eq!(headers.get(EVENT_HEADER).unwrap().to_str().unwrap(), body["event"].as_str().unwrap());
+    body.clone()
+}
+
+async fn case(app: &TestApp) {
+    let (base, got) = receiver().await;
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let data = tempfile::tempdir().unwrap();
+    let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), RunnerConfig::default()));
+    let options = WorkerOptions { poll: Duration::from_millis(100), ..Default::default() };
+    spawn_pool(executor, app.storage.clone(), 1, options, stopped);
+    app.project("hooks/demo").await;
+
+    // Wrong input, each named.
+    let bad = |body: Value| async move { app.post("/api/v1/hooks", &body).await };
+    let r = bad(json!({"project": "hooks/demo", "url": "ftp://example.org/x"})).await;
+    assert_error(&r, 400, "bad_request", "not http or https");
+    let r = bad(json!({"project": "hooks/demo", "url": format!("{base}/x"), "events": []})).await;
+    assert_error(&r, 400, "bad_request", "events: empty");
+    let r = bad(json!({"project": "nobody/here", "url": format!("{base}/x")})).await;
+    assert_error(&r, 400, "bad_request", "`nobody/here` does not exist");
+    let r = bad(json!({"project": "hooks/demo", "url": format!("{base}/x"), "format": "teams"})).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body["message"].as_str().unwrap().contains("teams"), "{}", r.body);
+
+    let signed = hook(app, format!("{base}/signed"), "signed", json!(["verdict", "route", "status"])).await;
+    let secret = signed["secret"].as_str().unwrap().to_owned();
+    let slack = hook(app, format!("{base}/slack"), "slack", json!(["status"])).await;
+    let flaky = hook(app, format!("{base}/flaky"), "discord", json!(["route"])).await;
+    let gone = hook(app, format!("{base}/gone"), "signed", json!(["route"])).await;
+    // The secret is shown once: listed, it is not.
+    let listed = app.get("/api/v1/hooks").await;
+    assert_eq!(listed.body.as_array().unwrap().len(), 4, "{}", listed.body);
+    assert!(!listed.body.to_string().contains("whsec_"), "{}", listed.body);
+
+    // Four changes, each through its real path.
+    let report = app
+        .report(json!({"project": "hooks/demo", "external_id": "7", "title": "grad <wrong> & @everyone",
+                       "body": "torch.sum returns 3, expected 4; run `python repro.py`"}))
+        .await;
+    let r = app
+        .post(&format!("/api/v1/reports/{report}/route"), &json!({"route": "human_first", "reason": "the launcher"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let attempt = app
+        .attempt(json!({"report_id": report, "agent": "a1", "verdict": "lead", "verdict_source": "llm"}))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let r = app.post(&format!("/api/v1/attempts/{attempt}/review"), &json!({"review": "accepted"})).await;
+    assert_eq!((r.status, r.body["verdict"].as_str()), (200, Some("confirmed")), "{}", r.body);
+    let r =
+        app.post(&format!("/api/v1/reports/{report}/status"), &json!({"status": "closed", "reason": "fixed"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // The signed hook hears every change, each signed; in order.
+    until("the signed hook's deliveries", || got.at("signed").iter().any(|(_, b)| b["to"] == "closed")).await;
+    let bodies: Vec<Value> = got.at("signed").iter().map(|(h, b)| checked(&secret, h, b)).collect();
+    let said: Vec<(String, String)> = bodies
+        .iter()
+        .map(|b| (b["event"].as_str().unwrap().to_owned(), b["to"].as_str().unwrap().to_owned()))
+        .collect();
+    let routed = bodies.iter().find(|b| b["event"] == "route" && b["from"].is_null()).expect("taken in");
+    assert_eq!(routed["report"]["external_id"], "7");
+    assert_eq!(routed["project"], "hooks/demo");
+    assert!(said.contains(&("route".into(), "human_first".into())), "{said:?}");
+    assert_ne!(routed["to"], "human_first", "a correction that changes the route: {said:?}");
+    let verdict = bodies.iter().find(|b| b["event"] == "verdict").expect("the verdict change");
+    assert_eq!((verdict["from"].as_str(), verdict["to"].as_str()), (Some("lead"), Some("confirmed")));
+    assert_eq!(verdict["attempt_id"], attempt);
+    assert_eq!(said.last().unwrap(), &("status".to_owned(), "closed".to_owned()), "{said:?}");
+
+    // Slack: status changes only, as text, escaped.
+    until("the slack hook", || got.at("slack").iter().any(|(_, b)| b["text"].as_str().unwrap().contains("closed")))
+        .await;
+    for (_, b) in got.at("slack") {
+        let text = b["text"].as_str().unwrap();
+        assert!(text.starts_with("hooks/demo #7 “grad &lt;wrong&gt; &amp; @everyone”: status "), "{text}");
+    }
+    let log = deliveries(app, slack["id"].as_i64().unwrap()).await;
+    assert!(!log.is_empty() && log.iter().all(|d| d["event"] == "status"), "{log:?}");
+
+    // Discord behind a 503: retried (5 s later) and delivered; its log says so.
+    let flaky_id = flaky["id"].as_i64().unwrap();
+    until("the retry", || got.at("flaky").len() >= 3).await;
+    let mut log = Vec::new();
+    for _ in 0..100 {
+        log = deliveries(app, flaky_id).await;
+        if log.iter().all(|d| d["state"] == "delivered") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(log.len(), 2, "taken in, then corrected: {log:?}");
+    let retried = log.iter().find(|d| d["tries"] == 2).expect("one delivery took two tries");
+    assert_eq!(
+        (retried["state"].as_str(), retried["status_code"].as_i64()),
+        (Some("delivered"), Some(200)),
+        "{retried}"
+    );
+    assert_eq!(got.at("flaky")[0].1["allowed_mentions"]["parse"], json!([]));
+
+    // 404: refused for good after one try.
+    let gone_id = gone["id"].as_i64().unwrap();
+    until("the refusals", || got.at("gone").len() >= 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = deliveries(app, gone_id).await;
+    assert!(log.iter().all(|d| d["state"] == "failed" && d["tries"] == 1 && d["status_code"] == 404), "{log:?}");
+    assert!(log[0]["error"].as_str().unwrap().contains("404"), "{log:?}");
+
+    // Redelivery: the same body, a new delivery id, signed afresh.
+    let signed_id = signed["id"].as_i64().unwrap();
+    let first = deliveries(app, signed_id).await.last().cloned().unwrap();
+    let heard = got.at("signed").len();
+    let r = app.post(&format!("/api/v1/deliveries/{}/redeliver", first["id"]), &json!({})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["redelivery_of"], first["id"]);
+    until("the redelivery", || got.at("signed").len() > heard).await;
+    let (headers, body) = got.at("signed").pop().unwrap();
+    checked(&secret, &headers, &body);
+    assert_eq!(body.to_string(), first["body"].as_str().unwrap());
+    assert_eq!(headers.get(DELIVERY_HEADER).unwrap().to_str().unwrap(), r.body["id"].to_string());
+    assert_error(
+        &app.post("/api/v1/deliveries/999999/redeliver", &json!({})).await,
+        404,
+        "not_found",
+        "delivery 999999",
+    );
+
+    // An import tells no one: no delivery is written with it.
+    let before = deliveries(app, signed_id).await.len();
+    let line = json!({"kind": "report", "project": "hooks/demo", "external_id": "8", "title": "imported",
+                      "body": "an old report"});
+    let r = app.import_ndjson(format!("{line}\n")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(deliveries(app, signed_id).await.len(), before);
+
+    // Removed: told nothing more, its log kept, nothing sent again.
+    let r = app.client.delete(format!("{}/api/v1/hooks/{signed_id}", app.base)).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let r = app.post(&format!("/api/v1/reports/{report}/status"), &json!({"status": "reopen"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(deliveries(app, signed_id).await.len(), before);
+    let r = app.post(&format!("/api/v1/deliveries/{}/redeliver", first["id"]), &json!({})).await;
+    assert_error(&r, 400, "bad_request", "was removed");
+    let r = app.client.delete(format!("{}/api/v1/hooks/999999", app.base)).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_hear_changes_signed_with_retries_and_a_log_on_both_engines() {
+    let app = spawn_app().await;
+    case(&app).await;
+    let (app, pg) = spawn_pg_app(Default::default()).await;
+    case(&app).await;
+    drop(app);
+    pg.drop_now().await;
+}

@@ -1,0 +1,35 @@
+-- Outgoing webhooks (issue 17): a project's hooks, each a URL told of
+-- verdict, route and status changes, and every delivery of every hook with
+-- how its last try went. A delivery is written in the transaction of the
+-- change it tells of, with the job that sends it; its body is fixed then, so
+-- a redelivery sends the same body (signed afresh). A removed hook keeps its
+-- log (`removed_at`) and is told nothing more.
+CREATE TABLE hooks (
+    id         BIGSERIAL PRIMARY KEY,
+    project_id BIGINT NOT NULL REFERENCES projects(id),
+    url        TEXT NOT NULL,
+    format     TEXT NOT NULL,
+    events     TEXT NOT NULL,
+    secret     TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    removed_at TIMESTAMPTZ NULL
+);
+CREATE INDEX hooks_project ON hooks (project_id);
+CREATE TABLE hook_deliveries (
+    id            BIGSERIAL PRIMARY KEY,
+    hook_id       BIGINT NOT NULL REFERENCES hooks(id),
+    event         TEXT NOT NULL,
+    report_id     BIGINT NULL,
+    body          TEXT NOT NULL,
+    redelivery_of BIGINT NULL REFERENCES hook_deliveries(id),
+    state         TEXT NOT NULL,
+    tries         BIGINT NOT NULL DEFAULT 0,
+    status_code   BIGINT NULL,
+    error         TEXT NULL,
+    response      TEXT NULL,
+    duration_ms   BIGINT NULL,
+    created_at    TIMESTAMPTZ NOT NULL,
+    last_try_at   TIMESTAMPTZ NULL
+);
+CREATE INDEX hook_deliveries_hook ON hook_deliveries (hook_id, id);
