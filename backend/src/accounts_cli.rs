@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use failpass_shared::model::{ProjectRole, TokenScope};
 
 use crate::auth::{password, tokens};
-use crate::config::{TokenArgs, TokenCommand, UserArgs, UserCommand};
+use crate::config::{HookArgs, HookCommand, TokenArgs, TokenCommand, UserArgs, UserCommand};
 use crate::db::{ProjectScope, Storage, StorageError};
 
 async fn open(url: &str) -> anyhow::Result<std::sync::Arc<dyn Storage>> {
@@ -190,6 +190,92 @@ pub async fn token(args: TokenArgs) -> anyhow::Result<()> {
         TokenCommand::Revoke { id } => {
             storage.revoke_token(id, chrono::Utc::now()).await.map_err(not_found)?;
             println!("token {id} revoked");
+        }
+    }
+    Ok(())
+}
+
+/// `failpass hook`: outgoing webhooks, as the operator (no access check: who
+/// may run this may open the database).
+pub async fn hook(args: HookArgs) -> anyhow::Result<()> {
+    use failpass_shared::api::hooks::{HookEvent, HookFormat};
+    let storage = open(&args.database.url()).await?;
+    let now = chrono::Utc::now();
+    match args.command {
+        HookCommand::Add { project, url, format, events } => {
+            let format: HookFormat = format.parse().map_err(|e| anyhow::anyhow!("--format: {e}"))?;
+            let events = if events.is_empty() {
+                None
+            } else {
+                let parsed: Result<Vec<HookEvent>, _> = events.iter().map(|e| e.trim().parse()).collect();
+                Some(parsed.map_err(|e| anyhow::anyhow!("--events: {e}"))?)
+            };
+            let (url, format, events) =
+                crate::hooks::check_request(&url, Some(format), events).map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let p = storage
+                .get_project(&project, &ProjectScope::All)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("project `{project}` does not exist"))?;
+            let new = crate::db::hooks::NewHook {
+                project_id: p.id,
+                url,
+                format,
+                events,
+                secret: crate::hooks::new_secret()?,
+                created_by: "operator".into(),
+            };
+            let hook = storage.create_hook(&new, now).await?;
+            let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
+            eprintln!(
+                "hook {} of {} posts {} deliveries of {} to {}; its secret (shown once) follows",
+                hook.id,
+                hook.project,
+                hook.format,
+                events.join(", "),
+                hook.url
+            );
+            println!("{}", hook.secret.unwrap_or_default());
+        }
+        HookCommand::List => {
+            for h in storage.list_hooks(&ProjectScope::All).await? {
+                let events: Vec<&str> = h.events.iter().map(|e| e.as_str()).collect();
+                let state = h.removed_at.map_or_else(|| "live".to_owned(), |t| format!("removed {t}"));
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{} delivered, {} pending, {} failed\t{state}",
+                    h.id,
+                    h.project,
+                    h.format,
+                    events.join(","),
+                    h.url,
+                    h.delivered,
+                    h.pending,
+                    h.failed
+                );
+            }
+        }
+        HookCommand::Log { id, limit } => {
+            storage.get_hook(id).await?.ok_or_else(|| anyhow::anyhow!("hook {id} does not exist"))?;
+            for d in storage.hook_deliveries(id, limit.clamp(1, 1000)).await? {
+                let code = d.status_code.map_or_else(|| "-".to_owned(), |c| c.to_string());
+                println!(
+                    "{}\t{}\t{}\t{}\ttries {}\t{code}\t{}",
+                    d.id,
+                    d.created_at.format("%Y-%m-%d %H:%M:%S"),
+                    d.event,
+                    d.state,
+                    d.tries,
+                    d.error.unwrap_or_default()
+                );
+            }
+        }
+        HookCommand::Redeliver { delivery } => {
+            let again = storage.redeliver(delivery, now).await?;
+            println!("delivery {} queued: {} again", again.id, delivery);
+        }
+        HookCommand::Remove { id } => {
+            storage.get_hook(id).await?.ok_or_else(|| anyhow::anyhow!("hook {id} does not exist"))?;
+            storage.remove_hook(id, now).await?;
+            println!("hook {id} removed: it is told nothing more");
         }
     }
     Ok(())

@@ -35,6 +35,9 @@ pub enum Command {
     Token(TokenArgs),
     /// GitHub webhooks: set a project's secret.
     Webhook(WebhookArgs),
+    /// Outgoing webhooks: add, list and remove a project's hooks; read a
+    /// hook's deliveries and send one again.
+    Hook(HookArgs),
     /// Pull issues from a tracker that cannot send webhooks.
     Sync(SyncArgs),
     /// Write reports or attempts (with a page's filters) as CSV, JSON or NDJSON.
@@ -166,6 +169,54 @@ pub enum WebhookCommand {
         /// Remove the secret instead: deliveries for the project are refused.
         #[arg(long)]
         remove: bool,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HookArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(subcommand)]
+    pub command: HookCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum HookCommand {
+    /// Add a hook told of a project's changes; prints its secret (once) on
+    /// standard output, what it is on standard error.
+    Add {
+        /// The project (`owner/name`).
+        #[arg(long)]
+        project: String,
+        /// Where deliveries are posted (`https://…` or `http://…`).
+        #[arg(long)]
+        url: String,
+        /// `signed` (JSON, signed), `slack` or `discord` (one line of text).
+        #[arg(long, default_value = "signed")]
+        format: String,
+        /// What it is told of: some of `verdict,route,status` (all when left out).
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
+    },
+    /// Every hook, with its deliveries counted by state.
+    List,
+    /// A hook's last deliveries: state, tries, the receiver's answer.
+    Log {
+        /// The hook's id.
+        id: i64,
+        /// How many, newest first.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+    },
+    /// Send a delivery again (a new delivery of the same body).
+    Redeliver {
+        /// The delivery's id.
+        delivery: i64,
+    },
+    /// Remove a hook: it is told nothing more; its log stays.
+    Remove {
+        /// The hook's id.
+        id: i64,
     },
 }
 

@@ -25,6 +25,8 @@ pub const DELIVERY_HEADER: &str = "X-Failpass-Delivery";
 pub const TOLERANCE_SECS: i64 = 300;
 /// The longest hook address.
 pub const MAX_URL: usize = 2000;
+/// How many ended deliveries a hook keeps (the oldest go first).
+pub const KEPT_DELIVERIES: i64 = 1000;
 /// The most hooks one project may have (removed ones not counted).
 pub const MAX_HOOKS_PER_PROJECT: i64 = 20;
 
@@ -123,6 +125,28 @@ pub fn verify(secret: &str, header: &str, body: &[u8], now: i64) -> Result<(), R
     mac(secret, t, body).verify_slice(&v1).map_err(|_| Refused::Mismatch)
 }
 
+/// What a request to make a hook asks for, checked: the address, the
+/// format (`signed` when left out) and the events (all when left out; in
+/// order, once each). What `POST /api/v1/hooks`, the page and
+/// `failpass hook add` share; the error names the field.
+pub fn check_request(
+    url: &str,
+    format: Option<HookFormat>,
+    events: Option<Vec<HookEvent>>,
+) -> Result<(String, HookFormat, Vec<HookEvent>), String> {
+    if url.contains('\0') {
+        return Err(crate::input::nul_message("url"));
+    }
+    let url = check_url(url)?;
+    let mut events = events.unwrap_or_else(|| HookEvent::ALL.to_vec());
+    events.sort_unstable();
+    events.dedup();
+    if events.is_empty() {
+        return Err("events: empty: name at least one of verdict, route, status".into());
+    }
+    Ok((url.to_string(), format.unwrap_or(HookFormat::Signed), events))
+}
+
 /// A new hook's secret: `whsec_` and 64 hex digits from the OS.
 pub fn new_secret() -> anyhow::Result<String> {
     let mut bytes = [0u8; 32];
@@ -146,6 +170,12 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
     }
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err("url: no host".into());
+    }
+    let host = parsed.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = host.parse::<std::net::IpAddr>()
+        && !crate::runner::deliver::may_post_to(ip)
+    {
+        return Err(format!("url: {ip} is a link-local or non-unicast address: hooks are not posted there"));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("url: a user or password in the address would be shown in the hook list; put it in the path".into());
@@ -213,6 +243,8 @@ mod tests {
         assert!(check_url("https://user:pw@example.org/").unwrap_err().contains("user or password"));
         assert!(check_url("not a url").unwrap_err().contains("is not an address"));
         assert!(check_url("").unwrap_err().contains("empty"));
+        assert!(check_url("http://169.254.169.254/latest/meta-data").unwrap_err().contains("link-local"));
+        assert!(check_url("http://[fe80::1]/x").unwrap_err().contains("link-local"));
         assert!(check_url(&format!("https://e.org/{}", "a".repeat(MAX_URL))).unwrap_err().contains("at most"));
     }
 }

@@ -153,6 +153,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(args) => failpass::accounts_cli::user(args).await,
         Command::Token(args) => failpass::accounts_cli::token(args).await,
+        Command::Hook(args) => failpass::accounts_cli::hook(args).await,
         Command::Webhook(args) => {
             let url = args.database.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;

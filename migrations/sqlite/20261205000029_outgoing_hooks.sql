@@ -3,7 +3,8 @@
 -- how its last try went. A delivery is written in the transaction of the
 -- change it tells of, with the job that sends it; its body is fixed then, so
 -- a redelivery sends the same body (signed afresh). A removed hook keeps its
--- log (`removed_at`) and is told nothing more.
+-- log (`removed_at`) and is told nothing more. A hook keeps its newest
+-- 1,000 ended deliveries (`redelivery_of` may name one no longer kept).
 CREATE TABLE hooks (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     project_id INTEGER NOT NULL REFERENCES projects(id),
@@ -22,7 +23,7 @@ CREATE TABLE hook_deliveries (
     event         TEXT NOT NULL,
     report_id     INTEGER NULL,
     body          TEXT NOT NULL,
-    redelivery_of INTEGER NULL REFERENCES hook_deliveries(id),
+    redelivery_of INTEGER NULL,
     state         TEXT NOT NULL,
     tries         INTEGER NOT NULL DEFAULT 0,
     status_code   INTEGER NULL,
@@ -33,3 +34,4 @@ CREATE TABLE hook_deliveries (
     last_try_at   TEXT NULL
 );
 CREATE INDEX hook_deliveries_hook ON hook_deliveries (hook_id, id);
+CREATE INDEX hook_deliveries_state ON hook_deliveries (hook_id, state);

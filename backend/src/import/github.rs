@@ -166,7 +166,11 @@ pub async fn intake_issue(
             from: before.map(|r| r.as_str().to_owned()),
             to: to.as_str().to_owned(),
         };
-        storage.tell(&[change]).await?;
+        // Told after the import's own transaction: a failure here is logged,
+        // not answered (the report is stored; GitHub would only resend it).
+        if let Err(e) = storage.tell(&[change]).await {
+            tracing::error!(report = id, error = %e, "could not tell the project's hooks of the route");
+        }
     }
     Ok(Intake::Stored { outcome, id, route })
 }

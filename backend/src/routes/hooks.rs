@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::extract::rejection::FormRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use failpass_shared::api::hooks::{CreateHookRequest, DeliveryState, Hook, HookDelivery, HookEvent, HookFormat};
+use failpass_shared::api::hooks::{CreateHookRequest, Hook, HookDelivery, HookEvent, HookFormat};
 use maud::html;
 use serde::Deserialize;
 
@@ -24,18 +24,11 @@ const LOG_LIMIT: i64 = 100;
 
 /// Checks a request and creates the hook; the answer carries its secret, once.
 async fn make_hook(state: &AppState, viewer: &Viewer, req: CreateHookRequest) -> ApiResult<Hook> {
-    for (field, value) in [("project", &req.project), ("url", &req.url)] {
-        if value.contains('\0') {
-            return Err(ApiError::BadRequest(crate::input::nul_message(field)));
-        }
+    if req.project.contains('\0') {
+        return Err(ApiError::BadRequest(crate::input::nul_message("project")));
     }
-    let url = crate::hooks::check_url(&req.url).map_err(ApiError::BadRequest)?;
-    let mut events = req.events.unwrap_or_else(|| HookEvent::ALL.to_vec());
-    events.sort_unstable();
-    events.dedup();
-    if events.is_empty() {
-        return Err(ApiError::BadRequest("events: empty: name at least one of verdict, route, status".into()));
-    }
+    let (url, format, events) =
+        crate::hooks::check_request(&req.url, req.format, req.events).map_err(ApiError::BadRequest)?;
     let project = state
         .storage
         .get_project(req.project.trim(), &viewer.scope())
@@ -43,14 +36,7 @@ async fn make_hook(state: &AppState, viewer: &Viewer, req: CreateHookRequest) ->
         .ok_or_else(|| ApiError::BadRequest(format!("project: `{}` does not exist", req.project)))?;
     viewer.require(Action::ManageProjects, &project.slug)?;
     let secret = crate::hooks::new_secret().map_err(ApiError::Internal)?;
-    let new = NewHook {
-        project_id: project.id,
-        url: url.to_string(),
-        format: req.format.unwrap_or(HookFormat::Signed),
-        events,
-        secret,
-        created_by: viewer.name(),
-    };
+    let new = NewHook { project_id: project.id, url, format, events, secret, created_by: viewer.name() };
     let hook = state.storage.create_hook(&new, chrono::Utc::now()).await?;
     tracing::info!(hook = hook.id, project = %project.slug, format = %hook.format, by = %viewer.name(), "hook created");
     Ok(hook)
@@ -134,6 +120,7 @@ pub async fn hook_deliveries(
     params(("id" = i64, Path, example = 1, description = "The delivery's id.")),
     responses((status = 202, description = "Queued: a new delivery of the same body, signed afresh.", body = HookDelivery),
               (status = 400, description = "Its hook was removed.", body = failpass_shared::error::ApiErrorBody),
+              (status = 409, description = "It is still being sent.", body = failpass_shared::error::ApiErrorBody),
               (status = 404, description = "No such delivery.", body = failpass_shared::error::ApiErrorBody))
 )]
 pub async fn redeliver(
@@ -339,7 +326,7 @@ pub async fn hook_log_page(
                                 }
                             }
                             td.wrap { details { summary { "body" } pre { (d.body) } } }
-                            td { @if hook.removed_at.is_none() && d.state != DeliveryState::Pending {
+                            td { @if hook.removed_at.is_none() {
                                 form.inline method="post" action=(format!("/settings/deliveries/{}/redeliver", d.id)) {
                                     button.link-button type="submit" data-testid="redeliver" { "Redeliver" }
                                 }

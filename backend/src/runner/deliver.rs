@@ -22,20 +22,58 @@ const RESPONSE_KEPT: usize = 1000;
 #[derive(Clone)]
 pub struct Deliver {
     pub storage: Arc<dyn Storage>,
-    client: reqwest::Client,
+}
+
+/// Whether a hook may be posted to `ip`. Link-local addresses (where clouds
+/// serve instance credentials, 169.254.169.254), unspecified, multicast and
+/// broadcast ones never; loopback and private networks may be where a team's
+/// own receiver runs, and only admins make hooks.
+pub fn may_post_to(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => !(v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast()),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => may_post_to(IpAddr::V4(v4)),
+            None => !(v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast()),
+        },
+    }
+}
+
+/// The hook's address resolved once and checked: the connection goes to
+/// the address checked (pinned), so a name that resolves elsewhere on a
+/// second look cannot lead the post there.
+async fn resolve(url: &reqwest::Url) -> Result<Option<(String, std::net::SocketAddr)>, String> {
+    let host = url.host_str().ok_or("the address has no host")?.to_owned();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+        return if may_post_to(ip) { Ok(None) } else { Err(format!("{ip} is a link-local or non-unicast address")) };
+    }
+    let addrs: Vec<std::net::SocketAddr> =
+        tokio::net::lookup_host((host.as_str(), port)).await.map_err(|e| format!("resolving {host}: {e}"))?.collect();
+    if let Some(bad) = addrs.iter().find(|a| !may_post_to(a.ip())) {
+        return Err(format!("{host} resolves to {}, a link-local or non-unicast address", bad.ip()));
+    }
+    let first = addrs.first().ok_or_else(|| format!("{host} resolves to no address"))?;
+    Ok(Some((host, *first)))
+}
+
+/// A client for one delivery: no redirects (a hook posts where its admin
+/// said, not where the receiver points), the checked address pinned.
+fn client(pinned: Option<(String, std::net::SocketAddr)>) -> Result<reqwest::Client, reqwest::Error> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT)
+        .user_agent(concat!("failpass-hooks/", env!("CARGO_PKG_VERSION")));
+    if let Some((host, addr)) = pinned {
+        builder = builder.resolve(&host, addr);
+    }
+    builder.build()
 }
 
 impl Deliver {
     pub fn new(storage: Arc<dyn Storage>) -> Self {
-        // Redirects are not followed: a hook posts where its admin said, not
-        // where the receiver points.
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(TIMEOUT)
-            .user_agent(concat!("failpass-hooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("a TLS client with the built-in roots");
-        Self { storage, client }
+        Self { storage }
     }
 
     pub async fn execute(&self, job: &Job) -> Result<(), JobError> {
@@ -47,10 +85,38 @@ impl Deliver {
             return Ok(()); // ended meanwhile (its hook removed): nothing to send
         }
         let started = Instant::now();
+        let refuse = |why: String| TryOutcome {
+            state: DeliveryState::Failed,
+            status_code: None,
+            error: Some(why),
+            response: None,
+            duration_ms: started.elapsed().as_millis() as i64,
+        };
+        let url = match reqwest::Url::parse(&out.url) {
+            Ok(url) => url,
+            Err(e) => {
+                let outcome = refuse(format!("the hook's address does not parse: {e}"));
+                self.storage.record_try(id, &outcome, chrono::Utc::now()).await?;
+                return Err(JobError::permanent(outcome.error.unwrap_or_default()));
+            }
+        };
+        let client = match resolve(&url).await {
+            Ok(pinned) => client(pinned).map_err(|e| JobError::because("making the HTTP client", e.without_url()))?,
+            Err(why) => {
+                // A name that does not resolve may resolve later; a forbidden address will not change.
+                let forbidden = !why.starts_with("resolving");
+                let mut outcome = refuse(format!("not posted: {why}"));
+                if !forbidden {
+                    outcome.state = DeliveryState::Pending;
+                }
+                self.storage.record_try(id, &outcome, chrono::Utc::now()).await?;
+                let message = outcome.error.unwrap_or_default();
+                return Err(if forbidden { JobError::permanent(message) } else { JobError::transient(message) });
+            }
+        };
         let signature = sign(&out.secret, chrono::Utc::now().timestamp(), out.body.as_bytes());
-        let sent = self
-            .client
-            .post(&out.url)
+        let sent = client
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(SIGNATURE_HEADER, signature)
             .header(EVENT_HEADER, out.event.as_str())
@@ -82,7 +148,9 @@ impl Deliver {
                 (outcome, error)
             }
             Err(e) => {
-                let message = crate::telemetry::cause_chain(&e);
+                // Without the address: a chat hook's address is its credential,
+                // and the job's error is shown to the project's readers.
+                let message = crate::telemetry::cause_chain(&e.without_url());
                 let outcome = TryOutcome {
                     state: DeliveryState::Pending,
                     status_code: None,
@@ -114,4 +182,21 @@ async fn read_start(mut response: reqwest::Response) -> String {
         }
     }
     String::from_utf8_lossy(&bytes).chars().take(RESPONSE_KEPT).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_local_and_non_unicast_addresses_are_refused() {
+        for ok in ["127.0.0.1", "10.1.2.3", "192.168.1.10", "8.8.8.8", "::1", "2001:db8::1"] {
+            assert!(may_post_to(ok.parse().unwrap()), "{ok}");
+        }
+        for bad in
+            ["169.254.169.254", "0.0.0.0", "224.0.0.1", "255.255.255.255", "fe80::1", "::", "::ffff:169.254.169.254"]
+        {
+            assert!(!may_post_to(bad.parse().unwrap()), "{bad}");
+        }
+    }
 }

@@ -289,6 +289,12 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     };
     s.tell(&[closed]).await.unwrap();
     let delivery = s.hook_deliveries(hooks[0], 1).await.unwrap()[0].id;
+    // Its job ends (nothing listens at that address), so it may be sent again.
+    let now = chrono::Utc::now();
+    let job = s.claim("tests", now, chrono::Duration::seconds(60)).await.unwrap().expect("the deliver job");
+    assert_eq!(job.payload.delivery_id, Some(delivery));
+    s.fail(job.id, "tests", now, "nothing listens there", failpass::db::jobs::Retry::Never).await.unwrap();
+    s.give_up_delivery(delivery, "nothing listens there").await.unwrap();
     let password = "correct horse battery staple";
     make_user(s, "viewer", password, false, Some(("vault/secret", ProjectRole::Viewer))).await;
     make_user(s, "maintainer", password, false, Some(("vault/secret", ProjectRole::Maintainer))).await;

@@ -24,11 +24,13 @@ struct Received(Arc<Mutex<Vec<(String, HeaderMap, Bytes)>>>);
 
 impl Received {
     fn at(&self, path: &str) -> Vec<(HeaderMap, Value)> {
+        self.raw(path).into_iter().map(|(h, b)| (h, serde_json::from_slice(&b).unwrap())).collect()
+    }
+
+    /// The bytes as they arrived (what a signature is checked against).
+    fn raw(&self, path: &str) -> Vec<(HeaderMap, Bytes)> {
         let all = self.0.lock().unwrap();
-        all.iter()
-            .filter(|(p, ..)| p == path)
-            .map(|(_, h, b)| (h.clone(), serde_json::from_slice(b).unwrap()))
-            .collect()
+        all.iter().filter(|(p, ..)| p == path).map(|(_, h, b)| (h.clone(), b.clone())).collect()
     }
 }
 
@@ -79,15 +81,20 @@ async fn deliveries(app: &TestApp, hook: i64) -> Vec<Value> {
     r.body.as_array().unwrap().clone()
 }
 
-/// Checks a signed delivery as a receiver would, and returns its body.
-fn checked(secret: &str, headers: &HeaderMap, body: &Value) -> Value {
+/// Checks a signed delivery as a receiver would (on the bytes received),
+/// and returns its body.
+fn checked(secret: &str, headers: &HeaderMap, raw: &[u8]) -> Value {
     let signature = headers.get(SIGNATURE_HEADER).expect("signed").to_str().unwrap();
-    let raw = body.to_string();
-    verify(secret, signature, raw.as_bytes(), chrono::Utc::now().timestamp()).expect("the signature holds");
-    assert!(verify("whsec_wrong", signature, raw.as_bytes(), chrono::Utc::now().timestamp()).is_err());
+    let now = chrono::Utc::now().timestamp();
+    verify(secret, signature, raw, now).expect("the signature holds");
+    assert!(verify("whsec_wrong", signature, raw, now).is_err());
+    let mut altered = raw.to_vec();
+    altered.push(b' ');
+    assert!(verify(secret, signature, &altered, now).is_err());
+    let body: Value = serde_json::from_slice(raw).unwrap();
     assert!(headers.get(DELIVERY_HEADER).is_some());
     assert_eq!(headers.get(EVENT_HEADER).unwrap().to_str().unwrap(), body["event"].as_str().unwrap());
-    body.clone()
+    body
 }
 
 async fn case(app: &TestApp) {
@@ -107,6 +114,8 @@ async fn case(app: &TestApp) {
     assert_error(&r, 400, "bad_request", "events: empty");
     let r = bad(json!({"project": "nobody/here", "url": format!("{base}/x")})).await;
     assert_error(&r, 400, "bad_request", "`nobody/here` does not exist");
+    let r = bad(json!({"project": "hooks/demo", "url": "http://169.254.169.254/latest/meta-data"})).await;
+    assert_error(&r, 400, "bad_request", "link-local");
     let r = bad(json!({"project": "hooks/demo", "url": format!("{base}/x"), "format": "teams"})).await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body["message"].as_str().unwrap().contains("teams"), "{}", r.body);
@@ -116,9 +125,11 @@ async fn case(app: &TestApp) {
     let slack = hook(app, format!("{base}/slack"), "slack", json!(["status"])).await;
     let flaky = hook(app, format!("{base}/flaky"), "discord", json!(["route"])).await;
     let gone = hook(app, format!("{base}/gone"), "signed", json!(["route"])).await;
+    // Nothing listens on port 1: no answer, retried later.
+    let refused = hook(app, "http://127.0.0.1:1/refused-path".into(), "signed", json!(["route"])).await;
     // The secret is shown once: listed, it is not.
     let listed = app.get("/api/v1/hooks").await;
-    assert_eq!(listed.body.as_array().unwrap().len(), 4, "{}", listed.body);
+    assert_eq!(listed.body.as_array().unwrap().len(), 5, "{}", listed.body);
     assert!(!listed.body.to_string().contains("whsec_"), "{}", listed.body);
 
     // Four changes, each through its real path.
@@ -143,7 +154,7 @@ async fn case(app: &TestApp) {
 
     // The signed hook hears every change, each signed; in order.
     until("the signed hook's deliveries", || got.at("signed").iter().any(|(_, b)| b["to"] == "closed")).await;
-    let bodies: Vec<Value> = got.at("signed").iter().map(|(h, b)| checked(&secret, h, b)).collect();
+    let bodies: Vec<Value> = got.raw("signed").iter().map(|(h, b)| checked(&secret, h, b)).collect();
     let said: Vec<(String, String)> = bodies
         .iter()
         .map(|b| (b["event"].as_str().unwrap().to_owned(), b["to"].as_str().unwrap().to_owned()))
@@ -166,6 +177,7 @@ async fn case(app: &TestApp) {
         assert!(text.starts_with("hooks/demo #7 “grad &lt;wrong&gt; &amp; @everyone”: status "), "{text}");
     }
     let log = deliveries(app, slack["id"].as_i64().unwrap()).await;
+    assert_eq!(log.len(), got.at("slack").len(), "one delivery a status change: {log:?}");
     assert!(!log.is_empty() && log.iter().all(|d| d["event"] == "status"), "{log:?}");
 
     // Discord behind a 503: retried (5 s later) and delivered; its log says so.
@@ -196,6 +208,25 @@ async fn case(app: &TestApp) {
     assert!(log.iter().all(|d| d["state"] == "failed" && d["tries"] == 1 && d["status_code"] == 404), "{log:?}");
     assert!(log[0]["error"].as_str().unwrap().contains("404"), "{log:?}");
 
+    // No answer: tried, waiting for its retry, the error without the address
+    // (a chat hook's address is its credential; job errors are shown to readers).
+    let refused_id = refused["id"].as_i64().unwrap();
+    let mut log = Vec::new();
+    for _ in 0..100 {
+        log = deliveries(app, refused_id).await;
+        if log.first().is_some_and(|d| d["tries"] == 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let first_try = &log[0];
+    assert_eq!((first_try["state"].as_str(), first_try["status_code"].as_i64()), (Some("pending"), None), "{log:?}");
+    let error = first_try["error"].as_str().unwrap();
+    assert!(!error.contains("refused-path"), "{error}");
+    let r = app.post(&format!("/api/v1/deliveries/{}/redeliver", first_try["id"]), &json!({})).await;
+    assert_error(&r, 409, "conflict", "still being sent");
+    app.client.delete(format!("{}/api/v1/hooks/{refused_id}", app.base)).send().await.unwrap();
+
     // Redelivery: the same body, a new delivery id, signed afresh.
     let signed_id = signed["id"].as_i64().unwrap();
     let first = deliveries(app, signed_id).await.last().cloned().unwrap();
@@ -204,9 +235,9 @@ async fn case(app: &TestApp) {
     assert_eq!(r.status, 202, "{}", r.body);
     assert_eq!(r.body["redelivery_of"], first["id"]);
     until("the redelivery", || got.at("signed").len() > heard).await;
-    let (headers, body) = got.at("signed").pop().unwrap();
-    checked(&secret, &headers, &body);
-    assert_eq!(body.to_string(), first["body"].as_str().unwrap());
+    let (headers, raw) = got.raw("signed").pop().unwrap();
+    checked(&secret, &headers, &raw);
+    assert_eq!(raw, first["body"].as_str().unwrap().as_bytes());
     assert_eq!(headers.get(DELIVERY_HEADER).unwrap().to_str().unwrap(), r.body["id"].to_string());
     assert_error(
         &app.post("/api/v1/deliveries/999999/redeliver", &json!({})).await,
@@ -222,13 +253,27 @@ async fn case(app: &TestApp) {
     let r = app.import_ndjson(format!("{line}\n")).await;
     assert_eq!(r.status(), 200);
     assert_eq!(deliveries(app, signed_id).await.len(), before);
+    // Nor does one that closes it upstream (its status changes, quietly).
+    let slack_log = deliveries(app, slack["id"].as_i64().unwrap()).await.len();
+    let line = json!({"kind": "report", "project": "hooks/demo", "external_id": "8", "title": "imported",
+                      "body": "an old report", "upstream": {"state": "closed", "reason": "not_planned"}});
+    let r = app.import_ndjson(format!("{line}\n")).await;
+    assert_eq!(r.status(), 200);
+    let listed = app.get("/api/v1/reports?project=hooks/demo&status=closed_upstream").await;
+    assert_eq!(listed.body["items"].as_array().map(Vec::len), Some(1), "{}", listed.body);
+    assert_eq!(deliveries(app, signed_id).await.len(), before);
+    assert_eq!(deliveries(app, slack["id"].as_i64().unwrap()).await.len(), slack_log);
 
     // Removed: told nothing more, its log kept, nothing sent again.
     let r = app.client.delete(format!("{}/api/v1/hooks/{signed_id}", app.base)).send().await.unwrap();
     assert_eq!(r.status(), 204);
+    let slack_id = slack["id"].as_i64().unwrap();
+    let slack_before = deliveries(app, slack_id).await.len();
     let r = app.post(&format!("/api/v1/reports/{report}/status"), &json!({"status": "reopen"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(deliveries(app, signed_id).await.len(), before);
+    // The reopening was a change: the hooks still live heard of it.
+    assert_eq!(deliveries(app, slack_id).await.len(), slack_before + 1);
     let r = app.post(&format!("/api/v1/deliveries/{}/redeliver", first["id"]), &json!({})).await;
     assert_error(&r, 400, "bad_request", "was removed");
     let r = app.client.delete(format!("{}/api/v1/hooks/999999", app.base)).send().await.unwrap();

@@ -109,7 +109,9 @@ impl AttemptStore for Engine {
             Self::check_verifiable(&mut tx, req, report_id).await?;
         }
         let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row), true).await?;
-        Self::refresh_reports(&mut tx, &[report_id], true).await?;
+        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
+        Self::refresh_reports(&mut tx, &[report_id]).await?;
+        Self::tell_status_changes(&mut tx, &watched).await?;
         if req.verify {
             // Queued in the same transaction: no attempt without its job, no job without its attempt.
             let job = NewJob::verify(ids[0], PRIORITY_INITIAL, false);
@@ -394,7 +396,9 @@ impl AttemptStore for Engine {
             };
             Self::tell_hooks(&mut tx, &[change]).await?;
         }
-        Self::refresh_reports(&mut tx, &[report_id], true).await?;
+        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
+        Self::refresh_reports(&mut tx, &[report_id]).await?;
+        Self::tell_status_changes(&mut tx, &watched).await?;
         tx.commit().await?;
         self.get_attempt(id, scope)
             .await?
@@ -585,7 +589,7 @@ impl Engine {
     /// Recomputes reports' counters, best verdict, status and spend from
     /// their attempts: one `UPDATE … FROM` of the aggregate per chunk of ids;
     /// then their figures' rollups.
-    pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64], tell: bool) -> StorageResult<()> {
+    pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
         let best = Verdict::ALL
             .iter()
             .map(|v| format!("WHEN {} THEN '{}'", v.rank(), v.as_str()))
@@ -610,7 +614,7 @@ impl Engine {
             }
             qb.push(") GROUP BY a.report_id) agg WHERE reports.id = agg.report_id");
             qb.build().execute(&mut **tx).await?;
-            Self::set_status(tx, chunk, tell).await?;
+            Self::set_status(tx, chunk).await?;
         }
         Self::refresh_figures(tx, ids).await
     }
@@ -656,6 +660,7 @@ impl Engine {
         let Some((report_id, goal, review, vague, stored, old_verdict, old_source)) = row else {
             return Err(StorageError::NotFound(format!("attempt {attempt_id}")));
         };
+        let watched = Self::watched_statuses(tx, &[report_id]).await?;
         // Merged with what is stored now (a verification and a re-check may
         // have run side by side); an unreadable stored grade is replaced.
         let stored = stored.and_then(|g| serde_json::from_value(g.0).ok());
@@ -729,6 +734,7 @@ impl Engine {
                 .execute(&mut **tx)
                 .await?;
         }
-        Self::refresh_reports(tx, &[report_id], true).await
+        Self::refresh_reports(tx, &[report_id]).await?;
+        Self::tell_status_changes(tx, &watched).await
     }
 }

@@ -185,8 +185,11 @@ impl Engine {
         Ok(id)
     }
 
-    /// Of these reports, the statuses of those whose project has a live hook
-    /// (before a write that may change them, to compare after).
+    /// Of these reports, the statuses of those whose project has a live hook:
+    /// read at the start of a live write's transaction and compared just
+    /// before its commit ([`Self::tell_status_changes`]), so a write tells
+    /// one change per report, whatever it went through on the way. Imports
+    /// do not call it: they tell no one.
     pub(in crate::db) async fn watched_statuses(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<Vec<(i64, String)>> {
         if report_ids.is_empty() {
             return Ok(Vec::new());
@@ -341,6 +344,25 @@ impl HookStore for Engine {
         if removed.is_some() {
             return Err(StorageError::invalid("delivery", format!("hook {hook_id} was removed: it is sent nothing")));
         }
+        // Still being sent: a second copy now would arrive twice.
+        let live: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM jobs WHERE dedup_key = $1 AND status IN ('queued', 'running')")
+                .bind(format!("deliver:{id}"))
+                .fetch_optional(&mut *tx)
+                .await?;
+        if let Some(job) = live {
+            return Err(StorageError::Conflict(format!(
+                "delivery {id} is still being sent (job {job}); send it again once it has ended"
+            )));
+        }
+        // Pending without a job: its job ended without a word (its worker died on the last try).
+        sqlx::query(
+            "UPDATE hook_deliveries SET state = 'failed', error = COALESCE(error, 'its job ended without an answer') \
+             WHERE id = $1 AND state = 'pending'",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         let event: HookEvent = parse(&event, "hook_deliveries.event")?;
         let new = Self::queue_delivery(&mut tx, hook_id, event, report_id, &body, Some(id), common::secs(now)).await?;
         tx.commit().await?;
@@ -373,6 +395,7 @@ impl HookStore for Engine {
     }
 
     async fn record_try(&self, delivery_id: i64, outcome: &TryOutcome, now: DateTime<Utc>) -> StorageResult<()> {
+        let mut tx = self.write.begin().await?;
         sqlx::query(
             "UPDATE hook_deliveries SET state = $1, tries = tries + 1, status_code = $2, error = $3, response = $4, \
              duration_ms = $5, last_try_at = $6 WHERE id = $7 AND state = 'pending'",
@@ -384,8 +407,19 @@ impl HookStore for Engine {
         .bind(outcome.duration_ms)
         .bind(common::secs(now))
         .bind(delivery_id)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
+        // The hook keeps its newest KEPT_DELIVERIES ended deliveries.
+        sqlx::query(
+            "DELETE FROM hook_deliveries WHERE hook_id = (SELECT hook_id FROM hook_deliveries WHERE id = $1) \
+             AND state <> 'pending' AND id < (SELECT MIN(k.id) FROM (SELECT d.id FROM hook_deliveries d \
+             WHERE d.hook_id = (SELECT hook_id FROM hook_deliveries WHERE id = $1) ORDER BY d.id DESC LIMIT $2) k)",
+        )
+        .bind(delivery_id)
+        .bind(crate::hooks::KEPT_DELIVERIES)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -351,7 +351,7 @@ impl ImportStore for Engine {
         touched.extend(to_insert.iter().map(|p| p.report_id));
         touched.sort_unstable();
         touched.dedup();
-        Self::refresh_reports(&mut tx, &touched, false).await?;
+        Self::refresh_reports(&mut tx, &touched).await?;
         tx.commit().await?;
         Ok(results)
     }

@@ -208,7 +208,9 @@ impl OracleDraftStore for Engine {
         .execute(&mut *tx)
         .await?;
         let origin = Origin { actor: draft.author.clone(), via: "ui" };
+        let watched = Self::watched_statuses(&mut tx, &[draft.report_id]).await?;
         Self::route_report(&mut tx, draft.report_id, &decision, &origin).await?;
+        Self::tell_status_changes(&mut tx, &watched).await?;
         let tries = draft.tries;
         let what = format!(
             "wrote a {} oracle, validated (fails on buggy, passes on fixed) after {tries} {} and {minutes:.0} min; route {}",

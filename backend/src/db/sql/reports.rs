@@ -49,7 +49,9 @@ impl ReportStore for Engine {
 
     async fn update_routing(&self, report_id: i64, d: &RoutingDecision) -> StorageResult<()> {
         let mut tx = self.write.begin().await?;
+        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
         Self::route_report(&mut tx, report_id, d, &Origin { actor: "reroute".into(), via: "cli" }).await?;
+        Self::tell_status_changes(&mut tx, &watched).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -67,6 +69,10 @@ impl ReportStore for Engine {
     async fn correct_route(&self, report_id: i64, c: &RouteCorrection, via: &'static str) -> StorageResult<()> {
         use sqlx::types::Json;
         let mut tx = self.write.begin().await?;
+        let before: Option<String> = sqlx::query_scalar("SELECT route FROM reports WHERE id = $1")
+            .bind(report_id)
+            .fetch_optional(&mut *tx)
+            .await?;
         let done: Option<i64> = sqlx::query_scalar(
             "UPDATE reports SET route_override = $1, route = $1, route_check = FALSE, route_correction = $2, \
              category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'unknown' ELSE category END \
@@ -80,12 +86,12 @@ impl ReportStore for Engine {
         if done.is_none() {
             return Err(StorageError::NotFound(format!("report {report_id}")));
         }
-        if c.previous != c.route {
+        if before.as_deref() != Some(c.route.as_str()) {
             let change = Change {
                 event: HookEvent::Route,
                 report_id,
                 attempt_id: None,
-                from: Some(c.previous.as_str().to_owned()),
+                from: before,
                 to: c.route.as_str().to_owned(),
             };
             Self::tell_hooks(&mut tx, &[change]).await?;
@@ -123,6 +129,7 @@ impl ReportStore for Engine {
             .fetch_optional(&mut *tx)
             .await?;
         let Some(before) = before else { return Err(StorageError::NotFound(format!("report {report_id}"))) };
+        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
         sqlx::query("UPDATE reports SET resolution = $1, resolution_by = $2, duplicate_of = $3 WHERE id = $4")
             .bind(resolution.map_or("reopened", |r| r.as_str()))
             .bind(&origin.actor)
@@ -150,6 +157,7 @@ impl ReportStore for Engine {
             text = format!("{text}: {r}");
         }
         Self::add_activity(&mut tx, report_id, origin, "status", &text).await?;
+        Self::tell_status_changes(&mut tx, &watched).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -293,7 +301,7 @@ impl ReportStore for Engine {
         .bind(report_id)
         .execute(&mut *tx)
         .await?;
-        Self::set_status(&mut tx, &[report_id], false).await?;
+        Self::set_status(&mut tx, &[report_id]).await?;
         Self::refresh_figures(&mut tx, &[report_id]).await?;
         tx.commit().await?;
         Ok(Outcome::Updated)
@@ -642,7 +650,7 @@ impl Engine {
     /// ([`common::STATUS_EXPR`]), one statement per chunk of ids, and their
     /// throughput counts.
     pub(in crate::db) async fn refresh_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
-        Self::set_status(tx, report_ids, true).await?;
+        Self::set_status(tx, report_ids).await?;
         if report_ids.is_empty() {
             return Ok(());
         }
@@ -657,11 +665,8 @@ impl Engine {
 
     /// [`Self::refresh_status`] without the throughput counts, for writes
     /// that refresh all the figures next.
-    /// With `tell`, hooks are told of the statuses that change (bulk imports
-    /// tell no one).
-    pub(in crate::db) async fn set_status(tx: &mut Tx, report_ids: &[i64], tell: bool) -> StorageResult<()> {
+    pub(in crate::db) async fn set_status(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
         for chunk in report_ids.chunks(500) {
-            let before = if tell { Self::watched_statuses(tx, chunk).await? } else { Vec::new() };
             let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
                 "UPDATE reports SET status = {} WHERE id IN (",
                 common::STATUS_EXPR
@@ -672,7 +677,6 @@ impl Engine {
             }
             qb.push(")");
             qb.build().execute(&mut **tx).await?;
-            Self::tell_status_changes(tx, &before).await?;
         }
         Ok(())
     }
@@ -1037,7 +1041,7 @@ impl Engine {
                 .execute(&mut **tx)
                 .await?;
         }
-        Self::refresh_reports(tx, &[report_id], true).await
+        Self::refresh_reports(tx, &[report_id]).await
     }
 
     /// The report an attempt names, with its `vague` flag.
