@@ -289,3 +289,96 @@ async fn hooks_hear_changes_signed_with_retries_and_a_log_on_both_engines() {
     drop(app);
     pg.drop_now().await;
 }
+
+#[tokio::test]
+async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    let url = db.to_str().unwrap().to_owned();
+    let storage = failpass::db::connect(&url).await.unwrap();
+    storage.migrate().await.unwrap();
+    let req = failpass_shared::api::projects::CreateProjectRequest {
+        slug: "cli/hooks".into(),
+        name: None,
+        description: None,
+        public: None,
+        upstream_url: None,
+    };
+    storage.create_project(&req).await.unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_failpass"))
+            .arg("hook")
+            .args(args)
+            .args(["--database-url", &url])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) =
+        run(&["add", "--project", "cli/hooks", "--url", "https://h.example.org/x", "--format", "teams"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--format") && err.contains("teams"), "{err}");
+    let (code, _, err) =
+        run(&["add", "--project", "cli/hooks", "--url", "https://h.example.org/x", "--events", "verdict,nope"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--events") && err.contains("nope"), "{err}");
+    let (code, _, err) = run(&["add", "--project", "cli/hooks", "--url", "http://169.254.169.254/"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("link-local"), "{err}");
+    let (code, _, err) = run(&["add", "--project", "no/such", "--url", "https://h.example.org/x"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("project `no/such` does not exist"), "{err}");
+    let (code, out, err) = run(&[
+        "add",
+        "--project",
+        "cli/hooks",
+        "--url",
+        "https://h.example.org/x",
+        "--format",
+        "slack",
+        "--events",
+        "status,verdict",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let secret = out.trim();
+    assert!(secret.starts_with("whsec_") && secret.len() == 70, "the secret alone on standard output: {out}");
+    assert!(err.contains("hook 1 of cli/hooks posts slack deliveries of verdict, status"), "{err}");
+    let (_, out, _) = run(&["list"]);
+    assert!(out.starts_with("1\tcli/hooks\tslack\tverdict,status\thttps://h.example.org/x\t0 delivered"), "{out}");
+    assert!(!out.contains(secret), "{out}");
+
+    // A change, told: the log shows its delivery, waiting for a worker.
+    use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
+    let request: failpass_shared::api::reports::CreateReportRequest =
+        serde_json::from_value(json!({"project": "cli/hooks", "external_id": "1", "title": "t", "body": "b"})).unwrap();
+    let decision = decide(&RoutingConfig::default(), &RoutingInput::from_request(&request));
+    let report = storage
+        .create_report(&failpass::db::NewReport { request, decision, origin: Default::default() })
+        .await
+        .unwrap();
+    let change = failpass::db::hooks::Change {
+        event: failpass_shared::api::hooks::HookEvent::Status,
+        report_id: report.summary.id,
+        attempt_id: None,
+        from: Some("new".into()),
+        to: "closed".into(),
+    };
+    storage.tell(&[change]).await.unwrap();
+    let (_, out, _) = run(&["log", "1"]);
+    assert!(out.starts_with("1\t") && out.contains("\tstatus\tpending\ttries 0\t-"), "{out}");
+    let (code, _, err) = run(&["redeliver", "1"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("still being sent"), "{err}");
+    let (code, out, err) = run(&["remove", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("hook 1 removed"), "{out}");
+    let (_, out, _) = run(&["log", "1"]);
+    assert!(out.contains("\tfailed\t") && out.contains("the hook was removed"), "{out}");
+    let (code, _, err) = run(&["remove", "9"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("hook 9 does not exist"), "{err}");
+}
