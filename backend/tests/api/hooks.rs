@@ -382,3 +382,50 @@ async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
     assert_eq!(code, Some(1));
     assert!(err.contains("hook 9 does not exist"), "{err}");
 }
+
+/// `examples/hook_receiver.py`, the receiver docs/agents.md points to, takes
+/// failpass's real deliveries and refuses a forged one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_receiver_checks_real_deliveries() {
+    let app = spawn_app().await;
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let data = tempfile::tempdir().unwrap();
+    let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), RunnerConfig::default()));
+    let options = WorkerOptions { poll: Duration::from_millis(100), ..Default::default() };
+    spawn_pool(executor, app.storage.clone(), 1, options, stopped);
+    app.project("hooks/demo").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let hook = hook(&app, format!("http://127.0.0.1:{port}/"), "signed", json!(["verdict"])).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/hook_receiver.py");
+    let receiver = tokio::process::Command::new("python3")
+        .args([script, "--port", &port.to_string(), "--until", "verdict", "--timeout", "60"])
+        .env("FAILPASS_HOOK_SECRET", hook["secret"].as_str().unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let forged = || client.post(format!("http://127.0.0.1:{port}/")).header(SIGNATURE_HEADER, "t=1,v1=00").body("{}");
+    let mut answered = None;
+    for _ in 0..100 {
+        if let Ok(r) = forged().send().await {
+            answered = Some(r.status().as_u16());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answered, Some(401), "a forged delivery is refused");
+    let report = app.report(json!({"project": "hooks/demo", "external_id": "1", "title": "t", "body": "b"})).await;
+    let attempt =
+        app.attempt(json!({"report_id": report, "agent": "a", "verdict": "lead", "verdict_source": "llm"})).await;
+    let r = app.post(&format!("/api/v1/attempts/{}/review", attempt["id"]), &json!({"review": "accepted"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let out = tokio::time::timeout(Duration::from_secs(60), receiver.wait_with_output()).await.unwrap().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stderr.contains("refused delivery None: the signature is"), "{stderr}");
+    let line: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!((line["event"].as_str(), line["to"].as_str()), (Some("verdict"), Some("confirmed")), "{stdout}");
+    assert_eq!(line["attempt_id"], attempt["id"]);
+}
