@@ -1514,6 +1514,132 @@ async fn account_pages_at_390_px() {
     h.finish().await;
 }
 
+/// A receiver for one test: answers 200 to each post, after reading it whole.
+fn receiver() -> u16 {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got);
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                        })
+                        .and_then(|v| v.parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if got.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nthank ye");
+        }
+    });
+    port
+}
+
+/// The webhooks page as an admin uses it: a wrong address named, a hook
+/// added (its secret shown once), a change delivered by the queue's
+/// executor to a local receiver, the hook's log with the receiver's answer;
+/// at 1280 and at 390 px without sideways scrolling.
+#[tokio::test]
+async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 900).await;
+    h.sign_in("demo-admin").await;
+    h.client.goto(&format!("{}/settings/projects", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::LinkText("Webhooks")).await.unwrap().click().await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=create-hook]")).await.unwrap();
+    let fill = |url: String| {
+        let c = h.client.clone();
+        async move {
+            c.find(Locator::Css("select[name=project]"))
+                .await
+                .unwrap()
+                .select_by_value("fastnum/fastnum")
+                .await
+                .unwrap();
+            let field = c.find(Locator::Css("input[name=url]")).await.unwrap();
+            field.clear().await.unwrap();
+            field.send_keys(&url).await.unwrap();
+            c.find(Locator::Css("select[name=format]")).await.unwrap().select_by_value("signed").await.unwrap();
+            c.find(Locator::Css("[data-testid=create-hook]")).await.unwrap().click().await.unwrap();
+        }
+    };
+    fill("ftp://example.org/hook".into()).await;
+    assert!(h.text("hook-error").await.contains("`ftp` is not http or https"));
+    let port = receiver();
+    fill(format!("http://127.0.0.1:{port}/failpass")).await;
+    let secret = h.text("new-secret").await;
+    assert!(secret.starts_with("whsec_") && secret.len() == 70, "{secret}");
+    h.screenshot("hooks-created.png").await;
+
+    // A report of the project closes; the queue's deliver job posts it.
+    let report = h.storage.find_report("fastnum/fastnum", "101").await.unwrap().expect("the demo's report #101");
+    let change = failpass::db::hooks::Change {
+        event: failpass_shared::api::hooks::HookEvent::Status,
+        report_id: report,
+        attempt_id: None,
+        from: Some("reproduced".into()),
+        to: "closed".into(),
+    };
+    h.storage.tell(&[change]).await.unwrap();
+    let now = chrono::Utc::now();
+    let job = h.storage.claim("e2e", now, chrono::Duration::seconds(60)).await.unwrap().expect("the deliver job");
+    assert!(job.payload.delivery_id.is_some(), "deliveries go before verifications: {job:?}");
+    failpass::runner::deliver::Deliver::new(h.storage.clone()).execute(&job).await.unwrap();
+    h.storage.complete(job.id, "e2e", chrono::Utc::now(), None).await.unwrap();
+
+    h.client.goto(&format!("{}/settings/hooks", h.base)).await.unwrap();
+    assert!(h.text("hooks").await.contains("1 delivered, 0 pending, 0 failed"));
+    assert!(!h.text("hooks").await.contains(&secret), "the secret is shown once");
+    h.client
+        .find(Locator::Css("[data-testid=hooks] a[href^=\"/settings/hooks/\"]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(h.text("delivery-state").await, "delivered");
+    assert_eq!(h.text("status-code").await, "200");
+    h.screenshot("hook-log.png").await;
+    h.client.find(Locator::Css("[data-testid=redeliver]")).await.unwrap().click().await.unwrap();
+    h.until("the redelivery to be listed", || async {
+        h.client.find_all(Locator::Css("[data-testid=delivery-state]")).await.map(|v| v.len()).unwrap_or(0) == 2
+    })
+    .await;
+
+    let overflow = || {
+        let c = h.client.clone();
+        async move {
+            c.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
+                .await
+                .unwrap()
+                .as_i64()
+                .unwrap_or(0)
+        }
+    };
+    h.client.set_window_size(390, 844).await.unwrap();
+    h.screenshot("hook-log-390.png").await;
+    assert!(overflow().await <= 0, "the log does not scroll sideways at 390 px (its table scrolls in its frame)");
+    h.client.goto(&format!("{}/settings/hooks", h.base)).await.unwrap();
+    h.client.wait().for_element(Locator::Css("[data-testid=create-hook]")).await.unwrap();
+    assert!(overflow().await <= 0, "the webhooks page does not scroll sideways at 390 px");
+    h.screenshot("hooks-390.png").await;
+    h.finish().await;
+}
+
 /// A page on another origin, open in the browser of a signed-in admin,
 /// tries the attack the security issue replayed: an NDJSON import of an
 /// environment whose setup would run a command, posted `no-cors` as

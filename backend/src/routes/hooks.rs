@@ -174,7 +174,7 @@ async fn hooks_view(
                         option value="slack" { "slack: one line, for a Slack incoming webhook" }
                         option value="discord" { "discord: one line, for a Discord webhook" }
                     } }
-                    fieldset.field {
+                    fieldset.checks {
                         legend { "Tell it of" }
                         label.check { input type="checkbox" name="verdict" value="on" checked; " verdict changes" }
                         label.check { input type="checkbox" name="route" value="on" checked; " route changes" }
@@ -322,10 +322,10 @@ pub async fn hook_log_page(
                                 @if let Some(ms) = d.duration_ms { span.muted { (ms) " ms" } }
                                 @if let Some(e) = &d.error { br; span.state-error { (e) } }
                                 @if let Some(r) = d.response.as_deref().filter(|r| !r.is_empty()) {
-                                    details { summary { "answer" } pre { (r) } }
+                                    details { summary { "answer" } pre.output { (r) } }
                                 }
                             }
-                            td.wrap { details { summary { "body" } pre { (d.body) } } }
+                            td.wrap { details { summary { "body" } pre.output { (d.body) } } }
                             td { @if hook.removed_at.is_none() {
                                 form.inline method="post" action=(format!("/settings/deliveries/{}/redeliver", d.id)) {
                                     button.link-button type="submit" data-testid="redeliver" { "Redeliver" }
