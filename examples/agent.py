@@ -12,14 +12,15 @@ attempt --trajectory … --wait`, the exit code passed on.
 Against the demo (`cargo xtask run`, which serves on 127.0.0.1:8080 with
 its data in ./data), from the repository:
 
-    export FAILPASS_TOKEN=$(target/release/failpass token create \
+    export FAILPASS_TOKEN=$(target/debug/failpass token create \
         --data-dir data --project fastnum/fastnum --scope agent --name example)
     python3 examples/agent.py 101      # softmax nan: reproduced, exit 0
     python3 examples/agent.py 102      # logsumexp inf: the snippet asserts nothing, exit 1
 
 Environment: FAILPASS_TOKEN (a token of the project, scope `agent` or
 `ci`), FAILPASS_SERVER (default http://127.0.0.1:8080), FAILPASS_BIN (the
-failpass binary; default target/release/failpass, else `failpass` on PATH).
+failpass binary; default target/release/failpass or target/debug/failpass,
+whichever was built last, else `failpass` on PATH).
 Exit: 0 reproduced, 1 not reproduced, 2 an error (as `failpass submit`).
 """
 import argparse
@@ -67,8 +68,12 @@ def propose(body):
 
 
 def failpass_bin():
-    here = os.path.join(os.path.dirname(__file__), "..", "target", "release", "failpass")
-    return os.environ.get("FAILPASS_BIN") or (here if os.path.exists(here) else shutil.which("failpass"))
+    if os.environ.get("FAILPASS_BIN"):
+        return os.environ["FAILPASS_BIN"]
+    target = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
+    built = [p for p in (os.path.join(target, t, "failpass") for t in ("release", "debug")) if os.path.exists(p)]
+    # `cargo xtask run` builds debug, `cargo xtask dist` release: the newer is the one serving.
+    return max(built, key=os.path.getmtime) if built else shutil.which("failpass")
 
 
 def main():
@@ -82,7 +87,7 @@ def main():
         sys.exit("agent: set FAILPASS_TOKEN to a token of the project (failpass token create --scope agent)")
     binary = failpass_bin()
     if not binary:
-        sys.exit("agent: no failpass binary: build it (cargo build --release -p failpass) or set FAILPASS_BIN")
+        sys.exit("agent: no failpass binary: build it (cargo xtask run, or cargo build -p failpass) or set FAILPASS_BIN")
 
     started = time.time()
     steps = []  # the trajectory: what this agent did, as JSON Lines of steps

@@ -172,6 +172,59 @@ async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("missing.py"), "{}", text(&out.stderr));
     assert_eq!(count().await, 4, "refused attempts are not stored");
+
+    // The example agent, end to end (docs/agents.md, "A complete session"):
+    // it reads #101, submits its candidate with its trajectory, waits, exits
+    // with the verdict; the example receiver, behind a signed hook, hears it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let hook = app
+        .post(
+            "/api/v1/hooks",
+            &serde_json::json!({"project": "fastnum/fastnum", "url": format!("http://127.0.0.1:{port}/"), "events": ["verdict"]}),
+        )
+        .await;
+    assert_eq!(hook.status, 201, "{}", hook.body);
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut receiver = tokio::process::Command::new("python3")
+        .arg(examples.join("hook_receiver.py"))
+        .args(["--port", &port.to_string()])
+        .env("FAILPASS_HOOK_SECRET", hook.body["secret"].as_str().unwrap())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let agent = tokio::process::Command::new("python3")
+        .arg(examples.join("agent.py"))
+        .args(["101", "--server", &app.base])
+        .env("FAILPASS_TOKEN", &token)
+        .env("FAILPASS_BIN", env!("CARGO_BIN_EXE_failpass"))
+        .env("FAILPASS_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    let said = format!("{}{}", text(&agent.stdout), text(&agent.stderr));
+    assert_eq!(agent.status.code(), Some(0), "{said}");
+    let line = said.lines().find(|l| l.starts_with("attempt ") && l.ends_with(": reproduced")).expect("the verdict");
+    let id: i64 = line["attempt ".len()..line.find(':').unwrap()].parse().unwrap();
+    let steps = app.get(&format!("/api/v1/attempts/{id}/trajectory")).await;
+    assert_eq!(steps.status, 200, "{}", steps.body);
+    assert_eq!(steps.body["steps"].as_array().map(Vec::len), Some(3), "{}", steps.body);
+    // The receiver prints each delivery whose signature held; the demo's
+    // own gradings are told too, so look for this attempt's.
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(receiver.stdout.take().unwrap()).lines();
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&l).unwrap();
+            if v["attempt_id"] == id {
+                return v;
+            }
+        }
+        panic!("the receiver stopped")
+    })
+    .await
+    .expect("the receiver heard the agent's verdict");
+    assert_eq!((heard["event"].as_str(), heard["to"].as_str()), (Some("verdict"), Some("reproduced")), "{heard}");
 }
 
 /// A server that cannot be reached is tried `--tries` times, then exit 2.
