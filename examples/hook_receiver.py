@@ -6,7 +6,9 @@ the `X-Failpass-Signature` header is `t=<unix seconds>,v1=<hex>`, where the hex
 is HMAC-SHA256 under the hook's secret of `<t>.<raw body>`; a signature older
 than five minutes is refused (so an old delivery cannot be replayed), and the
 comparison is constant-time. A good delivery is printed as one JSON line and
-answered 200; a bad one is answered 401 and said why on standard error.
+answered 200; a bad signature is answered 401, a body without a length 411,
+one over 1 MiB 413, each said why on standard error. (The delivery id header
+is not signed: trust the body's fields, not it.)
 
     FAILPASS_HOOK_SECRET=whsec_… python3 examples/hook_receiver.py --port 9100 \
         [--until verdict] [--timeout 600]
@@ -26,6 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOLERANCE_SECONDS = 300
+MAX_BODY = 1 << 20
 
 
 def verify(secret: str, header: str, body: bytes, now: float) -> str | None:
@@ -57,20 +60,32 @@ def main() -> int:
     done = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(min(length, 1 << 20))
-            why = verify(secret, self.headers.get("X-Failpass-Signature", ""), body, time.time())
+        def answer(self, code: int, why: str = "") -> None:
             if why:
                 print(f"hook_receiver: refused delivery {self.headers.get('X-Failpass-Delivery')}: {why}",
                       file=sys.stderr, flush=True)
-                self.send_response(401)
-                self.end_headers()
-                return
-            event = json.loads(body)
-            print(json.dumps({"delivery": self.headers.get("X-Failpass-Delivery"), **event}), flush=True)
-            self.send_response(200)
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
             self.end_headers()
+
+        def do_POST(self) -> None:
+            try:
+                length = int(self.headers.get("Content-Length") or "")
+            except ValueError:
+                return self.answer(411, "no Content-Length")
+            if not 0 <= length <= MAX_BODY:
+                return self.answer(413, f"a body of {length} bytes (at most {MAX_BODY})")
+            body = self.rfile.read(length)
+            why = verify(secret, self.headers.get("X-Failpass-Signature", ""), body, time.time())
+            if why:
+                return self.answer(401, why)
+            try:
+                event = json.loads(body)
+            except ValueError as e:
+                # Signed by failpass, yet not JSON: a slack or discord hook's text? Take it.
+                event = {"event": self.headers.get("X-Failpass-Event"), "unparsed": str(e)}
+            print(json.dumps({"delivery": self.headers.get("X-Failpass-Delivery"), **event}), flush=True)
+            self.answer(200)
             if args.until and event.get("event") == args.until:
                 done.set()
 

@@ -60,7 +60,7 @@ pub fn body(format: HookFormat, change: &Change, about: &About<'_>, at: DateTime
     }
 }
 
-/// One line for a chat: `pytorch/pytorch #123 “title”: verdict pending → reproduced (attempt 7)`.
+/// One line for a chat: `pytorch/pytorch #123 “title”: verdict hypothesis → reproduced (attempt 7)`.
 fn line(change: &Change, about: &About<'_>, escape: fn(&str) -> String) -> String {
     let title: String = about.title.chars().take(200).collect();
     let what = match change.event {
@@ -192,7 +192,7 @@ mod tests {
             event: HookEvent::Verdict,
             report_id: 4,
             attempt_id: Some(7),
-            from: Some("pending".into()),
+            from: Some("hypothesis".into()),
             to: "reproduced".into(),
         }
     }
@@ -227,7 +227,7 @@ mod tests {
         let slack: serde_json::Value = serde_json::from_str(&body(HookFormat::Slack, &change(), &about(), at)).unwrap();
         assert_eq!(
             slack["text"],
-            "demo/vision #123 “&lt;b&gt;grad&lt;/b&gt; &amp; @everyone”: verdict pending → reproduced (attempt 7)"
+            "demo/vision #123 “&lt;b&gt;grad&lt;/b&gt; &amp; @everyone”: verdict hypothesis → reproduced (attempt 7)"
         );
         let discord: serde_json::Value =
             serde_json::from_str(&body(HookFormat::Discord, &change(), &about(), at)).unwrap();

@@ -33,6 +33,11 @@ pub(crate) trait Dialect {
     /// many machines claim at once without taking the same job.
     const SKIP_LOCKED: &'static str;
 
+    /// Appended to a `SELECT` of rows a write will compare after it changed
+    /// them: the lock that keeps a concurrent write from reading the same
+    /// "before" (hooks would be told one change twice).
+    const FOR_UPDATE: &'static str;
+
     /// The case-insensitive match operator (for ASCII at least).
     const LIKE: &'static str;
 
@@ -120,6 +125,9 @@ impl Dialect for SqliteStorage {
     /// None: SQLite has one writer, and the claim runs on it.
     const SKIP_LOCKED: &'static str = "";
 
+    /// None: SQLite's one writer holds the whole database.
+    const FOR_UPDATE: &'static str = "";
+
     /// SQLite's `LIKE` ignores ASCII case.
     const LIKE: &'static str = "LIKE";
 
@@ -194,6 +202,8 @@ impl Dialect for PgStorage {
 
     /// Concurrent claimers skip rows another transaction holds.
     const SKIP_LOCKED: &'static str = "FOR UPDATE SKIP LOCKED";
+
+    const FOR_UPDATE: &'static str = "FOR UPDATE";
 
     const LIKE: &'static str = "ILIKE";
 

@@ -78,6 +78,7 @@ pub trait ReportStore: Send + Sync {
     /// Replaces a report's derived routing (route, flags, category, features,
     /// explanation and a derived oracle) in one transaction and re-derives
     /// its attempts' counting. `NotFound` when the report does not exist.
+    /// Hooks are not told (`failpass reroute` moves many reports at once).
     async fn update_routing(&self, report_id: i64, decision: &RoutingDecision) -> StorageResult<()>;
 
     /// The project (slug) of report `id`, or `None` when it does not exist or is outside `scope`.

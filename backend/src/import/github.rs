@@ -140,36 +140,51 @@ pub async fn intake_issue(
         return Ok(Intake::Rejected(e.field, e.message));
     }
     let decision = models.decide(storage, cfg, &req).await?;
-    let before = match storage.find_report(project, &req.external_id).await? {
-        Some(id) => storage.get_report(id, &ProjectScope::All).await?.map(|r| r.summary.route),
-        None => None,
+    let read = |id: Option<i64>| async move {
+        match id {
+            Some(id) => {
+                storage.get_report(id, &ProjectScope::All).await.map(|r| r.map(|r| (r.summary.route, r.summary.status)))
+            }
+            None => Ok(None),
+        }
     };
+    let before = read(storage.find_report(project, &req.external_id).await?).await?;
     let outcome = storage
         .import_reports(&[NewReport { request: req.clone(), decision, origin }])
         .await?
         .pop()
         .unwrap_or_else(|| Err(StorageError::Corrupt("no outcome for the report".into())))?;
     let id = storage.find_report(project, &req.external_id).await?;
-    let route = match id {
-        Some(id) => storage.get_report(id, &ProjectScope::All).await?.map(|r| r.summary.route),
-        None => None,
-    };
-    // Live intake tells the project's hooks of a new or changed route (a
-    // bulk import of issues tells no one).
-    if let (Some(id), Some(to)) = (id, route)
-        && before != Some(to)
-    {
-        let change = Change {
-            event: HookEvent::Route,
-            report_id: id,
-            attempt_id: None,
-            from: before.map(|r| r.as_str().to_owned()),
-            to: to.as_str().to_owned(),
-        };
-        // Told after the import's own transaction: a failure here is logged,
-        // not answered (the report is stored; GitHub would only resend it).
-        if let Err(e) = storage.tell(&[change]).await {
-            tracing::error!(report = id, error = %e, "could not tell the project's hooks of the route");
+    let after = read(id).await?;
+    let route = after.map(|(route, _)| route);
+    // Live intake tells the project's hooks of a new or changed route, and a
+    // status changed upstream (a bulk import of issues tells no one). Told
+    // after the import's own transaction, so best effort: a failure is
+    // logged, not answered (the report is stored; GitHub would only resend it).
+    if let (Some(id), Some((to_route, to_status))) = (id, after) {
+        let mut changes = Vec::new();
+        if before.map(|(r, _)| r) != Some(to_route) {
+            changes.push(Change {
+                event: HookEvent::Route,
+                report_id: id,
+                attempt_id: None,
+                from: before.map(|(r, _)| r.as_str().to_owned()),
+                to: to_route.as_str().to_owned(),
+            });
+        }
+        if let Some((_, from_status)) = before
+            && from_status != to_status
+        {
+            changes.push(Change {
+                event: HookEvent::Status,
+                report_id: id,
+                attempt_id: None,
+                from: Some(from_status.as_str().to_owned()),
+                to: to_status.as_str().to_owned(),
+            });
+        }
+        if let Err(e) = storage.tell(&changes).await {
+            tracing::error!(report = id, error = %e, "could not tell the project's hooks of the change");
         }
     }
     Ok(Intake::Stored { outcome, id, route })

@@ -25,48 +25,96 @@ pub struct Deliver {
 }
 
 /// Whether a hook may be posted to `ip`. Link-local addresses (where clouds
-/// serve instance credentials, 169.254.169.254), unspecified, multicast and
-/// broadcast ones never; loopback and private networks may be where a team's
-/// own receiver runs, and only admins make hooks.
+/// serve instance credentials: 169.254.169.254, fe80::/10) and the other
+/// known metadata addresses (100.100.100.200, fd00:ec2::254), unspecified,
+/// multicast and broadcast ones never, nor IPv4 ones hidden in IPv6
+/// (mapped, compatible, NAT64) that would be refused as IPv4. Loopback and
+/// private networks may be where a team's own receiver runs, and only
+/// admins make hooks.
 pub fn may_post_to(ip: std::net::IpAddr) -> bool {
-    use std::net::IpAddr;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    const ALIBABA_METADATA: Ipv4Addr = Ipv4Addr::new(100, 100, 100, 200);
+    const AWS_METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
     match ip {
-        IpAddr::V4(v4) => !(v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast()),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => may_post_to(IpAddr::V4(v4)),
-            None => !(v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast()),
-        },
+        IpAddr::V4(v4) => {
+            !(v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4 == ALIBABA_METADATA)
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            let embedded = if let Some(v4) = v6.to_ipv4_mapped() {
+                Some(v4)
+            } else if s[..6] == [0, 0, 0, 0, 0, 0] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                // IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
+                let o = v6.octets();
+                Some(Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+            } else {
+                None
+            };
+            if let Some(v4) = embedded
+                && !v6.is_loopback()
+                && !v6.is_unspecified()
+            {
+                return may_post_to(IpAddr::V4(v4));
+            }
+            !(v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast() || v6 == AWS_METADATA_V6)
+        }
     }
+}
+
+/// Why a delivery was not posted before any connection.
+enum NotPosted {
+    /// The name did not resolve (now): tried again later.
+    Unresolved(String),
+    /// The address is one hooks are never posted to: ended.
+    Forbidden(String),
 }
 
 /// The hook's address resolved once and checked: the connection goes to
-/// the address checked (pinned), so a name that resolves elsewhere on a
+/// the addresses checked (pinned), so a name that resolves elsewhere on a
 /// second look cannot lead the post there.
-async fn resolve(url: &reqwest::Url) -> Result<Option<(String, std::net::SocketAddr)>, String> {
-    let host = url.host_str().ok_or("the address has no host")?.to_owned();
+async fn resolve(url: &reqwest::Url) -> Result<Option<(String, Vec<std::net::SocketAddr>)>, NotPosted> {
+    let host = url.host_str().ok_or_else(|| NotPosted::Forbidden("the address has no host".into()))?.to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
-        return if may_post_to(ip) { Ok(None) } else { Err(format!("{ip} is a link-local or non-unicast address")) };
+        return if may_post_to(ip) {
+            Ok(None)
+        } else {
+            Err(NotPosted::Forbidden(format!("{ip} is a link-local, metadata or non-unicast address")))
+        };
     }
-    let addrs: Vec<std::net::SocketAddr> =
-        tokio::net::lookup_host((host.as_str(), port)).await.map_err(|e| format!("resolving {host}: {e}"))?.collect();
+    let looked_up = tokio::time::timeout(TIMEOUT, tokio::net::lookup_host((host.as_str(), port)))
+        .await
+        .map_err(|_| NotPosted::Unresolved(format!("resolving {host}: no answer in {} s", TIMEOUT.as_secs())))?
+        .map_err(|e| NotPosted::Unresolved(format!("resolving {host}: {e}")))?;
+    let addrs: Vec<std::net::SocketAddr> = looked_up.collect();
     if let Some(bad) = addrs.iter().find(|a| !may_post_to(a.ip())) {
-        return Err(format!("{host} resolves to {}, a link-local or non-unicast address", bad.ip()));
+        return Err(NotPosted::Forbidden(format!(
+            "{host} resolves to {}, a link-local, metadata or non-unicast address",
+            bad.ip()
+        )));
     }
-    let first = addrs.first().ok_or_else(|| format!("{host} resolves to no address"))?;
-    Ok(Some((host, *first)))
+    if addrs.is_empty() {
+        return Err(NotPosted::Unresolved(format!("{host} resolves to no address")));
+    }
+    Ok(Some((host, addrs)))
 }
 
-/// A client for one delivery: no redirects (a hook posts where its admin
-/// said, not where the receiver points), the checked address pinned.
-fn client(pinned: Option<(String, std::net::SocketAddr)>) -> Result<reqwest::Client, reqwest::Error> {
+/// A client for one delivery: no proxy (a proxy would resolve the name
+/// itself, past the check), no redirects (a hook posts where its admin
+/// said, not where the receiver points), the checked addresses pinned.
+fn client(pinned: Option<(String, Vec<std::net::SocketAddr>)>) -> Result<reqwest::Client, reqwest::Error> {
     let mut builder = reqwest::Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
         .user_agent(concat!("failpass-hooks/", env!("CARGO_PKG_VERSION")));
-    if let Some((host, addr)) = pinned {
-        builder = builder.resolve(&host, addr);
+    if let Some((host, addrs)) = pinned {
+        builder = builder.resolve_to_addrs(&host, &addrs);
     }
     builder.build()
 }
@@ -102,16 +150,15 @@ impl Deliver {
         };
         let client = match resolve(&url).await {
             Ok(pinned) => client(pinned).map_err(|e| JobError::because("making the HTTP client", e.without_url()))?,
-            Err(why) => {
-                // A name that does not resolve may resolve later; a forbidden address will not change.
-                let forbidden = !why.starts_with("resolving");
-                let mut outcome = refuse(format!("not posted: {why}"));
-                if !forbidden {
-                    outcome.state = DeliveryState::Pending;
-                }
+            Err(not) => {
+                let (state, message, error): (_, _, fn(String) -> JobError) = match not {
+                    NotPosted::Unresolved(why) => (DeliveryState::Pending, why, JobError::transient),
+                    NotPosted::Forbidden(why) => (DeliveryState::Failed, why, JobError::permanent),
+                };
+                let mut outcome = refuse(format!("not posted: {message}"));
+                outcome.state = state;
                 self.storage.record_try(id, &outcome, chrono::Utc::now()).await?;
-                let message = outcome.error.unwrap_or_default();
-                return Err(if forbidden { JobError::permanent(message) } else { JobError::transient(message) });
+                return Err(error(outcome.error.unwrap_or_default()));
             }
         };
         let signature = sign(&out.secret, chrono::Utc::now().timestamp(), out.body.as_bytes());

@@ -143,6 +143,7 @@ struct Fixture {
     /// page removes, one the API removes.
     hook: i64,
     delivery: i64,
+    delivery_for_api: i64,
     hook_for_page: i64,
     hook_for_api: i64,
 }
@@ -287,14 +288,17 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         from: Some("new".into()),
         to: "closed".into(),
     };
-    s.tell(&[closed]).await.unwrap();
-    let delivery = s.hook_deliveries(hooks[0], 1).await.unwrap()[0].id;
-    // Its job ends (nothing listens at that address), so it may be sent again.
-    let now = chrono::Utc::now();
-    let job = s.claim("tests", now, chrono::Duration::seconds(60)).await.unwrap().expect("the deliver job");
-    assert_eq!(job.payload.delivery_id, Some(delivery));
-    s.fail(job.id, "tests", now, "nothing listens there", failpass::db::jobs::Retry::Never).await.unwrap();
-    s.give_up_delivery(delivery, "nothing listens there").await.unwrap();
+    s.tell(&[closed.clone(), closed]).await.unwrap();
+    // Two deliveries (one the page sends again, one the API); their jobs end
+    // (nothing listens at that address), so they may be sent again.
+    for _ in 0..2 * hooks.len() {
+        let now = chrono::Utc::now();
+        let job = s.claim("tests", now, chrono::Duration::seconds(60)).await.unwrap().expect("a deliver job");
+        let delivery = job.payload.delivery_id.expect("deliveries go first");
+        s.fail(job.id, "tests", now, "nothing listens there", failpass::db::jobs::Retry::Never).await.unwrap();
+        s.give_up_delivery(delivery, "nothing listens there").await.unwrap();
+    }
+    let deliveries: Vec<i64> = s.hook_deliveries(hooks[0], 2).await.unwrap().iter().map(|d| d.id).collect();
     let password = "correct horse battery staple";
     make_user(s, "viewer", password, false, Some(("vault/secret", ProjectRole::Viewer))).await;
     make_user(s, "maintainer", password, false, Some(("vault/secret", ProjectRole::Maintainer))).await;
@@ -333,7 +337,8 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         spare_tokens,
         maintainer_password: password.into(),
         hook: hooks[0],
-        delivery,
+        delivery: deliveries[0],
+        delivery_for_api: deliveries[1],
         hook_for_page: hooks[1],
         hook_for_api: hooks[2],
     };
@@ -366,7 +371,9 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         }
         ("DELETE", "/api/v1/hooks/{id}") => (format!("/api/v1/hooks/{}", f.hook_for_api), (None, String::new())),
         ("GET", "/api/v1/hooks/{id}/deliveries") => (format!("/api/v1/hooks/{}/deliveries", f.hook), (None, String::new())),
-        ("POST", "/api/v1/deliveries/{id}/redeliver") => (format!("/api/v1/deliveries/{}/redeliver", f.delivery), json(json!({}))),
+        ("POST", "/api/v1/deliveries/{id}/redeliver") => {
+            (format!("/api/v1/deliveries/{}/redeliver", f.delivery_for_api), json(json!({})))
+        }
         ("POST", "/api/v1/projects") => ("/api/v1/projects".to_owned(), json(json!({"slug": format!("made/by-{i}")}))),
         ("PATCH", "/api/v1/projects/{*slug}") => ("/api/v1/projects/vault/secret".to_owned(), json(json!({"description": "vault"}))),
         ("POST", "/settings/projects") => ("/settings/projects".to_owned(), (Some("application/x-www-form-urlencoded"), format!("slug=made%2Fpage-{i}&visibility=private"))),

@@ -72,6 +72,25 @@ async fn github_issue_deliveries_are_verified_idempotent_and_routed_at_once() {
     let (status, b) = deliver(&app, "issues", "d-junk", b"not json", Some(sign(SECRET, b"not json"))).await;
     assert_eq!(status, 400, "{b}");
 
+    // A hook of the project hears what live intake does (nothing runs its deliveries here).
+    let hook =
+        app.post("/api/v1/hooks", &json!({"project": "huggingface/datasets", "url": "http://127.0.0.1:9/hook"})).await;
+    assert_eq!(hook.status, 201, "{}", hook.body);
+    let told = || async {
+        let log = app.get(&format!("/api/v1/hooks/{}/deliveries", hook.body["id"])).await.body;
+        let mut told: Vec<(String, Value, Value)> = log
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let body: Value = serde_json::from_str(d["body"].as_str().unwrap()).unwrap();
+                (body["event"].as_str().unwrap().to_owned(), body["from"].clone(), body["to"].clone())
+            })
+            .collect();
+        told.reverse();
+        told
+    };
+
     // Signed: the report is created and routed within the request.
     // (Its time is measured by scripts/bench-webhook.sh, not asserted here.)
     let (status, b) = deliver(&app, "issues", "d-1", &body, Some(sign(SECRET, &body))).await;
@@ -102,7 +121,11 @@ async fn github_issue_deliveries_are_verified_idempotent_and_routed_at_once() {
         app.get("/api/v1/reports?project=huggingface/datasets").await.body["items"].as_array().unwrap().len(),
         1
     );
-
+    let first_route = r["route"].clone();
+    assert_eq!(
+        told().await,
+        vec![("route".into(), Value::Null, first_route.clone()), ("route".into(), first_route, json!("human_first"))]
+    );
     // Other events and actions are acknowledged and ignored.
     let (_, b) = deliver(
         &app,

@@ -8,6 +8,7 @@ use failpass_shared::api::hooks::{Hook, HookDelivery, HookEvent, HookFormat};
 
 use super::{Db, Engine, Tx};
 use crate::db::common;
+use crate::db::dialect::Dialect;
 use crate::db::hooks::*;
 use crate::db::queue::NewJob;
 use crate::db::rows::parse;
@@ -202,7 +203,7 @@ impl Engine {
         for id in report_ids {
             sep.push_bind(*id);
         }
-        qb.push(")");
+        qb.push(") ").push(Self::FOR_UPDATE);
         Ok(qb.build_query_as::<(i64, String)>().fetch_all(&mut **tx).await?)
     }
 
@@ -331,13 +332,15 @@ impl HookStore for Engine {
 
     async fn redeliver(&self, id: i64, now: DateTime<Utc>) -> StorageResult<HookDelivery> {
         let mut tx = self.write.begin().await?;
-        let row: Option<(i64, String, Option<i64>, String, Option<DateTime<Utc>>)> = sqlx::query_as(
-            "SELECT d.hook_id, d.event, d.report_id, d.body, h.removed_at FROM hook_deliveries d \
-             JOIN hooks h ON h.id = d.hook_id WHERE d.id = $1",
-        )
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let row: Option<(i64, String, Option<i64>, String, Option<DateTime<Utc>>)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT d.hook_id, d.event, d.report_id, d.body, h.removed_at FROM hook_deliveries d \
+                 JOIN hooks h ON h.id = d.hook_id WHERE d.id = $1 {}",
+                Self::FOR_UPDATE
+            )))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some((hook_id, event, report_id, body, removed)) = row else {
             return Err(StorageError::NotFound(format!("delivery {id}")));
         };
@@ -353,6 +356,18 @@ impl HookStore for Engine {
         if let Some(job) = live {
             return Err(StorageError::Conflict(format!(
                 "delivery {id} is still being sent (job {job}); send it again once it has ended"
+            )));
+        }
+        let again: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM hook_deliveries WHERE redelivery_of = $1 AND state = 'pending' LIMIT 1 {}",
+            Self::FOR_UPDATE
+        )))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(again) = again {
+            return Err(StorageError::Conflict(format!(
+                "delivery {id} is being sent again already (delivery {again}); wait for it to end"
             )));
         }
         // Pending without a job: its job ended without a word (its worker died on the last try).
@@ -409,17 +424,23 @@ impl HookStore for Engine {
         .bind(delivery_id)
         .execute(&mut *tx)
         .await?;
-        // The hook keeps its newest KEPT_DELIVERIES ended deliveries.
-        sqlx::query(
+        tx.commit().await?;
+        // The hook keeps its newest KEPT_DELIVERIES ended deliveries. Apart
+        // from the try's record, and best effort: a failure here must not
+        // undo "delivered" (the body would be posted again).
+        let trimmed = sqlx::query(
             "DELETE FROM hook_deliveries WHERE hook_id = (SELECT hook_id FROM hook_deliveries WHERE id = $1) \
              AND state <> 'pending' AND id < (SELECT MIN(k.id) FROM (SELECT d.id FROM hook_deliveries d \
-             WHERE d.hook_id = (SELECT hook_id FROM hook_deliveries WHERE id = $1) ORDER BY d.id DESC LIMIT $2) k)",
+             WHERE d.hook_id = (SELECT hook_id FROM hook_deliveries WHERE id = $1) AND d.state <> 'pending' \
+             ORDER BY d.id DESC LIMIT $2) k)",
         )
         .bind(delivery_id)
         .bind(crate::hooks::KEPT_DELIVERIES)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        .execute(&self.write)
+        .await;
+        if let Err(e) = trimmed {
+            tracing::warn!(delivery = delivery_id, error = %e, "could not trim the hook's old deliveries");
+        }
         Ok(())
     }
 

@@ -55,6 +55,15 @@ impl JobStore for Engine {
         let precise = chrono::SubsecRound::trunc_subsecs(now, 3);
         let now = common::secs(now);
         let mut tx = self.write.begin().await?;
+        // A delivery whose job fails so ends with it (else it would stay `pending`).
+        sqlx::query(
+            "UPDATE hook_deliveries SET state = 'failed', error = COALESCE(error, 'the worker stopped') || ' (on the last try)' \
+             WHERE state = 'pending' AND 'deliver:' || CAST(id AS TEXT) IN (SELECT dedup_key FROM jobs \
+             WHERE kind = 'deliver' AND status = 'running' AND lease_expires_at < $1 AND attempts >= max_attempts)",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
         // Expired leases out of tries fail rather than run again.
         sqlx::query(
             "UPDATE jobs SET status = 'failed', finished_at = $1, updated_at = $1, \

@@ -209,7 +209,7 @@ impl OracleDraftStore for Engine {
         .await?;
         let origin = Origin { actor: draft.author.clone(), via: "ui" };
         let watched = Self::watched_statuses(&mut tx, &[draft.report_id]).await?;
-        Self::route_report(&mut tx, draft.report_id, &decision, &origin).await?;
+        Self::route_report(&mut tx, draft.report_id, &decision, &origin, true).await?;
         Self::tell_status_changes(&mut tx, &watched).await?;
         let tries = draft.tries;
         let what = format!(

@@ -48,10 +48,9 @@ impl ReportStore for Engine {
     }
 
     async fn update_routing(&self, report_id: i64, d: &RoutingDecision) -> StorageResult<()> {
+        // `failpass reroute` moves many reports at once, as an import does: it tells no one.
         let mut tx = self.write.begin().await?;
-        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
-        Self::route_report(&mut tx, report_id, d, &Origin { actor: "reroute".into(), via: "cli" }).await?;
-        Self::tell_status_changes(&mut tx, &watched).await?;
+        Self::route_report(&mut tx, report_id, d, &Origin { actor: "reroute".into(), via: "cli" }, false).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -582,12 +581,14 @@ impl Engine {
     }
 
     /// Stores a routing decision (its oracle, flags, route) and re-derives
-    /// what depends on it, inside the caller's transaction.
+    /// what depends on it, inside the caller's transaction; with `tell`,
+    /// hooks hear of a changed route.
     pub(in crate::db) async fn route_report(
         tx: &mut Tx,
         report_id: i64,
         d: &RoutingDecision,
         origin: &Origin,
+        tell: bool,
     ) -> StorageResult<()> {
         let before: Option<String> = sqlx::query_scalar("SELECT route FROM reports WHERE id = $1")
             .bind(report_id)
@@ -607,7 +608,7 @@ impl Engine {
         }
         let after: String =
             sqlx::query_scalar("SELECT route FROM reports WHERE id = $1").bind(report_id).fetch_one(&mut **tx).await?;
-        if before.as_deref() != Some(after.as_str()) {
+        if tell && before.as_deref() != Some(after.as_str()) {
             let change = Change { event: HookEvent::Route, report_id, attempt_id: None, from: before, to: after };
             Self::tell_hooks(tx, &[change]).await?;
         }
