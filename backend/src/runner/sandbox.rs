@@ -321,6 +321,24 @@ pub fn pid_isolation_available() -> bool {
     *AVAILABLE.get_or_init(|| namespace_available(libc::CLONE_NEWPID))
 }
 
+/// Says in the log, once, when runs will get users of their own but not
+/// their namespaces (root without CAP_SYS_ADMIN: in a container started
+/// without `--cap-add SYS_ADMIN`, or a kernel that forbids them): runs then
+/// keep the network and see the host's file system. Workers call it as they start.
+pub fn warn_if_isolation_missing() {
+    static SAID: OnceLock<()> = OnceLock::new();
+    if switches_user() && !(network_isolation_available() && pid_isolation_available()) {
+        SAID.get_or_init(|| {
+            tracing::warn!(
+                network = network_isolation_available(),
+                pids = pid_isolation_available(),
+                "runs get user ids of their own, but this process cannot create namespaces: runs keep the network and \
+                 see the host's file system; give it CAP_SYS_ADMIN (a container: --cap-add SYS_ADMIN)"
+            );
+        });
+    }
+}
+
 fn namespace_available(flag: libc::c_int) -> bool {
     if unsafe { libc::geteuid() } != 0 {
         return false;

@@ -56,6 +56,9 @@ pub fn spawn_pool(
     options: WorkerOptions,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
+    if count > 0 {
+        super::sandbox::warn_if_isolation_missing();
+    }
     (0..count)
         .map(|n| {
             let worker = Worker { executor: executor.clone(), storage: storage.clone(), id: runner_id(n) };
