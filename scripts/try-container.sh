@@ -8,7 +8,12 @@
 #   - `podman stop` ends it cleanly (SIGTERM) and the volume keeps the data;
 #   - a second container on the volume, without SYS_ADMIN, still runs
 #     candidates as users of their own (never root) but without namespaces
-#     (network, PIDs, a read-only file system), and its log says so.
+#     (network, PIDs, a read-only file system), and its log says so;
+#   - with DATABASE_URL (a PostgreSQL URL that may create databases): a
+#     server on this machine with --workers 0 and a `failpass worker` in a
+#     container (its own file system and data directory; the demo's package
+#     directory mounted where the recipes name it) sharing a fresh database:
+#     the container's worker grades what the server was sent.
 # Prints what it checked; exits 1 at the first check that fails.
 #
 #   scripts/try-container.sh
@@ -27,9 +32,13 @@ read -r -a extra <<< "${ENGINE_ARGS:-}"
 ok() { echo "ok: $*"; }
 fail() { echo "FAILED: $*"; exit 1; }
 name=failpass-try-$$ port=18090 volume=failpass-try-$$
+pids=() tmp=$(mktemp -d)
 cleanup() {
-  "$engine" rm -f "$name" "$name-nocap" > /dev/null 2>&1 || true
+  "$engine" rm -f "$name" "$name-nocap" "$name-worker" > /dev/null 2>&1 || true
   "$engine" volume rm -f "$volume" > /dev/null 2>&1 || true
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+  [ -n "${db:-}" ] && psql -q "$DATABASE_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" > /dev/null 2>&1
+  rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -108,3 +117,34 @@ done
 [ -n "$output" ] || fail "attempt $id did not run without SYS_ADMIN"
 [ "${output##*uid }" != 0 ] || fail "a candidate ran as root: $output"
 ok "without SYS_ADMIN a candidate still runs as a user of its own (${output#*\"output\":\"}), never root"
+
+[ -n "${DATABASE_URL:-}" ] || exit 0
+# PostgreSQL: the server here answers requests only; a worker in a container grades.
+db=failpass_try_$$
+psql -q "$DATABASE_URL" -c "CREATE DATABASE $db" > /dev/null || fail "creating database $db"
+url="${DATABASE_URL%/*}/$db"
+chmod o+rx "$tmp"
+FAILPASS_LOG=warn target/release/failpass serve --demo --workers 0 --database-url "$url" --data-dir "$tmp/data" \
+  --bind "127.0.0.1:$((port + 1))" > "$tmp/server.log" 2>&1 &
+pids+=($!)
+server="http://127.0.0.1:$((port + 1))"
+for _ in $(seq 1 300); do curl -sf "$server/healthz" > /dev/null && break; sleep 0.2; done
+curl -sf "$server/healthz" > /dev/null || { tail -5 "$tmp/server.log"; fail "the PostgreSQL server's /healthz"; }
+"$engine" run "${extra[@]}" -d --name "$name-worker" --hostname "worker-$$" --network host --cap-add SYS_ADMIN -e FAILPASS_LOG=info \
+  -v "$tmp/data/demo:$tmp/data/demo:ro" failpass:try worker --database-url "$url" --concurrency 1 > /dev/null
+token=$(target/release/failpass token create --database-url "$url" --project fastnum/fastnum --scope agent --name pg 2> /dev/null)
+body='{"report":{"project":"fastnum/fastnum","external_id":"101"},"agent":"pg-check","verdict":"hypothesis","verdict_source":"llm","verify":true,"candidate":"'$reproduces'"}'
+id=$(curl -s -H "Authorization: Bearer $token" -H 'content-type: application/json' -d "$body" "$server/api/v1/attempts" |
+  sed -E 's/.*"id":([0-9]+).*/\1/')
+[[ "$id" =~ ^[0-9]+$ ]] || fail "submitting to the PostgreSQL server: $id"
+attempt=
+for _ in $(seq 1 600); do
+  attempt=$(curl -s -H "Authorization: Bearer $token" "$server/api/v1/attempts/$id")
+  grep -q '"verdict":"reproduced"' <<< "$attempt" && break
+  sleep 0.5
+done
+grep -q '"verdict":"reproduced"' <<< "$attempt" || { "$engine" logs "$name-worker" | tail -10; fail "attempt $id on PostgreSQL: $attempt"; }
+runner=$(grep -o '"runner_id":"[^"]*"' <<< "$attempt" | head -1)
+container_host=worker-$$
+grep -q "\"runner_id\":\"$container_host:" <<< "$attempt" || fail "attempt $id was not graded in the container ($runner)"
+ok "PostgreSQL: a server with --workers 0 took attempt $id, the worker in container $container_host graded it ($runner): reproduced"
