@@ -110,12 +110,17 @@ async fn run_worker(worker: &Worker, options: WorkerOptions, mut shutdown: watch
         let job = match storage.claim(&id, clock(&storage).await, options.lease).await {
             Ok(Some(job)) => job,
             Ok(None) => {
-                let _ = tokio::time::timeout(options.poll, shutdown.changed()).await;
+                // Whoever could stop us is gone (the sender dropped): stop rather than poll without a pause.
+                if let Ok(Err(_)) = tokio::time::timeout(options.poll, shutdown.changed()).await {
+                    break;
+                }
                 continue;
             }
             Err(e) => {
                 tracing::warn!(runner = %id, error = %cause_chain(&e), "claim failed; retrying");
-                let _ = tokio::time::timeout(options.poll * 4, shutdown.changed()).await;
+                if let Ok(Err(_)) = tokio::time::timeout(options.poll * 4, shutdown.changed()).await {
+                    break;
+                }
                 continue;
             }
         };

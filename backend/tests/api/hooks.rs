@@ -97,13 +97,33 @@ fn checked(secret: &str, headers: &HeaderMap, raw: &[u8]) -> Value {
     body
 }
 
+/// One worker for an app, as `failpass serve` runs them; stopped when dropped
+/// (told to stop: a dropped channel alone would leave it polling).
+struct Workers {
+    stop: tokio::sync::watch::Sender<bool>,
+    _data: tempfile::TempDir,
+}
+
+impl Workers {
+    fn start(app: &TestApp) -> Self {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let data = tempfile::tempdir().unwrap();
+        let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), RunnerConfig::default()));
+        let options = WorkerOptions { poll: Duration::from_millis(100), ..Default::default() };
+        spawn_pool(executor, app.storage.clone(), 1, options, stopped);
+        Self { stop, _data: data }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
 async fn case(app: &TestApp) {
     let (base, got) = receiver().await;
-    let (_stop, stopped) = tokio::sync::watch::channel(false);
-    let data = tempfile::tempdir().unwrap();
-    let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), RunnerConfig::default()));
-    let options = WorkerOptions { poll: Duration::from_millis(100), ..Default::default() };
-    spawn_pool(executor, app.storage.clone(), 1, options, stopped);
+    let _workers = Workers::start(app);
     app.project("hooks/demo").await;
 
     // Wrong input, each named.
@@ -388,11 +408,7 @@ async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_receiver_checks_real_deliveries() {
     let app = spawn_app().await;
-    let (_stop, stopped) = tokio::sync::watch::channel(false);
-    let data = tempfile::tempdir().unwrap();
-    let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), RunnerConfig::default()));
-    let options = WorkerOptions { poll: Duration::from_millis(100), ..Default::default() };
-    spawn_pool(executor, app.storage.clone(), 1, options, stopped);
+    let _workers = Workers::start(&app);
     app.project("hooks/demo").await;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let hook = hook(&app, format!("http://127.0.0.1:{port}/"), "signed", json!(["verdict"])).await;
