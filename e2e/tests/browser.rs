@@ -221,6 +221,16 @@ impl Harness {
             .await;
     }
 
+    /// How far the page scrolls sideways (0 or less: it fits the window).
+    async fn sideways(&self) -> i64 {
+        self.client
+            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
+            .await
+            .unwrap()
+            .as_i64()
+            .unwrap_or(0)
+    }
+
     async fn screenshot(&self, name: &str) {
         let png = self.client.screenshot().await.unwrap();
         let path = artifacts().join(name);
@@ -528,10 +538,9 @@ async fn report_page_and_narrow_screen() {
     assert!(explanation.contains("deterministic oracle"), "{explanation}");
     let viewport = h.client.execute("return window.innerWidth", vec![]).await.unwrap();
     assert_eq!(viewport.as_i64(), Some(390), "a true 390 px viewport");
-    let overflow =
-        h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
+    let overflow = h.sideways().await;
     assert!(
-        overflow.as_i64().unwrap_or(0) <= 0,
+        overflow <= 0,
         "the page does not scroll sideways at 390 px (tables scroll inside their frame): {overflow}"
     );
     h.screenshot("report-390.png").await;
@@ -547,9 +556,8 @@ async fn report_page_and_narrow_screen() {
     ] {
         h.client.goto(&format!("{}{path}", h.base)).await.unwrap();
         h.text(testid).await;
-        let overflow =
-            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
-        assert!(overflow.as_i64().unwrap_or(0) <= 0, "{path} scrolls sideways at 390 px by {overflow}");
+        let overflow = h.sideways().await;
+        assert!(overflow <= 0, "{path} scrolls sideways at 390 px by {overflow}");
         h.screenshot(shot).await;
     }
     h.finish().await;
@@ -1014,13 +1022,7 @@ async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() 
             .execute("document.querySelectorAll('details.build-log').forEach(d => d.open = true)", vec![])
             .await
             .unwrap();
-        let overflow: i64 = h
-            .client
-            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
-            .await
-            .unwrap()
-            .as_i64()
-            .unwrap_or(0);
+        let overflow = h.sideways().await;
         assert!(overflow <= 0, "the set-up page does not scroll sideways at {width} px");
         h.screenshot(&format!("setup-project-{width}.png")).await;
         // An import from the browser: two reports stored, one bad line listed.
@@ -1048,13 +1050,7 @@ async fn an_admin_sets_a_project_up_builds_its_environment_and_imports_a_file() 
         assert!(h.text("import-rejections").await.contains("project"), "the rejection names the field");
         let reports: serde_json::Value = h.api(&format!("/api/v1/reports?project={}", slug.replace('/', "%2F"))).await;
         assert_eq!(reports["items"].as_array().unwrap().len(), 2);
-        let overflow: i64 = h
-            .client
-            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
-            .await
-            .unwrap()
-            .as_i64()
-            .unwrap_or(0);
+        let overflow = h.sideways().await;
         assert!(overflow <= 0, "the import page does not scroll sideways at {width} px");
         h.screenshot(&format!("setup-import-{width}.png")).await;
         h.finish().await;
@@ -1373,13 +1369,7 @@ async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
             (Some("agent_first"), Some("authored"))
         );
         assert!(report["oracle"]["authoring_minutes"].as_f64().unwrap() > 0.0);
-        let overflow: i64 = h
-            .client
-            .execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
-            .await
-            .unwrap()
-            .as_i64()
-            .unwrap_or(0);
+        let overflow = h.sideways().await;
         assert!(overflow <= 0, "the oracle page does not scroll sideways at {width} px");
         h.screenshot(&format!("oracle-validated-{width}.png")).await;
         // The Oracles page answers "within an hour?" from this history.
@@ -1485,17 +1475,7 @@ async fn account_pages_at_390_px() {
     let h = start(390, 844).await;
     h.client.goto(&format!("{}/signin", h.base)).await.unwrap();
     h.client.wait().for_element(Locator::Css("input[name=password]")).await.unwrap();
-    let overflow = |h: &Harness| {
-        let c = h.client.clone();
-        async move {
-            c.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
-                .await
-                .unwrap()
-                .as_i64()
-                .unwrap_or(0)
-        }
-    };
-    assert!(overflow(&h).await <= 0);
+    assert!(h.sideways().await <= 0);
     // A wrong password is named on the page, the name kept.
     h.client.find(Locator::Css("input[name=name]")).await.unwrap().send_keys("demo-admin").await.unwrap();
     h.client.find(Locator::Css("input[name=password]")).await.unwrap().send_keys("not the password").await.unwrap();
@@ -1505,11 +1485,11 @@ async fn account_pages_at_390_px() {
     h.sign_in("demo-admin").await;
     h.client.goto(&format!("{}/settings/tokens", h.base)).await.unwrap();
     h.client.wait().for_element(Locator::Css("[data-testid=create-token]")).await.unwrap();
-    assert!(overflow(&h).await <= 0, "the tokens page does not scroll sideways (its table scrolls inside its frame)");
+    assert!(h.sideways().await <= 0, "the tokens page does not scroll sideways (its table scrolls inside its frame)");
     h.screenshot("tokens-390.png").await;
     h.client.goto(&format!("{}/", h.base)).await.unwrap();
     h.text("signed-in-as").await;
-    assert!(overflow(&h).await <= 0, "the header with the account fits");
+    assert!(h.sideways().await <= 0, "the header with the account fits");
     h.screenshot("overview-signed-in-390.png").await;
     h.finish().await;
 }
@@ -1620,22 +1600,12 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
     })
     .await;
 
-    let overflow = || {
-        let c = h.client.clone();
-        async move {
-            c.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![])
-                .await
-                .unwrap()
-                .as_i64()
-                .unwrap_or(0)
-        }
-    };
     h.client.set_window_size(390, 844).await.unwrap();
     h.screenshot("hook-log-390.png").await;
-    assert!(overflow().await <= 0, "the log does not scroll sideways at 390 px (its table scrolls in its frame)");
+    assert!(h.sideways().await <= 0, "the log does not scroll sideways at 390 px (its table scrolls in its frame)");
     h.client.goto(&format!("{}/settings/hooks", h.base)).await.unwrap();
     h.client.wait().for_element(Locator::Css("[data-testid=create-hook]")).await.unwrap();
-    assert!(overflow().await <= 0, "the webhooks page does not scroll sideways at 390 px");
+    assert!(h.sideways().await <= 0, "the webhooks page does not scroll sideways at 390 px");
     h.screenshot("hooks-390.png").await;
     h.finish().await;
 }
@@ -1755,9 +1725,8 @@ async fn the_api_reference_from_the_dashboard() {
         assert_eq!(shown.as_u64(), Some(operations as u64), "one section per operation");
         let scripts = h.client.execute("return document.scripts.length", vec![]).await.unwrap();
         assert_eq!(scripts.as_i64(), Some(0), "the reference runs no script");
-        let overflow =
-            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
-        assert!(overflow.as_i64().unwrap_or(0) <= 0, "the reference scrolls sideways at {width} px by {overflow}");
+        let overflow = h.sideways().await;
+        assert!(overflow <= 0, "the reference scrolls sideways at {width} px by {overflow}");
         h.screenshot(&format!("api-{width}.png")).await;
         h.client.execute("document.getElementById('get--api-v1-reports').scrollIntoView()", vec![]).await.unwrap();
         h.screenshot(&format!("api-{width}-reports.png")).await;
@@ -1793,9 +1762,8 @@ async fn status_page_and_badges_for_the_public() {
             .await
             .unwrap();
         assert_eq!(drawn.as_str(), Some("5/5"), "the trend and four badges are drawn");
-        let overflow =
-            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
-        assert!(overflow.as_i64().unwrap_or(0) <= 0, "the status page scrolls sideways at {width} px by {overflow}");
+        let overflow = h.sideways().await;
+        assert!(overflow <= 0, "the status page scrolls sideways at {width} px by {overflow}");
         h.screenshot(&format!("status-{width}.png")).await;
         for (section, name) in [("routes", "routes"), ("latest", "latest"), ("badges", "badges")] {
             h.client.execute(&format!("document.getElementById('{section}').scrollIntoView()"), vec![]).await.unwrap();
@@ -1920,9 +1888,8 @@ async fn a_trajectory_of_ten_thousand_steps_shows_step_by_step() {
         }
         last.expect("step 9999's row").click().await.unwrap();
         h.until("the step's detail", || async { h.text("traj-detail").await.contains("step 9999 done") }).await;
-        let overflow =
-            h.client.execute("return document.documentElement.scrollWidth - window.innerWidth", vec![]).await.unwrap();
-        assert!(overflow.as_i64().unwrap_or(0) <= 0, "the page scrolls sideways at {width} px by {overflow}");
+        let overflow = h.sideways().await;
+        assert!(overflow <= 0, "the page scrolls sideways at {width} px by {overflow}");
         h.screenshot(&format!("trajectory-end-{width}.png")).await;
         h.finish().await;
     }
