@@ -1599,6 +1599,9 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
         h.client.find_all(Locator::Css("[data-testid=delivery-state]")).await.map(|v| v.len()).unwrap_or(0) == 2
     })
     .await;
+    // The newest (first) is still being sent (no worker runs here): sent again, it is refused on the page.
+    h.client.find(Locator::Css("[data-testid=redeliver]")).await.unwrap().click().await.unwrap();
+    assert!(h.text("redeliver-error").await.contains("still being sent"));
 
     h.client.set_window_size(390, 844).await.unwrap();
     h.screenshot("hook-log-390.png").await;

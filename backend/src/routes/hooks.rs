@@ -293,11 +293,18 @@ pub async fn hook_log_page(
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Response> {
-    let hook = managed_hook(&state, &viewer, id).await?;
+    hook_log_view(&state, &viewer, id, None).await
+}
+
+/// A hook's log, with what was wrong with the last request if anything.
+async fn hook_log_view(state: &AppState, viewer: &Viewer, id: i64, error: Option<&str>) -> ApiResult<Response> {
+    let hook = managed_hook(state, viewer, id).await?;
     let deliveries = state.storage.hook_deliveries(id, LOG_LIMIT).await?;
+    let status = if error.is_some() { StatusCode::CONFLICT } else { StatusCode::OK };
     let body = html! {
         p { a href="/settings/hooks" { "← Webhooks" } }
         h1 { "Hook #" (hook.id) " of " (hook.project) }
+        @if let Some(e) = error { p.state.state-error role="alert" data-testid="redeliver-error" { (e) } }
         p.muted { code { (hook.url) } " · " (hook.format) " · "
             (hook.events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", "))
             @if let Some(r) = hook.removed_at { " · removed " (when(Some(r))) } }
@@ -337,19 +344,27 @@ pub async fn hook_log_page(
             }
         }
     };
-    Ok(page(StatusCode::OK, &format!("Hook #{}", hook.id), &viewer, body))
+    Ok(page(status, &format!("Hook #{}", hook.id), viewer, body))
 }
 
 #[utoipa::path(
     post, path = "/settings/deliveries/{id}/redeliver", tag = "pages",
     params(("id" = i64, Path, example = 1, description = "The delivery's id.")),
-    responses((status = 303, description = "Queued: back to the hook's log."))
+    responses((status = 303, description = "Queued: back to the hook's log."),
+              (status = 409, description = "Still being sent, or its hook removed: the log again, saying so.", content_type = "text/html", body = String))
 )]
 pub async fn redeliver_form(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Response> {
-    let again = send_again(&state, &viewer, id).await?;
-    Ok(Redirect::to(&format!("/settings/hooks/{}", again.hook_id)).into_response())
+    match send_again(&state, &viewer, id).await {
+        Ok(again) => Ok(Redirect::to(&format!("/settings/hooks/{}", again.hook_id)).into_response()),
+        // Still being sent, or its hook removed: the log again, saying so.
+        Err(ApiError::Conflict(m) | ApiError::BadRequest(m)) => {
+            let delivery = state.storage.get_delivery(id).await?.ok_or_else(|| ApiError::NotFound(m.clone()))?;
+            hook_log_view(&state, &viewer, delivery.hook_id, Some(&m)).await
+        }
+        Err(e) => Err(e),
+    }
 }
