@@ -82,8 +82,12 @@ def main() -> int:
             try:
                 event = json.loads(body)
             except ValueError as e:
-                # Signed by failpass, yet not JSON: a slack or discord hook's text? Take it.
-                event = {"event": self.headers.get("X-Failpass-Event"), "unparsed": str(e)}
+                return self.answer(400, f"the body is not JSON: {e}")
+            # A slack or discord hook's body ({"text": …}, {"content": …}) names no
+            # event: the header does (it is not signed; the body is).
+            if not isinstance(event, dict):
+                return self.answer(400, "the body is not a JSON object")
+            event.setdefault("event", self.headers.get("X-Failpass-Event"))
             print(json.dumps({"delivery": self.headers.get("X-Failpass-Delivery"), **event}), flush=True)
             self.answer(200)
             if args.until and event.get("event") == args.until:

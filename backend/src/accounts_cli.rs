@@ -212,10 +212,10 @@ pub async fn hook(args: HookArgs) -> anyhow::Result<()> {
             };
             let (url, format, events) =
                 crate::hooks::check_request(&url, Some(format), events).map_err(|e| anyhow::anyhow!("--{e}"))?;
-            let p = storage
-                .get_project(&project, &ProjectScope::All)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("project `{project}` does not exist"))?;
+            let p = storage.get_project(&project, &ProjectScope::All).await?.ok_or_else(|| {
+                let hint = if project.contains('/') { "" } else { " (projects are named owner/name)" };
+                anyhow::anyhow!("project `{project}` does not exist{hint}")
+            })?;
             let new = crate::db::hooks::NewHook {
                 project_id: p.id,
                 url,
@@ -258,13 +258,14 @@ pub async fn hook(args: HookArgs) -> anyhow::Result<()> {
             for d in storage.hook_deliveries(id, limit.clamp(1, 1000)).await? {
                 let code = d.status_code.map_or_else(|| "-".to_owned(), |c| c.to_string());
                 println!(
-                    "{}\t{}\t{}\t{}\ttries {}\t{code}\t{}",
+                    "{}\t{}\t{}\t{}\ttries {}\t{code}\t{}\t{}",
                     d.id,
                     d.created_at.format("%Y-%m-%d %H:%M:%S"),
                     d.event,
                     d.state,
                     d.tries,
-                    d.error.unwrap_or_default()
+                    d.error.unwrap_or_default(),
+                    d.body
                 );
             }
         }

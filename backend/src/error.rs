@@ -194,9 +194,16 @@ where
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(ApiPath(v)),
             Err(PathRejection::FailedToDeserializePathParams(e)) => {
-                let value = parts.uri.path().rsplit('/').next().unwrap_or_default().to_owned();
-                let _ = e;
-                Err(ApiError::BadRequest(format!("id: `{value}` is not a number")))
+                use axum::extract::path::ErrorKind;
+                // The parameter and the value at fault (not the path's last segment:
+                // `/deliveries/abc/redeliver` names `abc`).
+                Err(ApiError::BadRequest(match e.kind() {
+                    ErrorKind::ParseErrorAtKey { key, value, .. } => format!("{key}: `{value}` is not a number"),
+                    ErrorKind::ParseErrorAtIndex { value, .. } | ErrorKind::ParseError { value, .. } => {
+                        format!("id: `{value}` is not a number")
+                    }
+                    _ => e.body_text(),
+                }))
             }
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }

@@ -175,7 +175,9 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
     if let Ok(ip) = host.parse::<std::net::IpAddr>()
         && !crate::runner::deliver::may_post_to(ip)
     {
-        return Err(format!("url: {ip} is a link-local or non-unicast address: hooks are not posted there"));
+        return Err(format!(
+            "url: {ip} is a link-local, cloud metadata or non-unicast address: hooks are not posted there"
+        ));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("url: a user or password in the address would be shown in the hook list; put it in the path".into());

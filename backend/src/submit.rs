@@ -186,8 +186,20 @@ async fn attempt(client: &Client, a: &SubmitAttemptArgs, as_json: bool) -> anyho
     let stored: Value = response.json().await.context("reading the stored attempt")?;
     let id = stored["id"].as_i64().ok_or_else(|| anyhow!("the server's answer names no attempt id"))?;
     let how = if created { "stored" } else { "already stored (same key)" };
-    if let Some(text) = trajectory {
-        let path = format!("/api/v1/attempts/{id}/trajectory");
+    let path = format!("/api/v1/attempts/{id}/trajectory");
+    // The same command again (a retry, a re-run): the trajectory sent with
+    // the attempt the first time stays (a token may add one, not replace it).
+    let sent_before = !created
+        && trajectory.is_some()
+        && client
+            .request(reqwest::Method::GET, &path)
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+    if sent_before {
+        eprintln!("attempt {id}: its trajectory was sent with it before; kept");
+    } else if let Some(text) = trajectory {
         let response = client
             .send("sending the trajectory", || {
                 client

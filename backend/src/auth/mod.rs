@@ -208,7 +208,18 @@ impl Viewer {
             }
             _ => "your account".to_owned(),
         };
-        Err(ApiError::Forbidden(format!("{what} may not {} in any project", action.as_str())))
+        // And who may: the message names them (the OpenAPI document promises so).
+        let who: Vec<&str> = access::PERMISSIONS
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map(|(_, roles)| roles.iter().map(|r| r.with_article()).collect())
+            .unwrap_or_default();
+        let who = match who.split_last() {
+            Some((last, [])) => format!("; {last} may"),
+            Some((last, rest)) => format!("; {} or {last} may", rest.join(", ")),
+            None => String::new(),
+        };
+        Err(ApiError::Forbidden(format!("{what} may not {} in any project{who}", action.as_str())))
     }
 
     /// The caller as `/api/v1/session` describes it.

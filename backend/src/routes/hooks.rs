@@ -29,11 +29,10 @@ async fn make_hook(state: &AppState, viewer: &Viewer, req: CreateHookRequest) ->
     }
     let (url, format, events) =
         crate::hooks::check_request(&req.url, req.format, req.events).map_err(ApiError::BadRequest)?;
-    let project = state
-        .storage
-        .get_project(req.project.trim(), &viewer.scope())
-        .await?
-        .ok_or_else(|| ApiError::BadRequest(format!("project: `{}` does not exist", req.project)))?;
+    let project = state.storage.get_project(req.project.trim(), &viewer.scope()).await?.ok_or_else(|| {
+        let hint = if req.project.contains('/') { "" } else { " (projects are named owner/name)" };
+        ApiError::BadRequest(format!("project: `{}` does not exist{hint}", req.project))
+    })?;
     viewer.require(Action::ManageProjects, &project.slug)?;
     let secret = crate::hooks::new_secret().map_err(ApiError::Internal)?;
     let new = NewHook { project_id: project.id, url, format, events, secret, created_by: viewer.name() };
@@ -248,8 +247,13 @@ pub async fn create_hook_form(
     viewer: Viewer,
     form: Result<Form<HookForm>, FormRejection>,
 ) -> ApiResult<Response> {
-    let Form(form) =
-        form.map_err(|e| ApiError::BadRequest(format!("the form did not arrive whole: {}", e.body_text())))?;
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(e) => {
+            let m = format!("the form did not arrive whole: {}", e.body_text());
+            return hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST).await;
+        }
+    };
     let Ok(format) = form.format.parse::<HookFormat>() else {
         let m = format!("format: `{}` is not one of signed, slack, discord", form.format);
         return hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST).await;

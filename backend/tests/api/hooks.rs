@@ -134,6 +134,17 @@ async fn case(app: &TestApp) {
     assert_error(&r, 400, "bad_request", "events: empty");
     let r = bad(json!({"project": "nobody/here", "url": format!("{base}/x")})).await;
     assert_error(&r, 400, "bad_request", "`nobody/here` does not exist");
+    let r = bad(json!({"project": "hooks", "url": format!("{base}/x")})).await;
+    assert_error(&r, 400, "bad_request", "(projects are named owner/name)");
+    // Who may not is told who may.
+    let member =
+        crate::helpers::client_with_token(&crate::helpers::user_token(app.storage.as_ref(), "no-admin", false).await);
+    let r = member.get(format!("{}/api/v1/hooks", app.base)).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("may not manage projects in any project; an admin may"));
+    // A path's bad id is named, wherever it stands in the path.
+    let r = app.post("/api/v1/deliveries/abc/redeliver", &json!({})).await;
+    assert_error(&r, 400, "bad_request", "`abc` is not a number");
     let r = bad(json!({"project": "hooks/demo", "url": "http://169.254.169.254/latest/meta-data"})).await;
     assert_error(&r, 400, "bad_request", "link-local");
     let r = bad(json!({"project": "hooks/demo", "url": format!("{base}/x"), "format": "teams"})).await;
@@ -390,6 +401,7 @@ async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
     storage.tell(&[change]).await.unwrap();
     let (_, out, _) = run(&["log", "1"]);
     assert!(out.starts_with("1\t") && out.contains("\tstatus\tpending\ttries 0\t-"), "{out}");
+    assert!(out.contains("status new → closed"), "the log shows the body: {out}");
     let (code, _, err) = run(&["redeliver", "1"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("still being sent"), "{err}");

@@ -315,7 +315,7 @@ pub struct RouteCorrection {
     pub at: DateTime<Utc>,
 }
 
-/// `PUT /api/v1/reports/{id}/route`: a maintainer sets the route, saying why.
+/// `POST /api/v1/reports/{id}/route`: a maintainer sets the route, saying why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
