@@ -193,35 +193,27 @@ async fn submit_waits_for_the_runs_verdict_and_exits_with_it() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let agent = tokio::process::Command::new("python3")
-        .arg(examples.join("agent.py"))
-        .args(["101", "--server", &app.base])
-        .env("FAILPASS_TOKEN", &token)
-        .env("FAILPASS_BIN", env!("CARGO_BIN_EXE_failpass"))
-        .env("FAILPASS_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
-    let said = format!("{}{}", text(&agent.stdout), text(&agent.stderr));
-    assert_eq!(agent.status.code(), Some(0), "{said}");
+    // The agent on #101: its exit code, and what it said (stdout and stderr).
+    let agent = || async {
+        let out = tokio::process::Command::new("python3")
+            .arg(examples.join("agent.py"))
+            .args(["101", "--server", &app.base])
+            .env("FAILPASS_TOKEN", &token)
+            .env("FAILPASS_BIN", env!("CARGO_BIN_EXE_failpass"))
+            .env("FAILPASS_LOG", "warn")
+            .output()
+            .await
+            .unwrap();
+        (out.status.code(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+    };
+    let (code, said) = agent().await;
+    assert_eq!(code, Some(0), "{said}");
     let line = said.lines().find(|l| l.starts_with("attempt ") && l.ends_with(": reproduced")).expect("the verdict");
     let id: i64 = line["attempt ".len()..line.find(':').unwrap()].parse().unwrap();
     // Run again: the same attempt, its trajectory kept, its verdict at once.
-    let again = tokio::process::Command::new("python3")
-        .arg(examples.join("agent.py"))
-        .args(["101", "--server", &app.base])
-        .env("FAILPASS_TOKEN", &token)
-        .env("FAILPASS_BIN", env!("CARGO_BIN_EXE_failpass"))
-        .env("FAILPASS_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
-    let said_again = format!("{}{}", text(&again.stdout), text(&again.stderr));
-    assert_eq!(again.status.code(), Some(0), "{said_again}");
-    assert!(
-        said_again.contains(&format!("attempt {id}: its trajectory was sent with it before; kept")),
-        "{said_again}"
-    );
+    let (code, said) = agent().await;
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains(&format!("attempt {id}: its trajectory was sent with it before; kept")), "{said}");
     let steps = app.get(&format!("/api/v1/attempts/{id}/trajectory")).await;
     assert_eq!(steps.status, 200, "{}", steps.body);
     assert_eq!(steps.body["steps"].as_array().map(Vec::len), Some(3), "{}", steps.body);
