@@ -440,6 +440,12 @@ pub struct RefineArgs {
     /// API keys, say), comma-separated names; it gets no others.
     #[arg(long, env = "FAILPASS_AGENT_ENV", value_delimiter = ',')]
     pub agent_env: Vec<String>,
+    /// Directories of the agent command's own files (its scripts, its
+    /// virtual environment), shown read-only at their paths in its sandbox,
+    /// comma-separated. The directory of a script the command names by an
+    /// absolute path is shown without it; nothing else of the host is.
+    #[arg(long, env = "FAILPASS_AGENT_DIR", value_delimiter = ',')]
+    pub agent_dir: Vec<std::path::PathBuf>,
 }
 
 impl RefineArgs {
@@ -450,6 +456,7 @@ impl RefineArgs {
                 command: command.clone(),
                 timeout: std::time::Duration::from_secs(self.agent_timeout),
                 env: self.agent_env.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect(),
+                files: crate::runner::refine::agent_files(command, &self.agent_dir),
             },
             None => crate::runner::refine::Generator::Snippet,
         }

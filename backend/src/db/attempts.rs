@@ -38,6 +38,8 @@ pub struct NewRun {
     pub iteration: Option<u32>,
     /// The release a re-check ran it on (its version, else the environment's name).
     pub release: Option<String>,
+    /// What the sandbox gave it (`None`: not run here).
+    pub isolation: Option<failpass_shared::api::attempts::Isolation>,
 }
 
 impl NewRun {
@@ -59,6 +61,7 @@ impl NewRun {
             started_at: r.started_at,
             iteration: None,
             release: None,
+            isolation: None,
         }
     }
 }

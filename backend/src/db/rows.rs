@@ -298,6 +298,7 @@ pub struct RunRow {
     pub started_at: DateTime<Utc>,
     pub iteration: Option<i32>,
     pub release: Option<String>,
+    pub isolation: Option<Json<failpass_shared::api::attempts::Isolation>>,
 }
 
 impl RunRow {
@@ -319,6 +320,7 @@ impl RunRow {
             started_at: self.started_at,
             iteration: self.iteration.map(|i| i.max(0) as u32),
             release: self.release,
+            isolation: self.isolation.map(|j| j.0),
         })
     }
 }

@@ -466,6 +466,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                             started_at: None,
                             iteration: None,
                             release: None,
+                            isolation: None,
                         })
                         .await?;
                 }

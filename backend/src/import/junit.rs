@@ -198,6 +198,7 @@ pub async fn import_junit<R: AsyncBufRead + Unpin>(
         started_at: r.started_at,
         iteration: None,
         release: None,
+        isolation: None,
     };
     if let Some((field, message)) = importer.may_add_run(attempt_id).await? {
         importer.reject(1, Some(field), message);

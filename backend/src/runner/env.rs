@@ -138,8 +138,17 @@ impl EnvCache {
         let user = sandbox::RunUser::lease().map_err(|e| fail_io("leasing a sandbox user", e))?.map(Arc::new);
         let result = async {
             let mut log = match &user {
-                Some(u) => format!("# setup runs as uid {} (not root) with network access for package installs; candidates run without network\n", u.uid),
-                None => "# setup runs as the worker's own user (not root, so no sandbox user or namespaces) with network access; so do candidates\n".to_owned(),
+                Some(u) if sandbox::net::outbound_available() => format!(
+                    "# setup runs as uid {} (not root) in a root of its own, with outbound network for package installs \
+                     (not the host's loopback); candidates run without network\n",
+                    u.uid
+                ),
+                Some(u) => format!(
+                    "# setup runs as uid {} (not root) in a root of its own, with no network: this runner lacks slirp4netns \
+                     (apt-get install slirp4netns) or namespaces\n",
+                    u.uid
+                ),
+                None => "# setup runs as the worker's own user (not root, so no sandbox user or namespaces) with the host's network; so do candidates\n".to_owned(),
             };
             match (&recipe.dir, &recipe.git) {
                 (Some(dir), None) => {
@@ -156,8 +165,10 @@ impl EnvCache {
                     if let Some(u) = &user {
                         std::os::unix::fs::chown(&tree, Some(u.uid), Some(u.uid)).map_err(|e| fail(e.to_string(), String::new()))?;
                     }
+                    // A repository on this machine is shown to the clone, read-only.
+                    let local: Vec<PathBuf> = local_repository(&git.url).into_iter().collect();
                     for script in [format!("git clone --quiet {} .", shell_quote(&git.url)), format!("git checkout --quiet {}", shell_quote(&git.rev))] {
-                        self.step(&tree, &script, user.clone(), &mut log).await?;
+                        self.step(&tree, &script, user.clone(), &local, &mut log).await?;
                     }
                 }
                 _ => std::fs::create_dir_all(&tree).map_err(|e| fail(e.to_string(), String::new()))?,
@@ -170,7 +181,7 @@ impl EnvCache {
                     .map_err(|e| fail(format!("handing the tree to the setup user: {e}"), log.clone()))?;
             }
             for script in &recipe.setup {
-                self.step(&tree, script, user.clone(), &mut log).await?;
+                self.step(&tree, script, user.clone(), &[], &mut log).await?;
             }
             if user.is_some() {
                 let dir = tree.clone();
@@ -196,13 +207,14 @@ impl EnvCache {
         tree: &Path,
         script: &str,
         user: Option<Arc<sandbox::RunUser>>,
+        binds: &[PathBuf],
         log: &mut String,
     ) -> Result<(), SetupFailed> {
         let mut cmd = Command::new("/bin/sh", ["-c", script]);
         cmd.network = true;
         cmd.user = user;
-        // Other environments (other projects') stay out of sight; this build's tree is the run's own directory.
-        cmd.hide = vec![self.root.clone()];
+        // This build's tree is the run's own directory; other environments are not in its root.
+        cmd.binds = binds.iter().map(|b| (b.clone(), false)).collect();
         cmd.limits = self.setup_limits;
         log.push_str(&format!("$ {script}\n"));
         let r =
@@ -230,6 +242,13 @@ pub fn describe_exit(status: Option<i32>, signal: Option<i32>) -> String {
         (None, Some(sig)) => format!("signal {sig}"),
         _ => "no status".to_owned(),
     }
+}
+
+/// The directory of a git source on this machine (`/srv/repo.git`,
+/// `file:///srv/repo.git`), which the clone must see; `None` for a remote.
+fn local_repository(url: &str) -> Option<PathBuf> {
+    let path = url.strip_prefix("file://").unwrap_or(url);
+    Path::new(path).is_absolute().then(|| PathBuf::from(path)).filter(|p| p.exists())
 }
 
 fn shell_quote(s: &str) -> String {

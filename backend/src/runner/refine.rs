@@ -11,6 +11,7 @@
 //! stdin and prints `{"candidate", "cost_usd", "tokens_in", "tokens_out",
 //! "model"}` (or just the candidate's text).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use failpass_shared::api::attempts::CreateAttemptRequest;
@@ -38,8 +39,9 @@ pub enum Generator {
     /// An external agent: `sh -c COMMAND`, JSON on stdin, candidate on
     /// stdout. It runs sandboxed like a candidate (its own unprivileged user,
     /// its own directory, the whole process tree killed at the timeout) but
-    /// with the network (it calls a model) and the variables in `env`.
-    Command { name: String, command: String, timeout: Duration, env: Vec<(String, String)> },
+    /// with outbound network (it calls a model), the variables in `env`, and
+    /// its own files (`files`) read-only at their paths.
+    Command { name: String, command: String, timeout: Duration, env: Vec<(String, String)>, files: Vec<PathBuf> },
 }
 
 impl Generator {
@@ -129,9 +131,7 @@ impl Refine {
         for i in 1..=budget.max(1) {
             let t = Instant::now();
             let span = tracing::info_span!("iteration", iteration = i);
-            let proposal = match propose(generator, &report, i, &history, &bench.scratch, &bench.hidden())
-                .instrument(span.clone())
-                .await
+            let proposal = match propose(generator, &report, i, &history, &bench.scratch).instrument(span.clone()).await
             {
                 Ok(Some(p)) => p,
                 Ok(None) => {
@@ -270,13 +270,12 @@ async fn propose(
     iteration: u32,
     history: &[Feedback],
     scratch: &std::path::Path,
-    hide: &[std::path::PathBuf],
 ) -> Result<Option<Proposal>, String> {
     match generator {
         Generator::Snippet => {
             Ok(snippet(&report.body, iteration).map(|candidate| Proposal { candidate, ..Default::default() }))
         }
-        Generator::Command { command, timeout, env, .. } => {
+        Generator::Command { command, timeout, env, files, .. } => {
             let input = json!({
                 "report": {
                     "id": report.summary.id, "project": report.summary.project, "title": report.summary.title, "body": report.body,
@@ -285,25 +284,52 @@ async fn propose(
                 "iteration": iteration,
                 "history": history,
             });
-            agent_command(command, &input, *timeout, env, scratch, hide).await.map(Some)
+            agent_command(command, &input, *timeout, env, scratch, files).await.map(Some)
         }
     }
 }
 
+/// What of the host an agent command sees (read-only, at the same paths):
+/// the directories given, and the directory of each script the command
+/// names by an absolute path (`python3 /opt/agent/run.py` shows
+/// `/opt/agent`). System directories are in every run's root already and
+/// are never shown whole from the host.
+pub fn agent_files(command: &str, dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let system = |p: &std::path::Path| {
+        p == std::path::Path::new("/")
+            || ["/usr", "/etc", "/proc", "/sys", "/dev", "/bin", "/sbin", "/lib", "/lib64"]
+                .iter()
+                .any(|s| p.starts_with(s))
+    };
+    let named = command
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| w.starts_with('/'))
+        .map(std::path::Path::new)
+        .filter(|p| p.is_file())
+        .filter_map(|p| p.parent().map(std::path::Path::to_path_buf));
+    let mut out: Vec<PathBuf> = dirs.iter().cloned().chain(named).filter(|p| !system(p)).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Runs an agent command with `input` on stdin; its stdout is a JSON
 /// proposal or the candidate's text. Sandboxed: a user of its own (as root),
-/// its own directory under `scratch`, network on, and at `timeout` its whole
-/// process tree is killed, not just the shell that started it.
+/// a root of its own with its `files` read-only at their paths, its own
+/// directory under `scratch`, outbound network without the host's loopback,
+/// and at `timeout` its whole process tree is killed, not just the shell
+/// that started it.
 pub async fn agent_command(
     command: &str,
     input: &serde_json::Value,
     timeout: Duration,
     env: &[(String, String)],
     scratch: &std::path::Path,
-    hide: &[std::path::PathBuf],
+    files: &[PathBuf],
 ) -> Result<Proposal, String> {
     let mut cmd = super::sandbox::Command::new("/bin/sh", ["-c", command]);
-    cmd.hide = hide.to_vec();
+    cmd.binds = files.iter().map(|f| (f.clone(), false)).collect();
     cmd.stdin = Some(input.to_string().into_bytes());
     cmd.network = true;
     cmd.split_stderr = true;

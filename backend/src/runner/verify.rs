@@ -87,7 +87,7 @@ impl Verify {
         };
         let mut signals = Signals::default();
         if let Some(code) = candidate {
-            let (syntax, quality) = workbench::static_signals(code, &bench.scratch, &bench.hidden()).await?;
+            let (syntax, quality) = workbench::static_signals(code, &bench.scratch).await?;
             let (relevant, detail) = grading::relevance(&format!("{}\n{}", report.summary.title, report.body), code);
             signals.relevance =
                 Some(Signal { passed: relevant, source: SignalSource::Deterministic, detail: Some(detail) });

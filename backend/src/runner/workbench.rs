@@ -53,19 +53,12 @@ impl Workbench {
                 memory_bytes: 2 << 30,
                 ..Limits::default()
             },
-            // Run directories live in the system's temporary directory: a
-            // candidate runs as a user of its own (when the worker is root),
-            // and the data directory's parents may not be open to it.
+            // Run directories live in the system's temporary directory,
+            // away from the data directory.
             scratch: std::env::temp_dir().join("failpass-runs"),
             allow_unsandboxed: false,
             access: Arc::default(),
         }
-    }
-
-    /// What a run must not see: the environment cache (other projects'
-    /// environments); its own environment is mounted back.
-    pub fn hidden(&self) -> Vec<PathBuf> {
-        vec![self.envs.root().to_path_buf()]
     }
 
     /// Whether candidates may run here at all: refused (permanently) when the
@@ -89,9 +82,11 @@ impl Workbench {
 
     /// Fails (transiently, with what to do) when candidates would run as a
     /// user that cannot read the environment cache: every run would fail
-    /// for a reason that is not the candidate's.
+    /// for a reason that is not the candidate's. Only where runs see the
+    /// host's file system (root without namespaces); in a root of their own
+    /// their environment is bound whatever the host's modes on the way.
     async fn check_access(&self) -> Result<(), JobError> {
-        if !sandbox::switches_user() || self.access.get().is_some() {
+        if !sandbox::switches_user() || sandbox::pid_isolation_available() || self.access.get().is_some() {
             return Ok(());
         }
         let root = self.envs.root().to_path_buf();
@@ -100,16 +95,16 @@ impl Workbench {
         prepare_scratch(&scratch).map_err(|e| fail(format!("creating {}: {e}", scratch.display())))?;
         std::fs::create_dir_all(&root).map_err(|e| fail(format!("creating {}: {e}", root.display())))?;
         let dir = root.to_string_lossy().into_owned();
-        let mut probe = Command::new("/bin/sh", ["-c", "test -r \"$1\" && test -x \"$1\"", "probe", dir.as_str()]);
-        probe.binds.push((root.clone(), false));
+        let probe = Command::new("/bin/sh", ["-c", "test -r \"$1\" && test -x \"$1\"", "probe", dir.as_str()]);
         match sandbox::run(&probe, Some(&scratch)).await {
             Ok(r) if r.succeeded() => {
                 let _ = self.access.set(());
                 Ok(())
             }
             Ok(r) => Err(fail(format!(
-                "candidates run as users of their own (uid {}, the worker is root), which cannot read the environment cache {}; \
-                 make the data directory and its parents readable (chmod o+rx)",
+                "candidates run as users of their own (uid {}, the worker is root) but see the host's file system (this \
+                 process cannot create namespaces), and cannot read the environment cache {}; make the data directory \
+                 and its parents readable (chmod o+rx), or give the worker CAP_SYS_ADMIN",
                 r.uid.unwrap_or_default(),
                 root.display()
             ))),
@@ -131,7 +126,6 @@ impl Workbench {
         let mut cmd = Command::new("/bin/sh", ["-c", script.as_str()]);
         cmd.limits = self.limits;
         cmd.binds.push((env.dir.clone(), false));
-        cmd.hide = self.hidden();
         cmd.env = env.vars.clone();
         cmd.env.push(("FAILPASS_ENV".into(), env.dir.to_string_lossy().into_owned()));
         let junit = dir.path().join("junit.xml");
@@ -182,6 +176,7 @@ impl Workbench {
             started_at: None,
             iteration: None,
             release: None,
+            isolation: Some(r.isolation),
         }
     }
 }
@@ -207,11 +202,12 @@ fn read_run_file(path: &Path, uid: Option<u32>) -> Option<String> {
     Some(text)
 }
 
-/// The directory run directories go in, open for the run user to pass through.
+/// The directory run directories go in. Others may pass through to their
+/// own run's directory, not list the others (a run in a root of its own
+/// does not see this directory at all; without namespaces it passes through).
 fn prepare_scratch(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
-    // Others may pass through to their own run's directory, not list the others.
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
 }
 
@@ -255,16 +251,11 @@ async fn pyflakes_available(scratch: &Path) -> bool {
 
 /// Syntax from Python's own compiler; quality from pyflakes when installed
 /// (`None`, not computed, otherwise).
-pub async fn static_signals(
-    code: &str,
-    scratch: &Path,
-    hide: &[PathBuf],
-) -> Result<(Signal, Option<Signal>), JobError> {
+pub async fn static_signals(code: &str, scratch: &Path) -> Result<(Signal, Option<Signal>), JobError> {
     let check = |args: &[&str]| {
         let mut c = Command::new("python3", args.iter().copied());
         c.files.push(("candidate.py".into(), code.as_bytes().to_vec()));
         c.limits = Limits { wall: Duration::from_secs(30), cpu_seconds: 30, ..Limits::default() };
-        c.hide = hide.to_vec();
         c
     };
     let _ = prepare_scratch(scratch);

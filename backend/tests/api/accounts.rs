@@ -304,7 +304,7 @@ async fn the_replayed_attacks_fail() {
         .unwrap();
     assert_eq!(r.status(), 401);
     // … nor can a maintainer replace a recipe the runner would build.
-    let maintainer_pw = failpass::demo::credentials(app.data_dir()).unwrap();
+    let maintainer_pw = failpass::demo::credentials(&app.data_dir()).unwrap();
     let pw = maintainer_pw
         .lines()
         .find(|l| l.trim_start().starts_with("demo-maintainer"))

@@ -21,7 +21,7 @@ async fn run_validation(app: &TestApp, report: i64) {
     let job =
         app.storage.claim("tests", chrono::Utc::now(), chrono::Duration::seconds(600)).await.unwrap().expect("a job");
     assert_eq!((job.kind, job.payload.report_id), (JobKind::Oracle, Some(report)));
-    let bench = Workbench::new(app.storage.clone(), app.data_dir());
+    let bench = Workbench::new(app.storage.clone(), &app.data_dir());
     let validate = ValidateOracle { verify: Verify { bench }, routing: Arc::default() };
     validate.execute(&job, "tests").await.expect("the validation ends");
     app.storage.complete(job.id, "tests", chrono::Utc::now(), None).await.unwrap();

@@ -104,13 +104,18 @@ async fn spawn_on(
     security: failpass::security::SecurityConfig,
 ) -> TestApp {
     init_logs();
+    // The data directory under a parent of root's alone (0700, as `mktemp -d`
+    // makes it): runs must grade whatever the modes above the data directory.
     let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod 0700");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).expect("data dir");
     let app = App::build(AppConfig {
-        database_url: database_url.unwrap_or_else(|| dir.path().join("failpass.db").to_string_lossy().into_owned()),
+        database_url: database_url.unwrap_or_else(|| data.join("failpass.db").to_string_lossy().into_owned()),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo,
         routing: Default::default(),
-        data_dir: dir.path().to_path_buf(),
+        data_dir: data,
         workers,
         generator,
         refine_budget: 5,
@@ -134,8 +139,8 @@ pub struct Reply {
 
 impl TestApp {
     /// The app's data directory (environments, runs).
-    pub fn data_dir(&self) -> &std::path::Path {
-        self._dir.path()
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("data")
     }
 
     pub async fn get(&self, path: &str) -> Reply {

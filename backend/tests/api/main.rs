@@ -6,6 +6,7 @@ mod attempts;
 mod authoring;
 mod backup;
 mod charts;
+mod escape;
 mod export;
 mod figures;
 mod health;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, assert_error, spawn_app_with_workers};
 
 /// Waits until no job is queued or running.
-async fn drain(app: &TestApp, limit: Duration) -> Value {
+pub async fn drain(app: &TestApp, limit: Duration) -> Value {
     let start = Instant::now();
     loop {
         let q = app.get("/api/v1/jobs").await.body;
@@ -415,6 +415,7 @@ async fn an_agent_that_fails_is_recorded_as_other() {
         command: "echo 'no API key' >&2; exit 2".into(),
         timeout: Duration::from_secs(30),
         env: vec![],
+        files: vec![],
     };
     let app = crate::helpers::spawn_with(true, 2, generator).await;
     drain(&app, Duration::from_secs(180)).await;
@@ -449,6 +450,7 @@ print(json.dumps({"candidate": code, "cost_usd": 0.25, "tokens_in": 1000, "token
         command: "python3 -c \"$AGENT_PY\"".into(),
         timeout: Duration::from_secs(30),
         env: vec![("AGENT_PY".into(), script.into())],
+        files: vec![],
     };
     let app = crate::helpers::spawn_with(true, 2, generator).await;
     drain(&app, Duration::from_secs(180)).await;
@@ -629,17 +631,19 @@ async fn venv_environments_are_built_once_and_rechecks_find_a_regression() {
     assert_eq!(entries.len(), 4, "one built environment per recipe, no half-built leftovers: {entries:?}");
 }
 
-/// As root, candidates run as `nobody`: a data directory it cannot read is
-/// named in the job's error (never a wrong verdict), and fixing it needs no restart.
+/// The data directory itself only root's (0700) and its parent too: runs
+/// still grade, since each run's root gets its environment bound by root
+/// whatever the host's modes on the way (it used to be retried for ever
+/// with "cannot read the environment cache").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreadable_environment_cache_is_named_not_graded() {
+async fn a_private_data_directory_is_no_obstacle_to_grading() {
     use std::os::unix::fs::PermissionsExt;
-    if !failpass::runner::sandbox::switches_user() {
-        eprintln!("not root: candidates run as the worker's user");
+    if !failpass::runner::sandbox::pid_isolation_available() {
+        eprintln!("no namespaces here: runs see the host's file system and its modes");
         return;
     }
     let app = spawn_app_with_workers(false, 1).await;
-    let data = app.data_dir().to_path_buf();
+    let data = app.data_dir();
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
     app.project("a/lib").await;
     for (name, role) in [("b", "buggy"), ("f", "fixed")] {
@@ -651,25 +655,10 @@ async fn an_unreadable_environment_cache_is_named_not_graded() {
         "oracle": { "kind": "fail_to_pass", "source": "authored", "command": "python3 candidate.py" } }))
         .await;
     let a = app.attempt(json!({ "report_id": report, "agent": "x", "verdict": "hypothesis", "verdict_source": "llm", "candidate": "pass\n", "verify": true })).await;
-    let start = Instant::now();
-    let err = loop {
-        let q = app.get("/api/v1/jobs").await.body;
-        if let Some(e) = q["jobs"][0]["last_error"].as_str() {
-            break e.to_owned();
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "no error recorded: {q}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert!(err.contains("cannot read the environment cache") && err.contains("chmod"), "{err}");
-    assert_eq!(
-        app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body["verdict"],
-        "hypothesis",
-        "not graded against the candidate"
-    );
-    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
-    drain(&app, Duration::from_secs(60)).await;
+    let queue = drain(&app, Duration::from_secs(60)).await;
+    assert_eq!(queue["failed_last_day"], 0, "no job failed on the way: {queue}");
     let graded = app.get(&format!("/api/v1/attempts/{}", a["id"])).await.body;
-    assert_eq!(graded["verdict"], "not_reproduced", "after the fix the retry grades it: {}", graded["grade"]);
+    assert_eq!(graded["verdict"], "not_reproduced", "graded at once: {}", graded["grade"]);
 }
 
 /// An LLM's lead rerun by the oracle is regraded in place; the LLM's verdict
@@ -718,19 +707,28 @@ async fn leads_regraded_in_place_score_llm_precision() {
     );
 }
 
-/// Setup commands run as a sandbox user of their own (never root), with the
-/// network (package installs), and say so in the build's log; the built tree
-/// then belongs to root, so no candidate can change what others are graded in.
+/// Setup commands run as a sandbox user of their own (never root), with
+/// outbound network (package installs) but not the host's loopback, and say
+/// so in the build's log; the built tree then belongs to root, so no
+/// candidate can change what others are graded in.
 #[tokio::test]
 async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_built_tree() {
     use std::os::unix::fs::MetadataExt;
     assert!(failpass::runner::sandbox::switches_user(), "runner tests run as root, as runners do");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    assert!(failpass::runner::sandbox::net::outbound_available(), "slirp4netns is installed by `cargo xtask test`");
+    // Listening on every address: the host's loopback must stay out of reach, its other addresses not.
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let host = crate::escape::host_address().expect("a non-loopback address on this machine");
     let data = tempfile::tempdir().unwrap();
     let cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
     let probe = format!(
-        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\" > net.txt"
+        "python3 - > net.txt <<'PY'\n{}PY",
+        crate::escape::connect_probe(&[
+            ("loopback", "127.0.0.1", port),
+            ("gateway", "10.0.2.2", port),
+            ("host", &host.to_string(), port),
+        ])
     );
     let recipe = failpass_shared::api::jobs::Recipe {
         setup: vec!["id -u > uid.txt".into(), probe, "echo graded-in > lib.txt".into()],
@@ -739,13 +737,14 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
     let built = cache.get(&recipe, data.path()).await.unwrap();
     let uid: u32 = std::fs::read_to_string(built.dir.join("uid.txt")).unwrap().trim().parse().unwrap();
     assert_ne!(uid, 0, "setup ran as root");
-    assert_eq!(
-        std::fs::read_to_string(built.dir.join("net.txt")).unwrap().trim(),
-        "connected",
-        "setup has the network"
-    );
+    let net = std::fs::read_to_string(built.dir.join("net.txt")).unwrap();
+    assert!(net.contains("host connected"), "setup has outbound network: {net}");
+    assert!(net.contains("loopback refused") && net.contains("gateway refused"), "but not the host's loopback: {net}");
     let log = std::fs::read_to_string(built.dir.parent().unwrap().join(".built")).unwrap();
-    assert!(log.starts_with(&format!("# setup runs as uid {uid} (not root) with network access")), "{log}");
+    assert!(
+        log.starts_with(&format!("# setup runs as uid {uid} (not root) in a root of its own, with outbound network")),
+        "{log}"
+    );
     for f in ["lib.txt", "uid.txt"] {
         let meta = std::fs::metadata(built.dir.join(f)).unwrap();
         assert_eq!((meta.uid(), meta.mode() & 0o022), (0, 0), "{f}: root's, and nobody else may write it");
@@ -764,7 +763,6 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
     c.env.push(("CACHE".into(), cache.root().to_string_lossy().into_owned()));
     c.env.push(("OTHER".into(), other.dir.to_string_lossy().into_owned()));
     c.binds.push((built.dir.clone(), false));
-    c.hide.push(cache.root().to_path_buf());
     let r = failpass::runner::sandbox::run(&c, None).await.unwrap();
     assert!(r.output.starts_with("graded-in\n"), "the run reads its environment: {}", r.output);
     assert!(r.output.contains("Read-only file system"), "{}", r.output);

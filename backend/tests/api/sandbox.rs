@@ -99,7 +99,7 @@ async fn no_process_outlives_its_run() {
     for token in ["61.1", "61.2"] {
         assert!(processes_with(token).is_empty(), "`sleep {token}` outlived its run");
     }
-    if r.pid_isolated {
+    if r.isolation.pid_namespace {
         assert!(processes_with("61.3").is_empty(), "a new session does not escape a PID namespace");
     } else {
         for pid in processes_with("61.3") {
@@ -112,7 +112,7 @@ async fn no_process_outlives_its_run() {
     let r = sandbox::run(&c, None).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(r.timed_out && processes_with("62.1").is_empty());
-    assert!(sandbox::pid_isolation_available() == r.pid_isolated);
+    assert!(sandbox::pid_isolation_available() == r.isolation.pid_namespace);
 }
 
 #[tokio::test]
@@ -136,22 +136,25 @@ async fn environment_is_scrubbed_and_the_directory_is_private() {
 
 #[tokio::test]
 async fn no_network_where_the_os_allows_it() {
-    // PostgreSQL listens on 127.0.0.1:5432 on these machines; any listener will do.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    use sandbox::NetworkAccess;
+    // Listening on every address; any listener will do.
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let probe = format!(
-        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('refused', e)"
-    );
-    let open = sandbox::run(&Command { network: true, ..py(&probe) }, None).await.unwrap();
-    assert!(open.output.contains("connected"), "{}", open.output);
+    let host = crate::escape::host_address().expect("a non-loopback address here").to_string();
+    let probe = crate::escape::connect_probe(&[("loopback", "127.0.0.1", port), ("host", &host, port)]);
     let closed = sandbox::run(&py(&probe), None).await.unwrap();
-    if sandbox::network_isolation_available() {
-        assert!(closed.network_isolated);
-        assert!(closed.output.contains("refused"), "{}", closed.output);
-    } else {
-        eprintln!("network namespaces are not available here (not root?): runs keep the network");
-        assert!(!closed.network_isolated);
+    let open = sandbox::run(&Command { network: true, ..py(&probe) }, None).await.unwrap();
+    if !sandbox::network_isolation_available() {
+        eprintln!("network namespaces are not available here (not root?): runs keep the host's network");
+        assert_eq!(closed.isolation.network, NetworkAccess::Host);
+        return;
     }
+    assert_eq!(closed.isolation.network, NetworkAccess::None);
+    assert!(closed.output.contains("loopback refused") && closed.output.contains("host refused"), "{}", closed.output);
+    // Asked for, the network is outbound only: the host's other addresses, never its loopback.
+    assert_eq!(open.isolation.network, NetworkAccess::Outbound, "{open:?}");
+    assert!(open.output.contains("host connected"), "{}", open.output);
+    assert!(open.output.contains("loopback refused"), "{}", open.output);
 }
 
 /// These machines run the tests as root, as runners are deployed; the
@@ -213,7 +216,8 @@ async fn a_run_cannot_touch_another_runs_directory() {
     );
     let r = sandbox::run(&sh(&probe), Some(parent.path())).await.unwrap();
     assert!(!r.output.contains("secret"), "another run's file was read: {}", r.output);
-    assert!(r.output.contains("Permission denied"), "{}", r.output);
+    // In a root of its own the other run's directory is not even there.
+    assert!(r.isolation.built_root && r.output.contains("No such file or directory"), "{}", r.output);
     assert_eq!(std::fs::read_to_string(&held).unwrap(), "secret\n", "and not changed");
     first.await.unwrap();
 }
@@ -230,7 +234,7 @@ async fn nothing_written_outside_the_runs_directory_survives() {
     );
     let parent = tempfile::tempdir().unwrap();
     let r = sandbox::run(&sh(&script), Some(parent.path())).await.unwrap();
-    assert!(r.private_tmp, "{r:?}");
+    assert!(r.isolation.built_root, "{r:?}");
     let lines: Vec<&str> = r.output.lines().collect();
     assert_eq!(lines[0], "0", "the host's /tmp is not the run's: {}", r.output);
     for d in ["/tmp", "/var/tmp", "/dev/shm"] {
@@ -271,7 +275,7 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
     let uid = r.uid.unwrap();
     // Where a pids controller is mounted (cgroup v2, or v1's pids hierarchy, as here) the run had
     // a cgroup of its own with pids.max besides RLIMIT_NPROC on its user; it is gone afterwards.
-    assert_eq!(r.pids_cgroup, sandbox::pids_cgroup_available(), "{r:?}");
+    assert_eq!(r.isolation.pids_cgroup, sandbox::pids_cgroup_available(), "{r:?}");
     let leftover = std::fs::read_dir("/sys/fs/cgroup")
         .into_iter()
         .flatten()
@@ -295,7 +299,7 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
 #[tokio::test]
 async fn a_run_sees_only_its_own_processes() {
     let r = sandbox::run(&sh("ls /proc | grep -c '^[0-9]'"), None).await.unwrap();
-    if !r.pid_isolated {
+    if !r.isolation.pid_namespace {
         eprintln!("no PID namespace here (not root)");
         return;
     }
@@ -336,7 +340,7 @@ async fn a_run_is_in_a_pids_cgroup_of_its_own_where_one_can_be_made() {
     let mut c = sh("grep -E '(^0::|pids)' /proc/self/cgroup");
     c.limits.processes = 37;
     let r = sandbox::run(&c, None).await.unwrap();
-    assert!(r.pids_cgroup);
+    assert!(r.isolation.pids_cgroup);
     let uid = r.uid.unwrap();
     assert!(r.output.contains(&format!("failpass-run-{uid}")), "{}", r.output);
 }

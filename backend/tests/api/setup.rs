@@ -45,7 +45,7 @@ async fn run_build(app: &TestApp, id: i64) -> failpass_shared::api::jobs::Enviro
     let job =
         app.storage.claim("tests", chrono::Utc::now(), chrono::Duration::seconds(600)).await.unwrap().expect("a job");
     assert_eq!((job.kind, job.payload.environment_id), (JobKind::Build, Some(id)));
-    let build = Build { bench: Workbench::new(app.storage.clone(), app.data_dir()) };
+    let build = Build { bench: Workbench::new(app.storage.clone(), &app.data_dir()) };
     build.execute(&job).await.expect("the build job ends");
     app.storage.complete(job.id, "tests", chrono::Utc::now(), None).await.unwrap();
     let r = app.get(&format!("/api/v1/environments/{id}/build")).await;

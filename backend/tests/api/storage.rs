@@ -440,6 +440,10 @@ async fn attempts_runs_and_natural_keys() {
             timed_out: false, duration_ms: 420, output: "ValueError: bad shape".into(), output_truncated: true,
             output_bytes: 1 << 20, failing_tests: vec!["t::a".into()], passing_tests: vec![], runner_id: Some("r1".into()),
             started_at: Some(t("2026-02-01T00:01:00Z")), iteration: Some(2), release: Some("v2.5.0".into()),
+            isolation: Some(failpass_shared::api::attempts::Isolation {
+                own_user: true, pid_namespace: true, built_root: true,
+                network: failpass_shared::api::attempts::NetworkAccess::Outbound, syscall_filter: true, pids_cgroup: false,
+            }),
         };
         let (run_id, o) = s.create_run(&run).await.unwrap();
         assert_eq!(o, failpass_shared::api::import::Outcome::Created);
@@ -451,6 +455,7 @@ async fn attempts_runs_and_natural_keys() {
         assert_eq!(detail.runs[0].started_at, t("2026-02-01T00:01:00Z"));
         assert_eq!(detail.runs[0].failing_tests, ["t::a"]);
         assert_eq!((detail.runs[0].iteration, detail.runs[0].release.as_deref()), (Some(2), Some("v2.5.0")));
+        assert_eq!(detail.runs[0].isolation, run.isolation, "the sandbox a run had is stored with it");
         assert_eq!(detail.attempt.verdict, Verdict::Reproduced);
         assert!(detail.attempt.counts);
         let missing = s.create_run(&NewRun { attempt_id: 9999, ..run_input(id) }).await.unwrap_err();
@@ -610,6 +615,7 @@ fn run_input(attempt_id: i64) -> NewRun {
         runner_id: None,
         iteration: None,
         release: None,
+        isolation: None,
     }
 }
 

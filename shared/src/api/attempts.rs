@@ -445,6 +445,43 @@ pub struct Run {
     /// The release a re-check ran it on.
     #[serde(default)]
     pub release: Option<String>,
+    /// What the sandbox gave it; `None` for imported runs and runs graded
+    /// before failpass recorded it. (The dashboard does not read it.)
+    #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip_deserializing))]
+    pub isolation: Option<Isolation>,
+}
+
+/// The isolation one run had, as the runner gave it (README, "Security model").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Isolation {
+    /// It ran as a user id of its own, never root (the worker is root).
+    pub own_user: bool,
+    /// Its own PID namespace: everything it started died with it.
+    pub pid_namespace: bool,
+    /// A root built for it (the mounts the README lists); `false`: it saw
+    /// the host's file system.
+    pub built_root: bool,
+    pub network: NetworkAccess,
+    /// The system-call filter was installed before it started.
+    pub syscall_filter: bool,
+    /// A pids cgroup of its own besides `RLIMIT_NPROC`.
+    pub pids_cgroup: bool,
+}
+
+/// The network a run had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkAccess {
+    /// None: an empty network namespace.
+    #[default]
+    None,
+    /// Outbound through user-mode networking, without the host's loopback.
+    Outbound,
+    /// The host's own network (no namespaces: the worker is not root).
+    Host,
 }
 
 /// An attempt with its runs (`GET /api/v1/attempts/{id}`).

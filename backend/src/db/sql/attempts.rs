@@ -157,8 +157,8 @@ impl AttemptStore for Engine {
         let Some(row) = row else { return Ok(None) };
         let runs: Vec<RunRow> = sqlx::query_as(
             "SELECT id, attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
-             output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, iteration, release \
-             FROM runs WHERE attempt_id = $1 ORDER BY id",
+             output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, iteration, release, \
+             isolation FROM runs WHERE attempt_id = $1 ORDER BY id",
         )
         .bind(id)
         .fetch_all(&self.read)
@@ -562,8 +562,8 @@ impl Engine {
         Ok(sqlx::query_scalar(
             "INSERT INTO runs (attempt_id, trigger, environment, exit_status, timed_out, duration_ms, output, \
              output_truncated, output_bytes, failing_tests, passing_tests, runner_id, started_at, content_hash, \
-             iteration, release) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+             iteration, release, isolation) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
              ON CONFLICT (attempt_id, content_hash) DO NOTHING RETURNING id",
         )
         .bind(new.attempt_id)
@@ -582,6 +582,7 @@ impl Engine {
         .bind(content_hash)
         .bind(new.iteration.map(|i| i as i32))
         .bind(&new.release)
+        .bind(new.isolation.as_ref().map(Json))
         .fetch_optional(&mut **tx)
         .await?)
     }
