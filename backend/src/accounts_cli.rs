@@ -7,7 +7,7 @@ use std::io::{BufRead, IsTerminal};
 use anyhow::{Context, bail};
 use failpass_shared::model::{ProjectRole, TokenScope};
 
-use crate::auth::{password, tokens};
+use crate::auth::{password, signin, tokens};
 use crate::config::{HookArgs, HookCommand, TokenArgs, TokenCommand, UserArgs, UserCommand};
 use crate::db::{ProjectScope, Storage, StorageError};
 
@@ -70,14 +70,22 @@ pub async fn user(args: UserArgs) -> anyhow::Result<()> {
             if users.is_empty() {
                 println!("no users yet: `failpass user add NAME --admin` adds the first administrator");
             }
+            let now = chrono::Utc::now();
             for (u, memberships) in users {
                 let roles: Vec<String> = memberships.iter().map(|m| format!("{} of {}", m.role, m.project)).collect();
+                let held =
+                    signin::throttle(storage.as_ref(), &u.name, now).await.map_err(|e| anyhow::anyhow!("{e}"))?;
                 println!(
-                    "{}{}  (since {}){}",
+                    "{}{}  (since {}){}{}",
                     u.name,
                     if u.admin { "  admin" } else { "" },
                     u.created_at.format("%Y-%m-%d"),
-                    if roles.is_empty() { String::new() } else { format!("  {}", roles.join(", ")) }
+                    if roles.is_empty() { String::new() } else { format!("  {}", roles.join(", ")) },
+                    if held.is_clear() {
+                        String::new()
+                    } else {
+                        format!("  sign-in throttled (`failpass user throttle {}`)", u.name)
+                    }
                 );
             }
         }
@@ -101,6 +109,46 @@ pub async fn user(args: UserArgs) -> anyhow::Result<()> {
         UserCommand::Revoke { name, project } => {
             storage.set_membership(&name, &project, None).await.map_err(not_found)?;
             println!("{name} has no role in {project} now");
+        }
+        UserCommand::Throttle { name } => {
+            let now = chrono::Utc::now();
+            let t = signin::throttle(storage.as_ref(), &name, now).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            if storage.user_by_name(&name).await?.is_none() {
+                println!("no user is named `{name}` (failures under that name are counted all the same)");
+            }
+            println!(
+                "{name}: {} failed sign-in(s) in the last {} minutes{}",
+                t.failures,
+                signin::WINDOW_MINUTES,
+                if t.under_attack {
+                    format!(
+                        "; under attack (at least {}): every try is answered a second later, failed addresses wait longer",
+                        signin::ACCOUNT_ALARM
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            for a in &t.addresses {
+                let wait = match a.waits_until {
+                    Some(u) => {
+                        format!("waits until {} ({} s)", u.format("%H:%M:%S UTC"), (u - now).num_seconds().max(1))
+                    }
+                    None => "may try now".into(),
+                };
+                println!("  from {}: {} failure(s), {wait}", a.address, a.failures);
+            }
+            if !t.is_clear() {
+                println!("`failpass user unthrottle {name}` lifts it");
+            }
+        }
+        UserCommand::Unthrottle { name } => {
+            let was = signin::unthrottle(storage.as_ref(), &name).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!(
+                "{name}: {} failed sign-in(s) from {} address(es) forgotten; every address may sign in at once",
+                was.failures,
+                was.addresses.len()
+            );
         }
     }
     Ok(())

@@ -379,6 +379,11 @@ pub enum UserCommand {
         #[arg(long)]
         project: String,
     },
+    /// Show the sign-in throttle on a user: failures in the window, whether
+    /// the account is under attack, and each address's wait.
+    Throttle { name: String },
+    /// Lift the sign-in throttle on a user (every address's waits, and the account's count).
+    Unthrottle { name: String },
 }
 
 #[derive(Debug, Clone, Args)]

@@ -114,12 +114,15 @@ impl Security {
         self.allowed_hosts.contains(&a)
     }
 
-    /// Whether `origin` (`scheme://host[:port]`) is this server's.
+    /// Whether `origin` (`scheme://host[:port]`) is this server's: its
+    /// scheme exactly (https where the public URL is https, http where
+    /// failpass is served over plain http), its host and its port. The
+    /// loopback aliases (`127.0.0.1`, `localhost`) count only where no
+    /// public URL is given and the server listens on loopback.
     fn is_own_origin(&self, origin: &str) -> bool {
         let Some((scheme, authority)) = origin.split_once("://") else { return false };
         let scheme_ok = match scheme {
-            "https" => true,
-            // Plain http only where failpass is served over plain http.
+            "https" => self.https,
             "http" => !self.https,
             _ => false,
         };
@@ -291,6 +294,13 @@ mod tests {
         let host = ("host", "127.0.0.1:8080");
         let post = Method::POST;
         assert!(check(&s, &post, &headers(&[host, ("origin", "http://127.0.0.1:8080")])).is_ok());
+        // The same host and port under the other scheme is another origin.
+        assert!(matches!(
+            check(&s, &post, &headers(&[host, ("origin", "https://127.0.0.1:8080")])),
+            Err(ApiError::Forbidden(_))
+        ));
+        let cookie = ("cookie", "failpass_session=abc");
+        assert!(check(&s, &post, &headers(&[host, cookie, ("referer", "https://127.0.0.1:8080/reports/1")])).is_err());
         assert!(matches!(
             check(&s, &post, &headers(&[host, ("origin", "http://127.0.0.1:9999")])),
             Err(ApiError::Forbidden(_))
@@ -301,7 +311,6 @@ mod tests {
             Err(ApiError::Forbidden(_))
         ));
         // A cookie without Origin or Referer: refused; with our Referer: fine; a token: fine.
-        let cookie = ("cookie", "failpass_session=abc");
         assert!(check(&s, &post, &headers(&[host, cookie])).is_err());
         assert!(check(&s, &post, &headers(&[host, cookie, ("referer", "http://127.0.0.1:8080/reports/1")])).is_ok());
         assert!(

@@ -154,12 +154,34 @@ pub trait AccountStore: Send + Sync {
     /// Forgets failures by id (the sign-in they were recorded for succeeded or was refused unchecked).
     async fn forget_signin_failures(&self, ids: &[i64]) -> StorageResult<()>;
 
-    /// Failed sign-ins under `key` since `since`, and the oldest of them.
-    async fn signin_failures(&self, key: &str, since: DateTime<Utc>) -> StorageResult<(i64, Option<DateTime<Utc>>)>;
+    /// Failed sign-ins under `key` since `since` (but the row `except`, a
+    /// sign-in's own), with the oldest and the newest of them.
+    async fn signin_failures(&self, key: &str, since: DateTime<Utc>, except: i64) -> StorageResult<FailureCount>;
+
+    /// Every key with failures since `since` that is `key` or starts with
+    /// `prefix`, with its count and newest failure (the throttle an admin sees).
+    async fn signin_failure_keys(
+        &self,
+        key: &str,
+        prefix: &str,
+        since: DateTime<Utc>,
+    ) -> StorageResult<Vec<(String, FailureCount)>>;
+
+    /// Forgets every failure under `key` or a key starting with `prefix`
+    /// (an admin lifts a user's throttle); how many were forgotten.
+    async fn forget_signin_failure_keys(&self, key: &str, prefix: &str) -> StorageResult<u64>;
 
     /// Forgets the failures under `key` (a successful sign-in) and any
     /// older than `before` (housekeeping).
     async fn clear_signin_failures(&self, key: &str, before: DateTime<Utc>) -> StorageResult<()>;
+}
+
+/// Failed sign-ins under one key in a window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, sqlx::FromRow)]
+pub struct FailureCount {
+    pub count: i64,
+    pub oldest: Option<DateTime<Utc>>,
+    pub newest: Option<DateTime<Utc>>,
 }
 
 pub const TOKEN_COLUMNS: &str = "t.id, t.name, t.prefix, t.scope, t.project_id, p.slug AS project, t.user_id, u.name AS user_name, \

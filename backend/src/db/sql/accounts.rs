@@ -302,12 +302,47 @@ impl AccountStore for Engine {
         &self,
         key: &str,
         since: chrono::DateTime<chrono::Utc>,
-    ) -> StorageResult<(i64, Option<chrono::DateTime<chrono::Utc>>)> {
-        Ok(sqlx::query_as("SELECT COUNT(*), MIN(at) FROM signin_failures WHERE key = $1 AND at > $2")
+        except: i64,
+    ) -> StorageResult<FailureCount> {
+        Ok(sqlx::query_as(
+            "SELECT COUNT(*) AS count, MIN(at) AS oldest, MAX(at) AS newest FROM signin_failures \
+             WHERE key = $1 AND at > $2 AND id <> $3",
+        )
+        .bind(key)
+        .bind(common::secs(since))
+        .bind(except)
+        .fetch_one(&self.write)
+        .await?)
+    }
+
+    async fn signin_failure_keys(
+        &self,
+        key: &str,
+        prefix: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> StorageResult<Vec<(String, FailureCount)>> {
+        let rows: Vec<(String, i64, Option<chrono::DateTime<chrono::Utc>>, Option<chrono::DateTime<chrono::Utc>>)> =
+            sqlx::query_as(
+                "SELECT key, COUNT(*), MIN(at), MAX(at) FROM signin_failures \
+                 WHERE (key = $1 OR substr(key, 1, CAST($3 AS INTEGER)) = $2) AND at > $4 GROUP BY key ORDER BY key",
+            )
             .bind(key)
+            .bind(prefix)
+            .bind(prefix.chars().count() as i64)
             .bind(common::secs(since))
-            .fetch_one(&self.write)
-            .await?)
+            .fetch_all(&self.write)
+            .await?;
+        Ok(rows.into_iter().map(|(k, count, oldest, newest)| (k, FailureCount { count, oldest, newest })).collect())
+    }
+
+    async fn forget_signin_failure_keys(&self, key: &str, prefix: &str) -> StorageResult<u64> {
+        Ok(sqlx::query("DELETE FROM signin_failures WHERE key = $1 OR substr(key, 1, CAST($3 AS INTEGER)) = $2")
+            .bind(key)
+            .bind(prefix)
+            .bind(prefix.chars().count() as i64)
+            .execute(&self.write)
+            .await?
+            .rows_affected())
     }
 
     async fn clear_signin_failures(&self, key: &str, before: chrono::DateTime<chrono::Utc>) -> StorageResult<()> {
