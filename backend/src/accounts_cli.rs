@@ -259,7 +259,8 @@ pub async fn hook(args: HookArgs) -> anyhow::Result<()> {
                 Some(parsed.map_err(|e| anyhow::anyhow!("--events: {e}"))?)
             };
             let (url, format, events) =
-                crate::hooks::check_request(&url, Some(format), events).map_err(|e| anyhow::anyhow!("--{e}"))?;
+                crate::hooks::check_request(&url, Some(format), events, &args.networks.networks()?)
+                    .map_err(|e| anyhow::anyhow!("--{e}"))?;
             let p = storage.get_project(&project, &ProjectScope::All).await?.ok_or_else(|| {
                 let hint = if project.contains('/') { "" } else { " (projects are named owner/name)" };
                 anyhow::anyhow!("project `{project}` does not exist{hint}")

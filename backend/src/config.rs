@@ -176,6 +176,8 @@ pub enum WebhookCommand {
 pub struct HookArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
+    #[command(flatten)]
+    pub networks: HookNetworkArgs,
     #[command(subcommand)]
     pub command: HookCommand,
 }
@@ -482,6 +484,8 @@ pub struct WorkerArgs {
     pub lease_seconds: i64,
     #[command(flatten)]
     pub runs: RunArgs,
+    #[command(flatten)]
+    pub hooks: HookNetworkArgs,
     /// Routing rule configuration (TOML; see docs/routing.toml): a report
     /// whose authored oracle this worker validates is re-routed by it, so
     /// give the file `serve` reads.
@@ -636,6 +640,26 @@ pub struct ServeArgs {
     pub trust_x_forwarded_for: bool,
     #[command(flatten)]
     pub runs: RunArgs,
+    #[command(flatten)]
+    pub hooks: HookNetworkArgs,
+}
+
+/// Where outgoing webhooks may post besides the public internet.
+#[derive(Debug, Clone, Args)]
+pub struct HookNetworkArgs {
+    /// Private networks hooks may post into (CIDRs, comma-separated, e.g.
+    /// `10.0.0.0/8,127.0.0.1/32`): loopback, RFC 1918, CGNAT and ULA
+    /// addresses are refused without it. Give the same to the server and to
+    /// every worker (workers deliver). Link-local and metadata addresses
+    /// are refused whatever it says.
+    #[arg(long, env = "FAILPASS_HOOK_ALLOW_NETWORK", value_delimiter = ',', global = true)]
+    pub hook_allow_network: Vec<String>,
+}
+
+impl HookNetworkArgs {
+    pub fn networks(&self) -> anyhow::Result<crate::hooks::HookNetworks> {
+        crate::hooks::HookNetworks::parse(&self.hook_allow_network).map_err(anyhow::Error::msg)
+    }
 }
 
 /// Whether candidates may run without the sandbox's user switch.
@@ -649,8 +673,8 @@ pub struct RunArgs {
 }
 
 impl ServeArgs {
-    pub fn security(&self) -> crate::security::SecurityConfig {
-        crate::security::SecurityConfig {
+    pub fn security(&self) -> anyhow::Result<crate::security::SecurityConfig> {
+        Ok(crate::security::SecurityConfig {
             public_url: self.public_url.clone(),
             require_sign_in: self.require_sign_in,
             private_by_default: self.private_by_default,
@@ -658,7 +682,8 @@ impl ServeArgs {
             trust_forwarded_for: self.trust_x_forwarded_for,
             allow_unsandboxed_runs: self.runs.allow_unsandboxed_runs,
             metrics_token: self.metrics_token.clone(),
-        }
+            hook_networks: self.hooks.networks()?,
+        })
     }
 }
 

@@ -34,7 +34,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 refine_budget: args.refine.refine_budget,
                 recheck_every: (args.recheck_every_hours > 0)
                     .then(|| std::time::Duration::from_secs(args.recheck_every_hours * 3600)),
-                security: args.security(),
+                security: args.security()?,
             })
             .await?;
             let addr = app.local_addr().context("reading the bound address")?;
@@ -127,6 +127,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 refine_budget: args.refine.refine_budget,
                 allow_unsandboxed: args.runs.allow_unsandboxed_runs,
                 routing: std::sync::Arc::new(failpass::config::load_routing(args.routing_config.as_deref())?),
+                hook_networks: std::sync::Arc::new(args.hooks.networks()?),
             };
             let executor = std::sync::Arc::new(failpass::runner::executors::ByKind::new(
                 storage.clone(),

@@ -47,6 +47,8 @@ pub struct SecurityConfig {
     pub allow_unsandboxed_runs: bool,
     /// `/metrics` answers only with `Authorization: Bearer` this; open without it.
     pub metrics_token: Option<String>,
+    /// Private networks hooks may post into (`--hook-allow-network`).
+    pub hook_networks: crate::hooks::HookNetworks,
 }
 
 /// The checks' settings, worked out once the listener is bound.
@@ -60,6 +62,7 @@ pub struct Security {
     pub secure_cookies: bool,
     pub trust_forwarded_for: bool,
     pub metrics_token: Option<String>,
+    pub hook_networks: std::sync::Arc<crate::hooks::HookNetworks>,
 }
 
 impl Security {
@@ -105,6 +108,7 @@ impl Security {
             secure_cookies: https || cfg.secure_cookies,
             trust_forwarded_for: cfg.trust_forwarded_for,
             metrics_token: cfg.metrics_token.clone().filter(|t| !t.is_empty()),
+            hook_networks: std::sync::Arc::new(cfg.hook_networks.clone()),
         })
     }
 

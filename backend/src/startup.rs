@@ -35,6 +35,8 @@ pub struct App {
     status: crate::status::StatusCache,
     /// The routing rule (the workers re-route reports that gain an authored oracle).
     routing: Arc<RoutingConfig>,
+    /// Private networks hooks may post into.
+    hook_networks: Arc<crate::hooks::HookNetworks>,
 }
 
 /// What to build an [`App`] from.
@@ -95,6 +97,7 @@ impl App {
             health: Default::default(),
             status: status.clone(),
         });
+        let hook_networks = security.hook_networks.clone();
         let router = with_layers(router, storage.clone(), security);
         Ok(App {
             listener,
@@ -107,6 +110,7 @@ impl App {
             refine_budget: cfg.refine_budget,
             recheck_every: cfg.recheck_every,
             allow_unsandboxed: cfg.security.allow_unsandboxed_runs,
+            hook_networks,
             status,
             routing,
         })
@@ -138,6 +142,7 @@ impl App {
             refine_budget: self.refine_budget,
             allow_unsandboxed: self.allow_unsandboxed,
             routing: self.routing.clone(),
+            hook_networks: self.hook_networks.clone(),
         };
         let executor = Arc::new(crate::runner::executors::ByKind::new(self.storage.clone(), &self.data_dir, config));
         if self.workers > 0 && !crate::runner::sandbox::switches_user() {

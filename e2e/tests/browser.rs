@@ -80,7 +80,8 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         generator: failpass::runner::refine::Generator::Snippet,
         refine_budget: 5,
         recheck_every: None,
-        security: Default::default(),
+        // The hooks test's receiver listens on this machine's loopback, as an operator would allow it.
+        security: failpass::security::SecurityConfig { hook_networks: loopback_hooks(), ..Default::default() },
     })
     .await
     .unwrap();
@@ -1494,6 +1495,11 @@ async fn account_pages_at_390_px() {
     h.finish().await;
 }
 
+/// Hooks may post to this machine's loopback (`--hook-allow-network 127.0.0.0/8`).
+fn loopback_hooks() -> failpass::hooks::HookNetworks {
+    failpass::hooks::HookNetworks::parse(&["127.0.0.0/8"]).unwrap()
+}
+
 /// A receiver for one test: answers 200 to each post, after reading it whole.
 fn receiver() -> u16 {
     use std::io::{Read, Write};
@@ -1559,6 +1565,9 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
     };
     fill("ftp://example.org/hook".into()).await;
     assert!(h.text("hook-error").await.contains("`ftp` is not http or https"));
+    // A private network the operator did not allow (only the loopback is, here) is refused, naming the flag.
+    fill("http://10.0.0.1/hook".into()).await;
+    assert!(h.text("hook-error").await.contains("--hook-allow-network"));
     let port = receiver();
     fill(format!("http://127.0.0.1:{port}/failpass")).await;
     let secret = h.text("new-secret").await;
@@ -1578,7 +1587,10 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
     let now = chrono::Utc::now();
     let job = h.storage.claim("e2e", now, chrono::Duration::seconds(60)).await.unwrap().expect("the deliver job");
     assert!(job.payload.delivery_id.is_some(), "deliveries go before verifications: {job:?}");
-    failpass::runner::deliver::Deliver::new(h.storage.clone()).execute(&job).await.unwrap();
+    failpass::runner::deliver::Deliver::new(h.storage.clone(), std::sync::Arc::new(loopback_hooks()))
+        .execute(&job)
+        .await
+        .unwrap();
     h.storage.complete(job.id, "e2e", chrono::Utc::now(), None).await.unwrap();
 
     h.client.goto(&format!("{}/settings/hooks", h.base)).await.unwrap();

@@ -28,7 +28,8 @@ async fn make_hook(state: &AppState, viewer: &Viewer, req: CreateHookRequest) ->
         return Err(ApiError::BadRequest(crate::input::nul_message("project")));
     }
     let (url, format, events) =
-        crate::hooks::check_request(&req.url, req.format, req.events).map_err(ApiError::BadRequest)?;
+        crate::hooks::check_request(&req.url, req.format, req.events, &state.security.hook_networks)
+            .map_err(ApiError::BadRequest)?;
     let project = state.storage.get_project(req.project.trim(), &viewer.scope()).await?.ok_or_else(|| {
         let hint = if req.project.contains('/') { "" } else { " (projects are named owner/name)" };
         ApiError::BadRequest(format!("project: `{}` does not exist{hint}", req.project))

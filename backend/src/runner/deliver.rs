@@ -12,7 +12,7 @@ use failpass_shared::api::jobs::Job;
 use super::JobError;
 use crate::db::Storage;
 use crate::db::hooks::TryOutcome;
-use crate::hooks::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign};
+use crate::hooks::{DELIVERY_HEADER, EVENT_HEADER, HookNetworks, SIGNATURE_HEADER, sign};
 
 /// How long a receiver has to answer.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -22,47 +22,8 @@ const RESPONSE_KEPT: usize = 1000;
 #[derive(Clone)]
 pub struct Deliver {
     pub storage: Arc<dyn Storage>,
-}
-
-/// Whether a hook may be posted to `ip`. Link-local addresses (where clouds
-/// serve instance credentials: 169.254.169.254, fe80::/10) and the other
-/// known metadata addresses (100.100.100.200, fd00:ec2::254), unspecified,
-/// multicast and broadcast ones never, nor IPv4 ones hidden in IPv6
-/// (mapped, compatible, NAT64) that would be refused as IPv4. Loopback and
-/// private networks may be where a team's own receiver runs, and only
-/// admins make hooks.
-pub fn may_post_to(ip: std::net::IpAddr) -> bool {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    const ALIBABA_METADATA: Ipv4Addr = Ipv4Addr::new(100, 100, 100, 200);
-    const AWS_METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_multicast()
-                || v4.is_broadcast()
-                || v4 == ALIBABA_METADATA)
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            let embedded = if let Some(v4) = v6.to_ipv4_mapped() {
-                Some(v4)
-            } else if s[..6] == [0, 0, 0, 0, 0, 0] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                // IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
-                let o = v6.octets();
-                Some(Ipv4Addr::new(o[12], o[13], o[14], o[15]))
-            } else {
-                None
-            };
-            if let Some(v4) = embedded
-                && !v6.is_loopback()
-                && !v6.is_unspecified()
-            {
-                return may_post_to(IpAddr::V4(v4));
-            }
-            !(v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast() || v6 == AWS_METADATA_V6)
-        }
-    }
+    /// Private networks the operator lets hooks post into.
+    pub networks: Arc<HookNetworks>,
 }
 
 /// Why a delivery was not posted before any connection.
@@ -76,15 +37,17 @@ enum NotPosted {
 /// The hook's address resolved once and checked: the connection goes to
 /// the addresses checked (pinned), so a name that resolves elsewhere on a
 /// second look cannot lead the post there.
-async fn resolve(url: &reqwest::Url) -> Result<Option<(String, Vec<std::net::SocketAddr>)>, NotPosted> {
+async fn resolve(
+    url: &reqwest::Url,
+    networks: &HookNetworks,
+) -> Result<Option<(String, Vec<std::net::SocketAddr>)>, NotPosted> {
     let host = url.host_str().ok_or_else(|| NotPosted::Forbidden("the address has no host".into()))?.to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
-        return if may_post_to(ip) {
-            Ok(None)
-        } else {
-            Err(NotPosted::Forbidden(format!("{ip} is a link-local, metadata or non-unicast address")))
+        return match networks.check(ip) {
+            Ok(()) => Ok(None),
+            Err(refusal) => Err(NotPosted::Forbidden(refusal.explain(&ip.to_string()))),
         };
     }
     let looked_up = tokio::time::timeout(TIMEOUT, tokio::net::lookup_host((host.as_str(), port)))
@@ -92,11 +55,8 @@ async fn resolve(url: &reqwest::Url) -> Result<Option<(String, Vec<std::net::Soc
         .map_err(|_| NotPosted::Unresolved(format!("resolving {host}: no answer in {} s", TIMEOUT.as_secs())))?
         .map_err(|e| NotPosted::Unresolved(format!("resolving {host}: {e}")))?;
     let addrs: Vec<std::net::SocketAddr> = looked_up.collect();
-    if let Some(bad) = addrs.iter().find(|a| !may_post_to(a.ip())) {
-        return Err(NotPosted::Forbidden(format!(
-            "{host} resolves to {}, a link-local, metadata or non-unicast address",
-            bad.ip()
-        )));
+    if let Some((bad, refusal)) = addrs.iter().find_map(|a| networks.check(a.ip()).err().map(|r| (a.ip(), r))) {
+        return Err(NotPosted::Forbidden(refusal.explain(&format!("{host} resolves to {bad}, which"))));
     }
     if addrs.is_empty() {
         return Err(NotPosted::Unresolved(format!("{host} resolves to no address")));
@@ -120,8 +80,8 @@ fn client(pinned: Option<(String, Vec<std::net::SocketAddr>)>) -> Result<reqwest
 }
 
 impl Deliver {
-    pub fn new(storage: Arc<dyn Storage>) -> Self {
-        Self { storage }
+    pub fn new(storage: Arc<dyn Storage>, networks: Arc<HookNetworks>) -> Self {
+        Self { storage, networks }
     }
 
     pub async fn execute(&self, job: &Job) -> Result<(), JobError> {
@@ -148,7 +108,7 @@ impl Deliver {
                 return Err(JobError::permanent(outcome.error.unwrap_or_default()));
             }
         };
-        let client = match resolve(&url).await {
+        let client = match resolve(&url, &self.networks).await {
             Ok(pinned) => client(pinned).map_err(|e| JobError::because("making the HTTP client", e.without_url()))?,
             Err(not) => {
                 let (state, message, error): (_, _, fn(String) -> JobError) = match not {
@@ -229,21 +189,4 @@ async fn read_start(mut response: reqwest::Response) -> String {
         }
     }
     String::from_utf8_lossy(&bytes).chars().take(RESPONSE_KEPT).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn link_local_and_non_unicast_addresses_are_refused() {
-        for ok in ["127.0.0.1", "10.1.2.3", "192.168.1.10", "8.8.8.8", "::1", "2001:db8::1"] {
-            assert!(may_post_to(ok.parse().unwrap()), "{ok}");
-        }
-        for bad in
-            ["169.254.169.254", "0.0.0.0", "224.0.0.1", "255.255.255.255", "fe80::1", "::", "::ffff:169.254.169.254"]
-        {
-            assert!(!may_post_to(bad.parse().unwrap()), "{bad}");
-        }
-    }
 }

@@ -41,6 +41,8 @@ pub struct RunnerConfig {
     pub allow_unsandboxed: bool,
     /// The routing rule, for re-routing a report that gains a validated oracle.
     pub routing: Arc<failpass_shared::routing::RoutingConfig>,
+    /// Private networks hooks may post into (`--hook-allow-network`).
+    pub hook_networks: Arc<crate::hooks::HookNetworks>,
 }
 
 impl Default for RunnerConfig {
@@ -50,13 +52,14 @@ impl Default for RunnerConfig {
             refine_budget: DEFAULT_BUDGET,
             allow_unsandboxed: false,
             routing: Arc::default(),
+            hook_networks: Arc::default(),
         }
     }
 }
 
 impl ByKind {
     pub fn new(storage: Arc<dyn Storage>, data_dir: &Path, config: RunnerConfig) -> Self {
-        let deliver = Deliver::new(storage.clone());
+        let deliver = Deliver::new(storage.clone(), config.hook_networks.clone());
         let mut bench = Workbench::new(storage, data_dir);
         bench.allow_unsandboxed = config.allow_unsandboxed;
         let verify = Verify { bench: bench.clone() };

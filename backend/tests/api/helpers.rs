@@ -89,6 +89,15 @@ pub async fn spawn_configured(
     spawn_on(None, demo, workers, generator, security).await
 }
 
+/// Settings that let hooks post to this machine's loopback (the tests'
+/// receivers listen there), as an operator's `--hook-allow-network 127.0.0.0/8` does.
+pub fn loopback_hooks() -> failpass::security::SecurityConfig {
+    failpass::security::SecurityConfig {
+        hook_networks: failpass::hooks::HookNetworks::parse(&["127.0.0.0/8"]).unwrap(),
+        ..Default::default()
+    }
+}
+
 /// An app on PostgreSQL (a fresh database, dropped with the returned handle).
 pub async fn spawn_pg_app(security: failpass::security::SecurityConfig) -> (TestApp, PgDatabase) {
     let pg = pg_storage().await;

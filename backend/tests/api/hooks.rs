@@ -16,7 +16,7 @@ use failpass::runner::executors::{ByKind, RunnerConfig};
 use failpass::runner::worker::{WorkerOptions, spawn_pool};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, spawn_app, spawn_pg_app};
+use crate::helpers::{TestApp, assert_error, loopback_hooks, spawn_app, spawn_configured, spawn_pg_app};
 
 /// What the receiver got: the path, the headers, the body.
 #[derive(Clone, Default)]
@@ -105,10 +105,13 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(app: &TestApp) -> Self {
+    /// Workers that may post to the loopback (`--hook-allow-network 127.0.0.0/8`), or not.
+    fn start(app: &TestApp, loopback: bool) -> Self {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let data = tempfile::tempdir().unwrap();
-        let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), RunnerConfig::default()));
+        let networks = if loopback { loopback_hooks().hook_networks } else { Default::default() };
+        let config = RunnerConfig { hook_networks: Arc::new(networks), ..Default::default() };
+        let executor = Arc::new(ByKind::new(app.storage.clone(), data.path(), config));
         let options = WorkerOptions { poll: Duration::from_millis(100), ..Default::default() };
         spawn_pool(executor, app.storage.clone(), 1, options, stopped);
         Self { stop, _data: data }
@@ -123,7 +126,7 @@ impl Drop for Workers {
 
 async fn case(app: &TestApp) {
     let (base, got) = receiver().await;
-    let _workers = Workers::start(app);
+    let _workers = Workers::start(app, true);
     app.project("hooks/demo").await;
 
     // Wrong input, each named.
@@ -313,9 +316,9 @@ async fn case(app: &TestApp) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_hear_changes_signed_with_retries_and_a_log_on_both_engines() {
-    let app = spawn_app().await;
+    let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, loopback_hooks()).await;
     case(&app).await;
-    let (app, pg) = spawn_pg_app(Default::default()).await;
+    let (app, pg) = spawn_pg_app(loopback_hooks()).await;
     case(&app).await;
     drop(app);
     pg.drop_now().await;
@@ -360,6 +363,14 @@ async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
     let (code, _, err) = run(&["add", "--project", "cli/hooks", "--url", "http://169.254.169.254/"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("link-local"), "{err}");
+    // A private network only with the operator's allow-list, named when refused.
+    let (code, _, err) = run(&["add", "--project", "cli/hooks", "--url", "http://10.0.0.1/x"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("private address") && err.contains("--hook-allow-network"), "{err}");
+    let (code, _, err) =
+        run(&["add", "--project", "cli/hooks", "--url", "http://10.0.0.1/x", "--hook-allow-network", "10.0.0.0/33"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("`10.0.0.0/33` is not a network"), "{err}");
     let (code, _, err) = run(&["add", "--project", "no/such", "--url", "https://h.example.org/x"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("project `no/such` does not exist"), "{err}");
@@ -419,8 +430,8 @@ async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
 /// failpass's real deliveries and refuses a forged one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_receiver_checks_real_deliveries() {
-    let app = spawn_app().await;
-    let _workers = Workers::start(&app);
+    let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, loopback_hooks()).await;
+    let _workers = Workers::start(&app, true);
     app.project("hooks/demo").await;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let hook = hook(&app, format!("http://127.0.0.1:{port}/"), "signed", json!(["verdict"])).await;
@@ -456,4 +467,67 @@ async fn the_example_receiver_checks_real_deliveries() {
     let line: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!((line["event"].as_str(), line["to"].as_str()), (Some("verdict"), Some("confirmed")), "{stdout}");
     assert_eq!(line["attempt_id"], attempt["id"]);
+}
+
+/// Without the operator's allow-list, hooks never post into private
+/// networks: loopback, RFC 1918, CGNAT and ULA addresses are refused when a
+/// hook is made (the refusal names the flag), and a name that resolves to
+/// one is refused at delivery, after the lookup and before any connection
+/// (a listener on this machine's loopback hears nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_refuse_loopback_and_private_networks_without_the_allow_list() {
+    let app = spawn_app().await;
+    let _workers = Workers::start(&app, false);
+    app.project("hooks/demo").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    for url in [
+        format!("http://127.0.0.1:{port}/"),
+        "http://10.0.0.1/hook".into(),
+        "http://172.16.0.9/hook".into(),
+        "http://192.168.1.20/hook".into(),
+        "http://100.64.3.4/hook".into(),
+        "http://[::1]/hook".into(),
+        "http://[fd00::1]/hook".into(),
+        "http://[::ffff:10.0.0.1]/hook".into(),
+        "http://2130706433/hook".into(), // 127.0.0.1 written as a number
+    ] {
+        let r = app.post("/api/v1/hooks", &json!({"project": "hooks/demo", "url": url})).await;
+        assert_error(&r, 400, "bad_request", "--hook-allow-network");
+        assert!(r.body["message"].as_str().unwrap().contains("private address"), "{url}: {}", r.body);
+    }
+    // The Webhooks page says the same.
+    let form = app
+        .client
+        .post(format!("{}/settings/hooks", app.base))
+        .header("origin", &app.base)
+        .form(&[
+            ("project", "hooks/demo"),
+            ("url", "http://10.0.0.1/hook"),
+            ("format", "signed"),
+            ("events", "verdict"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), 400);
+    assert!(form.text().await.unwrap().contains("--hook-allow-network"));
+    // A name is checked once it resolves, on every delivery.
+    let named = hook(&app, format!("http://localhost:{port}/"), "signed", json!(["route"])).await;
+    app.report(json!({"project": "hooks/demo", "external_id": "1", "title": "t", "body": "b"})).await;
+    let id = named["id"].as_i64().unwrap();
+    let mut log = Vec::new();
+    for _ in 0..300 {
+        log = deliveries(&app, id).await;
+        if log.first().is_some_and(|d| d["state"] == "failed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let error = log[0]["error"].as_str().unwrap_or_default();
+    assert_eq!(log[0]["state"], "failed", "{log:?}");
+    assert!(error.contains("localhost resolves to 127.0.0.1") && error.contains("--hook-allow-network"), "{error}");
+    assert!(log[0]["status_code"].is_null(), "never connected: {log:?}");
+    let heard = tokio::time::timeout(Duration::from_millis(300), listener.accept()).await;
+    assert!(heard.is_err(), "the loopback listener was connected to");
 }

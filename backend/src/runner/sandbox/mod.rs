@@ -456,7 +456,16 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         Err(_) => (None, true),
     };
     std::mem::forget(guard);
-    let stragglers = kill_session(pid);
+    // In a PID namespace of its own, the kernel has killed (and reaped)
+    // everything the run started by the time its first process is waited
+    // for, so only the keeper's group is left: no need to sweep /proc.
+    let stragglers = if own_pids {
+        // SAFETY: a signal to the run's own process group.
+        unsafe { libc::killpg(pid, libc::SIGKILL) };
+        0
+    } else {
+        kill_session(pid)
+    };
     let status = match status {
         Some(s) => s,
         None => process.wait().await?,

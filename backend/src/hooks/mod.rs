@@ -8,6 +8,10 @@
 //! replayed an old delivery. `slack` and `discord` deliveries are one line of
 //! text in the shape each chat's incoming webhooks take (and signed the same way).
 
+pub mod addresses;
+
+pub use addresses::HookNetworks;
+
 use chrono::{DateTime, Utc};
 use failpass_shared::api::hooks::{HookEvent, HookFormat};
 use hmac::{Hmac, Mac};
@@ -133,11 +137,12 @@ pub fn check_request(
     url: &str,
     format: Option<HookFormat>,
     events: Option<Vec<HookEvent>>,
+    networks: &HookNetworks,
 ) -> Result<(String, HookFormat, Vec<HookEvent>), String> {
     if url.contains('\0') {
         return Err(crate::input::nul_message("url"));
     }
-    let url = check_url(url)?;
+    let url = check_url(url, networks)?;
     let mut events = events.unwrap_or_else(|| HookEvent::ALL.to_vec());
     events.sort_unstable();
     events.dedup();
@@ -154,9 +159,11 @@ pub fn new_secret() -> anyhow::Result<String> {
     Ok(format!("whsec_{}", hex::encode(bytes)))
 }
 
-/// Checks a hook's address: `http` or `https`, a host, no user or password,
-/// at most [`MAX_URL`] characters. The error names what is wrong.
-pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
+/// Checks a hook's address: `http` or `https`, a host (an IP address one
+/// `networks` lets hooks post to), no user or password, at most [`MAX_URL`]
+/// characters. The error names what is wrong. A name is checked again each
+/// time a delivery resolves it.
+pub fn check_url(url: &str, networks: &HookNetworks) -> Result<reqwest::Url, String> {
     let url = url.trim();
     if url.is_empty() {
         return Err("url: empty: give the address to post deliveries to".into());
@@ -173,11 +180,9 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
     }
     let host = parsed.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = host.parse::<std::net::IpAddr>()
-        && !crate::runner::deliver::may_post_to(ip)
+        && let Err(refusal) = networks.check(ip)
     {
-        return Err(format!(
-            "url: {ip} is a link-local, cloud metadata or non-unicast address: hooks are not posted there"
-        ));
+        return Err(format!("url: {}", refusal.explain(&ip.to_string())));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("url: a user or password in the address would be shown in the hook list; put it in the path".into());
@@ -239,14 +244,23 @@ mod tests {
 
     #[test]
     fn addresses_are_checked() {
-        assert!(check_url("https://hooks.slack.com/services/T/B/x").is_ok());
-        assert!(check_url("http://127.0.0.1:9000/hook").is_ok());
-        assert!(check_url("ftp://example.org/x").unwrap_err().contains("not http or https"));
-        assert!(check_url("https://user:pw@example.org/").unwrap_err().contains("user or password"));
-        assert!(check_url("not a url").unwrap_err().contains("is not an address"));
-        assert!(check_url("").unwrap_err().contains("empty"));
-        assert!(check_url("http://169.254.169.254/latest/meta-data").unwrap_err().contains("link-local"));
-        assert!(check_url("http://[fe80::1]/x").unwrap_err().contains("link-local"));
-        assert!(check_url(&format!("https://e.org/{}", "a".repeat(MAX_URL))).unwrap_err().contains("at most"));
+        let public = HookNetworks::default();
+        let check = |url: &str| check_url(url, &public);
+        assert!(check("https://hooks.slack.com/services/T/B/x").is_ok());
+        assert!(check("http://127.0.0.1:9000/hook").unwrap_err().contains("--hook-allow-network"));
+        assert!(check("http://10.0.0.1/hook").unwrap_err().contains("private address"));
+        assert!(check("http://[::1]:9000/hook").unwrap_err().contains("loopback"));
+        // Numeric forms of a private address are read as the address they are.
+        assert!(check("http://0x7f000001:9000/hook").unwrap_err().contains("127.0.0.1"));
+        assert!(check("http://[::ffff:10.0.0.1]/hook").unwrap_err().contains("private address"));
+        let lan = HookNetworks::parse(&["127.0.0.0/8"]).unwrap();
+        assert!(check_url("http://127.0.0.1:9000/hook", &lan).is_ok());
+        assert!(check("ftp://example.org/x").unwrap_err().contains("not http or https"));
+        assert!(check("https://user:pw@example.org/").unwrap_err().contains("user or password"));
+        assert!(check("not a url").unwrap_err().contains("is not an address"));
+        assert!(check("").unwrap_err().contains("empty"));
+        assert!(check_url("http://169.254.169.254/latest/meta-data", &lan).unwrap_err().contains("link-local"));
+        assert!(check("http://[fe80::1]/x").unwrap_err().contains("link-local"));
+        assert!(check(&format!("https://e.org/{}", "a".repeat(MAX_URL))).unwrap_err().contains("at most"));
     }
 }
