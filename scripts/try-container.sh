@@ -60,7 +60,7 @@ cargo xtask dist > /dev/null
 ok "deploy/Containerfile builds on $base ($("$engine" image inspect failpass:try --format '{{.Size}}') bytes)"
 
 "$engine" run "${extra[@]}" -d --name "$name" -p "127.0.0.1:$port:8080" -v "$volume:/var/lib/failpass" \
-  --cap-add SYS_ADMIN -e FAILPASS_LOG=warn -e "FAILPASS_PUBLIC_URL=http://127.0.0.1:$port" \
+  --cap-add SYS_ADMIN --device /dev/net/tun -e FAILPASS_LOG=warn -e "FAILPASS_PUBLIC_URL=http://127.0.0.1:$port" \
   failpass:try serve --demo --workers 1 > /dev/null
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$port/healthz" > /dev/null || { "$engine" logs "$name" | tail -5; fail "GET /healthz"; }
@@ -130,7 +130,7 @@ pids+=($!)
 server="http://127.0.0.1:$((port + 1))"
 for _ in $(seq 1 300); do curl -sf "$server/healthz" > /dev/null && break; sleep 0.2; done
 curl -sf "$server/healthz" > /dev/null || { tail -5 "$tmp/server.log"; fail "the PostgreSQL server's /healthz"; }
-"$engine" run "${extra[@]}" -d --name "$name-worker" --hostname "worker-$$" --network host --cap-add SYS_ADMIN -e FAILPASS_LOG=info \
+"$engine" run "${extra[@]}" -d --name "$name-worker" --hostname "worker-$$" --network host --cap-add SYS_ADMIN --device /dev/net/tun -e FAILPASS_LOG=info \
   -v "$tmp/data/demo:$tmp/data/demo:ro" failpass:try worker --database-url "$url" --concurrency 1 > /dev/null
 token=$(target/release/failpass token create --database-url "$url" --project fastnum/fastnum --scope agent --name pg 2> /dev/null)
 body='{"report":{"project":"fastnum/fastnum","external_id":"101"},"agent":"pg-check","verdict":"hypothesis","verdict_source":"llm","verify":true,"candidate":"'$reproduces'"}'

@@ -201,6 +201,20 @@ fn ensure_pyflakes() -> Result<()> {
     Ok(())
 }
 
+/// slirp4netns, the runner's outbound network for setup steps and the agent
+/// command (user-mode networking without the host's loopback), from
+/// Debian's packages. Without it those runs get no network at all.
+fn ensure_slirp4netns() -> Result<()> {
+    if Path::new("/usr/bin/slirp4netns").exists() {
+        return Ok(());
+    }
+    apt_install(&["slirp4netns"])?;
+    if !Path::new("/usr/bin/slirp4netns").exists() {
+        bail!("slirp4netns is still missing after installing it");
+    }
+    Ok(())
+}
+
 /// The bundle's tools from the npm registry, installed once under
 /// `target/tools`: wasm-opt from `binaryen` (Debian's is too old and breaks
 /// the module) and `terser`, which minifies wasm-bindgen's glue.
@@ -411,6 +425,10 @@ fn run(extra: &[String]) -> Result<()> {
         // The dashboard works without it; candidates just get no quality signal.
         println!("note: {e:#}; the runner's quality signal stays off");
     }
+    if let Err(e) = ensure_slirp4netns() {
+        // The demo's environments need no network; recipes that download do.
+        println!("note: {e:#}; environment setup steps get no network");
+    }
     build_frontend()?;
     step("building the server");
     status(cargo().args(["build", "-p", "failpass"]))?;
@@ -450,6 +468,7 @@ fn test(extra: &[String]) -> Result<()> {
     ensure_postgres(&database_url)?;
     ensure_chromium()?;
     ensure_pyflakes()?;
+    ensure_slirp4netns()?;
     ensure_component("rustfmt")?;
     ensure_component("clippy")?;
     // The gate's wasm clippy needs the target before the bundle is built.
