@@ -670,6 +670,19 @@ pub struct RunArgs {
     /// own user and could change its data. For a laptop demo, never a server.
     #[arg(long, env = "FAILPASS_ALLOW_UNSANDBOXED_RUNS")]
     pub allow_unsandboxed_runs: bool,
+    /// Private networks that setup commands and the agent command may reach
+    /// (CIDRs, comma-separated, e.g. a package mirror's `10.1.0.0/16`): RFC
+    /// 1918, CGNAT and this machine's own addresses are fenced off without
+    /// it. Link-local and metadata addresses are fenced off whatever it says.
+    #[arg(long, env = "FAILPASS_RUN_ALLOW_NETWORK", value_delimiter = ',')]
+    pub run_allow_network: Vec<String>,
+}
+
+impl RunArgs {
+    pub fn networks(&self) -> anyhow::Result<Vec<ipnet::IpNet>> {
+        crate::hooks::addresses::parse_networks("--run-allow-network", &self.run_allow_network)
+            .map_err(anyhow::Error::msg)
+    }
 }
 
 impl ServeArgs {
@@ -683,6 +696,7 @@ impl ServeArgs {
             allow_unsandboxed_runs: self.runs.allow_unsandboxed_runs,
             metrics_token: self.metrics_token.clone(),
             hook_networks: self.hooks.networks()?,
+            run_networks: self.runs.networks()?,
         })
     }
 }

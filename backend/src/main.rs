@@ -128,6 +128,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 allow_unsandboxed: args.runs.allow_unsandboxed_runs,
                 routing: std::sync::Arc::new(failpass::config::load_routing(args.routing_config.as_deref())?),
                 hook_networks: std::sync::Arc::new(args.hooks.networks()?),
+                run_networks: args.runs.networks()?,
             };
             let executor = std::sync::Arc::new(failpass::runner::executors::ByKind::new(
                 storage.clone(),

@@ -49,6 +49,8 @@ pub struct SecurityConfig {
     pub metrics_token: Option<String>,
     /// Private networks hooks may post into (`--hook-allow-network`).
     pub hook_networks: crate::hooks::HookNetworks,
+    /// Private networks setup and agent commands may reach (`--run-allow-network`).
+    pub run_networks: Vec<ipnet::IpNet>,
 }
 
 /// The checks' settings, worked out once the listener is bound.

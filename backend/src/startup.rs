@@ -37,6 +37,8 @@ pub struct App {
     routing: Arc<RoutingConfig>,
     /// Private networks hooks may post into.
     hook_networks: Arc<crate::hooks::HookNetworks>,
+    /// Private networks setup and agent commands may reach.
+    run_networks: Vec<ipnet::IpNet>,
 }
 
 /// What to build an [`App`] from.
@@ -111,6 +113,7 @@ impl App {
             recheck_every: cfg.recheck_every,
             allow_unsandboxed: cfg.security.allow_unsandboxed_runs,
             hook_networks,
+            run_networks: cfg.security.run_networks.clone(),
             status,
             routing,
         })
@@ -143,6 +146,7 @@ impl App {
             allow_unsandboxed: self.allow_unsandboxed,
             routing: self.routing.clone(),
             hook_networks: self.hook_networks.clone(),
+            run_networks: self.run_networks.clone(),
         };
         let executor = Arc::new(crate::runner::executors::ByKind::new(self.storage.clone(), &self.data_dir, config));
         if self.workers > 0 && !crate::runner::sandbox::switches_user() {

@@ -80,8 +80,17 @@ pub fn wait_after(failures: i64, under_attack: bool) -> Duration {
     Duration::seconds((base << doublings).min(WINDOW_MINUTES * 60))
 }
 
+/// When an address that failed `failures` times on an account, the last at
+/// `newest`, is heard again (`None`: now). Failures are stored to the
+/// second, so the wait counts from the end of that second.
+fn free_at(newest: Option<DateTime<Utc>>, failures: i64, under_attack: bool) -> Option<DateTime<Utc>> {
+    let wait = wait_after(failures, under_attack);
+    (wait > Duration::zero()).then(|| newest.map(|n| n + wait + Duration::seconds(1))).flatten()
+}
+
 fn too_many(what: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> ApiError {
-    let seconds = (until - now).num_seconds().max(1) as u64;
+    // Rounded up: a client that waits as long as Retry-After says is heard.
+    let seconds = ((until - now).num_milliseconds() + 999).div_euclid(1000).max(1) as u64;
     let when = if seconds < 120 { format!("{seconds} s") } else { format!("{} minutes", seconds.div_ceil(60)) };
     ApiError::TooManyRequests(format!("too many failed sign-ins {what}; try again in {when}"), seconds)
 }
@@ -106,11 +115,10 @@ pub async fn sign_in(storage: &dyn Storage, name: &str, password: &str, address:
     let on_account = storage.signin_failures(&account, since, pending[2]).await?;
     let under_attack = on_account.count >= ACCOUNT_ALARM;
     let ours = storage.signin_failures(&pair, since, pending[0]).await?;
-    let wait = wait_after(ours.count, under_attack);
-    if let Some(last) = ours.newest
-        && now < last + wait
+    if let Some(until) = free_at(ours.newest, ours.count, under_attack)
+        && now < until
     {
-        return refuse(too_many("for this account from your address", last + wait, now)).await;
+        return refuse(too_many("for this account from your address", until, now)).await;
     }
     if under_attack {
         tracing::warn!(account = %name, failures = on_account.count, "sign-ins slowed: the account is under attack");
@@ -172,7 +180,7 @@ pub async fn throttle(storage: &dyn Storage, name: &str, now: DateTime<Utc>) -> 
         .iter()
         .filter_map(|(k, c): &(String, FailureCount)| {
             let address = k.strip_prefix(&prefix)?.strip_prefix("addr:").unwrap_or_default().to_owned();
-            let until = c.newest.map(|n| n + wait_after(c.count, under_attack)).filter(|u| *u > now);
+            let until = free_at(c.newest, c.count, under_attack).filter(|u| *u > now);
             Some(AddressThrottle { address, failures: c.count, waits_until: until })
         })
         .collect();

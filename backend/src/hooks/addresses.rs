@@ -12,6 +12,20 @@ use ipnet::IpNet;
 /// The flag that lets hooks post into private networks.
 pub const FLAG: &str = "--hook-allow-network";
 
+/// A flag's networks (CIDRs; a bare address is one host), the error
+/// naming the flag and the value at fault.
+pub fn parse_networks<S: AsRef<str>>(flag: &str, values: &[S]) -> Result<Vec<IpNet>, String> {
+    let mut nets = Vec::new();
+    for v in values.iter().map(|v| v.as_ref().trim()).filter(|v| !v.is_empty()) {
+        let net = v
+            .parse::<IpNet>()
+            .or_else(|_| v.parse::<IpAddr>().map(IpNet::from))
+            .map_err(|_| format!("{flag}: `{v}` is not a network; give CIDRs such as 10.0.0.0/8 or fd00::/8"))?;
+        nets.push(net.trunc());
+    }
+    Ok(nets)
+}
+
 /// Why an address is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -52,15 +66,7 @@ impl HookNetworks {
     /// `--hook-allow-network`'s values (CIDRs; a bare address is one host);
     /// the error names the value at fault.
     pub fn parse<S: AsRef<str>>(values: &[S]) -> Result<Self, String> {
-        let mut allowed = Vec::new();
-        for v in values.iter().map(|v| v.as_ref().trim()).filter(|v| !v.is_empty()) {
-            let net = v
-                .parse::<IpNet>()
-                .or_else(|_| v.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| format!("{FLAG}: `{v}` is not a network; give CIDRs such as 10.0.0.0/8 or fd00::/8"))?;
-            allowed.push(net.trunc());
-        }
-        Ok(Self { allowed })
+        Ok(Self { allowed: parse_networks(FLAG, values)? })
     }
 
     pub fn allowed(&self) -> &[IpNet] {
@@ -85,43 +91,53 @@ enum Class {
     Never,
 }
 
-/// An IPv4 address hidden in IPv6 (mapped, compatible, NAT64) as itself,
-/// so it is judged as what it reaches.
+/// An IPv4 address hidden in IPv6 (mapped, compatible, NAT64 and its
+/// local-use prefix, 6to4) as itself, so it is judged as what it reaches.
 fn unwrap_ipv4(ip: IpAddr) -> IpAddr {
     let IpAddr::V6(v6) = ip else { return ip };
     if let Some(v4) = v6.to_ipv4_mapped() {
         return IpAddr::V4(v4);
     }
-    let s = v6.segments();
-    if (s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified())
-        || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
-    {
-        let o = v6.octets();
+    let (s, o) = (v6.segments(), v6.octets());
+    let compatible = s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified();
+    let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..3] == [0x64, 0xff9b, 1];
+    if compatible || nat64 {
         return IpAddr::V4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
+    }
+    if s[0] == 0x2002 {
+        return IpAddr::V4(Ipv4Addr::new(o[2], o[3], o[4], o[5]));
     }
     ip
 }
 
+/// IPv4 networks hooks never post to (besides link-local, multicast and
+/// the like): "this network", reserved, and a cloud metadata address.
+const V4_NEVER: &[(Ipv4Addr, u8)] =
+    &[(Ipv4Addr::new(0, 0, 0, 0), 8), (Ipv4Addr::new(240, 0, 0, 0), 4), (Ipv4Addr::new(100, 100, 100, 200), 32)];
+
+/// IPv4 networks that are someone's private ones: loopback, RFC 1918,
+/// CGNAT, benchmarking, IETF protocol assignments.
+pub const V4_PRIVATE: &[(Ipv4Addr, u8)] = &[
+    (Ipv4Addr::new(127, 0, 0, 0), 8),
+    (Ipv4Addr::new(10, 0, 0, 0), 8),
+    (Ipv4Addr::new(172, 16, 0, 0), 12),
+    (Ipv4Addr::new(192, 168, 0, 0), 16),
+    (Ipv4Addr::new(100, 64, 0, 0), 10),
+    (Ipv4Addr::new(198, 18, 0, 0), 15),
+    (Ipv4Addr::new(192, 0, 0, 0), 24),
+];
+
+fn in_v4(ip: Ipv4Addr, nets: &[(Ipv4Addr, u8)]) -> bool {
+    nets.iter().any(|(net, len)| ipnet::Ipv4Net::new(*net, *len).is_ok_and(|n| n.contains(&ip)))
+}
+
 fn class(ip: IpAddr) -> Class {
-    const ALIBABA_METADATA: Ipv4Addr = Ipv4Addr::new(100, 100, 100, 200);
     const AWS_METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
     match ip {
         IpAddr::V4(v4) => {
-            let o = v4.octets();
-            if v4.is_link_local()
-                || v4.is_unspecified()
-                || o[0] == 0
-                || v4.is_multicast()
-                || v4.is_broadcast()
-                || v4 == ALIBABA_METADATA
-            {
+            if v4.is_link_local() || v4.is_multicast() || v4.is_broadcast() || in_v4(v4, V4_NEVER) {
                 Class::Never
-            } else if v4.is_loopback()
-                || v4.is_private()
-                || (o[0] == 100 && (o[1] & 0xc0) == 64) // CGNAT, 100.64.0.0/10
-                || (o[0] == 198 && (o[1] & 0xfe) == 18)
-            // benchmarking, 198.18.0.0/15
-            {
+            } else if in_v4(v4, V4_PRIVATE) {
                 Class::Private
             } else {
                 Class::Public
@@ -129,13 +145,13 @@ fn class(ip: IpAddr) -> Class {
         }
         IpAddr::V6(v6) => {
             let first = v6.segments()[0];
-            if v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast() || v6 == AWS_METADATA_V6 {
-                Class::Never
-            } else if v6.is_loopback()
-                || (first & 0xfe00) == 0xfc00 // unique local, fc00::/7
-                || (first & 0xffc0) == 0xfec0
-            // site-local (deprecated), fec0::/10
+            let teredo = v6.segments()[..2] == [0x2001, 0];
+            let unique_local = (first & 0xfe00) == 0xfc00;
+            let site_local = (first & 0xffc0) == 0xfec0;
+            if v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast() || v6 == AWS_METADATA_V6 || teredo
             {
+                Class::Never
+            } else if v6.is_loopback() || unique_local || site_local {
                 Class::Private
             } else {
                 Class::Public
@@ -173,6 +189,9 @@ mod tests {
             "::ffff:10.0.0.1",
             "::ffff:127.0.0.1",
             "64:ff9b::a00:1",
+            "64:ff9b:1::a00:1",
+            "2002:a00:1::1",
+            "192.0.0.8",
         ] {
             assert_eq!(none.check(ip(private)), Err(Refusal::Private), "{private}");
         }
@@ -188,6 +207,9 @@ mod tests {
             "ff02::1",
             "fd00:ec2::254",
             "::ffff:169.254.169.254",
+            "2002:a9fe:a9fe::1",
+            "2001:0:4136:e378::1",
+            "240.0.0.1",
         ] {
             assert_eq!(none.check(ip(never)), Err(Refusal::Never), "{never}");
         }

@@ -57,6 +57,8 @@ pub struct EnvCache {
     building: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     /// Limits for each setup command.
     pub setup_limits: Limits,
+    /// Private networks setup commands may reach (`--run-allow-network`).
+    pub allow_networks: Vec<ipnet::IpNet>,
 }
 
 impl EnvCache {
@@ -70,6 +72,7 @@ impl EnvCache {
                 memory_bytes: 8 << 30,
                 ..Limits::default()
             },
+            allow_networks: Vec::new(),
         }
     }
 
@@ -212,6 +215,7 @@ impl EnvCache {
     ) -> Result<(), SetupFailed> {
         let mut cmd = Command::new("/bin/sh", ["-c", script]);
         cmd.network = true;
+        cmd.allow_networks = self.allow_networks.clone();
         cmd.user = user;
         // This build's tree is the run's own directory; other environments are not in its root.
         cmd.binds = binds.iter().map(|b| (b.clone(), false)).collect();

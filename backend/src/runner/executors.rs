@@ -43,6 +43,8 @@ pub struct RunnerConfig {
     pub routing: Arc<failpass_shared::routing::RoutingConfig>,
     /// Private networks hooks may post into (`--hook-allow-network`).
     pub hook_networks: Arc<crate::hooks::HookNetworks>,
+    /// Private networks setup and agent commands may reach (`--run-allow-network`).
+    pub run_networks: Vec<ipnet::IpNet>,
 }
 
 impl Default for RunnerConfig {
@@ -53,6 +55,7 @@ impl Default for RunnerConfig {
             allow_unsandboxed: false,
             routing: Arc::default(),
             hook_networks: Arc::default(),
+            run_networks: Vec::new(),
         }
     }
 }
@@ -62,6 +65,8 @@ impl ByKind {
         let deliver = Deliver::new(storage.clone(), config.hook_networks.clone());
         let mut bench = Workbench::new(storage, data_dir);
         bench.allow_unsandboxed = config.allow_unsandboxed;
+        bench.allow_networks = config.run_networks.clone();
+        bench.envs.allow_networks = config.run_networks;
         let verify = Verify { bench: bench.clone() };
         Self {
             recheck: super::recheck::Recheck { bench: bench.clone() },

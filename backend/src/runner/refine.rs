@@ -131,7 +131,9 @@ impl Refine {
         for i in 1..=budget.max(1) {
             let t = Instant::now();
             let span = tracing::info_span!("iteration", iteration = i);
-            let proposal = match propose(generator, &report, i, &history, &bench.scratch).instrument(span.clone()).await
+            let proposal = match propose(generator, &report, i, &history, &bench.scratch, &bench.allow_networks)
+                .instrument(span.clone())
+                .await
             {
                 Ok(Some(p)) => p,
                 Ok(None) => {
@@ -270,6 +272,7 @@ async fn propose(
     iteration: u32,
     history: &[Feedback],
     scratch: &std::path::Path,
+    networks: &[ipnet::IpNet],
 ) -> Result<Option<Proposal>, String> {
     match generator {
         Generator::Snippet => {
@@ -284,16 +287,16 @@ async fn propose(
                 "iteration": iteration,
                 "history": history,
             });
-            agent_command(command, &input, *timeout, env, scratch, files).await.map(Some)
+            agent_command(command, &input, *timeout, env, scratch, files, networks).await.map(Some)
         }
     }
 }
 
 /// What of the host an agent command sees (read-only, at the same paths):
-/// the directories given, and the directory of each script the command
-/// names by an absolute path (`python3 /opt/agent/run.py` shows
-/// `/opt/agent`). System directories are in every run's root already and
-/// are never shown whole from the host.
+/// the directories given (`--agent-dir`), and each file the command names
+/// by an absolute path (`python3 /opt/agent/run.py` shows that file alone;
+/// a script that imports its neighbours needs `--agent-dir /opt/agent`).
+/// What every run's root holds already (`/usr`, …) is never shown from the host.
 pub fn agent_files(command: &str, dirs: &[PathBuf]) -> Vec<PathBuf> {
     let system = |p: &std::path::Path| {
         p == std::path::Path::new("/")
@@ -307,7 +310,7 @@ pub fn agent_files(command: &str, dirs: &[PathBuf]) -> Vec<PathBuf> {
         .filter(|w| w.starts_with('/'))
         .map(std::path::Path::new)
         .filter(|p| p.is_file())
-        .filter_map(|p| p.parent().map(std::path::Path::to_path_buf));
+        .map(std::path::Path::to_path_buf);
     let mut out: Vec<PathBuf> = dirs.iter().cloned().chain(named).filter(|p| !system(p)).collect();
     out.sort();
     out.dedup();
@@ -327,9 +330,11 @@ pub async fn agent_command(
     env: &[(String, String)],
     scratch: &std::path::Path,
     files: &[PathBuf],
+    networks: &[ipnet::IpNet],
 ) -> Result<Proposal, String> {
     let mut cmd = super::sandbox::Command::new("/bin/sh", ["-c", command]);
     cmd.binds = files.iter().map(|f| (f.clone(), false)).collect();
+    cmd.allow_networks = networks.to_vec();
     cmd.stdin = Some(input.to_string().into_bytes());
     cmd.network = true;
     cmd.split_stderr = true;

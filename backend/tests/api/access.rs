@@ -276,7 +276,7 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
         let h = ok(
             app,
             "/api/v1/hooks",
-            json!({"project": "vault/secret", "url": format!("http://127.0.0.1:9/vault-{n}")}),
+            json!({"project": "vault/secret", "url": format!("https://receiver.example.org/vault-{n}")}),
         )
         .await;
         hooks.push(h["id"].as_i64().unwrap());
@@ -357,7 +357,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/settings/tokens/{id}/revoke") => (format!("/settings/tokens/{}/revoke", f.spare_tokens[i]), (Some("application/x-www-form-urlencoded"), String::new())),
         ("POST", "/settings/hooks") => (
             "/settings/hooks".to_owned(),
-            (Some("application/x-www-form-urlencoded"), format!("project=vault%2Fsecret&url=http%3A%2F%2F127.0.0.1%3A9%2Fpage-{i}&format=slack&status=on")),
+            (Some("application/x-www-form-urlencoded"), format!("project=vault%2Fsecret&url=https%3A%2F%2Freceiver.example.org%2Fpage-{i}&format=slack&status=on")),
         ),
         ("GET", "/settings/hooks/{id}") => (format!("/settings/hooks/{}", f.hook), (None, String::new())),
         ("POST", "/settings/hooks/{id}/remove") => {
@@ -367,7 +367,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
             (format!("/settings/deliveries/{}/redeliver", f.delivery), (Some("application/x-www-form-urlencoded"), String::new()))
         }
         ("POST", "/api/v1/hooks") => {
-            ("/api/v1/hooks".to_owned(), json(json!({"project": "vault/secret", "url": format!("http://127.0.0.1:9/api-{i}")})))
+            ("/api/v1/hooks".to_owned(), json(json!({"project": "vault/secret", "url": format!("https://receiver.example.org/api-{i}")})))
         }
         ("DELETE", "/api/v1/hooks/{id}") => (format!("/api/v1/hooks/{}", f.hook_for_api), (None, String::new())),
         ("GET", "/api/v1/hooks/{id}/deliveries") => (format!("/api/v1/hooks/{}/deliveries", f.hook), (None, String::new())),

@@ -232,6 +232,7 @@ async fn no_run_reaches_host_services_through_sockets_or_the_loopback() {
         &[],
         scratch.path(),
         &[],
+        &[],
     )
     .await
     .unwrap();
@@ -338,6 +339,8 @@ r, e = call({clone3}, 0)
 print("clone3", "ENOSYS" if (r == -1 and e == 38) else "ANSWERED %d %d" % (r, e))
 r, e = call({getpid} | 0x40000000, 0)
 print("x32 getpid", "EPERM" if (r == -1 and e == 1) else "ANSWERED %d %d" % (r, e))
+r, e = call({socket}, {vsock})
+print("socket(AF_VSOCK)", "EPERM" if (r == -1 and e == 1) else "ANSWERED %d %d" % (r, e))
 r, e = call({unshare}, 0x400)
 print("unshare(CLONE_FILES)", "allowed" if r == 0 else "ANSWERED %d %d" % (r, e))
 import threading, subprocess
@@ -349,11 +352,13 @@ print("threads and subprocesses", subprocess.run(["/bin/true"]).returncode == 0)
         clone3 = libc::SYS_clone3,
         getpid = libc::SYS_getpid,
         unshare = libc::SYS_unshare,
+        socket = libc::SYS_socket,
+        vsock = libc::AF_VSOCK,
     );
     let expected = sandbox::FILTERED_CALLS.len() + with_flags.len();
     let check = |who: &str, out: &str| {
         assert!(out.contains("Seccomp:\\t2"), "{who}: no filter: {out}");
-        assert_eq!(out.matches(" EPERM").count(), expected + 1, "{who}: every filtered call is refused:\n{out}");
+        assert_eq!(out.matches(" EPERM").count(), expected + 2, "{who}: every filtered call is refused:\n{out}");
         assert!(!out.contains("ANSWERED"), "{who}:\n{out}");
         for line in ["clone3 ENOSYS", "unshare(CLONE_FILES) allowed", "threads and subprocesses True"] {
             assert!(out.contains(line), "{who}: {line}:\n{out}");
@@ -378,6 +383,7 @@ print("threads and subprocesses", subprocess.run(["/bin/true"]).returncode == 0)
         Duration::from_secs(30),
         &[],
         scratch.path(),
+        &[],
         &[],
     )
     .await
@@ -429,4 +435,29 @@ async fn a_data_directory_under_a_private_parent_grades() {
         "each run records the sandbox it had: {isolation}"
     );
     assert_eq!(isolation["network"], "none");
+}
+
+/// A run has an IPC namespace of its own: a System V shared-memory segment
+/// of the host's, open to everyone, is neither listed nor attachable.
+#[tokio::test]
+async fn a_run_sees_no_shared_memory_of_the_hosts() {
+    require_full_sandbox();
+    let key: libc::key_t = 0x0fa1_0000 | (std::process::id() as libc::key_t & 0xffff);
+    // SAFETY: a segment of this test's own, removed below.
+    let id = unsafe { libc::shmget(key, 4096, libc::IPC_CREAT | 0o666) };
+    assert!(id >= 0, "{}", std::io::Error::last_os_error());
+    let script = format!(
+        r#"import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+listed = open("/proc/sysvipc/shm").read()
+print("listed" if " {key} " in listed else "not listed")
+print("attached" if libc.shmget({key}, 0, 0) >= 0 else "no such segment")
+"#
+    );
+    let direct = std::process::Command::new("/usr/bin/python3").args(["-c", &script]).output().unwrap();
+    let r = sandbox::run(&Command::new("python3", ["-c", script.as_str()]), None).await;
+    // SAFETY: removing the segment made above.
+    unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+    assert_eq!(String::from_utf8_lossy(&direct.stdout), "listed\nattached\n", "the probe sees it from outside");
+    assert_eq!(r.unwrap().output, "not listed\nno such segment\n");
 }

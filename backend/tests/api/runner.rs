@@ -721,7 +721,9 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
     let port = listener.local_addr().unwrap().port();
     let host = crate::escape::host_address().expect("a non-loopback address on this machine");
     let data = tempfile::tempdir().unwrap();
-    let cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
+    let mut cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
+    // As `--run-allow-network HOST/32` allows it: the host's own addresses are fenced off otherwise.
+    cache.allow_networks = vec![ipnet::IpNet::from(host)];
     let probe = format!(
         "python3 - > net.txt <<'PY'\n{}PY",
         crate::escape::connect_probe(&[
@@ -790,9 +792,17 @@ async fn setup_runs_unprivileged_with_the_network_and_runs_cannot_change_the_bui
 async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_timeout() {
     let scratch = tempfile::tempdir().unwrap();
     let input = json!({"report": {"title": "t"}, "iteration": 1, "history": []});
-    let p = failpass::runner::refine::agent_command("id -u", &input, Duration::from_secs(10), &[], scratch.path(), &[])
-        .await
-        .unwrap();
+    let p = failpass::runner::refine::agent_command(
+        "id -u",
+        &input,
+        Duration::from_secs(10),
+        &[],
+        scratch.path(),
+        &[],
+        &[],
+    )
+    .await
+    .unwrap();
     assert_ne!(p.candidate.trim(), "0", "the agent ran as root");
     let key = format!("{}.{}", 61, rand_digits());
     let started = Instant::now();
@@ -802,6 +812,7 @@ async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_time
         Duration::from_secs(1),
         &[],
         scratch.path(),
+        &[],
         &[],
     )
     .await
@@ -817,6 +828,7 @@ async fn the_agent_command_runs_unprivileged_and_its_whole_tree_dies_at_the_time
         Duration::from_secs(10),
         &[("API_KEY".into(), "k".into())],
         scratch.path(),
+        &[],
         &[],
     )
     .await

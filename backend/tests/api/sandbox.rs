@@ -140,10 +140,18 @@ async fn no_network_where_the_os_allows_it() {
     // Listening on every address; any listener will do.
     let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let host = crate::escape::host_address().expect("a non-loopback address here").to_string();
-    let probe = crate::escape::connect_probe(&[("loopback", "127.0.0.1", port), ("host", &host, port)]);
+    let host_ip = crate::escape::host_address().expect("a non-loopback address here");
+    let host = host_ip.to_string();
+    let probe = crate::escape::connect_probe(&[
+        ("loopback", "127.0.0.1", port),
+        ("host", &host, port),
+        // Fenced off: no packet leaves for it (a prohibit route answers at once).
+        ("metadata", "169.254.169.254", 80),
+    ]);
     let closed = sandbox::run(&py(&probe), None).await.unwrap();
-    let open = sandbox::run(&Command { network: true, ..py(&probe) }, None).await.unwrap();
+    let fenced = sandbox::run(&Command { network: true, ..py(&probe) }, None).await.unwrap();
+    let allowed = Command { network: true, allow_networks: vec![ipnet::IpNet::from(host_ip)], ..py(&probe) };
+    let open = sandbox::run(&allowed, None).await.unwrap();
     if !sandbox::network_isolation_available() {
         eprintln!("network namespaces are not available here (not root?): runs keep the host's network");
         assert_eq!(closed.isolation.network, NetworkAccess::Host);
@@ -151,10 +159,14 @@ async fn no_network_where_the_os_allows_it() {
     }
     assert_eq!(closed.isolation.network, NetworkAccess::None);
     assert!(closed.output.contains("loopback refused") && closed.output.contains("host refused"), "{}", closed.output);
-    // Asked for, the network is outbound only: the host's other addresses, never its loopback.
-    assert_eq!(open.isolation.network, NetworkAccess::Outbound, "{open:?}");
+    // Asked for, the network is outbound only: never the host's loopback nor a metadata
+    // service, and the host's own other addresses only where the operator allows them.
+    assert_eq!(fenced.isolation.network, NetworkAccess::Outbound, "{fenced:?}");
+    for label in ["loopback", "host", "metadata"] {
+        assert!(fenced.output.contains(&format!("{label} refused")), "{}", fenced.output);
+    }
     assert!(open.output.contains("host connected"), "{}", open.output);
-    assert!(open.output.contains("loopback refused"), "{}", open.output);
+    assert!(open.output.contains("loopback refused") && open.output.contains("metadata refused"), "{}", open.output);
 }
 
 /// These machines run the tests as root, as runners are deployed; the

@@ -61,6 +61,10 @@ pub const REFUSED: &[(&str, libc::c_long)] = &[
     ("open_by_handle_at", libc::SYS_open_by_handle_at),
 ];
 
+/// Socket families refused (`socket`'s first argument): vsock reaches the
+/// hypervisor's services and is not scoped to a network namespace.
+pub const REFUSED_SOCKET_FAMILIES: &[(&str, libc::c_int)] = &[("AF_VSOCK", libc::AF_VSOCK)];
+
 /// Refused when their flags (the first argument) ask for any new namespace.
 pub const REFUSED_WITH_NAMESPACE_FLAGS: &[(&str, libc::c_long)] =
     &[("unshare", libc::SYS_unshare), ("clone", libc::SYS_clone)];
@@ -122,6 +126,13 @@ fn compile() -> Result<Option<Vec<BpfProgram>>, seccompiler::Error> {
             .collect::<Result<Vec<_>, _>>()?;
         refused.insert(*nr, rules);
     }
+    let families = REFUSED_SOCKET_FAMILIES
+        .iter()
+        .map(|(_, family)| {
+            SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *family as u64)?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    refused.insert(libc::SYS_socket, families);
     let mut main: BpfProgram =
         SeccompFilter::new(refused, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?
             .try_into()?;

@@ -98,9 +98,13 @@ pub struct Command {
     pub files: Vec<(String, Vec<u8>)>,
     pub limits: Limits,
     /// Outbound network (setup commands that download, the agent command):
-    /// user-mode networking without the host's loopback. Runs without it
-    /// have no network at all.
+    /// user-mode networking without the host's loopback, fenced off from
+    /// link-local, metadata and private addresses ([`net::fenced`]). Runs
+    /// without it have no network at all.
     pub network: bool,
+    /// Private networks an outbound run may reach (the operator's
+    /// `--run-allow-network`).
+    pub allow_networks: Vec<ipnet::IpNet>,
     /// The user to run as, when the worker is root: a leased id shared by
     /// the steps of one environment build; a fresh one per run when `None`.
     pub user: Option<std::sync::Arc<RunUser>>,
@@ -123,6 +127,7 @@ impl Command {
             files: Vec::new(),
             limits: Limits::default(),
             network: false,
+            allow_networks: Vec::new(),
             user: None,
             binds: Vec::new(),
             split_stderr: false,
@@ -299,7 +304,12 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     // The network: the host's (not root), an empty namespace, or one whose
     // only way out is user-mode networking (runs that ask for the network).
     let outbound = if cmd.network && net::outbound_available() {
-        Some(tokio::task::spawn_blocking(net::Outbound::start).await.map_err(std::io::Error::other)??)
+        let allowed = cmd.allow_networks.clone();
+        Some(
+            tokio::task::spawn_blocking(move || net::Outbound::start(&allowed))
+                .await
+                .map_err(std::io::Error::other)??,
+        )
     } else {
         None
     };
@@ -334,7 +344,8 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     };
     // Where the pids controller can be used, a cgroup of the run's own caps
     // its processes too (and holds even for a process that changes user).
-    let cgroup = uid.and_then(|u| users::PidsCgroup::create(u, cmd.limits.processes));
+    let mut cgroup = uid.and_then(|u| users::PidsCgroup::create(u, cmd.limits.processes));
+    let had_cgroup = cgroup.is_some();
     let cgroup_fd = cgroup.as_ref().map(|c| c.procs.as_raw_fd());
     // Which step of building the root failed, when one does (the child can only say a number).
     let (note_read, note_write) = pipe()?;
@@ -409,6 +420,11 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
             }
             // Counted against the run's user from here on (root is exempt).
             set(libc::RLIMIT_NPROC, nproc, nproc)?;
+            // No descriptor the worker inherited without close-on-exec (from a
+            // supervisor, a shell) reaches the run. Linux 5.11; older kernels
+            // say EINVAL and keep them.
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
             // Last: the system-call filter (it refuses what the steps above needed).
             if let Some(p) = programs {
                 filter::install(p)?;
@@ -471,10 +487,11 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         None => process.wait().await?,
     };
     let duration = started.elapsed();
-    if let Some(o) = outbound {
-        // slirp4netns ends once told; waiting for it is not the run's time.
-        tokio::task::spawn_blocking(move || drop(o));
+    // Removing the cgroup may wait for the kernel to free it: not on the runtime's threads.
+    if let Some(c) = cgroup.take() {
+        tokio::task::spawn_blocking(move || drop(c));
     }
+    drop(outbound);
     // Everything in the session is dead, so the pipe closes; a process that
     // left the session may still hold it, so stop reading shortly after and
     // keep what was read by then.
@@ -510,7 +527,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
             built_root: own_pids && uid.is_some(),
             network,
             syscall_filter: programs.is_some(),
-            pids_cgroup: cgroup.is_some(),
+            pids_cgroup: had_cgroup,
         },
     })
 }
@@ -551,9 +568,12 @@ unsafe fn keep_in_pid_namespace(plan: Option<&root::Plan>, note: i32) -> std::io
             return Err(std::io::Error::last_os_error());
         }
         if child == 0 {
-            // PID 1 of the new namespace: dies when the keeper does.
+            // PID 1 of the new namespace: dies when the keeper does. Its
+            // own mount namespace, and its own IPC (no host or other run's
+            // System V or POSIX shared memory, semaphores or queues) and
+            // host name.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::unshare(libc::CLONE_NEWNS) != 0
+            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) != 0
                 || libc::mount(
                     c"none".as_ptr(),
                     c"/".as_ptr(),

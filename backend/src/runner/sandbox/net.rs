@@ -7,12 +7,23 @@
 //! belong to the host's network namespace. Every other run gets an empty
 //! namespace: no network at all.
 //!
+//! slirp4netns opens its connections from the host, so "outbound" would
+//! also reach what the host reaches besides the internet: a cloud's
+//! metadata service (instance credentials), the private networks around
+//! it, the host's own other addresses. The run's namespace fences those off
+//! with "prohibit" routes ([`fence`]): link-local and metadata addresses
+//! always, private ranges and the host's addresses unless the operator
+//! allows them (`--run-allow-network 10.1.0.0/16,…`, for a package mirror
+//! inside the network). The run has no capability to change its routes.
+//!
 //! The namespace is made before the run starts (by a short-lived thread
-//! that unshares its own and keeps a descriptor of it), slirp4netns attaches
-//! to it and says when its interface is up, and the run joins it with
-//! `setns`. Closing the exit pipe ends slirp4netns with the run.
+//! that unshares its own, fences it and keeps a descriptor of it),
+//! slirp4netns attaches to it and says when its interface is up, and the
+//! run joins it with `setns`. Dropping [`Outbound`] ends slirp4netns.
 
 use std::io::{Read, Seek};
+
+use ipnet::{IpNet, Ipv4Net};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -61,12 +72,134 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// A new, empty network namespace, held by a descriptor.
-fn new_namespace() -> std::io::Result<OwnedFd> {
+/// Networks a run with outbound network never reaches: "this network",
+/// link-local (where clouds serve instance credentials), a metadata
+/// address outside it, multicast and reserved.
+const NEVER: &[&str] = &["0.0.0.0/8", "169.254.0.0/16", "100.100.100.200/32", "224.0.0.0/4", "240.0.0.0/4"];
+
+/// Private networks it reaches only where the operator allows them (RFC
+/// 1918, CGNAT, benchmarking, IETF assignments); the host's own addresses
+/// are added to these. The host's loopback is out of reach already (the
+/// namespace has a loopback of its own, and slirp4netns forwards none).
+const PRIVATE: &[&str] =
+    &["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15", "192.0.0.0/24"];
+
+/// slirp4netns's own network (the gateway and the resolver live there).
+const SLIRP: &str = "10.0.2.0/24";
+
+/// `net` without `hole`: the halves of `net` that do not hold `hole`, down
+/// to `hole`'s size (or `net` itself when they do not overlap, nothing when
+/// `hole` covers it).
+fn subtract(net: Ipv4Net, hole: Ipv4Net) -> Vec<Ipv4Net> {
+    if hole.contains(&net) {
+        return Vec::new();
+    }
+    if !net.contains(&hole) {
+        return vec![net];
+    }
+    net.subnets(net.prefix_len() + 1).into_iter().flatten().flat_map(|half| subtract(half, hole)).collect()
+}
+
+/// The IPv4 networks a run with outbound network is fenced off from, given
+/// the operator's `allowed` networks and the host's own `addresses`.
+pub fn fenced(allowed: &[IpNet], addresses: &[std::net::Ipv4Addr]) -> Vec<Ipv4Net> {
+    let parse = |s: &&str| s.parse::<Ipv4Net>().expect("a network written in the code");
+    let holes: Vec<Ipv4Net> = allowed
+        .iter()
+        .filter_map(|n| match n {
+            IpNet::V4(v4) => Some(*v4),
+            IpNet::V6(_) => None,
+        })
+        .chain(std::iter::once(parse(&SLIRP)))
+        .collect();
+    let mut private: Vec<Ipv4Net> = PRIVATE.iter().map(parse).collect();
+    private.extend(addresses.iter().filter(|a| !a.is_loopback()).filter_map(|a| Ipv4Net::new(*a, 32).ok()));
+    for hole in &holes {
+        private = private.into_iter().flat_map(|n| subtract(n, *hole)).collect();
+    }
+    let mut out: Vec<Ipv4Net> = NEVER.iter().map(parse).collect();
+    out.extend(private);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// This machine's IPv4 addresses (its interfaces', as they are now).
+fn host_addresses() -> Vec<std::net::Ipv4Addr> {
+    let mut found = Vec::new();
+    let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list we only read, then free.
+    unsafe {
+        if libc::getifaddrs(&mut addrs) != 0 {
+            return found;
+        }
+        let mut cur = addrs;
+        while !cur.is_null() {
+            let a = &*cur;
+            if !a.ifa_addr.is_null() && i32::from((*a.ifa_addr).sa_family) == libc::AF_INET {
+                let sin = &*(a.ifa_addr as *const libc::sockaddr_in);
+                found.push(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            }
+            cur = a.ifa_next;
+        }
+        libc::freeifaddrs(addrs);
+    }
+    found
+}
+
+/// Adds a "prohibit" route for each of `nets` to the calling thread's
+/// network namespace (a connection there fails at once: EACCES).
+fn fence(nets: &[Ipv4Net]) -> std::io::Result<()> {
+    use netlink_packet_core::{
+        NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    };
+    use netlink_packet_route::route::{
+        RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    };
+    use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+    let mut socket = Socket::new(NETLINK_ROUTE)?;
+    socket.bind_auto()?;
+    socket.connect(&SocketAddr::new(0, 0))?;
+    for (seq, net) in nets.iter().enumerate() {
+        let mut route = RouteMessage::default();
+        route.header = RouteHeader {
+            address_family: AddressFamily::Inet,
+            destination_prefix_length: net.prefix_len(),
+            table: RouteHeader::RT_TABLE_MAIN,
+            protocol: RouteProtocol::Static,
+            scope: RouteScope::Universe,
+            kind: RouteType::Prohibit,
+            ..Default::default()
+        };
+        route.attributes.push(RouteAttribute::Destination(RouteAddress::Inet(net.network())));
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+        header.sequence_number = seq as u32 + 1;
+        let mut message = NetlinkMessage::new(header, NetlinkPayload::from(RouteNetlinkMessage::NewRoute(route)));
+        message.finalize();
+        let mut out = vec![0u8; message.buffer_len()];
+        message.serialize(&mut out);
+        socket.send(&out, 0)?;
+        let mut answer: Vec<u8> = Vec::with_capacity(4096);
+        socket.recv(&mut answer, 0)?;
+        let reply = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&answer)
+            .map_err(|e| std::io::Error::other(format!("reading the kernel's answer about {net}: {e}")))?;
+        if let NetlinkPayload::Error(e) = reply.payload
+            && e.code.is_some()
+        {
+            return Err(std::io::Error::new(e.to_io().kind(), format!("fencing off {net}: {}", e.to_io())));
+        }
+    }
+    Ok(())
+}
+
+/// A new network namespace, fenced off from `nets`, held by a descriptor.
+fn new_namespace(nets: Vec<Ipv4Net>) -> std::io::Result<OwnedFd> {
     // unshare changes the calling thread's namespace only: a thread of its own does it.
-    std::thread::spawn(|| {
+    std::thread::spawn(move || {
         // SAFETY: plain system calls; the thread ends right after.
-        unsafe {
+        let fd = unsafe {
             if libc::unshare(libc::CLONE_NEWNET) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -74,8 +207,10 @@ fn new_namespace() -> std::io::Result<OwnedFd> {
             if fd < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(OwnedFd::from_raw_fd(fd))
-        }
+            OwnedFd::from_raw_fd(fd)
+        };
+        fence(&nets)?;
+        Ok(fd)
     })
     .join()
     .map_err(|_| std::io::Error::other("the thread making a network namespace panicked"))?
@@ -83,10 +218,11 @@ fn new_namespace() -> std::io::Result<OwnedFd> {
 
 impl Outbound {
     /// A namespace with slirp4netns up on `tap0` (10.0.2.100/24, resolver
-    /// 10.0.2.3), or why not. Blocks until the interface is up.
-    pub(super) fn start() -> std::io::Result<Outbound> {
+    /// 10.0.2.3), fenced off from everything [`fenced`] lists but the
+    /// `allowed` networks, or why not. Blocks until the interface is up.
+    pub(super) fn start(allowed: &[IpNet]) -> std::io::Result<Outbound> {
         let program = slirp4netns().ok_or_else(|| std::io::Error::other("slirp4netns is not installed"))?;
-        let ns = new_namespace()?;
+        let ns = new_namespace(fenced(allowed, &host_addresses()))?;
         let (ready_r, ready_w) = pipe()?;
         let (exit_r, exit_w) = pipe()?;
         let path = format!("/proc/{}/fd/{}", std::process::id(), ns.as_raw_fd());
@@ -113,8 +249,10 @@ impl Outbound {
         // SAFETY: dup2 and prctl only, between fork and exec.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                // dup2 leaves the copies open across exec.
-                if libc::dup2(ready_fd, 3) < 0 || libc::dup2(exit_fd, 4) < 0 {
+                // Out of the way of 3 and 4 first, then there (dup2 leaves the
+                // copies open across exec).
+                let (r, e) = (libc::fcntl(ready_fd, libc::F_DUPFD, 10), libc::fcntl(exit_fd, libc::F_DUPFD, 10));
+                if r < 0 || e < 0 || libc::dup2(r, 3) < 0 || libc::dup2(e, 4) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -168,16 +306,43 @@ fn wait_ready(ready: &OwnedFd) -> std::io::Result<()> {
 }
 
 impl Drop for Outbound {
+    /// The run is over: slirp4netns is told to go and killed (it holds
+    /// nothing worth a clean exit), which ends it at once.
     fn drop(&mut self) {
         drop(self.exit.take());
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.slirp.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
         let _ = self.slirp.kill();
         let _ = self.slirp.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nets(v: &[Ipv4Net]) -> Vec<String> {
+        v.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn the_fence_keeps_metadata_out_always_and_private_networks_unless_allowed() {
+        let host = "192.0.2.2".parse().unwrap();
+        let all = nets(&fenced(&[], &[host, "127.0.0.1".parse().unwrap()]));
+        for n in ["169.254.0.0/16", "100.100.100.200/32", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"] {
+            assert!(all.contains(&n.to_owned()), "{n}: {all:?}");
+        }
+        assert!(all.contains(&"192.0.2.2/32".to_owned()), "the host's own address: {all:?}");
+        assert!(!all.iter().any(|n| n.starts_with("127.")), "its own loopback is the run's: {all:?}");
+        // slirp4netns's own network stays: 10.0.0.0/8 is fenced around 10.0.2.0/24.
+        assert!(!all.contains(&"10.0.0.0/8".to_owned()) && all.contains(&"10.128.0.0/9".to_owned()), "{all:?}");
+        assert!(
+            !all.iter()
+                .any(|n| n.parse::<Ipv4Net>().unwrap().contains(&"10.0.2.3".parse::<std::net::Ipv4Addr>().unwrap()))
+        );
+        let allowed =
+            ["10.1.0.0/16".parse().unwrap(), "192.0.2.2/32".parse().unwrap(), "169.254.0.0/16".parse().unwrap()];
+        let some = fenced(&allowed, &[host]);
+        let reach = |ip: &str| !some.iter().any(|n| n.contains(&ip.parse::<std::net::Ipv4Addr>().unwrap()));
+        assert!(reach("10.1.2.3") && reach("192.0.2.2") && reach("8.8.8.8"));
+        assert!(!reach("10.9.9.9") && !reach("169.254.169.254"), "metadata stays fenced whatever is allowed");
     }
 }

@@ -30,8 +30,9 @@ pub enum Entry {
     /// The host's `path`, at the same path: read-only unless `writable`;
     /// device nodes work only where `device` is set.
     Bind { path: PathBuf, writable: bool, device: bool },
-    /// A fresh, empty tmpfs whose top has `mode`.
-    Tmpfs { path: PathBuf, mode: u32 },
+    /// A fresh, empty tmpfs whose top has `mode`, of at most `bytes` (the
+    /// run's file-size limit when `None`) and [`TMPFS_INODES`] files.
+    Tmpfs { path: PathBuf, mode: u32, bytes: Option<u64> },
     /// A fresh `/proc`: the run's own PID namespace, not the host's processes.
     Proc { path: PathBuf },
     /// A symbolic link (the host's `/lib64 -> usr/lib64`, `/dev/fd`).
@@ -76,13 +77,19 @@ const ETC: &[&str] = &[
     "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates.conf",
     "/etc/mime.types",
-    "/etc/pip.conf",
-    "/etc/gitconfig",
     "/etc/python3",
     "/etc/python3.11",
     "/etc/python3.12",
     "/etc/python3.13",
 ];
+
+/// What of `/etc` only runs with network get (setup steps, the agent
+/// command): package-index and git settings, which may hold an index's
+/// token, never shown to candidates.
+const NETWORK_ETC: &[&str] = &["/etc/pip.conf", "/etc/gitconfig"];
+
+/// Most files a fresh tmpfs holds (each costs the kernel memory no limit counts).
+pub const TMPFS_INODES: u64 = 65_536;
 
 /// Device nodes a run gets (in a fresh `/dev`), besides links to `/proc/self/fd`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -114,7 +121,7 @@ fn system() -> &'static [Entry] {
             }
         }
         out.push(Entry::Symlink { path: "/etc/mtab".into(), target: "../proc/self/mounts".into() });
-        out.push(Entry::Tmpfs { path: "/dev".into(), mode: 0o755 });
+        out.push(Entry::Tmpfs { path: "/dev".into(), mode: 0o755, bytes: Some(64 << 10) });
         for d in DEVICES {
             let path = Path::new("/dev").join(d);
             if path.exists() {
@@ -129,11 +136,11 @@ fn system() -> &'static [Entry] {
         ] {
             out.push(Entry::Symlink { path: Path::new("/dev").join(name), target: target.into() });
         }
-        out.push(Entry::Tmpfs { path: "/dev/shm".into(), mode: 0o1777 });
+        out.push(Entry::Tmpfs { path: "/dev/shm".into(), mode: 0o1777, bytes: None });
         out.push(Entry::Proc { path: "/proc".into() });
         out.extend(SYS.iter().filter(|p| Path::new(p).is_dir()).map(|p| ro(p)));
-        out.push(Entry::Tmpfs { path: "/tmp".into(), mode: 0o1777 });
-        out.push(Entry::Tmpfs { path: "/var/tmp".into(), mode: 0o1777 });
+        out.push(Entry::Tmpfs { path: "/tmp".into(), mode: 0o1777, bytes: None });
+        out.push(Entry::Tmpfs { path: "/var/tmp".into(), mode: 0o1777, bytes: None });
         if let Ok(extra) = std::env::var(OPERATOR_BINDS) {
             for p in extra.split(':').filter(|p| !p.is_empty()) {
                 match Path::new(p).canonicalize() {
@@ -185,6 +192,11 @@ pub fn layout(spec: &Spec<'_>) -> std::io::Result<Vec<Entry>> {
     out.push(file("/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n".into()));
     if spec.network {
         out.push(file("/etc/resolv.conf", format!("nameserver {RESOLVER}\n")));
+        out.extend(NETWORK_ETC.iter().filter(|p| Path::new(p).is_file()).map(|p| Entry::Bind {
+            path: PathBuf::from(p),
+            writable: false,
+            device: false,
+        }));
     }
     let mut own: Vec<(PathBuf, bool)> = Vec::with_capacity(spec.binds.len() + 1);
     for (p, writable) in std::iter::once((spec.workdir.to_path_buf(), true)).chain(spec.binds.iter().cloned()) {
@@ -305,12 +317,13 @@ impl Plan {
                         format!("binding {} ({how})", path.display()),
                     )
                 }
-                Entry::Tmpfs { path, mode } => {
+                Entry::Tmpfs { path, mode, bytes } => {
                     if made.insert(path.clone()) {
                         ops.push(Op::Mkdir(at(path)?));
                         what.push(format!("making {}", path.display()));
                     }
-                    let options = CString::new(format!("mode={mode:o},size={}", tmpfs_bytes.max(1 << 20)))
+                    let size = bytes.unwrap_or_else(|| tmpfs_bytes.max(1 << 20));
+                    let options = CString::new(format!("mode={mode:o},size={size},nr_inodes={TMPFS_INODES}"))
                         .map_err(std::io::Error::other)?;
                     (Op::Tmpfs { target: at(path)?, options }, format!("mounting a fresh tmpfs on {}", path.display()))
                 }
@@ -518,6 +531,10 @@ mod tests {
         let passwd = String::from_utf8_lossy(contents);
         assert_eq!(passwd.lines().count(), 3, "{passwd}");
         assert!(passwd.contains(":1900000001:1900000001:"), "{passwd}");
+        assert!(
+            !paths.iter().any(|p| p.ends_with("pip.conf") || p.ends_with("gitconfig")),
+            "no index token for candidates"
+        );
         let with_net = layout(&Spec { network: true, ..spec }).unwrap();
         assert!(with_net.iter().any(|e| e.path() == Path::new("/etc/resolv.conf")));
     }
