@@ -143,7 +143,7 @@ impl EnvCache {
             let mut log = match &user {
                 Some(u) if sandbox::net::outbound_available() => format!(
                     "# setup runs as uid {} (not root) in a root of its own, with outbound network for package installs \
-                     (not the host's loopback); candidates run without network\n",
+                     (not the host's loopback, metadata or private addresses); candidates run without network\n",
                     u.uid
                 ),
                 Some(u) => format!(
