@@ -1568,6 +1568,14 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
     // A private network the operator did not allow (only the loopback is, here) is refused, naming the flag.
     fill("http://10.0.0.1/hook".into()).await;
     assert!(h.text("hook-error").await.contains("--hook-allow-network"));
+    // The form keeps what was sent, to be corrected rather than typed again.
+    let kept = |css: &'static str| {
+        let c = h.client.clone();
+        async move { c.find(Locator::Css(css)).await.unwrap().prop("value").await.unwrap().unwrap_or_default() }
+    };
+    assert_eq!(kept("input[name=url]").await, "http://10.0.0.1/hook");
+    assert_eq!(kept("select[name=project]").await, "fastnum/fastnum");
+    h.screenshot("hooks-private-refused.png").await;
     let port = receiver();
     fill(format!("http://127.0.0.1:{port}/failpass")).await;
     let secret = h.text("new-secret").await;

@@ -133,13 +133,18 @@ pub async fn redeliver(
 
 // The page.
 
+/// The webhooks page; after a refusal, `draft` (what was sent) fills the
+/// form again, so the admin corrects it instead of typing it anew.
 async fn hooks_view(
     state: &AppState,
     viewer: &Viewer,
     created: Option<&Hook>,
     error: Option<&str>,
     status: StatusCode,
+    draft: Option<&CreateHookRequest>,
 ) -> ApiResult<Response> {
+    let chosen_format = draft.and_then(|d| d.format).unwrap_or(HookFormat::Signed);
+    let tells = |e: HookEvent| draft.and_then(|d| d.events.as_ref()).is_none_or(|events| events.contains(&e));
     let scope = viewer.scope_for(Action::ManageProjects);
     let projects = state.storage.list_projects(&scope).await?;
     let hooks = state.storage.list_hooks(&scope).await?;
@@ -167,18 +172,23 @@ async fn hooks_view(
                 p.state.state-empty { "No project yet." }
             } @else {
                 form.stack method="post" action="/settings/hooks" {
-                    label.field { span { "Project" } select name="project" { @for p in &projects { option value=(p.slug) { (p.slug) } } } }
-                    label.field { span { "Address" } input type="url" name="url" required maxlength=(crate::hooks::MAX_URL) placeholder="https://hooks.example.org/failpass"; }
+                    label.field { span { "Project" } select name="project" { @for p in &projects {
+                        option value=(p.slug) selected[draft.is_some_and(|d| d.project == p.slug)] { (p.slug) }
+                    } } }
+                    label.field { span { "Address" } input type="url" name="url" required maxlength=(crate::hooks::MAX_URL)
+                        placeholder="https://hooks.example.org/failpass" value=[draft.map(|d| d.url.as_str())]; }
                     label.field { span { "Format" } select name="format" {
-                        option value="signed" { "signed: JSON, with a signature header" }
-                        option value="slack" { "slack: one line, for a Slack incoming webhook" }
-                        option value="discord" { "discord: one line, for a Discord webhook" }
+                        @for (f, label) in [(HookFormat::Signed, "signed: JSON, with a signature header"),
+                                            (HookFormat::Slack, "slack: one line, for a Slack incoming webhook"),
+                                            (HookFormat::Discord, "discord: one line, for a Discord webhook")] {
+                            option value=(f.as_str()) selected[f == chosen_format] { (label) }
+                        }
                     } }
                     fieldset.checks {
                         legend { "Tell it of" }
-                        label.check { input type="checkbox" name="verdict" value="on" checked; " verdict changes" }
-                        label.check { input type="checkbox" name="route" value="on" checked; " route changes" }
-                        label.check { input type="checkbox" name="status" value="on" checked; " status changes" }
+                        label.check { input type="checkbox" name="verdict" value="on" checked[tells(HookEvent::Verdict)]; " verdict changes" }
+                        label.check { input type="checkbox" name="route" value="on" checked[tells(HookEvent::Route)]; " route changes" }
+                        label.check { input type="checkbox" name="status" value="on" checked[tells(HookEvent::Status)]; " status changes" }
                     }
                     button type="submit" data-testid="create-hook" { "Add hook" }
                 }
@@ -221,7 +231,7 @@ async fn hooks_view(
               (status = 303, description = "Anonymous: on to sign in."))
 )]
 pub async fn hooks_page(State(state): State<AppState>, viewer: Viewer) -> ApiResult<Response> {
-    hooks_view(&state, &viewer, None, None, StatusCode::OK).await
+    hooks_view(&state, &viewer, None, None, StatusCode::OK, None).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -252,12 +262,12 @@ pub async fn create_hook_form(
         Ok(Form(form)) => form,
         Err(e) => {
             let m = format!("the form did not arrive whole: {}", e.body_text());
-            return hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST).await;
+            return hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST, None).await;
         }
     };
     let Ok(format) = form.format.parse::<HookFormat>() else {
         let m = format!("format: `{}` is not one of signed, slack, discord", form.format);
-        return hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST).await;
+        return hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST, None).await;
     };
     let events =
         [(HookEvent::Verdict, &form.verdict), (HookEvent::Route, &form.route), (HookEvent::Status, &form.status)]
@@ -266,12 +276,14 @@ pub async fn create_hook_form(
             .map(|(e, _)| e)
             .collect();
     let req = CreateHookRequest { project: form.project, url: form.url, format: Some(format), events: Some(events) };
-    match make_hook(&state, &viewer, req).await {
-        Ok(hook) => hooks_view(&state, &viewer, Some(&hook), None, StatusCode::CREATED).await,
-        Err(ApiError::BadRequest(m)) => hooks_view(&state, &viewer, None, Some(&m), StatusCode::BAD_REQUEST).await,
-        Err(ApiError::Forbidden(m)) => hooks_view(&state, &viewer, None, Some(&m), StatusCode::FORBIDDEN).await,
-        Err(e) => Err(e),
-    }
+    let draft = req.clone();
+    let (m, status) = match make_hook(&state, &viewer, req).await {
+        Ok(hook) => return hooks_view(&state, &viewer, Some(&hook), None, StatusCode::CREATED, None).await,
+        Err(ApiError::BadRequest(m)) => (m, StatusCode::BAD_REQUEST),
+        Err(ApiError::Forbidden(m)) => (m, StatusCode::FORBIDDEN),
+        Err(e) => return Err(e),
+    };
+    hooks_view(&state, &viewer, None, Some(&m), status, Some(&draft)).await
 }
 
 #[utoipa::path(
