@@ -211,22 +211,29 @@ async fn no_run_reaches_host_services_through_sockets_or_the_loopback() {
         }
         let _ = services.tcp.accept();
     }
-    let candidate = sandbox::run(&Command::new("python3", ["-c", probe.as_str()]), None).await.unwrap();
-    services.assert_unreached("a candidate", &candidate.output);
+    for (who, output) in in_every_kind_of_run(&probe).await {
+        services.assert_unreached(who, &output);
+    }
+}
 
+/// What Python `script` printed run as a candidate, as a setup step and as
+/// the refine loop's agent command, each as the runner runs them.
+async fn in_every_kind_of_run(script: &str) -> [(&'static str, String); 3] {
+    let candidate = sandbox::run(&Command::new("python3", ["-c", script]), None).await.unwrap();
+    assert!(candidate.isolation.built_root && candidate.isolation.syscall_filter, "{candidate:?}");
     let data = tempfile::tempdir().unwrap();
     let cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
     let recipe = failpass_shared::api::jobs::Recipe {
-        setup: vec![format!("python3 - > probe.txt <<'PY'\n{probe}PY")],
+        setup: vec![format!("python3 - > printed.txt 2>&1 <<'PY'\n{script}PY")],
         ..Default::default()
     };
     let built = cache.get(&recipe, data.path()).await.unwrap();
-    services.assert_unreached("a setup step", &std::fs::read_to_string(built.dir.join("probe.txt")).unwrap());
-
+    let setup = std::fs::read_to_string(built.dir.join("printed.txt")).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let input = serde_json::json!({"report": {"title": "t"}, "iteration": 1, "history": []});
+    let command = format!("python3 - <<'PY'\n{script}PY");
     let agent = failpass::runner::refine::agent_command(
-        &format!("python3 - <<'PY'\n{probe}PY"),
+        &command,
         &input,
         Duration::from_secs(30),
         &[],
@@ -236,7 +243,7 @@ async fn no_run_reaches_host_services_through_sockets_or_the_loopback() {
     )
     .await
     .unwrap();
-    services.assert_unreached("the agent command", &agent.candidate);
+    [("a candidate", candidate.output), ("a setup step", setup), ("the agent command", agent.candidate)]
 }
 
 /// The data directory's neighbours: a server log beside it (world-readable,
@@ -364,31 +371,9 @@ print("threads and subprocesses", subprocess.run(["/bin/true"]).returncode == 0)
             assert!(out.contains(line), "{who}: {line}:\n{out}");
         }
     };
-    let r = sandbox::run(&Command::new("python3", ["-c", script.as_str()]), None).await.unwrap();
-    assert!(r.isolation.syscall_filter);
-    check("a candidate", &r.output);
-    let data = tempfile::tempdir().unwrap();
-    let cache = failpass::runner::env::EnvCache::new(data.path().join("envs"));
-    let recipe = failpass_shared::api::jobs::Recipe {
-        setup: vec![format!("python3 - > calls.txt 2>&1 <<'PY'\n{script}PY")],
-        ..Default::default()
-    };
-    let built = cache.get(&recipe, data.path()).await.unwrap();
-    check("a setup step", &std::fs::read_to_string(built.dir.join("calls.txt")).unwrap());
-    let scratch = tempfile::tempdir().unwrap();
-    let input = serde_json::json!({"report": {"title": "t"}, "iteration": 1, "history": []});
-    let agent = failpass::runner::refine::agent_command(
-        &format!("python3 - <<'PY'\n{script}PY"),
-        &input,
-        Duration::from_secs(30),
-        &[],
-        scratch.path(),
-        &[],
-        &[],
-    )
-    .await
-    .unwrap();
-    check("the agent command", &agent.candidate);
+    for (who, output) in in_every_kind_of_run(&script).await {
+        check(who, &output);
+    }
 }
 
 /// A data directory under a parent only root may enter (0700, as
