@@ -3,8 +3,10 @@
 #   - `cargo xtask dist` builds the binary the image takes;
 #   - the image builds (podman, else docker) from it and Debian's packages;
 #   - `failpass serve --demo` starts in it (root in the container, runs as
-#     users of their own: --cap-add SYS_ADMIN), answers /healthz, and grades
-#     a candidate for #101 by running it in its sandbox: reproduced;
+#     users of their own in roots of their own: --cap-add SYS_ADMIN; setup's
+#     fenced network: --cap-add NET_ADMIN --device /dev/net/tun), answers
+#     /healthz, and grades a candidate for #101 by running it in its
+#     sandbox: reproduced;
 #   - `podman stop` ends it cleanly (SIGTERM) and the volume keeps the data;
 #   - a second container on the volume, without SYS_ADMIN, still runs
 #     candidates as users of their own (never root) but without namespaces
@@ -60,7 +62,7 @@ cargo xtask dist > /dev/null
 ok "deploy/Containerfile builds on $base ($("$engine" image inspect failpass:try --format '{{.Size}}') bytes)"
 
 "$engine" run "${extra[@]}" -d --name "$name" -p "127.0.0.1:$port:8080" -v "$volume:/var/lib/failpass" \
-  --cap-add SYS_ADMIN --device /dev/net/tun -e FAILPASS_LOG=warn -e "FAILPASS_PUBLIC_URL=http://127.0.0.1:$port" \
+  --cap-add SYS_ADMIN --cap-add NET_ADMIN --device /dev/net/tun -e FAILPASS_LOG=warn -e "FAILPASS_PUBLIC_URL=http://127.0.0.1:$port" \
   failpass:try serve --demo --workers 1 > /dev/null
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$port/healthz" > /dev/null || { "$engine" logs "$name" | tail -5; fail "GET /healthz"; }
@@ -89,7 +91,12 @@ done
 ok "attempt $id graded in the container's sandbox: reproduced"
 ! "$engine" logs "$name" 2>&1 | grep -q "cannot create namespaces" ||
   fail "with SYS_ADMIN the log says runs get no namespaces"
-ok "with SYS_ADMIN runs get their namespaces (no network, their own PIDs, a read-only file system)"
+curl -s "http://127.0.0.1:$port/api/v1/attempts/$id" | grep -q '"built_root":true,"network":"none","syscall_filter":true' ||
+  fail "attempt $id's runs did not record a root of their own, no network and the system-call filter"
+ok "with SYS_ADMIN runs get their namespaces, a root built for them and the system-call filter (their records say so)"
+! "$engine" logs "$name" 2>&1 | grep -q "get no network" ||
+  { "$engine" logs "$name" 2>&1 | grep "get no network"; fail "with NET_ADMIN and /dev/net/tun, setup still gets no network"; }
+ok "with NET_ADMIN and /dev/net/tun, setup steps get fenced outbound network (the log names no lack)"
 
 "$engine" stop -t 30 "$name" > /dev/null
 code=$("$engine" inspect "$name" --format '{{.State.ExitCode}}')
@@ -130,7 +137,7 @@ pids+=($!)
 server="http://127.0.0.1:$((port + 1))"
 for _ in $(seq 1 300); do curl -sf "$server/healthz" > /dev/null && break; sleep 0.2; done
 curl -sf "$server/healthz" > /dev/null || { tail -5 "$tmp/server.log"; fail "the PostgreSQL server's /healthz"; }
-"$engine" run "${extra[@]}" -d --name "$name-worker" --hostname "worker-$$" --network host --cap-add SYS_ADMIN --device /dev/net/tun -e FAILPASS_LOG=info \
+"$engine" run "${extra[@]}" -d --name "$name-worker" --hostname "worker-$$" --network host --cap-add SYS_ADMIN --cap-add NET_ADMIN --device /dev/net/tun -e FAILPASS_LOG=info \
   -v "$tmp/data/demo:$tmp/data/demo:ro" failpass:try worker --database-url "$url" --concurrency 1 > /dev/null
 token=$(target/release/failpass token create --database-url "$url" --project fastnum/fastnum --scope agent --name pg 2> /dev/null)
 body='{"report":{"project":"fastnum/fastnum","external_id":"101"},"agent":"pg-check","verdict":"hypothesis","verdict_source":"llm","verify":true,"candidate":"'$reproduces'"}'

@@ -147,9 +147,9 @@ impl EnvCache {
                     u.uid
                 ),
                 Some(u) => format!(
-                    "# setup runs as uid {} (not root) in a root of its own, with no network: this runner lacks slirp4netns \
-                     (apt-get install slirp4netns) or namespaces\n",
-                    u.uid
+                    "# setup runs as uid {} (not root) in a root of its own, with no network: {}\n",
+                    u.uid,
+                    sandbox::net::outbound_missing().unwrap_or("this runner cannot give it one")
                 ),
                 None => "# setup runs as the worker's own user (not root, so no sandbox user or namespaces) with the host's network; so do candidates\n".to_owned(),
             };

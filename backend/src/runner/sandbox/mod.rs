@@ -216,12 +216,8 @@ pub fn missing_isolation() -> Vec<String> {
              runs keep the network and see the host's file system"
                 .into(),
         );
-    } else if !net::outbound_available() {
-        missing.push(
-            "slirp4netns (or /dev/net/tun) is missing: setup steps and the agent command get no network \
-             (apt-get install slirp4netns)"
-                .into(),
-        );
+    } else if let Some(why) = net::outbound_missing() {
+        missing.push(format!("setup steps and the agent command get no network: {why}"));
     }
     if !syscall_filter_available() {
         missing.push("the kernel takes no seccomp filter here: runs get no system-call filter".into());

@@ -48,9 +48,33 @@ pub fn slirp4netns() -> Option<&'static PathBuf> {
 }
 
 /// Whether runs that ask for the network can get it without the host's
-/// loopback: root (namespaces), slirp4netns and `/dev/net/tun`.
+/// loopback: root (namespaces), slirp4netns, `/dev/net/tun`, and the right
+/// to set a namespace's routes (CAP_NET_ADMIN, which a container lacks
+/// unless given `--cap-add NET_ADMIN`). Probed once.
 pub fn outbound_available() -> bool {
-    super::network_isolation_available() && slirp4netns().is_some() && std::path::Path::new("/dev/net/tun").exists()
+    outbound_missing().is_none()
+}
+
+/// Why runs that ask for the network get none here, if they do not.
+pub fn outbound_missing() -> Option<&'static str> {
+    static MISSING: OnceLock<Option<String>> = OnceLock::new();
+    MISSING
+        .get_or_init(|| {
+            if !super::network_isolation_available() {
+                return Some("this process cannot create network namespaces".into());
+            }
+            if slirp4netns().is_none() {
+                return Some("slirp4netns is not installed (apt-get install slirp4netns)".into());
+            }
+            if !std::path::Path::new("/dev/net/tun").exists() {
+                return Some("there is no /dev/net/tun (a container: --device /dev/net/tun)".into());
+            }
+            // A namespace fenced as a run's would be, then dropped.
+            new_namespace(fenced(&[], &host_addresses()))
+                .err()
+                .map(|e| format!("a run's network cannot be fenced off ({e}; a container: --cap-add NET_ADMIN)"))
+        })
+        .as_deref()
 }
 
 /// A network namespace with user-mode networking attached; slirp4netns
