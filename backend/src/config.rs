@@ -680,8 +680,7 @@ pub struct RunArgs {
 
 impl RunArgs {
     pub fn networks(&self) -> anyhow::Result<Vec<ipnet::IpNet>> {
-        crate::hooks::addresses::parse_networks("--run-allow-network", &self.run_allow_network)
-            .map_err(anyhow::Error::msg)
+        crate::networks::parse("--run-allow-network", &self.run_allow_network).map_err(anyhow::Error::msg)
     }
 }
 

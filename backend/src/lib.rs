@@ -16,6 +16,7 @@ pub mod import_cli;
 pub mod input;
 pub mod markdown;
 pub mod metrics;
+pub mod networks;
 pub mod openapi;
 pub mod reroute;
 pub mod routes;

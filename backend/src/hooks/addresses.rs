@@ -9,22 +9,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
 
+use crate::networks;
+
 /// The flag that lets hooks post into private networks.
 pub const FLAG: &str = "--hook-allow-network";
-
-/// A flag's networks (CIDRs; a bare address is one host), the error
-/// naming the flag and the value at fault.
-pub fn parse_networks<S: AsRef<str>>(flag: &str, values: &[S]) -> Result<Vec<IpNet>, String> {
-    let mut nets = Vec::new();
-    for v in values.iter().map(|v| v.as_ref().trim()).filter(|v| !v.is_empty()) {
-        let net = v
-            .parse::<IpNet>()
-            .or_else(|_| v.parse::<IpAddr>().map(IpNet::from))
-            .map_err(|_| format!("{flag}: `{v}` is not a network; give CIDRs such as 10.0.0.0/8 or fd00::/8"))?;
-        nets.push(net.trunc());
-    }
-    Ok(nets)
-}
 
 /// Why an address is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +54,7 @@ impl HookNetworks {
     /// `--hook-allow-network`'s values (CIDRs; a bare address is one host);
     /// the error names the value at fault.
     pub fn parse<S: AsRef<str>>(values: &[S]) -> Result<Self, String> {
-        Ok(Self { allowed: parse_networks(FLAG, values)? })
+        Ok(Self { allowed: crate::networks::parse(FLAG, values)? })
     }
 
     pub fn allowed(&self) -> &[IpNet] {
@@ -110,34 +98,13 @@ fn unwrap_ipv4(ip: IpAddr) -> IpAddr {
     ip
 }
 
-/// IPv4 networks hooks never post to (besides link-local, multicast and
-/// the like): "this network", reserved, and a cloud metadata address.
-const V4_NEVER: &[(Ipv4Addr, u8)] =
-    &[(Ipv4Addr::new(0, 0, 0, 0), 8), (Ipv4Addr::new(240, 0, 0, 0), 4), (Ipv4Addr::new(100, 100, 100, 200), 32)];
-
-/// IPv4 networks that are someone's private ones: loopback, RFC 1918,
-/// CGNAT, benchmarking, IETF protocol assignments.
-pub const V4_PRIVATE: &[(Ipv4Addr, u8)] = &[
-    (Ipv4Addr::new(127, 0, 0, 0), 8),
-    (Ipv4Addr::new(10, 0, 0, 0), 8),
-    (Ipv4Addr::new(172, 16, 0, 0), 12),
-    (Ipv4Addr::new(192, 168, 0, 0), 16),
-    (Ipv4Addr::new(100, 64, 0, 0), 10),
-    (Ipv4Addr::new(198, 18, 0, 0), 15),
-    (Ipv4Addr::new(192, 0, 0, 0), 24),
-];
-
-fn in_v4(ip: Ipv4Addr, nets: &[(Ipv4Addr, u8)]) -> bool {
-    nets.iter().any(|(net, len)| ipnet::Ipv4Net::new(*net, *len).is_ok_and(|n| n.contains(&ip)))
-}
-
 fn class(ip: IpAddr) -> Class {
     const AWS_METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
     match ip {
         IpAddr::V4(v4) => {
-            if v4.is_link_local() || v4.is_multicast() || v4.is_broadcast() || in_v4(v4, V4_NEVER) {
+            if networks::contains(networks::V4_NEVER, v4) {
                 Class::Never
-            } else if in_v4(v4, V4_PRIVATE) {
+            } else if v4.is_loopback() || networks::contains(networks::V4_PRIVATE, v4) {
                 Class::Private
             } else {
                 Class::Public

@@ -57,7 +57,7 @@ pub struct EnvCache {
     building: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     /// Limits for each setup command.
     pub setup_limits: Limits,
-    /// Private networks setup commands may reach (`--run-allow-network`).
+    /// Private networks setup commands and the agent command may reach (`--run-allow-network`).
     pub allow_networks: Vec<ipnet::IpNet>,
 }
 

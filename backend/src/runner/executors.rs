@@ -65,7 +65,6 @@ impl ByKind {
         let deliver = Deliver::new(storage.clone(), config.hook_networks.clone());
         let mut bench = Workbench::new(storage, data_dir);
         bench.allow_unsandboxed = config.allow_unsandboxed;
-        bench.allow_networks = config.run_networks.clone();
         bench.envs.allow_networks = config.run_networks;
         let verify = Verify { bench: bench.clone() };
         Self {

@@ -131,7 +131,7 @@ impl Refine {
         for i in 1..=budget.max(1) {
             let t = Instant::now();
             let span = tracing::info_span!("iteration", iteration = i);
-            let proposal = match propose(generator, &report, i, &history, &bench.scratch, &bench.allow_networks)
+            let proposal = match propose(generator, &report, i, &history, &bench.scratch, &bench.envs.allow_networks)
                 .instrument(span.clone())
                 .await
             {

@@ -36,9 +36,6 @@ pub struct Workbench {
     pub scratch: PathBuf,
     /// Run candidates even when the sandbox cannot give them users of their own.
     pub allow_unsandboxed: bool,
-    /// Private networks the agent command may reach (`--run-allow-network`;
-    /// setup commands take theirs from [`EnvCache::allow_networks`]).
-    pub allow_networks: Vec<ipnet::IpNet>,
     /// Set once the run user was seen to read the environment cache
     /// (a failed check is repeated, so fixing the permissions needs no restart).
     access: Arc<std::sync::OnceLock<()>>,
@@ -60,7 +57,6 @@ impl Workbench {
             // away from the data directory.
             scratch: std::env::temp_dir().join("failpass-runs"),
             allow_unsandboxed: false,
-            allow_networks: Vec::new(),
             access: Arc::default(),
         }
     }

@@ -7,28 +7,7 @@
 /// An address of this machine other than loopback, to show that outbound
 /// network reaches past the run (a connection to it stays on this machine).
 pub fn host_address() -> Option<std::net::IpAddr> {
-    let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills a list we walk and free.
-    unsafe {
-        if libc::getifaddrs(&mut addrs) != 0 {
-            return None;
-        }
-        let mut found = None;
-        let mut cur = addrs;
-        while !cur.is_null() {
-            let a = &*cur;
-            if !a.ifa_addr.is_null() && i32::from((*a.ifa_addr).sa_family) == libc::AF_INET {
-                let sin = &*(a.ifa_addr as *const libc::sockaddr_in);
-                let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-                if !ip.is_loopback() && found.is_none() {
-                    found = Some(std::net::IpAddr::V4(ip));
-                }
-            }
-            cur = a.ifa_next;
-        }
-        libc::freeifaddrs(addrs);
-        found
-    }
+    failpass::runner::sandbox::net::host_addresses().into_iter().find(|a| !a.is_loopback()).map(std::net::IpAddr::V4)
 }
 
 /// Python that tries to connect to each `(label, host, port)` and prints

@@ -320,17 +320,14 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
     // A root of its own comes with the PID namespace (both need root).
     let plan = match uid {
         Some(uid) if own_pids => {
-            let stage = users::private_dir()?.join("root");
-            match std::fs::create_dir(&stage) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
-                _ => {}
-            }
+            let stage = users::stage()?;
             let spec = root::Spec { workdir: dir, binds: &cmd.binds, uid, network: network == NetworkAccess::Outbound };
             let entries = root::layout(&spec).map_err(SandboxError::Root)?;
-            Some(std::sync::Arc::new(root::Plan::new(&entries, &stage, dir, cmd.limits.file_bytes)?))
+            Some(std::sync::Arc::new(root::Plan::new(&entries, stage, dir, cmd.limits.file_bytes)?))
         }
         _ => None,
     };
+    let built_root = plan.is_some();
     let programs = filter::programs().filter(|_| filter::available());
     // RLIMIT_NPROC counts every thread of the real user: a fresh user starts
     // at none; the worker's own user (not root) already runs the server.
@@ -520,7 +517,7 @@ pub async fn run_in(cmd: &Command, dir: &Path) -> Result<Finished, SandboxError>
         isolation: Isolation {
             own_user: uid.is_some(),
             pid_namespace: own_pids,
-            built_root: own_pids && uid.is_some(),
+            built_root,
             network,
             syscall_filter: programs.is_some(),
             pids_cgroup: had_cgroup,

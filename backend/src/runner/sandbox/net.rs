@@ -87,29 +87,8 @@ pub(super) struct Outbound {
     exit: Option<OwnedFd>,
 }
 
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two new descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Networks a run with outbound network never reaches: "this network",
-/// link-local (where clouds serve instance credentials), a metadata
-/// address outside it, multicast and reserved.
-const NEVER: &[&str] = &["0.0.0.0/8", "169.254.0.0/16", "100.100.100.200/32", "224.0.0.0/4", "240.0.0.0/4"];
-
-/// Private networks it reaches only where the operator allows them (RFC
-/// 1918, CGNAT, benchmarking, IETF assignments); the host's own addresses
-/// are added to these. The host's loopback is out of reach already (the
-/// namespace has a loopback of its own, and slirp4netns forwards none).
-const PRIVATE: &[&str] =
-    &["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15", "192.0.0.0/24"];
-
 /// slirp4netns's own network (the gateway and the resolver live there).
-const SLIRP: &str = "10.0.2.0/24";
+const SLIRP: Ipv4Net = Ipv4Net::new_assert(std::net::Ipv4Addr::new(10, 0, 2, 0), 24);
 
 /// `net` without `hole`: the halves of `net` that do not hold `hole`, down
 /// to `hole`'s size (or `net` itself when they do not overlap, nothing when
@@ -127,21 +106,22 @@ fn subtract(net: Ipv4Net, hole: Ipv4Net) -> Vec<Ipv4Net> {
 /// The IPv4 networks a run with outbound network is fenced off from, given
 /// the operator's `allowed` networks and the host's own `addresses`.
 pub fn fenced(allowed: &[IpNet], addresses: &[std::net::Ipv4Addr]) -> Vec<Ipv4Net> {
-    let parse = |s: &&str| s.parse::<Ipv4Net>().expect("a network written in the code");
     let holes: Vec<Ipv4Net> = allowed
         .iter()
         .filter_map(|n| match n {
             IpNet::V4(v4) => Some(*v4),
             IpNet::V6(_) => None,
         })
-        .chain(std::iter::once(parse(&SLIRP)))
+        .chain(std::iter::once(SLIRP))
         .collect();
-    let mut private: Vec<Ipv4Net> = PRIVATE.iter().map(parse).collect();
+    // The host's loopback is out of reach already: the namespace has a
+    // loopback of its own, and slirp4netns forwards none.
+    let mut private: Vec<Ipv4Net> = crate::networks::V4_PRIVATE.to_vec();
     private.extend(addresses.iter().filter(|a| !a.is_loopback()).filter_map(|a| Ipv4Net::new(*a, 32).ok()));
     for hole in &holes {
         private = private.into_iter().flat_map(|n| subtract(n, *hole)).collect();
     }
-    let mut out: Vec<Ipv4Net> = NEVER.iter().map(parse).collect();
+    let mut out: Vec<Ipv4Net> = crate::networks::V4_NEVER.to_vec();
     out.extend(private);
     out.sort();
     out.dedup();
@@ -149,7 +129,7 @@ pub fn fenced(allowed: &[IpNet], addresses: &[std::net::Ipv4Addr]) -> Vec<Ipv4Ne
 }
 
 /// This machine's IPv4 addresses (its interfaces', as they are now).
-fn host_addresses() -> Vec<std::net::Ipv4Addr> {
+pub fn host_addresses() -> Vec<std::net::Ipv4Addr> {
     let mut found = Vec::new();
     let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills a list we only read, then free.
@@ -247,8 +227,8 @@ impl Outbound {
     pub(super) fn start(allowed: &[IpNet]) -> std::io::Result<Outbound> {
         let program = slirp4netns().ok_or_else(|| std::io::Error::other("slirp4netns is not installed"))?;
         let ns = new_namespace(fenced(allowed, &host_addresses()))?;
-        let (ready_r, ready_w) = pipe()?;
-        let (exit_r, exit_w) = pipe()?;
+        let (ready_r, ready_w) = super::pipe()?;
+        let (exit_r, exit_w) = super::pipe()?;
         let path = format!("/proc/{}/fd/{}", std::process::id(), ns.as_raw_fd());
         let mut log = tempfile::tempfile()?;
         let mut cmd = std::process::Command::new(program);

@@ -136,6 +136,21 @@ impl RunUser {
     }
 }
 
+/// Where a run's root is assembled (in the run's own mount namespace, so
+/// every run shares the one empty directory): made once per process.
+pub(super) fn stage() -> std::io::Result<&'static Path> {
+    static STAGE: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(s) = STAGE.get() {
+        return Ok(s);
+    }
+    let stage = private_dir()?.join("root");
+    match std::fs::create_dir(&stage) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    Ok(STAGE.get_or_init(|| stage))
+}
+
 /// Root's own directory for the sandbox (`/run/failpass-sandbox`, or under
 /// the temporary directory where there is no `/run`): the user leases, and
 /// the mount point a run's root is assembled on. Made 0700 if missing, and
