@@ -24,6 +24,7 @@ whichever was built last, else `failpass` on PATH).
 Exit: 0 reproduced, 1 not reproduced, 2 an error (as `failpass submit`).
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -65,6 +66,13 @@ def propose(body):
         if code:
             return code + "\n"
     return None
+
+
+def attempt_key(project, number, candidate):
+    """The same candidate for the same report is the same attempt, whatever
+    this run's wall time: running the agent again is a retry, not a new one."""
+    digest = hashlib.sha256(f"{AGENT}\n{MODEL}\n{project}#{number}\n{candidate}".encode()).hexdigest()
+    return f"{AGENT}:{digest[:32]}"
 
 
 def failpass_bin():
@@ -112,6 +120,7 @@ def main():
     cmd = [binary, "submit", "attempt", "--server", args.server, "--project", args.project,
            "--report", args.report, "--agent", AGENT, "--model", MODEL, "--candidate", f.name,
            "--cost-usd", "0", "--wall-seconds", f"{time.time() - started:.1f}", "--trajectory", t.name,
+           "--attempt-key", attempt_key(args.project, args.report, candidate),
            "--wait", "--timeout", "600"]
     # The token travels in FAILPASS_TOKEN, never on the command line.
     code = subprocess.run(cmd).returncode

@@ -50,6 +50,11 @@ pub enum Command {
     /// Send an attempt or JUnit results to a failpass server (for agents
     /// and CI); `--wait` exits with the verdict: 0 reproduced, 1 not, 2 an error.
     Submit(SubmitArgs),
+    /// Search a report's releases for the first where its reproduction
+    /// passes ("fixed in pandas 2.0.1"), here and now, printing each step.
+    Bisect(crate::releases_cli::BisectArgs),
+    /// Benchmarks that print figures: `realbugs` grades the corpus of real bugs.
+    Bench(crate::releases_cli::BenchArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -119,8 +124,9 @@ pub struct SubmitAttemptArgs {
     /// (`lead` or `hypothesis`).
     #[arg(long, default_value = "hypothesis")]
     pub verdict: String,
-    /// Makes a retry the same attempt (default: a hash of the agent, model
-    /// and candidate, so sending the same candidate twice stores it once).
+    /// Makes a retry the same attempt (default: a hash of everything the
+    /// attempt says, so the same command sent twice stores it once, but a
+    /// different cost or wall time is another attempt).
     #[arg(long)]
     pub attempt_key: Option<String>,
     /// The agent's trajectory, sent with the attempt: a SWE-agent `.traj`,
@@ -676,9 +682,33 @@ pub struct RunArgs {
     /// it. Link-local and metadata addresses are fenced off whatever it says.
     #[arg(long, env = "FAILPASS_RUN_ALLOW_NETWORK", value_delimiter = ',')]
     pub run_allow_network: Vec<String>,
+    /// The package index releases are listed from and installed from (the
+    /// Simple API pip and uv use; a mirror works).
+    #[arg(long, env = "FAILPASS_PACKAGE_INDEX", default_value = crate::releases::index::DEFAULT_INDEX)]
+    pub package_index: String,
+    /// The most the environment cache may hold, in GB; the least recently
+    /// used environments are removed past it (the wheel cache rebuilds them
+    /// with no network). Unbounded when not given.
+    #[arg(long, env = "FAILPASS_ENV_CACHE_GB")]
+    pub env_cache_gb: Option<f64>,
 }
 
 impl RunArgs {
+    pub fn releases(&self) -> anyhow::Result<crate::releases::Settings> {
+        let url = self.package_index.trim();
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            anyhow::bail!("--package-index must be an http(s) URL, not `{url}`");
+        }
+        let cap = match self.env_cache_gb {
+            Some(gb) if !(gb.is_finite() && gb > 0.0) => {
+                anyhow::bail!("--env-cache-gb must be a positive number of GB")
+            }
+            Some(gb) => Some((gb * 1e9) as u64),
+            None => None,
+        };
+        Ok(crate::releases::Settings { index_url: url.to_owned(), cache_cap_bytes: cap })
+    }
+
     pub fn networks(&self) -> anyhow::Result<Vec<ipnet::IpNet>> {
         crate::networks::parse("--run-allow-network", &self.run_allow_network).map_err(anyhow::Error::msg)
     }
@@ -696,6 +726,7 @@ impl ServeArgs {
             metrics_token: self.metrics_token.clone(),
             hook_networks: self.hooks.networks()?,
             run_networks: self.runs.networks()?,
+            releases: self.runs.releases()?,
         })
     }
 }

@@ -27,6 +27,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 database_url: url.clone(),
                 bind: args.bind,
                 demo: args.demo,
+                demo_real_bugs: true,
                 routing,
                 data_dir: args.database.data_dir.clone(),
                 workers: args.workers,
@@ -66,6 +67,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::Submit(args) => std::process::exit(failpass::submit::run(args).await),
+        Command::Bisect(args) => std::process::exit(failpass::releases_cli::bisect(args).await?),
+        Command::Bench(args) => std::process::exit(failpass::releases_cli::bench(args).await?),
         Command::Backup(args) => failpass::backup::backup(&args.database.url(), &args.to).await,
         Command::Demo(args) => {
             let code = failpass::import_cli::demo(args).await?;
@@ -129,6 +132,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 routing: std::sync::Arc::new(failpass::config::load_routing(args.routing_config.as_deref())?),
                 hook_networks: std::sync::Arc::new(args.hooks.networks()?),
                 run_networks: args.runs.networks()?,
+                releases: args.runs.releases()?,
             };
             let executor = std::sync::Arc::new(failpass::runner::executors::ByKind::new(
                 storage.clone(),

@@ -19,7 +19,8 @@ use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
     agents, attempts, authoring, charts, environments, export, facets, figures, health, hooks, import, jobs, metrics,
-    oracles, pages, projects, reference, refine, reports, reruns, setup, signatures, status, webhooks, worklist,
+    oracles, pages, projects, reference, refine, releases, releases_page, reports, reruns, runner_envs, setup,
+    signatures, status, webhooks, worklist,
 };
 
 #[derive(OpenApi)]
@@ -37,12 +38,14 @@ use crate::routes::{
         pages::revoke_token, setup::projects_page, setup::create_project, setup::project_page, setup::update_project,
         setup::save_environment, setup::build_environment, setup::import_page, setup::import_upload, pages::session, reference::api_reference, openapi_json,
         projects::list_projects, projects::create_project, projects::get_project, projects::update_project,
-        reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, authoring::oracle_page, authoring::oracle_form, worklist::report_table, worklist::bulk, webhooks::github, export::reports, export::attempts, export::figures, export::oracles, export::throughput,
+        reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, authoring::oracle_page, authoring::oracle_form, releases_page::releases_page, releases_page::releases_form, worklist::report_table, worklist::bulk, webhooks::github, export::reports, export::attempts, export::figures, export::oracles, export::throughput,
         attempts::list_attempts, attempts::create_attempt, attempts::get_attempt, attempts::review_attempt, attempts::put_trajectory, attempts::get_trajectory,
         figures::get_figures, figures::get_distributions, figures::get_throughput, figures::get_glance, agents::list_agents,
         facets::get_facets, charts::get_chart, reruns::rerun, refine::refine, signatures::signatures,
         oracles::oracles, jobs::queue, jobs::get_job, jobs::job_events, jobs::attempt_events,
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,
+        releases::list_releases, releases::set_template, releases::get_versions, releases::set_versions, releases::bisect,
+        runner_envs::environments, runner_envs::environments_page,
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,
         hooks::list_hooks, hooks::create_hook, hooks::remove_hook, hooks::hook_deliveries, hooks::redeliver,
@@ -63,6 +66,7 @@ use crate::routes::{
         (name = "figures", description = "Figures, distributions, throughput, oracle coverage and charts."),
         (name = "jobs", description = "The verification queue: reruns, refine, events."),
         (name = "environments", description = "Recipes the runner builds (admins write, maintainers read)."),
+        (name = "releases", description = "Real releases: how a project builds any of them, the versions a report is graded on, bisect."),
         (name = "import", description = "Bulk NDJSON, and JUnit results of one attempt."),
         (name = "export", description = "Lists as CSV, JSON or NDJSON (the import's format), with their filters."),
         (name = "status", description = "Public projects' status pages, their JSON and badges."),

@@ -51,6 +51,8 @@ pub struct SecurityConfig {
     pub hook_networks: crate::hooks::HookNetworks,
     /// Private networks setup and agent commands may reach (`--run-allow-network`).
     pub run_networks: Vec<ipnet::IpNet>,
+    /// The package index and the environment cache's cap.
+    pub releases: crate::releases::Settings,
 }
 
 /// The checks' settings, worked out once the listener is bound.

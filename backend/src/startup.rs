@@ -39,6 +39,7 @@ pub struct App {
     hook_networks: Arc<crate::hooks::HookNetworks>,
     /// Private networks setup and agent commands may reach.
     run_networks: Vec<ipnet::IpNet>,
+    releases: crate::releases::Settings,
 }
 
 /// What to build an [`App`] from.
@@ -46,6 +47,8 @@ pub struct AppConfig {
     pub database_url: String,
     pub bind: SocketAddr,
     pub demo: bool,
+    /// With the demo, networkx's real bugs graded on their releases (needs the package index).
+    pub demo_real_bugs: bool,
     pub routing: RoutingConfig,
     /// Where environments are built and runs happen (`<data>/envs`, `<data>/runs`).
     pub data_dir: std::path::PathBuf,
@@ -74,7 +77,7 @@ impl App {
         storage.migrate().await.context("applying migrations")?;
         let routing = Arc::new(cfg.routing);
         if cfg.demo {
-            match crate::demo::seed_if_empty(storage.as_ref(), &routing, &cfg.data_dir).await? {
+            match crate::demo::seed_if_empty(storage.as_ref(), &routing, &cfg.data_dir, cfg.demo_real_bugs).await? {
                 Some(s) => tracing::info!(
                     projects = s.projects,
                     reports = s.reports,
@@ -98,6 +101,8 @@ impl App {
             security: security.clone(),
             health: Default::default(),
             status: status.clone(),
+            index: cfg.security.releases.index(&cfg.data_dir),
+            envs: cfg.security.releases.env_cache(&cfg.data_dir),
         });
         let hook_networks = security.hook_networks.clone();
         let router = with_layers(router, storage.clone(), security);
@@ -114,6 +119,7 @@ impl App {
             allow_unsandboxed: cfg.security.allow_unsandboxed_runs,
             hook_networks,
             run_networks: cfg.security.run_networks.clone(),
+            releases: cfg.security.releases.clone(),
             status,
             routing,
         })
@@ -147,6 +153,7 @@ impl App {
             routing: self.routing.clone(),
             hook_networks: self.hook_networks.clone(),
             run_networks: self.run_networks.clone(),
+            releases: self.releases.clone(),
         };
         let executor = Arc::new(crate::runner::executors::ByKind::new(self.storage.clone(), &self.data_dir, config));
         if self.workers > 0 && !crate::runner::sandbox::switches_user() {
@@ -170,9 +177,14 @@ impl App {
         if self.workers > 0 {
             tracing::info!(workers = self.workers, "verification workers running");
         }
-        let schedule = self
-            .recheck_every
-            .map(|every| tokio::spawn(crate::runner::schedule::run(self.storage.clone(), every, stop.subscribe())));
+        let schedule = self.recheck_every.map(|every| {
+            tokio::spawn(crate::runner::schedule::run(
+                self.storage.clone(),
+                self.releases.index(&self.data_dir),
+                every,
+                stop.subscribe(),
+            ))
+        });
         let sweeper = tokio::spawn(sweep_sessions(self.storage.clone(), stop.subscribe()));
         // Public projects' statuses computed now, so their first visitors do not wait.
         let warm = {

@@ -30,6 +30,7 @@ async fn main() {
         database_url: given.clone().unwrap_or_else(|| data.path().join("failpass.db").to_string_lossy().into_owned()),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo: given.is_none(),
+        demo_real_bugs: false,
         routing: Default::default(),
         data_dir: data.path().to_path_buf(),
         workers: 0,

@@ -74,6 +74,7 @@ async fn start_with(width: u32, height: u32, workers: usize) -> Harness {
         database_url: data.path().join("failpass.db").to_string_lossy().into_owned(),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo: true,
+        demo_real_bugs: false,
         routing: Default::default(),
         data_dir: data.path().to_path_buf(),
         workers,
@@ -1914,6 +1915,57 @@ async fn a_trajectory_of_ten_thousand_steps_shows_step_by_step() {
         let overflow = h.sideways().await;
         assert!(overflow <= 0, "the page scrolls sideways at {width} px by {overflow}");
         h.screenshot(&format!("trajectory-end-{width}.png")).await;
+        h.finish().await;
+    }
+}
+
+/// A real bug's releases page at 1280 and 390 px: the buggy release read
+/// from the report with its line, the fixed one, a hostile version refused
+/// with the reason and nothing changed, the index's releases; then the
+/// Runners page's link to the environment cache.
+#[tokio::test]
+async fn a_maintainer_reads_and_corrects_a_real_bugs_releases() {
+    let _one = BROWSER.lock().await;
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/realbugs");
+    let libs = failpass::demo::realbugs::load_dir(&corpus).expect("the corpus parses");
+    let networkx = libs.iter().find(|l| l.library.name == "networkx").expect("networkx is in the corpus");
+    for width in [1280, 390] {
+        let h = start(width, 1100).await;
+        let routing = failpass_shared::routing::RoutingConfig::default();
+        let seeded = failpass::demo::realbugs::seed(h.storage.as_ref(), &routing, networkx, |b| b.small).await.unwrap();
+        let s = &seeded[0];
+        let id = s.report.summary.id;
+        h.sign_in("demo-admin").await;
+        h.client.goto(&format!("{}/reports/{id}/releases", h.base)).await.unwrap();
+        let buggy = h.text("releases-buggy").await;
+        assert!(buggy.contains(&format!("networkx {}", s.bug.buggy)) && buggy.contains("line "), "{buggy}");
+        assert!(h.text("releases-fixed").await.contains(&s.bug.fixed));
+        let listed = h.text("releases-list").await;
+        assert!(listed.contains(&s.bug.buggy) && listed.contains(&s.bug.fixed), "the index's releases: {listed}");
+        // A hostile version: refused by name, the stored releases unchanged.
+        let fixed = h.client.find(Locator::Css("input[name=fixed]")).await.unwrap();
+        fixed.clear().await.unwrap();
+        fixed.send_keys("1.0; rm -rf /").await.unwrap();
+        h.client.find(Locator::Css("[data-testid=releases-set]")).await.unwrap().click().await.unwrap();
+        assert!(h.text("releases-error").await.contains("not a PEP 440 version"));
+        let v: serde_json::Value = h.api(&format!("/api/v1/reports/{id}/versions")).await;
+        assert_eq!(v["fixed"], s.bug.fixed.as_str(), "{v}");
+        let overflow = h.sideways().await;
+        assert!(overflow <= 0, "the releases page scrolls sideways at {width} px by {overflow}");
+        h.screenshot(&format!("releases-{width}.png")).await;
+        // The Runners page links the environment cache (a server page, loaded for real).
+        h.client.goto(&format!("{}/runners", h.base)).await.unwrap();
+        h.client
+            .wait()
+            .for_element(Locator::Css("a[href='/runners/environments']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert!(h.text("env-cache-totals").await.contains("Wheel cache"));
+        assert!(h.text("env-cache-empty").await.contains("Nothing is built yet"));
+        h.screenshot(&format!("env-cache-{width}.png")).await;
         h.finish().await;
     }
 }

@@ -5,6 +5,7 @@
 //! here so the server, the dashboard and the tests compute them one way.
 
 pub mod api;
+pub mod envinfo;
 pub mod error;
 pub mod figures;
 pub mod format;

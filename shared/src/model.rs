@@ -348,6 +348,8 @@ string_enum!(
         Oracle => "oracle",
         /// Post one change to one outgoing webhook.
         Deliver => "deliver",
+        /// Run a report's reproduction on the releases after its buggy one to find the first that passes.
+        Bisect => "bisect",
     }
 );
 

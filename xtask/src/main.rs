@@ -80,8 +80,12 @@ fn cargo() -> Command {
     c
 }
 
+/// Prints a phase's name with the time since xtask started, so a slow
+/// run's log says which phase took it.
 fn step(what: &str) {
-    println!("\n==> {what}");
+    static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t = STARTED.get_or_init(Instant::now).elapsed().as_secs();
+    println!("\n==> [{}:{:02}] {what}", t / 60, t % 60);
 }
 
 /// Runs `cmd`, failing with its name when it fails.
@@ -213,6 +217,35 @@ fn ensure_slirp4netns() -> Result<()> {
         bail!("slirp4netns is still missing after installing it");
     }
     Ok(())
+}
+
+/// uv, which builds the environments of real releases, from PyPI (its wheel
+/// carries the binary), pinned to the version tested, under `target/tools/uv`.
+fn ensure_uv() -> Result<PathBuf> {
+    const VERSION: &str = "0.13.9";
+    let dir = target_dir().join("tools").join("uv");
+    let uv = dir.join("bin").join("uv");
+    let stamp = dir.join(format!(".version-{VERSION}"));
+    if uv.is_file() && stamp.exists() {
+        return Ok(uv);
+    }
+    step(&format!("installing uv {VERSION} from PyPI into {}", dir.display()));
+    let _ = fs::remove_dir_all(&dir);
+    let python = ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|p| Command::new(p).args(["-m", "pip", "--version"]).output().is_ok_and(|o| o.status.success()))
+        .context("no Python with pip to install uv with (apt-get install python3-pip)")?;
+    status(
+        Command::new(python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
+            .arg(&dir)
+            .arg(format!("uv=={VERSION}")),
+    )?;
+    if !uv.is_file() {
+        bail!("uv is still missing at {} after installing it", uv.display());
+    }
+    fs::write(&stamp, "")?;
+    Ok(uv)
 }
 
 /// The bundle's tools from the npm registry, installed once under
@@ -429,6 +462,14 @@ fn run(extra: &[String]) -> Result<()> {
         // The demo's environments need no network; recipes that download do.
         println!("note: {e:#}; environment setup steps get no network");
     }
+    let uv = match ensure_uv() {
+        Ok(uv) => Some(uv),
+        Err(e) => {
+            // fastnum needs no package index; the real libraries' releases wait for uv.
+            println!("note: {e:#}; the real libraries' releases cannot be built");
+            None
+        }
+    };
     build_frontend()?;
     step("building the server");
     status(cargo().args(["build", "-p", "failpass"]))?;
@@ -437,6 +478,9 @@ fn run(extra: &[String]) -> Result<()> {
     step(&format!("starting failpass with demo data in {}", data.display()));
     let mut cmd = Command::new(bin);
     cmd.arg("serve").arg("--demo").arg("--data-dir").arg(&data).args(extra).current_dir(root());
+    if let Some(uv) = uv {
+        cmd.env("FAILPASS_UV", uv);
+    }
     let root_user = Command::new("id")
         .arg("-u")
         .output()
@@ -469,6 +513,7 @@ fn test(extra: &[String]) -> Result<()> {
     ensure_chromium()?;
     ensure_pyflakes()?;
     ensure_slirp4netns()?;
+    let uv = ensure_uv()?;
     ensure_component("rustfmt")?;
     ensure_component("clippy")?;
     // The gate's wasm clippy needs the target before the bundle is built.
@@ -498,7 +543,10 @@ fn test(extra: &[String]) -> Result<()> {
         .env("TEST_DATABASE_URL", &database_url)
         .env("FAILPASS_REQUIRE_POSTGRES", "1")
         .env("CHROMEDRIVER", "/usr/bin/chromedriver")
-        .env("CHROMIUM", "/usr/bin/chromium");
+        .env("CHROMIUM", "/usr/bin/chromium")
+        .env("FAILPASS_UV", &uv)
+        // The real releases' wheels, kept between runs: a second run downloads nothing.
+        .env("FAILPASS_WHEEL_CACHE", target_dir().join("wheels"));
     let result = status(&mut cmd);
     println!(
         "\nxtask test: {} in {:.0} s; dashboard wasm+js {} B gzip",

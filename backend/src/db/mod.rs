@@ -28,6 +28,7 @@ pub mod oracle_drafts;
 mod postgres;
 pub mod projects;
 pub mod queue;
+pub mod releases;
 pub mod reports;
 mod rows;
 mod sqlite;
@@ -46,6 +47,7 @@ pub use jobs::JobStore;
 pub use oracle_drafts::OracleDraftStore;
 pub use postgres::PgStorage;
 pub use projects::ProjectStore;
+pub use releases::ReleaseStore;
 pub use reports::{NewReport, ReportStore};
 pub use sqlite::SqliteStorage;
 
@@ -183,6 +185,7 @@ pub trait Storage:
     + AccountStore
     + OracleDraftStore
     + HookStore
+    + ReleaseStore
     + Send
     + Sync
     + 'static

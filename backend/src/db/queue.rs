@@ -56,6 +56,22 @@ impl NewJob {
         }
     }
 
+    /// Bisects a report's releases with an attempt's candidate (one waiting per report).
+    pub fn bisect(report_id: i64, attempt_id: i64) -> Self {
+        Self {
+            kind: JobKind::Bisect,
+            payload: JobPayload {
+                report_id: Some(report_id),
+                attempt_id: Some(attempt_id),
+                manual: true,
+                ..Default::default()
+            },
+            priority: failpass_shared::api::jobs::PRIORITY_MANUAL,
+            max_tries: 2,
+            dedup_key: Some(format!("bisect:{report_id}")),
+        }
+    }
+
     /// Validates a maintainer's draft oracle for `report_id` (one waiting per draft).
     pub fn oracle(draft_id: i64, report_id: i64) -> Self {
         Self {

@@ -141,6 +141,7 @@ impl ReportDetailRow {
                 reason: self.upstream_reason,
                 locked: self.upstream_locked,
                 kind: self.upstream_type,
+                milestone: None,
             }),
             None => None,
         };

@@ -5,6 +5,7 @@
 
 mod fastnum;
 mod history;
+pub mod realbugs;
 pub mod scale;
 mod summary;
 
@@ -23,6 +24,7 @@ pub async fn seed_if_empty(
     storage: &dyn Storage,
     routing: &RoutingConfig,
     data_dir: &std::path::Path,
+    real_bugs: bool,
 ) -> anyhow::Result<Option<DemoSummary>> {
     if !storage.is_empty().await? {
         return Ok(None);
@@ -32,8 +34,35 @@ pub async fn seed_if_empty(
     summary.projects += runnable.projects;
     summary.reports += runnable.reports;
     summary.attempts += runnable.attempts;
+    let real = if real_bugs { seed_real_bugs(storage, routing).await? } else { 0 };
+    summary.projects += usize::from(real_bugs);
+    summary.reports += real;
+    summary.attempts += 2 * real;
     seed_users(storage, data_dir).await?;
     Ok(Some(summary))
+}
+
+/// The demo's real library: networkx (pure Python, small wheels, so the
+/// first start stays quick), its corpus bugs graded for real on the releases
+/// their reports name, by the reference reproduction and the snippet agent.
+/// Where the package index cannot be reached the verifications wait and say
+/// so (their jobs retry with the reason), and the rest of the demo starts.
+pub const REAL_LIBRARY: &str = include_str!("../../../corpus/realbugs/networkx.toml");
+
+async fn seed_real_bugs(storage: &dyn Storage, routing: &RoutingConfig) -> anyhow::Result<usize> {
+    let lib = realbugs::parse(REAL_LIBRARY, "corpus/realbugs/networkx.toml")?;
+    let seeded = realbugs::seed(storage, routing, &lib, |_| true).await?;
+    for s in &seeded {
+        let reference =
+            realbugs::attempt(&s.report, "reference", s.bug.reproduction.clone(), &format!("ref-{}", s.bug.id), true);
+        storage.create_attempt(&reference).await?;
+        if let Some(c) = crate::runner::snippet::snippet(&s.report.body, 1) {
+            storage
+                .create_attempt(&realbugs::attempt(&s.report, "snippet", c, &format!("snip-{}", s.bug.id), true))
+                .await?;
+        }
+    }
+    Ok(seeded.len())
 }
 
 /// Where the demo users' passwords are kept (readable by the operator only),
@@ -48,7 +77,7 @@ pub const DEMO_USERS: &[(&str, &str)] = &[
     ("demo-admin", "admin: every project, environments and visibility"),
     (
         "demo-maintainer",
-        "maintainer of fastnum/fastnum, pytorch/pytorch, jax-ml/jax and the private acme/trainer-internal",
+        "maintainer of fastnum/fastnum, realbugs/networkx, pytorch/pytorch, jax-ml/jax and the private acme/trainer-internal",
     ),
     ("demo-viewer", "viewer of the private acme/trainer-internal"),
 ];
@@ -68,8 +97,12 @@ async fn seed_users(storage: &dyn Storage, data_dir: &std::path::Path) -> anyhow
         ("pytorch/pytorch", ProjectRole::Maintainer),
         ("jax-ml/jax", ProjectRole::Maintainer),
         ("acme/trainer-internal", ProjectRole::Maintainer),
+        ("realbugs/networkx", ProjectRole::Maintainer),
     ] {
-        storage.set_membership("demo-maintainer", project, Some(role)).await?;
+        // The real bugs' project exists only when the demo loaded it.
+        if storage.get_project(project, &crate::db::ProjectScope::All).await?.is_some() {
+            storage.set_membership("demo-maintainer", project, Some(role)).await?;
+        }
     }
     storage.set_membership("demo-viewer", "acme/trainer-internal", Some(ProjectRole::Viewer)).await?;
     let path = credentials_file(data_dir);

@@ -55,7 +55,9 @@ fn upstream_of(v: &Value) -> Option<failpass_shared::api::reports::Upstream> {
     let locked = ["locked", "isLocked"].iter().any(|k| v.get(*k).and_then(Value::as_bool) == Some(true));
     let kind =
         str_at(v, &["type.name", "issueType.name"]).map(str::to_owned).filter(|k| !k.is_empty() && k.len() <= 100);
-    Some(failpass_shared::api::reports::Upstream { state, reason, locked, kind })
+    let milestone =
+        str_at(v, &["milestone.title"]).map(str::trim).filter(|m| !m.is_empty() && m.len() <= 100).map(str::to_owned);
+    Some(failpass_shared::api::reports::Upstream { state, reason, locked, kind, milestone })
 }
 
 pub(crate) fn convert(v: &Value, project: Option<&str>) -> Converted {

@@ -110,6 +110,9 @@ pub struct ReportMapping {
     /// The tracker's own type of the issue (`Bug`, `Feature`).
     #[serde(default)]
     pub upstream_type: Option<Value>,
+    /// The milestone it was closed in (`2.0.1`): a fixed release.
+    #[serde(default)]
+    pub upstream_milestone: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,6 +220,7 @@ impl Mapping {
             ("report.upstream_state", &r.upstream_state),
             ("report.upstream_reason", &r.upstream_reason),
             ("report.upstream_type", &r.upstream_type),
+            ("report.upstream_milestone", &r.upstream_milestone),
         ] {
             t(field, v.as_ref().map(value).as_deref());
         }
@@ -482,6 +486,7 @@ fn convert(
                 reason: optional(row, "upstream_reason", &r.upstream_reason)?,
                 locked: false,
                 kind: optional(row, "upstream_type", &r.upstream_type)?,
+                milestone: optional(row, "upstream_milestone", &r.upstream_milestone)?,
             }),
         },
     };

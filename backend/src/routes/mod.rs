@@ -26,8 +26,11 @@ pub mod pages;
 pub(crate) mod projects;
 pub(crate) mod reference;
 pub(crate) mod refine;
+pub(crate) mod releases;
+pub(crate) mod releases_page;
 pub(crate) mod reports;
 pub(crate) mod reruns;
+pub(crate) mod runner_envs;
 pub(crate) mod setup;
 pub(crate) mod signatures;
 pub(crate) mod status;
@@ -62,6 +65,10 @@ pub struct AppState {
     pub health: health::LastCheck,
     /// Public projects' computed statuses, reused for a minute.
     pub status: crate::status::StatusCache,
+    /// The package index, for projects' releases and the versions reports name.
+    pub index: crate::releases::index::PackageIndex,
+    /// The built-in workers' environment cache, as the Runners page shows it.
+    pub envs: crate::runner::env::EnvCache,
 }
 
 /// The router, and the routes it registered (for the authorization matrix test).
@@ -105,6 +112,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/api/v1/reports/{id}/comments", post(reports::comment))
         .add("POST", "/reports/{id}/lifecycle", post(reports::lifecycle_form))
         .add("GET", "/reports/{id}/oracle", get(authoring::oracle_page))
+        .add("GET", "/reports/{id}/releases", get(releases_page::releases_page))
+        .add("POST", "/reports/{id}/releases", post(releases_page::releases_form))
         .add("POST", "/reports/{id}/oracle", post(authoring::oracle_form))
         .add("POST", "/queue/bulk", post(worklist::bulk))
         .add("GET", "/api/v1/export/reports", get(export::reports))
@@ -141,8 +150,15 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/signatures", get(signatures::signatures))
         .add("GET", "/api/v1/oracles", get(oracles::oracles))
         .add("GET", "/api/v1/jobs", get(jobs::queue))
+        .add("GET", "/api/v1/runners/environments", get(runner_envs::environments))
+        .add("GET", "/runners/environments", get(runner_envs::environments_page))
         .add("GET", "/api/v1/jobs/{id}", get(jobs::get_job))
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
+        .add("GET", "/api/v1/releases", get(releases::list_releases))
+        .add("POST", "/api/v1/releases", post(releases::set_template))
+        .add("GET", "/api/v1/reports/{id}/versions", get(releases::get_versions))
+        .add("POST", "/api/v1/reports/{id}/versions", post(releases::set_versions))
+        .add("POST", "/api/v1/reports/{id}/bisect", post(releases::bisect))
         .add("GET", "/api/v1/environments", get(environments::list_environments))
         .add("POST", "/api/v1/environments", post(environments::create_environment))
         .add("POST", "/api/v1/environments/{id}/build", post(environments::build_environment))

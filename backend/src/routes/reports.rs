@@ -50,7 +50,7 @@ pub async fn create_report(
     viewer.require(Action::WriteReport, &req.project)?;
     let decision = state.models.decide(state.storage.as_ref(), &state.routing, &req).await?;
     let report = state.storage.create_report(&NewReport { request: req, decision, origin: viewer.origin() }).await?;
-    Ok((StatusCode::CREATED, ApiJson(with_html(report, &viewer))))
+    Ok((StatusCode::CREATED, ApiJson(with_html(&state, report, &viewer).await?)))
 }
 
 #[utoipa::path(
@@ -64,12 +64,12 @@ pub async fn get_report(
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<ApiJson<Report>> {
-    state
+    let report = state
         .storage
         .get_report(id, &viewer.scope())
         .await?
-        .map(|report| ApiJson(with_html(report, &viewer)))
-        .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))
+        .ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+    Ok(ApiJson(with_html(&state, report, &viewer).await?))
 }
 
 /// A maintainer sets the report's route and says why. The route sticks
@@ -102,7 +102,7 @@ pub async fn correct_route(
     state.storage.correct_route(id, &correction, viewer.origin().via).await?;
     state.models.forget(&report.summary.project);
     let report = state.storage.get_report(id, &scope).await?.ok_or_else(not_found)?;
-    Ok(ApiJson(with_html(report, &viewer)))
+    Ok(ApiJson(with_html(&state, report, &viewer).await?))
 }
 
 /// The report, when the viewer may review in its project (`NotFound` as the API answers).
@@ -118,7 +118,8 @@ pub(super) async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> Ap
 
 async fn reread(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<ApiJson<Report>> {
     let report = state.storage.get_report(id, &viewer.scope()).await?;
-    Ok(ApiJson(with_html(report.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?, viewer)))
+    let report = report.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
+    Ok(ApiJson(with_html(state, report, viewer).await?))
 }
 
 /// A maintainer closes a report, marks it a duplicate (of another report of
@@ -291,16 +292,24 @@ pub async fn lifecycle_form(
 /// The report as the API serves it: its body also as sanitised HTML, and
 /// its life cycle as the report page shows it (with the form for those who
 /// may change it).
-fn with_html(mut report: Report, viewer: &Viewer) -> Report {
+async fn with_html(state: &AppState, mut report: Report, viewer: &Viewer) -> ApiResult<Report> {
     report.body_html = crate::markdown::render(&report.body);
     let may_change = viewer.role_in(&report.summary.project).may(Action::Review);
-    report.lifecycle_html = lifecycle_html(&report, may_change);
-    report
+    let releases = match state.storage.release_template(&report.summary.project).await? {
+        Some(t) => Some((t.package, state.storage.report_versions(report.summary.id).await?)),
+        None => None,
+    };
+    report.lifecycle_html = lifecycle_html(&report, may_change, releases.as_ref());
+    Ok(report)
 }
 
 /// Upstream state, resolution, assignee, the maintainers' form and the
 /// activity timeline (newest first), escaped by maud.
-fn lifecycle_html(report: &Report, may_change: bool) -> String {
+fn lifecycle_html(
+    report: &Report,
+    may_change: bool,
+    releases: Option<&(String, failpass_shared::api::releases::ReportVersions)>,
+) -> String {
     let s = &report.summary;
     let words = |t: &str| t.replace('_', " ");
     let action = format!("/reports/{}/lifecycle", s.id);
@@ -327,6 +336,16 @@ fn lifecycle_html(report: &Report, may_change: bool) -> String {
                 }
             }
             dt { "Assignee" } dd data-testid="lifecycle-assignee" { (s.assignee.as_deref().unwrap_or("nobody")) }
+            // Graded on the report's own releases: which, and the page to correct them and bisect.
+            @if let Some((package, v)) = releases {
+                dt { "Releases" }
+                dd data-testid="lifecycle-releases" {
+                    "buggy " (v.buggy.as_deref().map(|b| format!("{package} {b}")).unwrap_or_else(|| "not named".into()))
+                    ", fixed " (v.fixed.as_deref().map(|f| format!("{package} {f}")).unwrap_or_else(|| "not set".into()))
+                    @if let Some(b) = &v.bisect { "; bisect: " (b.summary) }
+                    " · " a href=(format!("/reports/{}/releases", s.id)) target="_self" { "releases and bisect" }
+                }
+            }
             // The report's attempts as a download (what the caller may read).
             dt { "Attempts" }
             dd data-testid="attempt-exports" {

@@ -48,7 +48,14 @@ pub async fn rerun(
             let id = attempt.id;
             let report = state.storage.get_report(attempt.report_id, &scope).await?;
             let envs = state.storage.list_environments(&attempt.project).await?;
-            let roles: Vec<_> = envs.iter().map(|e| e.role).collect();
+            let mut roles: Vec<_> = envs.iter().map(|e| e.role).collect();
+            // A project that builds its releases grades on the report's own.
+            if state.storage.release_template(&attempt.project).await?.is_some() {
+                roles.extend([
+                    failpass_shared::model::EnvironmentRole::Buggy,
+                    failpass_shared::model::EnvironmentRole::Fixed,
+                ]);
+            }
             let oracle = report.as_ref().and_then(|r| r.oracle.as_ref()).map(|o| o.kind_and_command());
             match grading::verifiable(oracle, attempt.candidate.is_some(), &roles) {
                 Ok(()) => {}
@@ -116,11 +123,8 @@ pub async fn rerun(
         };
         let envs = state.storage.list_environments(&project).await?;
         match envs.iter().find(|e| e.name == env) {
-            None => {
-                return Err(ApiError::BadRequest(format!(
-                    "recheck_environment: project {project} has no environment `{env}`"
-                )));
-            }
+            // A project that builds its releases re-checks on any of them, by label (`pandas 2.2.3`).
+            None => index_release(&state, &project, env).await?,
             Some(e) if e.role != EnvironmentRole::Release => {
                 return Err(ApiError::BadRequest(format!(
                     "recheck_environment: `{env}` is the project's {} environment; re-checks run against a release",
@@ -140,4 +144,25 @@ pub async fn rerun(
         .collect();
     let (queued, already_queued) = state.storage.enqueue_many(&jobs, chrono::Utc::now()).await?;
     Ok((StatusCode::ACCEPTED, ApiJson(RerunResponse { queued, already_queued })))
+}
+
+/// Checks a re-check's `{package} {version}` against the project's release
+/// template and the index's list of buildable releases.
+async fn index_release(state: &AppState, project: &str, env: &str) -> ApiResult<()> {
+    let missing = || ApiError::BadRequest(format!("recheck_environment: project {project} has no environment `{env}`"));
+    let template = state.storage.release_template(project).await?.ok_or_else(missing)?;
+    let version = env.strip_prefix(&format!("{} ", template.package)).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "recheck_environment: project {project} has no environment `{env}`; its releases are named `{} <version>`",
+            template.package
+        ))
+    })?;
+    let listing = state
+        .index
+        .releases(&template.package, !template.setup.is_empty())
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("listing the releases of {}: {e}", template.package)))?;
+    crate::releases::resolve(&template, &listing, version, &state.index.url)
+        .map(|_| ())
+        .map_err(|why| ApiError::BadRequest(format!("recheck_environment: {why}")))
 }

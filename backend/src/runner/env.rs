@@ -59,17 +59,29 @@ pub struct EnvCache {
     pub setup_limits: Limits,
     /// Private networks setup commands and the agent command may reach (`--run-allow-network`).
     pub allow_networks: Vec<ipnet::IpNet>,
+    /// The wheel cache every release build shares (`FAILPASS_WHEEL_CACHE`, else `<data>/wheels`).
+    pub wheels: PathBuf,
+    /// The most the cache may hold (`--env-cache-gb`); the least recently used environments go first.
+    pub cap_bytes: Option<u64>,
 }
 
 impl EnvCache {
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root: PathBuf = root.into();
+        let wheels = std::env::var_os("FAILPASS_WHEEL_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.parent().unwrap_or(&root).join("wheels"));
         Self {
-            root: root.into(),
+            wheels,
+            cap_bytes: None,
+            root,
             building: Arc::default(),
             setup_limits: Limits {
                 wall: Duration::from_secs(1200),
                 cpu_seconds: 1200,
                 memory_bytes: 8 << 30,
+                // A wheel unpacks into files bigger than a run may write (jaxlib's, torch's).
+                file_bytes: 4 << 30,
                 ..Limits::default()
             },
             allow_networks: Vec::new(),
@@ -85,23 +97,44 @@ impl EnvCache {
     pub async fn get(&self, recipe: &Recipe, base: &Path) -> Result<BuiltEnv, SetupFailed> {
         let hash = recipe.hash();
         let done = self.root.join(&hash);
-        let lock = {
-            let mut map = self.building.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(hash.clone()).or_default().clone()
-        };
-        let _guard = lock.lock().await;
-        let mut built_now = false;
-        if !done.join(".built").exists() {
-            let _file_lock = self.lock_file(&hash).await?;
-            // Another process may have built it while we waited for the lock.
-            if !done.join(".built").exists() {
-                self.build(recipe, base, &done).await?;
-                built_now = true;
-            }
-        }
-        let tree = done.join("tree");
+        let built_now = self.once(&hash, |cache| async move { cache.build(recipe, base, &done).await }).await?;
+        let tree = self.root.join(&hash).join("tree");
         let vars = recipe.env.iter().map(|(k, v)| (k.clone(), v.replace("{env}", &tree.to_string_lossy()))).collect();
         Ok(BuiltEnv { dir: tree, vars, version: recipe.version.clone(), hash, built_now })
+    }
+
+    /// Builds the entry `hash` with `build` unless it is built: one build
+    /// at a time per entry, across tasks and processes. Whether this call
+    /// built it. Marks the entry used (for eviction), and evicts the least
+    /// recently used entries when a build took the cache over its cap.
+    pub(super) async fn once<'a, F, Fut>(&'a self, hash: &str, build: F) -> Result<bool, SetupFailed>
+    where
+        F: FnOnce(&'a EnvCache) -> Fut,
+        Fut: std::future::Future<Output = Result<(), SetupFailed>> + 'a,
+    {
+        let done = self.root.join(hash);
+        if done.join(".built").exists() {
+            let _ = std::fs::write(done.join(".used"), b"");
+            return Ok(false);
+        }
+        let lock = {
+            let mut map = self.building.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(hash.to_owned()).or_default().clone()
+        };
+        let _guard = lock.lock().await;
+        let _file_lock = self.lock_file(hash).await?;
+        let mut built_now = false;
+        // Another process may have built it while we waited for the lock.
+        if !done.join(".built").exists() {
+            build(self).await?;
+            built_now = true;
+        }
+        let _ = std::fs::write(done.join(".used"), b"");
+        drop(_file_lock);
+        if built_now {
+            super::env_evict::evict(self, hash);
+        }
+        Ok(built_now)
     }
 
     /// An exclusive lock on `<root>/<hash>.lock`, shared by every process
@@ -213,12 +246,25 @@ impl EnvCache {
         binds: &[PathBuf],
         log: &mut String,
     ) -> Result<(), SetupFailed> {
+        let binds: Vec<(PathBuf, bool)> = binds.iter().map(|b| (b.clone(), false)).collect();
+        self.step_with(tree, script, Step { user, binds, network: true, env: Vec::new() }, log).await
+    }
+
+    /// One setup command as `how` says, logged; a failure ends the build.
+    pub(super) async fn step_with(
+        &self,
+        tree: &Path,
+        script: &str,
+        how: Step,
+        log: &mut String,
+    ) -> Result<(), SetupFailed> {
         let mut cmd = Command::new("/bin/sh", ["-c", script]);
-        cmd.network = true;
+        cmd.network = how.network;
         cmd.allow_networks = self.allow_networks.clone();
-        cmd.user = user;
+        cmd.user = how.user;
         // This build's tree is the run's own directory; other environments are not in its root.
-        cmd.binds = binds.iter().map(|b| (b.clone(), false)).collect();
+        cmd.binds = how.binds;
+        cmd.env = how.env;
         cmd.limits = self.setup_limits;
         log.push_str(&format!("$ {script}\n"));
         let r =
@@ -238,6 +284,14 @@ impl EnvCache {
         }
         Ok(())
     }
+}
+
+/// How one setup step runs: as whom, seeing what, with or without network.
+pub(super) struct Step {
+    pub user: Option<Arc<sandbox::RunUser>>,
+    pub binds: Vec<(PathBuf, bool)>,
+    pub network: bool,
+    pub env: Vec<(String, String)>,
 }
 
 pub fn describe_exit(status: Option<i32>, signal: Option<i32>) -> String {

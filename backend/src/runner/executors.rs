@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use failpass_shared::api::jobs::Job;
 use failpass_shared::model::JobKind;
 
+use super::bisect::Bisector;
 use super::build::Build;
 use super::deliver::Deliver;
 use super::oracle::ValidateOracle;
@@ -29,6 +30,7 @@ pub struct ByKind {
     pub verify: Verify,
     pub recheck: Recheck,
     pub refine: Refine,
+    pub bisect: Bisector,
 }
 
 /// How the runner is set up: what `serve` and `worker` read from their flags.
@@ -45,6 +47,8 @@ pub struct RunnerConfig {
     pub hook_networks: Arc<crate::hooks::HookNetworks>,
     /// Private networks setup and agent commands may reach (`--run-allow-network`).
     pub run_networks: Vec<ipnet::IpNet>,
+    /// The package index and the environment cache's cap.
+    pub releases: crate::releases::Settings,
 }
 
 impl Default for RunnerConfig {
@@ -56,6 +60,7 @@ impl Default for RunnerConfig {
             routing: Arc::default(),
             hook_networks: Arc::default(),
             run_networks: Vec::new(),
+            releases: Default::default(),
         }
     }
 }
@@ -66,6 +71,8 @@ impl ByKind {
         let mut bench = Workbench::new(storage, data_dir);
         bench.allow_unsandboxed = config.allow_unsandboxed;
         bench.envs.allow_networks = config.run_networks;
+        bench.envs.cap_bytes = config.releases.cache_cap_bytes;
+        bench.index = config.releases.index(data_dir);
         let verify = Verify { bench: bench.clone() };
         Self {
             recheck: super::recheck::Recheck { bench: bench.clone() },
@@ -73,6 +80,7 @@ impl ByKind {
             oracle: ValidateOracle { verify: verify.clone(), routing: config.routing.clone() },
             verify,
             build: Build { bench: bench.clone() },
+            bisect: Bisector { bench: bench.clone() },
             bench,
             deliver,
         }
@@ -93,6 +101,7 @@ impl Executor for ByKind {
             JobKind::Refine => self.refine.execute(job, runner).await.map(Some),
             JobKind::Build => self.build.execute(job).await.map(|()| None),
             JobKind::Oracle => self.oracle.execute(job, runner).await.map(|()| None),
+            JobKind::Bisect => self.bisect.execute(job).await.map(|()| None),
         }
     }
 }
@@ -121,9 +130,25 @@ pub async fn after_final_failure(storage: &dyn Storage, job: &Job, error: &str) 
             Some(delivery) => storage.give_up_delivery(delivery, error).await,
             None => Ok(()),
         },
+        JobKind::Bisect => match job.payload.report_id {
+            Some(report) => end_bisect(storage, report, error).await,
+            None => Ok(()),
+        },
         JobKind::Verify | JobKind::Recheck | JobKind::Refine => Ok(()),
     };
     if let Err(e) = ended {
         tracing::error!(job = job.id, error = %e, "could not end what the failed job left running");
     }
+}
+
+/// A bisect whose job failed for good: its stored progress says so.
+async fn end_bisect(storage: &dyn Storage, report: i64, error: &str) -> crate::db::StorageResult<()> {
+    let mut v = storage.report_versions(report).await?;
+    if let Some(b) = v.bisect.as_mut().filter(|b| b.state == "running") {
+        b.state = "error".into();
+        b.summary = format!("the bisect could not finish: {error}");
+        b.finished_at = Some(chrono::Utc::now());
+        storage.set_report_versions(report, &v).await?;
+    }
+    Ok(())
 }

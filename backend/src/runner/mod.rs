@@ -7,15 +7,20 @@
 //! [`workbench::Workbench`] (the sandbox, the environment cache, the run
 //! limits); the refine loop grades each candidate through `Verify`.
 
+pub mod bisect;
 pub mod build;
 pub mod deliver;
 pub mod env;
+pub mod env_evict;
 pub mod executors;
 pub mod oracle;
 pub mod recheck;
 pub mod refine;
+pub mod release_env;
 pub mod sandbox;
 pub mod schedule;
+pub mod sides;
+pub mod snippet;
 pub mod verify;
 pub mod workbench;
 pub mod worker;

@@ -45,6 +45,25 @@ async fn report_history(
     Ok(out)
 }
 
+/// The release of `project`'s package a re-check names by its label:
+/// `Err` (recorded as the re-check's error) when it cannot be built; a
+/// job error when the index cannot be reached (tried again later) or the
+/// name is neither an environment nor a release.
+async fn index_release(
+    bench: &Workbench,
+    project: &str,
+    name: &str,
+) -> Result<Result<crate::releases::ResolvedRelease, String>, JobError> {
+    let missing = || JobError::permanent(format!("project {project} has no environment `{name}`"));
+    let template = bench.storage.release_template(project).await?.ok_or_else(missing)?;
+    let version = name.strip_prefix(&format!("{} ", template.package)).ok_or_else(missing)?;
+    match super::sides::resolve(bench, &template, version).await {
+        Ok(r) => Ok(Ok(r)),
+        Err(super::sides::SidesError::Unusable(why)) => Ok(Err(why)),
+        Err(e @ super::sides::SidesError::Unreachable(_)) => Err(JobError::transient(e.to_string())),
+    }
+}
+
 #[derive(Clone)]
 pub struct Recheck {
     pub bench: Workbench,
@@ -69,9 +88,12 @@ impl Recheck {
         let name =
             job.payload.environment.as_deref().ok_or_else(|| JobError::permanent("a re-check names no environment"))?;
         let environments = bench.storage.list_environments(&report.summary.project).await?;
-        let target = environments.iter().find(|e| e.name == name).ok_or_else(|| {
-            JobError::permanent(format!("project {} has no environment `{name}`", report.summary.project))
-        })?;
+        let target = environments.iter().find(|e| e.name == name);
+        // Not an environment: a release on the index, by its label (`pandas 2.2.3`).
+        let release = match target {
+            Some(_) => None,
+            None => Some(index_release(bench, &report.summary.project, name).await?),
+        };
         let oracle = report.oracle.clone().unwrap_or_default();
         let at = Some(chrono::Utc::now().trunc_subsecs(0));
         // Only the re-check is written; storage keeps the rest of the grade.
@@ -80,9 +102,15 @@ impl Recheck {
             grade: GradeRecord { recheck: Some(recheck), ..GradeRecord::default() },
             ..Verification::new(attempt_id, Verdict::Reproduced)
         };
-        let env = match bench.envs.get(&target.recipe, &bench.base).await {
+        let built = match (target, release) {
+            (Some(t), _) => bench.envs.get(&t.recipe, &bench.base).await.map_err(|e| (e.to_string(), Some(e.log))),
+            (None, Some(Ok(r))) => bench.envs.get_release(&r).await.map_err(|e| (e.to_string(), Some(e.log))),
+            (None, Some(Err(why))) => Err((why, None)),
+            (None, None) => unreachable!("a release is resolved when no environment has the name"),
+        };
+        let env = match built {
             Ok(env) => env,
-            Err(e) => {
+            Err((reason, setup_log)) => {
                 return Ok(Verification {
                     verdict: Verdict::Error,
                     ..recorded(RecheckRecord {
@@ -91,8 +119,8 @@ impl Recheck {
                         outcome: RecheckOutcome::Error,
                         failed: None,
                         runs: None,
-                        reason: Some(e.to_string()),
-                        setup_log: Some(e.log.clone()),
+                        reason: Some(reason),
+                        setup_log,
                         at,
                     })
                 });

@@ -13,21 +13,54 @@ use tokio::sync::watch;
 
 use crate::db::queue::NewJob;
 use crate::db::{ProjectScope, Storage, StorageResult};
+use crate::releases::index::PackageIndex;
 
 /// Queues a re-check of every reproduced attempt against its project's
-/// newest release environment; returns how many jobs were queued (attempts
-/// already waiting for one are skipped).
-pub async fn enqueue_rechecks(storage: &dyn Storage) -> StorageResult<usize> {
+/// newest release: for a project that builds its releases from the package
+/// index, the newest buildable release there (so re-checks follow releases
+/// as they are published; an attempt already re-checked on it is skipped);
+/// otherwise its newest release environment. Returns how many jobs were
+/// queued (attempts already waiting for one are skipped).
+pub async fn enqueue_rechecks(storage: &dyn Storage, index: Option<&PackageIndex>) -> StorageResult<usize> {
     let mut queued = 0;
     for project in storage.list_projects(&ProjectScope::All).await? {
-        let envs = storage.list_environments(&project.slug).await?;
-        let Some(release) = newest_release(&envs) else {
-            continue;
+        let template = match index {
+            Some(_) => storage.release_template(&project.slug).await?,
+            None => None,
+        };
+        let (name, published) = match (template, index) {
+            (Some(t), Some(index)) => match index.releases(&t.package, !t.setup.is_empty()).await {
+                Ok(listing) => match crate::releases::newest(&listing) {
+                    Some(v) => (format!("{} {v}", t.package), true),
+                    None => continue,
+                },
+                Err(e) => {
+                    tracing::warn!(project = %project.slug, error = %e, "re-checks skipped: the package index cannot be listed");
+                    continue;
+                }
+            },
+            _ => match newest_release(&storage.list_environments(&project.slug).await?) {
+                Some(release) => (release.name.clone(), false),
+                None => continue,
+            },
         };
         let filter = ReportFilter { project: Some(project.slug.clone()), ..Default::default() };
-        let targets = storage.rerun_targets(None, Some(&filter), &[Verdict::Reproduced], &ProjectScope::All).await?;
-        let jobs: Vec<NewJob> =
-            targets.iter().map(|id| NewJob::recheck(*id, &release.name, PRIORITY_BULK, false)).collect();
+        let mut targets =
+            storage.rerun_targets(None, Some(&filter), &[Verdict::Reproduced], &ProjectScope::All).await?;
+        if published {
+            // A release is re-checked once: the schedule runs again when a newer one is out.
+            let mut fresh = Vec::with_capacity(targets.len());
+            for id in targets {
+                let done = storage.get_attempt(id, &ProjectScope::All).await?.is_some_and(|d| {
+                    d.attempt.grade.as_ref().is_some_and(|g| g.recheck_history().iter().any(|h| h.environment == name))
+                });
+                if !done {
+                    fresh.push(id);
+                }
+            }
+            targets = fresh;
+        }
+        let jobs: Vec<NewJob> = targets.iter().map(|id| NewJob::recheck(*id, &name, PRIORITY_BULK, false)).collect();
         queued += storage.enqueue_many(&jobs, chrono::Utc::now()).await?.0.len();
     }
     Ok(queued)
@@ -44,7 +77,13 @@ pub fn newest_release(envs: &[Environment]) -> Option<&Environment> {
 /// then creation); `None` for a name that is not an environment any more,
 /// which comes before all.
 pub(crate) fn release_position(envs: &[Environment], name: &str) -> Option<ReleaseKey> {
-    envs.iter().find(|e| e.name == name).map(release_key)
+    match envs.iter().find(|e| e.name == name) {
+        Some(e) => Some(release_key(e)),
+        // A release from the index, by its label (`pandas 2.2.3`).
+        None => {
+            name.rsplit_once(' ').map(|(_, v)| (Some(version_parts(v)), chrono::DateTime::<chrono::Utc>::MIN_UTC, 0))
+        }
+    }
 }
 
 pub(crate) type ReleaseKey = (Option<Vec<Part>>, chrono::DateTime<chrono::Utc>, i64);
@@ -95,7 +134,7 @@ pub async fn due_in(
 
 /// Re-checks every `every` (counted from the last run, across restarts)
 /// until `shutdown` turns true.
-pub async fn run(storage: Arc<dyn Storage>, every: Duration, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(storage: Arc<dyn Storage>, index: PackageIndex, every: Duration, mut shutdown: watch::Receiver<bool>) {
     loop {
         let wait = match due_in(storage.as_ref(), every, chrono::Utc::now()).await {
             Ok(d) => d,
@@ -108,7 +147,7 @@ pub async fn run(storage: Arc<dyn Storage>, every: Duration, mut shutdown: watch
             return;
         }
         let now = chrono::Utc::now();
-        match enqueue_rechecks(storage.as_ref()).await {
+        match enqueue_rechecks(storage.as_ref(), Some(&index)).await {
             Ok(n) => tracing::info!(queued = n, "scheduled re-checks queued"),
             Err(e) => {
                 tracing::warn!(error = %crate::telemetry::cause_chain(&e), "scheduled re-checks failed; trying again next time")

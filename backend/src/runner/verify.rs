@@ -61,6 +61,22 @@ impl Verify {
             grade: GradeRecord { detail, ..GradeRecord::because(reason) },
             ..Verification::new(attempt_id, Verdict::Error)
         };
+        // The report's own releases, when its project builds releases and the report names them.
+        let own = match super::sides::for_report(bench, report).await {
+            Ok(own) => own,
+            Err(super::sides::SidesError::Unusable(why)) => return Ok(error(FailureCause::EnvSetup, why, None)),
+            // The index cannot be reached: the job waits and tries again, saying why.
+            Err(super::sides::SidesError::Unreachable(why)) => {
+                return Err(JobError::transient(format!("waiting for the package index: {why}")));
+            }
+        };
+        let release_envs = own.as_ref().map(|s| {
+            [
+                super::sides::as_environment(report, EnvironmentRole::Buggy, &s.buggy),
+                super::sides::as_environment(report, EnvironmentRole::Fixed, &s.fixed),
+            ]
+        });
+        let environments = release_envs.as_ref().map_or(environments, |e| e.as_slice());
         let roles: Vec<_> = environments.iter().map(|e| e.role).collect();
         let rule =
             grading::verifiable(report.oracle.as_ref().map(|o| o.kind_and_command()), candidate.is_some(), &roles);
@@ -75,12 +91,21 @@ impl Verify {
         if let Err(why) = rule {
             return Ok(unverifiable(why, report, error));
         }
-        let (buggy_env, fixed_env) = match (
-            bench.envs.get(&buggy.recipe, &bench.base).await,
-            bench.envs.get(&fixed.recipe, &bench.base).await,
-        ) {
-            (Ok(b), Ok(f)) => (b, f),
-            (Err(e), _) | (_, Err(e)) => {
+        let built = match &own {
+            Some(sides) => super::sides::build(bench, sides).await,
+            None => {
+                async {
+                    Ok((
+                        bench.envs.get(&buggy.recipe, &bench.base).await?,
+                        bench.envs.get(&fixed.recipe, &bench.base).await?,
+                    ))
+                }
+                .await
+            }
+        };
+        let (buggy_env, fixed_env) = match built {
+            Ok(pair) => pair,
+            Err(e) => {
                 let detail = SetupFailure { setup_log: e.log.clone() };
                 return Ok(error(FailureCause::EnvSetup, e.to_string(), Some(detail)));
             }

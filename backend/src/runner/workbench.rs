@@ -28,6 +28,8 @@ const DEFAULT_COMMAND: &str = "python3 candidate.py";
 pub struct Workbench {
     pub storage: Arc<dyn Storage>,
     pub envs: EnvCache,
+    /// The package index releases are listed from.
+    pub index: crate::releases::index::PackageIndex,
     /// Where relative environment directories resolve.
     pub base: PathBuf,
     /// Limits for each run of a candidate.
@@ -46,6 +48,7 @@ impl Workbench {
         Self {
             storage,
             envs: EnvCache::new(data_dir.join("envs")),
+            index: crate::releases::Settings::default().index(data_dir),
             base: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             limits: Limits {
                 wall: Duration::from_secs(60),

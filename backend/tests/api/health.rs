@@ -84,7 +84,7 @@ async fn demo_fills_an_empty_database_once() {
     // seeding again changes nothing
     let before = app.storage.list_reports(&Default::default(), &failpass::db::ProjectScope::All).await.unwrap();
     let again =
-        failpass::demo::seed_if_empty(app.storage.as_ref(), &Default::default(), std::path::Path::new("unused"))
+        failpass::demo::seed_if_empty(app.storage.as_ref(), &Default::default(), std::path::Path::new("unused"), false)
             .await
             .unwrap();
     assert!(again.is_none());

@@ -123,6 +123,8 @@ async fn spawn_on(
         database_url: database_url.unwrap_or_else(|| data.join("failpass.db").to_string_lossy().into_owned()),
         bind: "127.0.0.1:0".parse().unwrap(),
         demo,
+        // The demo as it was: its real bugs are graded by realbugs.rs, which needs the index.
+        demo_real_bugs: false,
         routing: Default::default(),
         data_dir: data,
         workers,

@@ -31,7 +31,13 @@ fn request(external_id: &str, labels: &[&str], upstream: Option<Upstream>) -> Cr
 }
 
 fn closed(reason: &str) -> Option<Upstream> {
-    Some(Upstream { state: UpstreamState::Closed, reason: Some(reason.into()), locked: false, kind: None })
+    Some(Upstream {
+        state: UpstreamState::Closed,
+        reason: Some(reason.into()),
+        locked: false,
+        kind: None,
+        milestone: None,
+    })
 }
 
 async fn intake(s: &dyn Storage, req: CreateReportRequest) -> i64 {

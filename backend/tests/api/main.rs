@@ -19,6 +19,7 @@ mod metrics;
 mod openapi;
 mod projects;
 mod queue;
+mod realbugs;
 mod reports;
 mod rollups;
 mod runner;

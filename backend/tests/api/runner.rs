@@ -176,7 +176,7 @@ async fn the_demo_is_graded_by_running_it() {
     assert_eq!(after["101-good"]["verdict"], "reproduced", "a re-check keeps the verdict");
 
     // The schedule re-checks every reproduced attempt against the newest release.
-    let queued = failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref()).await.unwrap();
+    let queued = failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref(), None).await.unwrap();
     let reproduced = after.values().filter(|a| a["verdict"] == "reproduced" && a["candidate"].is_string()).count();
     assert_eq!(queued, reproduced, "one re-check per reproduced attempt");
     let q = app.get("/api/v1/jobs").await.body;
@@ -189,7 +189,7 @@ async fn the_demo_is_graded_by_running_it() {
         "{q}"
     );
     assert_eq!(
-        failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref()).await.unwrap(),
+        failpass::runner::schedule::enqueue_rechecks(app.storage.as_ref(), None).await.unwrap(),
         0,
         "already waiting: nothing new"
     );

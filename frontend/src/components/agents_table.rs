@@ -14,7 +14,7 @@ pub fn AgentsTable() -> impl IntoView {
     view! {
         <section class="panel agents">
             <h2>"Agents: stated against computed"</h2>
-            <p class="hint">"Stated figures come from the source (a leaderboard entry); computed ones from the attempts stored here. Where they disagree, the rows are what failpass counts. Over every project and all time: the filters above do not narrow this table."</p>
+            <p class="hint">"Stated: from the source (a leaderboard entry); computed: from the attempts stored here, which is what failpass counts. All projects, all time: the filters do not narrow it."</p>
             <Transition fallback=|| view! { <Loading what="agents"/> }>
                 {move || Suspend::new(async move {
                     match agents.get().await {

@@ -93,7 +93,7 @@ fn body(v: Views) -> Option<AnyView> {
             </Figure>
         </div>
         <Figure testid="chart-cost-both-ways" chart=chart("cost-both-ways", None, GroupBy::Agent, 900)
-            caption="Per agent: all spend (failed and errored attempts included) over reports reproduced, beside the mean cost of the successful attempts alone, the figure papers usually quote. Reference: LTGDroid about $0.27 per successful reproduction.">
+            caption="Per agent: all spend (failed and errored attempts too) over reports reproduced, beside the mean cost of successful attempts alone (what papers quote). Reference: LTGDroid about $0.27 per successful reproduction.">
             <crate::components::AllColumns/>
             <table class="chart-table" data-testid="cost-table">
                 <thead><tr>

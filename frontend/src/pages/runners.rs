@@ -28,7 +28,7 @@ pub fn RunnersPage() -> impl IntoView {
     });
     view! {
         <h1>"Runners"</h1>
-        <p class="lede">"Verification jobs waiting and running, the workers that run them, and recent failures. Updates every two seconds."</p>
+        <p class="lede">"Jobs waiting and running, their workers and recent failures; updates every two seconds. "<a href="/runners/environments" target="_self">"Environment cache"</a></p>
         <Transition fallback=|| view! { <Loading what="the queue"/> }>
             {move || Suspend::new(async move {
                 match data.get().await {

@@ -10,6 +10,7 @@ pub mod openapi;
 pub mod oracles;
 pub mod projects;
 pub mod query;
+pub mod releases;
 pub mod reports;
 pub mod session;
 pub mod status;

@@ -157,11 +157,20 @@ pub struct Upstream {
     /// The tracker's own type of the issue (GitHub issue types: `Bug`, `Feature`, `Task`).
     #[serde(default)]
     pub kind: Option<String>,
+    /// The milestone it was closed in (GitHub's `milestone.title`, `2.0.1`):
+    /// for a project that builds releases, a closed, completed report's
+    /// fixed release when it is a version. Read when the report is taken in
+    /// and kept as that fixed release, not on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub milestone: Option<String>,
 }
 
 impl Upstream {
     pub fn validate(&self) -> Result<(), FieldError> {
-        for (field, v) in [("upstream.reason", &self.reason), ("upstream.kind", &self.kind)] {
+        for (field, v) in
+            [("upstream.reason", &self.reason), ("upstream.kind", &self.kind), ("upstream.milestone", &self.milestone)]
+        {
             if v.as_ref().is_some_and(|v| v.trim().is_empty() || v.len() > 100) {
                 return Err(FieldError::new(field, "must be 1 to 100 characters"));
             }

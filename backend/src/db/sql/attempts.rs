@@ -296,8 +296,10 @@ impl AttemptStore for Engine {
         let kinds: Vec<&str> = OracleKind::ALL.iter().filter(|k| k.is_deterministic()).map(|k| k.as_str()).collect();
         let mut qb = sqlx::QueryBuilder::<Db>::new(
             "SELECT a.id, o.kind, o.command, a.candidate IS NOT NULL, \
-             EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'buggy'), \
+             EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'buggy') \
+             OR EXISTS (SELECT 1 FROM project_releases pr WHERE pr.project_id = p.id), \
              EXISTS (SELECT 1 FROM environments e WHERE e.project_id = p.id AND e.role = 'fixed') \
+             OR EXISTS (SELECT 1 FROM project_releases pr WHERE pr.project_id = p.id) \
              FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
              JOIN oracles o ON o.report_id = r.id WHERE o.kind IN (",
         );
@@ -513,8 +515,11 @@ impl Engine {
                 .bind(report_id)
                 .fetch_optional(&mut **tx)
                 .await?;
+        // A project that builds its releases grades on the report's own (its grade says what is missing).
         let roles: Vec<String> = sqlx::query_scalar(
-            "SELECT e.role FROM environments e JOIN reports r ON r.project_id = e.project_id WHERE r.id = $1",
+            "SELECT e.role FROM environments e JOIN reports r ON r.project_id = e.project_id WHERE r.id = $1 \
+             UNION ALL SELECT x.role FROM (SELECT 'buggy' AS role UNION ALL SELECT 'fixed') x \
+             WHERE EXISTS (SELECT 1 FROM project_releases pr JOIN reports r ON r.project_id = pr.project_id WHERE r.id = $1)",
         )
         .bind(report_id)
         .fetch_all(&mut **tx)

@@ -21,7 +21,7 @@ use crate::db::{StorageError, StorageResult};
 #[async_trait]
 impl ImportStore for Engine {
     async fn import_reports(&self, news: &[NewReport]) -> StorageResult<Vec<StorageResult<Outcome>>> {
-        use std::collections::HashMap;
+        use std::collections::{HashMap, hash_map::Entry};
         let mut tx = self.write.begin().await?;
         // Project ids, then every existing (project, external id) of the batch, in few queries.
         let mut projects: HashMap<String, Option<i64>> = HashMap::new();
@@ -105,8 +105,16 @@ impl ImportStore for Engine {
             .collect();
         Self::add_activities(&mut tx, &taken_in).await?;
         let ids: Vec<i64> = written.iter().map(|(id, ..)| *id).collect();
+        // The release each report names, for projects that build releases (one read of each template).
+        let mut templates = HashMap::new();
         for (id, new, created) in written {
             Self::apply_upstream_of(&mut tx, id, new, created).await?;
+            let Some(project_id) = projects[&new.request.project] else { continue };
+            let template = match templates.entry(project_id) {
+                Entry::Occupied(seen) => seen.into_mut(),
+                Entry::Vacant(slot) => slot.insert(Self::template_in(&mut tx, project_id).await?),
+            };
+            Self::read_versions(&mut tx, template.as_ref(), id, &new.request).await?;
         }
         Self::refresh_figures(&mut tx, &ids).await?;
         tx.commit().await?;

@@ -18,6 +18,7 @@ mod oracle_drafts;
 mod periods;
 mod projects;
 mod queue;
+mod releases;
 mod reports;
 mod rollups;
 mod storage;

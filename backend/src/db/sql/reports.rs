@@ -33,6 +33,8 @@ impl ReportStore for Engine {
         let hash = hash::content_hash(&new.request);
         let id = Self::write_report(&mut tx, None, project_id, new, &hash).await?;
         Self::after_report_write(&mut tx, id, new, true).await?;
+        let template = Self::template_in(&mut tx, project_id).await?;
+        Self::read_versions(&mut tx, template.as_ref(), id, &new.request).await?;
         // Routed for the first time: hooks hear of it as a route.
         let routed = Change {
             event: HookEvent::Route,

@@ -189,7 +189,14 @@ pub fn layout(spec: &Spec<'_>) -> std::io::Result<Vec<Entry>> {
         ),
     ));
     out.push(file("/etc/group", format!("root:x:0:\nrun:x:{uid}:\nnogroup:x:65534:\n")));
-    out.push(file("/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n".into()));
+    let mut hosts = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    if spec.network {
+        // Names the host resolves through its own hosts file (a package index
+        // behind a proxy, a mirror) resolve the same for runs with network;
+        // its loopback names do not (the run cannot reach its loopback).
+        hosts.push_str(&host_names(&std::fs::read_to_string("/etc/hosts").unwrap_or_default()));
+    }
+    out.push(file("/etc/hosts", hosts));
     if spec.network {
         out.push(file("/etc/resolv.conf", format!("nameserver {RESOLVER}\n")));
         out.extend(NETWORK_ETC.iter().filter(|p| Path::new(p).is_file()).map(|p| Entry::Bind {
@@ -211,6 +218,21 @@ pub fn layout(spec: &Spec<'_>) -> std::io::Result<Vec<Entry>> {
     own.dedup_by(|b, a| a.0 == b.0 && (a.1 || !b.1));
     out.extend(own.into_iter().map(|(path, writable)| Entry::Bind { path, writable, device: false }));
     Ok(out)
+}
+
+/// The lines of a hosts file that name addresses other than loopback.
+fn host_names(hosts: &str) -> String {
+    let mut out = String::new();
+    for line in hosts.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let Some(addr) = line.split_whitespace().next() else { continue };
+        let Ok(ip) = addr.parse::<std::net::IpAddr>() else { continue };
+        if !ip.is_loopback() && !ip.is_unspecified() && line.split_whitespace().count() > 1 {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 // The mount API's flags (linux/mount.h), not all in the libc crate.
@@ -503,6 +525,12 @@ unsafe fn set_attr(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_with_network_resolve_the_hosts_names_but_not_its_loopback() {
+        let hosts = "127.0.0.1 localhost\n127.0.1.1 vm\n::1 ip6-localhost\n# a comment\n203.0.113.80    pypi.org files.pythonhosted.org # index\n10.1.2.3 mirror\nbogus line\n";
+        assert_eq!(host_names(hosts), "203.0.113.80    pypi.org files.pythonhosted.org\n10.1.2.3 mirror\n");
+    }
 
     #[test]
     fn the_layout_holds_the_system_the_runs_own_paths_and_nothing_else() {

@@ -136,6 +136,31 @@ impl RunUser {
     }
 }
 
+impl RunUser {
+    /// The one id that builds release environments and owns the shared
+    /// wheel cache (the id below the range), waiting while another build
+    /// holds it; `None` when the worker is not root. Release builds run only
+    /// the installer on checked requirement lines (wheels are unpacked, no
+    /// package code runs), so they may share a cache no run can write.
+    pub fn lease_builder() -> std::io::Result<Option<RunUser>> {
+        use std::os::fd::AsRawFd;
+        if !switches_user() {
+            return Ok(None);
+        }
+        let uid = uid_base() - 1;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(private_dir()?.join(format!("{uid}.lock")))?;
+        // SAFETY: flock on a descriptor we own; blocks until the other build is done.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Some(RunUser { uid, _lock: file }))
+    }
+}
+
 /// Where a run's root is assembled (in the run's own mount namespace, so
 /// every run shares the one empty directory): made once per process.
 pub(super) fn stage() -> std::io::Result<&'static Path> {

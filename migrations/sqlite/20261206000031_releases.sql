@@ -1,0 +1,19 @@
+-- Real releases (issue 32): how a project builds any of its releases (a
+-- template with `{version}`), and the buggy and fixed releases each report
+-- is graded on, with where each came from (the report's own line, a
+-- maintainer, a bisect) and the newest bisect over releases, as JSON.
+CREATE TABLE project_releases (
+    project_id INTEGER PRIMARY KEY REFERENCES projects(id) ON DELETE CASCADE,
+    template   TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE report_versions (
+    report_id    INTEGER PRIMARY KEY REFERENCES reports(id) ON DELETE CASCADE,
+    buggy        TEXT NULL,
+    buggy_source TEXT NULL,
+    fixed        TEXT NULL,
+    fixed_source TEXT NULL,
+    rejected     TEXT NULL,
+    bisect       TEXT NULL,
+    updated_at   TEXT NOT NULL
+);
