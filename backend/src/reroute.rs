@@ -49,6 +49,7 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
                     environment: report.environment.as_deref(),
                     oracle: supplied,
                     upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
+                    boilerplate: None,
                 },
             );
             if let Some(c) = &report.route_correction {

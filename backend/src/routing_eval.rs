@@ -7,14 +7,16 @@
 //! on the file's order, a row stays on its side when rows are added, and
 //! rows of one group (one pull request listed twice) stay together.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use failpass_shared::hash::fnv1a64;
 use failpass_shared::model::Route;
-use failpass_shared::routing::eval::Confusion;
-use failpass_shared::routing::{Classifier, Example, RoutingConfig, RoutingInput, decide_with};
+use failpass_shared::routing::eval::{Confusion, wilson};
+use failpass_shared::routing::sections::learn;
+use failpass_shared::routing::{Boilerplate, Classifier, Example, RoutingConfig, RoutingInput, decide_with};
 
 use crate::config::RoutingEvalArgs;
 
@@ -29,6 +31,8 @@ pub struct TruthRow {
     pub id: String,
     /// Rows of one group stay on one side of the split (`group` column; the id when absent).
     pub group: String,
+    /// The tracker it comes from (`project` column; the id before `#`, or `all`).
+    pub project: String,
     pub title: String,
     pub body: String,
     pub labels: Vec<String>,
@@ -179,10 +183,15 @@ pub fn parse_truth(text: &str, json: bool) -> anyhow::Result<(TruthKind, Vec<Tru
             },
         };
         let group = Some(text_of("group")?).filter(|g| !g.trim().is_empty()).unwrap_or_else(|| id.clone());
+        let project = Some(text_of("project")?)
+            .filter(|p| !p.trim().is_empty())
+            .or_else(|| id.split_once('#').map(|(p, _)| p.to_owned()))
+            .unwrap_or_else(|| "all".to_owned());
         rows.push(TruthRow {
             line,
             id,
             group,
+            project,
             title,
             body: text_of("body")?,
             labels: list_of("labels")?,
@@ -206,29 +215,40 @@ pub fn shipped_examples() -> Vec<Example> {
 pub struct Measured {
     pub name: String,
     pub confusion: Confusion,
+    /// The same, per project.
+    pub projects: BTreeMap<String, Confusion>,
+    /// Per project: library bugs with a code block and a stated wrong
+    /// result and no crash (silent numerical bugs), and how many of them
+    /// went to a human.
+    pub silent: BTreeMap<String, (u64, u64)>,
     pub flagged: u64,
     pub errors: Vec<String>,
 }
 
-/// Decides every row under `model` and counts (truth, decision).
-pub fn measure<'m>(
-    name: &str,
-    cfg: &RoutingConfig,
-    model: &dyn Fn(&TruthRow) -> Option<&'m Classifier>,
-    kind: TruthKind,
-    rows: &[&TruthRow],
-) -> Measured {
+/// What a variant reads a row with: its classifier and its project's boilerplate.
+pub struct Reader<'m> {
+    pub model: &'m dyn Fn(&TruthRow) -> Option<&'m Classifier>,
+    pub boilerplate: &'m dyn Fn(&TruthRow) -> Option<&'m Boilerplate>,
+}
+
+/// Decides every row under `reader` and counts (truth, decision).
+pub fn measure(name: &str, cfg: &RoutingConfig, reader: &Reader<'_>, kind: TruthKind, rows: &[&TruthRow]) -> Measured {
     let classes: &[&str] = match kind {
         TruthKind::Route => &["human_first", "agent_first", "hypothesis"],
         TruthKind::Harness => &["human_first", "other"],
     };
-    let mut confusion = Confusion::new(classes);
-    let mut flagged = 0;
-    let mut errors = Vec::new();
+    let mut m = Measured {
+        name: name.to_owned(),
+        confusion: Confusion::new(classes),
+        projects: BTreeMap::new(),
+        silent: BTreeMap::new(),
+        flagged: 0,
+        errors: Vec::new(),
+    };
     for r in rows {
         let d = decide_with(
             cfg,
-            model(r),
+            (reader.model)(r),
             &RoutingInput {
                 title: &r.title,
                 body: &r.body,
@@ -237,6 +257,7 @@ pub fn measure<'m>(
                 environment: None,
                 oracle: None,
                 upstream_kind: None,
+                boilerplate: (reader.boilerplate)(r),
             },
         );
         let decided = match (kind, d.route) {
@@ -244,15 +265,38 @@ pub fn measure<'m>(
             (_, route) => route.as_str(),
         };
         if d.route_check {
-            flagged += 1;
+            m.flagged += 1;
+        }
+        let f = &d.features;
+        if !r.harness() && f.has_code_block && f.has_expected_actual && !f.has_traceback {
+            let s = m.silent.entry(r.project.clone()).or_default();
+            s.0 += 1;
+            s.1 += u64::from(d.route == Route::HumanFirst);
         }
         if decided != r.truth {
             let why = d.explanation.first().map(|e| e.evidence.as_str()).unwrap_or_default();
-            errors.push(format!("  {}  truth {} decided {}  {:?}  [{why}]", r.id, r.truth, decided, r.title));
+            m.errors.push(format!("  {}  truth {} decided {}  {:?}  [{why}]", r.id, r.truth, decided, r.title));
         }
-        confusion.add(&r.truth, decided);
+        m.confusion.add(&r.truth, decided);
+        m.projects.entry(r.project.clone()).or_insert_with(|| Confusion::new(classes)).add(&r.truth, decided);
     }
-    Measured { name: name.to_owned(), confusion, flagged, errors }
+    m
+}
+
+/// Each project's boilerplate, learned from its rows on the train split
+/// (so the measuring rows never teach what is discounted in them).
+fn learned_boilerplate(cfg: &RoutingConfig, training: &[&TruthRow]) -> BTreeMap<String, Boilerplate> {
+    let mut bodies: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in training {
+        bodies.entry(&r.project).or_default().push(&r.body);
+    }
+    bodies
+        .into_iter()
+        .map(|(p, b)| {
+            let lines = learn(&b, cfg.boilerplate_min_reports as usize, cfg.boilerplate_share);
+            (p.to_owned(), Boilerplate::new(lines.into_iter().map(|l| l.line)))
+        })
+        .collect()
 }
 
 /// Runs the evaluation and returns its printout.
@@ -301,6 +345,7 @@ pub fn run(args: &RoutingEvalArgs, cfg: &RoutingConfig) -> anyhow::Result<String
             Classifier::train(&ex, Some(cfg.harness_prior))
         })
         .collect();
+    let boilerplate = learned_boilerplate(cfg, &training);
 
     let mut out = String::new();
     let harness = |rows: &[&TruthRow]| rows.iter().filter(|r| r.harness()).count();
@@ -321,6 +366,13 @@ pub fn run(args: &RoutingEvalArgs, cfg: &RoutingConfig) -> anyhow::Result<String
         harness(&training),
         args.split
     )?;
+    let learned: Vec<String> =
+        boilerplate.iter().filter(|(_, b)| !b.is_empty()).map(|(p, b)| format!("{p} {}", b.len())).collect();
+    writeln!(
+        out,
+        "boilerplate learned from the train split (lines): {}",
+        if learned.is_empty() { "none".to_owned() } else { learned.join(", ") }
+    )?;
     if args.split != "measure" {
         writeln!(
             out,
@@ -328,22 +380,37 @@ pub fn run(args: &RoutingEvalArgs, cfg: &RoutingConfig) -> anyhow::Result<String
             args.split
         )?;
     }
+    let no_model = |_: &TruthRow| None::<&Classifier>;
+    let no_boilerplate = |_: &TruthRow| None::<&Boilerplate>;
+    let project_boilerplate = |r: &TruthRow| boilerplate.get(&r.project);
     let variants = [
-        measure("rule", cfg, &|_| None, kind, &evaluated),
+        measure("rule", cfg, &Reader { model: &no_model, boilerplate: &no_boilerplate }, kind, &evaluated),
         measure(
-            &format!("rule + classifier trained on the {} shipped examples", shipped.len()),
+            "rule + each project's boilerplate (the default)",
             cfg,
-            &|_| shipped_model.as_ref(),
+            &Reader { model: &no_model, boilerplate: &project_boilerplate },
+            kind,
+            &evaluated,
+        ),
+        measure(
+            &format!("rule + boilerplate + classifier trained on the {} shipped examples", shipped.len()),
+            cfg,
+            &Reader { model: &|_| shipped_model.as_ref(), boilerplate: &project_boilerplate },
             kind,
             &evaluated,
         ),
         measure(
             &format!(
-                "rule + classifier trained on the shipped examples and the train split ({} examples)",
+                "rule + boilerplate + classifier trained on the shipped examples and the train split ({} examples)",
                 with_split.len()
             ),
             cfg,
-            &|r: &TruthRow| if r.measures() { split_model.as_ref() } else { fold_models[fold(r)].as_ref() },
+            &Reader {
+                model: &|r: &TruthRow| {
+                    if r.measures() { split_model.as_ref() } else { fold_models[fold(r)].as_ref() }
+                },
+                boilerplate: &project_boilerplate,
+            },
             kind,
             &evaluated,
         ),
@@ -368,6 +435,7 @@ pub fn run(args: &RoutingEvalArgs, cfg: &RoutingConfig) -> anyhow::Result<String
             )?;
         }
         writeln!(out, "flagged for a human look (route_check): {} of {}", m.flagged, m.confusion.total())?;
+        out.push_str(&project_table(m));
         if args.errors {
             writeln!(out, "wrong:")?;
             for e in &m.errors {
@@ -376,6 +444,44 @@ pub fn run(args: &RoutingEvalArgs, cfg: &RoutingConfig) -> anyhow::Result<String
         }
     }
     Ok(out)
+}
+
+/// Per project and overall: harness precision and recall, and the share of
+/// silent numerical bugs sent to a human, each with its sample size and
+/// 95% Wilson interval.
+fn project_table(m: &Measured) -> String {
+    let mut out = String::from(
+        "| project | reports | harness | harness precision | harness recall | human first | silent numerical bugs to a human |\n\
+         | --- | ---: | ---: | --- | --- | ---: | --- |\n",
+    );
+    let total_silent = m.silent.values().fold((0, 0), |a, s| (a.0 + s.0, a.1 + s.1));
+    let rows = m
+        .projects
+        .iter()
+        .map(|(p, c)| (p.as_str(), c, m.silent.get(p).copied().unwrap_or_default()))
+        .chain(std::iter::once(("all", &m.confusion, total_silent)));
+    for (project, c, (silent, silent_human)) in rows {
+        let h = c.score("human_first");
+        let _ = writeln!(
+            out,
+            "| {project} | {} | {} | {} | {} | {} | {} |",
+            c.total(),
+            h.truth,
+            share(h.correct, h.decided),
+            share(h.correct, h.truth),
+            h.decided,
+            share(silent_human, silent),
+        );
+    }
+    out
+}
+
+/// `k/n = 0.xx [lo, hi]`, or `n/a (0)`.
+fn share(k: u64, n: u64) -> String {
+    match wilson(k, n) {
+        None => "n/a (0)".to_owned(),
+        Some((lo, hi)) => format!("{k}/{n} = {:.2} [{lo:.2}, {hi:.2}]", k as f64 / n as f64),
+    }
 }
 
 fn fmt_ratio(r: Option<f64>) -> String {
@@ -444,7 +550,7 @@ mod tests {
             out.contains("human_first  precision 1.000  recall 1.000  (41 correct of 41 decided, 41 true)"),
             "{out}"
         );
-        assert_eq!(out.matches("== rule").count(), 3, "{out}");
+        assert_eq!(out.matches("== rule").count(), 4, "{out}");
         // Without labels, the labelled row is missed, and named with --errors.
         let out =
             run(&RoutingEvalArgs { fields: vec!["title".into()], ..args.clone() }, &RoutingConfig::default()).unwrap();
@@ -490,6 +596,7 @@ mod tests {
             line: 1,
             id: id.into(),
             group: id.into(),
+            project: "all".into(),
             title: "t".into(),
             body: String::new(),
             labels: vec![],

@@ -94,6 +94,7 @@ impl ValidateOracle {
                 environment: report.environment.as_deref(),
                 oracle: Some(&oracle),
                 upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
+                boilerplate: None,
             },
         );
         if let Some(c) = &report.route_correction {

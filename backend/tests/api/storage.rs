@@ -326,6 +326,7 @@ async fn reports_round_trip_and_conflicts_keep_the_original() {
                 environment: None,
                 oracle: None,
                 upstream_kind: None,
+                boilerplate: None,
             },
         );
         let err = s

@@ -7,7 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::text::{split, words};
+use super::sections::{Boilerplate, Reading, read};
+use super::text::words;
 
 /// One labelled report: is it about harness and plumbing?
 #[derive(Debug, Clone, PartialEq)]
@@ -22,8 +23,14 @@ pub struct Example {
 /// prose (code and tracebacks are read by the explicit rule), each label
 /// whole and its words.
 pub fn features(title: &str, body: &str, labels: &[String]) -> BTreeSet<String> {
+    features_of(title, &read(body, &Boilerplate::default()), labels)
+}
+
+/// [`features`] of a body already read: the problem's prose only (not its
+/// headings, environment or form answers).
+pub fn features_of(title: &str, reading: &Reading, labels: &[String]) -> BTreeSet<String> {
     let mut set: BTreeSet<String> = words(title).collect();
-    set.extend(words(&split(body).prose));
+    set.extend(words(&reading.prose()));
     for label in labels {
         let l = label.trim().to_lowercase();
         set.extend(words(&l).map(|w| format!("label~{w}")));
@@ -115,7 +122,12 @@ impl Classifier {
     }
 
     pub fn predict(&self, title: &str, body: &str, labels: &[String]) -> Prediction {
-        let feats = features(title, body, labels);
+        self.predict_reading(title, &read(body, &Boilerplate::default()), labels)
+    }
+
+    /// [`Self::predict`] of a body already read.
+    pub fn predict_reading(&self, title: &str, reading: &Reading, labels: &[String]) -> Prediction {
+        let feats = features_of(title, reading, labels);
         let mut top: Vec<Contribution> = feats
             .iter()
             .filter_map(|f| self.weights.get(f).map(|w| Contribution { feature: f.clone(), weight: *w }))

@@ -82,9 +82,33 @@ impl Confusion {
     }
 }
 
+/// The Wilson score interval of `k` successes in `n` trials at 95%
+/// (z = 1.96): `None` when `n` is 0.
+pub fn wilson(k: u64, n: u64) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.96_f64);
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * ((p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt()) / denom;
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wilson_intervals_match_the_textbook() {
+        // 8 of 10: 0.490 to 0.943 (Wilson, 95%).
+        let (lo, hi) = wilson(8, 10).unwrap();
+        assert!((lo - 0.490).abs() < 0.001 && (hi - 0.943).abs() < 0.001, "{lo} {hi}");
+        let (lo, hi) = wilson(0, 20).unwrap();
+        assert!(lo == 0.0 && (hi - 0.161).abs() < 0.001, "{hi}");
+        assert_eq!(wilson(0, 0), None);
+    }
 
     #[test]
     fn precision_and_recall_per_class() {

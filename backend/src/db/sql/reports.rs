@@ -853,7 +853,7 @@ impl Engine {
             .bind(Json(&req.paths))
             .bind(req.filed_at.map(common::secs).unwrap_or(now))
             .bind(&req.reporter)
-            .bind(&req.environment);
+            .bind(d.environment_for(req.environment.as_deref()));
         let query = Self::bind_routing(query, d).bind(hash);
         // Only a new report starts its status and creation time.
         let query = match existing {
@@ -914,7 +914,7 @@ impl Engine {
                     .push_bind(Json(&req.paths))
                     .push_bind(req.filed_at.map(common::secs).unwrap_or(now))
                     .push_bind(&req.reporter)
-                    .push_bind(&req.environment)
+                    .push_bind(d.environment_for(req.environment.as_deref()))
                     .push_bind(Json(&d.features))
                     .push_bind(d.category.as_str())
                     .push_bind(d.vague)
