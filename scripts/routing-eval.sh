@@ -27,7 +27,7 @@ src, dst = sys.argv[1], sys.argv[2]
 harness_causes = {"Environment Incompatibility", "Dependent Module Issue"}
 with open(src, newline="") as f, open(dst, "w", newline="") as g:
     w = csv.writer(g)
-    w.writerow(["id", "group", "title", "paths", "harness"])
+    w.writerow(["id", "group", "project", "title", "paths", "harness"])
     seen = {}
     for r in csv.DictReader(f):
         # Seven pull requests are listed twice (two bugs): one group, two ids.
@@ -37,7 +37,7 @@ with open(src, newline="") as f, open(dst, "w", newline="") as g:
         harness = r["stage"] == "install" or r["component"] == "Environment" or r["root_cause"] in harness_causes
         # patch_file: one "path+added-removed" per line
         paths = [line.rsplit("+", 1)[0].strip() for line in r["patch_file"].splitlines() if line.strip()]
-        w.writerow([rid, group, r["title"], ";".join(paths), "true" if harness else "false"])
+        w.writerow([rid, group, r["project"], r["title"], ";".join(paths), "true" if harness else "false"])
 PY
 cargo build --release -q -p failpass
 for fields in title title,paths; do

@@ -24,6 +24,7 @@ pub mod releases_cli;
 pub mod reroute;
 pub mod routes;
 pub mod routing_eval;
+pub mod routing_health;
 pub mod runner;
 pub mod security;
 pub mod startup;

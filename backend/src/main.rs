@@ -90,6 +90,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             for (t, n) in &s.transitions {
                 println!("  {t}: {n}");
             }
+            for (project, n) in s.boilerplate.iter().filter(|(_, n)| **n > 0) {
+                println!(
+                    "  {project}: {n} lines of boilerplate {}",
+                    if args.dry_run { "would be learned" } else { "learned" }
+                );
+            }
             Ok(())
         }
         Command::CheckFigures(args) => {

@@ -19,8 +19,8 @@ use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
     agents, attempts, authoring, charts, environments, export, facets, figures, health, hooks, import, jobs, metrics,
-    oracles, pages, projects, reference, refine, releases, releases_page, reports, reruns, runner_envs, setup,
-    signatures, status, webhooks, worklist,
+    oracles, pages, projects, reference, refine, releases, releases_page, reports, reruns, routing_health, runner_envs,
+    setup, signatures, status, webhooks, worklist,
 };
 
 #[derive(OpenApi)]
@@ -46,6 +46,7 @@ use crate::routes::{
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,
         releases::list_releases, releases::set_template, releases::get_versions, releases::set_versions, releases::bisect,
         runner_envs::environments, runner_envs::environments_page,
+        routing_health::routing_health, routing_health::routing_page, routing_health::confirm_route,
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,
         hooks::list_hooks, hooks::create_hook, hooks::remove_hook, hooks::hook_deliveries, hooks::redeliver,

@@ -17,14 +17,19 @@ pub struct RerouteSummary {
     pub routes_changed: u64,
     /// `"hypothesis → agent_first"` → count.
     pub transitions: BTreeMap<String, u64>,
+    /// Lines of boilerplate learned, by project.
+    pub boilerplate: BTreeMap<String, usize>,
 }
 
 /// Re-decides every stored report under `cfg` (with its project's classifier
 /// once it has one); stores the changes unless `dry_run`. A supplied oracle
-/// is kept; a derived one is derived again; a corrected route is kept.
+/// is kept; a derived one is derived again; a corrected route is kept. Each
+/// project's boilerplate is learned again from its reports first (and
+/// stored unless `dry_run`). Like every reroute, it tells no hook.
 pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) -> StorageResult<RerouteSummary> {
     let mut summary = RerouteSummary::default();
     let mut models = std::collections::HashMap::new();
+    let mut boilerplates = std::collections::HashMap::new();
     let mut query =
         ReportListQuery { sort: ReportSort::CreatedAt, order: Order::Asc, limit: 500, ..Default::default() };
     loop {
@@ -37,6 +42,9 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
             if !models.contains_key(&s.project) {
                 let m = crate::triage::project_model(storage, cfg, &s.project).await?;
                 models.insert(s.project.clone(), m);
+                let b = crate::triage::learn_boilerplate(storage, cfg, &s.project, dry_run).await?;
+                summary.boilerplate.insert(s.project.clone(), b.len());
+                boilerplates.insert(s.project.clone(), b);
             }
             let mut decision = decide_with(
                 cfg,
@@ -49,7 +57,7 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
                     environment: report.environment.as_deref(),
                     oracle: supplied,
                     upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
-                    boilerplate: None,
+                    boilerplate: boilerplates.get(&s.project),
                 },
             );
             if let Some(c) = &report.route_correction {

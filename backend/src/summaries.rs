@@ -237,7 +237,13 @@ pub async fn glance<'a>(
         stuck_days,
         html: String::new(),
     };
-    g.html = glance_html(&g, &base, &asked);
+    // Projects whose routing sends too much to a human, or is corrected too often.
+    let alarms: Vec<(String, String)> = crate::routing_health::alarms(storage, scope, now)
+        .await?
+        .into_iter()
+        .filter(|(p, _)| base.project.as_deref().is_none_or(|f| f == p))
+        .collect();
+    g.html = glance_html(&g, &base, &asked, &alarms);
     Ok(g)
 }
 
@@ -247,6 +253,7 @@ fn glance_html(
     g: &failpass_shared::api::figures::Glance,
     filter: &ReportFilter,
     asked: &[(&'static str, String)],
+    alarms: &[(String, String)],
 ) -> String {
     use failpass_shared::api::query::to_query_string;
     use failpass_shared::format::{thousands, usd};
@@ -273,6 +280,12 @@ fn glance_html(
     };
     let weekly = format!("/api/v1/export/throughput?{}", to_query_string(asked));
     maud::html! {
+        @for (project, why) in alarms {
+            p.state.state-error role="alert" data-testid="routing-alarm" {
+                strong { "Routing alarm, " (project) ": " } (why) " "
+                a href=(format!("/routing/{project}")) { "routing health" }
+            }
+        }
         section.panel.glance data-testid="glance" aria-labelledby="glance-title" {
             h2 #glance-title {
                 @if let Some(p) = g.period { (p.label()) ": " }

@@ -8,8 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use failpass_shared::api::reports::CreateReportRequest;
 use failpass_shared::model::Route;
-use failpass_shared::routing::{Classifier, Example, RoutingConfig, RoutingDecision, RoutingInput, decide_with};
+use failpass_shared::routing::sections::learn;
+use failpass_shared::routing::{
+    Boilerplate, Classifier, Example, RoutingConfig, RoutingDecision, RoutingInput, decide_with,
+};
 
+use crate::db::routing::LearnedBoilerplate;
 use crate::db::{Storage, StorageResult};
 
 /// A project's classifier: `None` until it has `classifier_min_corrections`
@@ -33,10 +37,38 @@ pub async fn project_model(
     Ok(Classifier::train(&examples, Some(cfg.harness_prior)))
 }
 
-/// Trained classifiers by project, kept until a correction changes them.
+/// A project's learned boilerplate, as `reroute` last stored it.
+pub async fn project_boilerplate(storage: &dyn Storage, project: &str) -> StorageResult<Boilerplate> {
+    let learned = storage.project_boilerplate(project).await?;
+    Ok(Boilerplate::new(learned.lines.into_iter().map(|l| l.line)))
+}
+
+/// Learns a project's boilerplate from its newest reports (at most
+/// `LEARN_FROM`) and, unless `dry_run`, stores it; answers the lines learned.
+pub async fn learn_boilerplate(
+    storage: &dyn Storage,
+    cfg: &RoutingConfig,
+    project: &str,
+    dry_run: bool,
+) -> StorageResult<Boilerplate> {
+    const LEARN_FROM: i64 = 2000;
+    let bodies = storage.report_bodies(project, LEARN_FROM).await?;
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    let lines = learn(&refs, cfg.boilerplate_min_reports as usize, cfg.boilerplate_share);
+    let boilerplate = Boilerplate::new(lines.iter().map(|l| l.line.clone()));
+    if !dry_run {
+        let learned = LearnedBoilerplate { lines, reports: bodies.len() as u64, learned_at: Some(chrono::Utc::now()) };
+        storage.set_project_boilerplate(project, &learned).await?;
+    }
+    Ok(boilerplate)
+}
+
+/// Trained classifiers and learned boilerplate by project, kept until a
+/// correction (or a reroute) changes them.
 #[derive(Default)]
 pub struct Models {
     cache: Mutex<HashMap<String, Option<Arc<Classifier>>>>,
+    boilerplate: Mutex<HashMap<String, Arc<Boilerplate>>>,
 }
 
 impl Models {
@@ -54,9 +86,20 @@ impl Models {
         Ok(model)
     }
 
-    /// Forgets a project's classifier: the next report trains it again.
+    /// The project's boilerplate, read once and kept.
+    pub async fn boilerplate(&self, storage: &dyn Storage, project: &str) -> StorageResult<Arc<Boilerplate>> {
+        if let Some(b) = self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).get(project) {
+            return Ok(b.clone());
+        }
+        let b = Arc::new(project_boilerplate(storage, project).await?);
+        self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).insert(project.to_owned(), b.clone());
+        Ok(b)
+    }
+
+    /// Forgets a project's classifier and boilerplate: the next report reads them again.
     pub fn forget(&self, project: &str) {
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).remove(project);
+        self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).remove(project);
     }
 
     /// Routes a report as filed, with its project's classifier if it has one.
@@ -67,6 +110,7 @@ impl Models {
         req: &CreateReportRequest,
     ) -> StorageResult<RoutingDecision> {
         let model = self.get(storage, cfg, &req.project).await?;
-        Ok(decide_with(cfg, model.as_deref(), &RoutingInput::from_request(req)))
+        let boilerplate = self.boilerplate(storage, &req.project).await?;
+        Ok(decide_with(cfg, model.as_deref(), &RoutingInput::from_request(req).with_boilerplate(Some(&boilerplate))))
     }
 }

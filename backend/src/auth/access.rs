@@ -298,6 +298,21 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route(
         "POST",
+        "/api/v1/reports/{id}/route/confirm",
+        Review,
+        Body::None,
+        "confirm that a report's route is right: it clears the route check and counts towards the rule's precision",
+    ),
+    route(
+        "GET",
+        "/api/v1/routing/{owner}/{name}",
+        Read,
+        Body::None,
+        "a project's routing health: route mix, route checks, corrections, confirmations, the alarm, its boilerplate",
+    ),
+    route("GET", "/routing/{owner}/{name}", Read, Body::None, "a project's routing health, as a page"),
+    route(
+        "POST",
         "/api/v1/reports/{id}/status",
         Review,
         Body::Json,

@@ -30,6 +30,7 @@ pub mod projects;
 pub mod queue;
 pub mod releases;
 pub mod reports;
+pub mod routing;
 mod rows;
 mod sqlite;
 
@@ -49,6 +50,7 @@ pub use postgres::PgStorage;
 pub use projects::ProjectStore;
 pub use releases::ReleaseStore;
 pub use reports::{NewReport, ReportStore};
+pub use routing::RoutingStore;
 pub use sqlite::SqliteStorage;
 
 #[derive(Debug, thiserror::Error)]
@@ -186,6 +188,7 @@ pub trait Storage:
     + OracleDraftStore
     + HookStore
     + ReleaseStore
+    + RoutingStore
     + Send
     + Sync
     + 'static

@@ -84,6 +84,7 @@ pub struct Importer<'a> {
     routing: &'a RoutingConfig,
     /// Each project's classifier, trained once per import.
     models: HashMap<String, Option<failpass_shared::routing::Classifier>>,
+    boilerplate: HashMap<String, failpass_shared::routing::Boilerplate>,
     summary: ImportSummary,
     attempts: Vec<(u64, CreateAttemptRequest)>,
     reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
@@ -255,6 +256,7 @@ impl<'a> Importer<'a> {
             storage,
             routing,
             models: HashMap::new(),
+            boilerplate: HashMap::new(),
             summary: ImportSummary::default(),
             attempts: Vec::new(),
             reports: Vec::new(),
@@ -497,8 +499,11 @@ impl<'a> Importer<'a> {
             if !self.models.contains_key(&r.project) {
                 let m = crate::triage::project_model(self.storage, self.routing, &r.project).await?;
                 self.models.insert(r.project.clone(), m);
+                let b = crate::triage::project_boilerplate(self.storage, &r.project).await?;
+                self.boilerplate.insert(r.project.clone(), b);
             }
-            let decision = decide_with(self.routing, self.models[&r.project].as_ref(), &RoutingInput::from_request(&r));
+            let input = RoutingInput::from_request(&r).with_boilerplate(self.boilerplate.get(&r.project));
+            let decision = decide_with(self.routing, self.models[&r.project].as_ref(), &input);
             numbers.push(n);
             news.push(NewReport { request: r, decision, origin: Default::default() });
         }

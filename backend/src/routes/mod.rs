@@ -30,6 +30,7 @@ pub(crate) mod releases;
 pub(crate) mod releases_page;
 pub(crate) mod reports;
 pub(crate) mod reruns;
+pub(crate) mod routing_health;
 pub(crate) mod runner_envs;
 pub(crate) mod setup;
 pub(crate) mod signatures;
@@ -107,6 +108,9 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/reports/table", get(worklist::report_table))
         .add("GET", "/api/v1/reports/{id}", get(reports::get_report))
         .add("POST", "/api/v1/reports/{id}/route", post(reports::correct_route))
+        .add("POST", "/api/v1/reports/{id}/route/confirm", post(routing_health::confirm_route))
+        .add("GET", "/api/v1/routing/{owner}/{name}", get(routing_health::routing_health))
+        .add("GET", "/routing/{owner}/{name}", get(routing_health::routing_page))
         .add("POST", "/api/v1/reports/{id}/status", post(reports::set_status))
         .add("POST", "/api/v1/reports/{id}/assign", post(reports::assign))
         .add("POST", "/api/v1/reports/{id}/comments", post(reports::comment))

@@ -92,6 +92,17 @@ pub async fn correct_route(
     let not_found = || ApiError::NotFound(format!("report {id} not found"));
     let report = state.storage.get_report(id, &scope).await?.ok_or_else(not_found)?;
     viewer.require(Action::Review, &report.summary.project)?;
+    if req.route == report.summary.route {
+        let now = req.route.as_str().replace('_', " ");
+        return Err(FieldError::new(
+            "route",
+            format!(
+                "the report is already routed {now}: a correction changes the route (to say it is right, \
+                 confirm it: POST /api/v1/reports/{id}/route/confirm)"
+            ),
+        )
+        .into());
+    }
     let correction = RouteCorrection {
         route: req.route,
         previous: report.summary.route,
@@ -116,7 +127,7 @@ pub(super) async fn reviewable(state: &AppState, viewer: &Viewer, id: i64) -> Ap
     Ok(report)
 }
 
-async fn reread(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<ApiJson<Report>> {
+pub(super) async fn reread(state: &AppState, viewer: &Viewer, id: i64) -> ApiResult<ApiJson<Report>> {
     let report = state.storage.get_report(id, &viewer.scope()).await?;
     let report = report.ok_or_else(|| ApiError::NotFound(format!("report {id} not found")))?;
     Ok(ApiJson(with_html(state, report, viewer).await?))
@@ -279,7 +290,10 @@ pub async fn lifecycle_form(
             }
             Err(e) => Err(ApiError::BadRequest(format!("route: {e}"))),
         },
-        other => Err(ApiError::BadRequest(format!("action: `{other}` is not one of status, route, assign, comment"))),
+        "confirm_route" => super::routing_health::confirm_route(state2, viewer, ApiPath(id)).await.map(|_| ()),
+        other => Err(ApiError::BadRequest(format!(
+            "action: `{other}` is not one of status, route, confirm_route, assign, comment"
+        ))),
     };
     match done {
         Ok(()) => Ok(back(None)),
@@ -376,17 +390,27 @@ fn lifecycle_html(
                 label.field.field-grow { span { "Why" } input name="reason" placeholder="optional" data-testid="status-reason"; }
                 button type="submit" data-testid="set-status" { "Set status" }
             }
+            // A correction offers only the other routes; "route is right"
+            // confirms the one it has. The browser keeps what was chosen and
+            // typed: it checks the reason as the server does before sending.
             form.review method="post" action=(action) data-testid="route-form" {
                 input type="hidden" name="action" value="route";
                 label.field { span { "Route" }
                     select name="route" data-testid="route-choice" {
                         @for (value, label) in [("human_first", "Human first"), ("agent_first", "Agent first"), ("hypothesis", "Hypothesis")] {
-                            option value=(value) selected[s.route.as_str() == value] { (label) }
+                            @if s.route.as_str() != value { option value=(value) { (label) } }
                         }
                     }
                 }
-                label.field.field-grow { span { "Why" } input name="reason" placeholder="required" data-testid="route-reason"; }
+                label.field.field-grow { span { "Why" } input name="reason" placeholder="required" required maxlength="2000" pattern=".*\\S.*" title="say why, in 1 to 2000 characters" data-testid="route-reason"; }
                 button type="submit" data-testid="set-route" { "Correct route" }
+            }
+            form.review method="post" action=(action) data-testid="confirm-route-form" {
+                input type="hidden" name="action" value="confirm_route";
+                span { "Routed " (words(s.route.as_str())) }
+                " "
+                button type="submit" data-testid="confirm-route" { "Route is right" }
+                " · " a href=(format!("/routing/{}", s.project)) target="_self" { "routing health" }
             }
             form.review method="post" action=(action) {
                 input type="hidden" name="action" value="assign";

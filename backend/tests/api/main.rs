@@ -22,6 +22,7 @@ mod queue;
 mod realbugs;
 mod reports;
 mod rollups;
+mod routing_health;
 mod runner;
 mod sandbox;
 mod scale;

@@ -295,9 +295,26 @@ async fn a_maintainer_corrects_a_route_with_a_reason_and_unsure_routes_are_flagg
         "report 999999",
     );
 
-    // Half-weight hints near the threshold: routed, and flagged for a human look.
+    // A correction to the route it has is refused, naming the confirmation instead.
+    let r = app.post(&path, &json!({"route": "human_first", "reason": "still the launcher"})).await;
+    assert_error(&r, 400, "bad_request", "already routed human first");
+    assert!(r.body["message"].as_str().unwrap().contains("/route/confirm"), "{}", r.body);
+    // Corrected away from harness, the category is the library's logic, never unknown.
+    let r = app.post(&path, &json!({"route": "agent_first", "reason": "the crash is in logsumexp after all"})).await;
+    assert_eq!((r.body["route"].as_str(), r.body["category"].as_str()), (Some("agent_first"), Some("patch_logic")));
+    // Every correction is in the timeline.
+    let timeline: Vec<String> =
+        r.body["activity"].as_array().unwrap().iter().map(|a| a["text"].as_str().unwrap().to_owned()).collect();
+    assert!(
+        timeline.iter().any(|t| t == "route agent first → human first: the launcher sets the wrong device"),
+        "{timeline:?}"
+    );
+    assert!(timeline.iter().any(|t| t.starts_with("route human first → agent first")), "{timeline:?}");
+
+    // A keyword and a half-weight hint near the threshold: routed, and flagged for a human look.
     let unsure = app
-        .report(json!({"project": "jax-ml/jax", "external_id": "301", "title": "cuda matmul wrong", "body": "only on the gpu"}))
+        .report(json!({"project": "jax-ml/jax", "external_id": "301", "title": "matmul wrong",
+            "body": "only with the new driver\nand only on the gpu"}))
         .await;
     let flagged = app.get("/api/v1/reports?route_check=true").await.body;
     let ids_flagged: Vec<i64> =
@@ -309,7 +326,10 @@ async fn a_maintainer_corrects_a_route_with_a_reason_and_unsure_routes_are_flagg
     assert_error(&app.get("/api/v1/reports?route_check=maybe").await, 400, "bad_request", "route_check");
     // Correcting it clears the flag.
     let r = app
-        .post(&format!("/api/v1/reports/{unsure}/route"), &json!({"route": "hypothesis", "reason": "a kernel bug"}))
+        .post(
+            &format!("/api/v1/reports/{unsure}/route"),
+            &json!({"route": "human_first", "reason": "the driver install"}),
+        )
         .await;
     assert_eq!(r.body["route_check"], false, "{}", r.body);
     let check = r.body["explanation"].as_array().unwrap().iter().find(|o| o["rule"] == "route_check").unwrap().clone();

@@ -911,6 +911,61 @@ async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_cl
 }
 
 #[tokio::test]
+async fn routing_health_boilerplate_and_confirmations_on_both_engines() {
+    use failpass::db::routing::{LearnedBoilerplate, RouteConfirmation};
+    use failpass_shared::routing::sections::LearnedLine;
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        project(s.as_ref(), "a/one", true).await;
+        project(s.as_ref(), "a/hidden", false).await;
+        report(s.as_ref(), "a/one", "1", "f crashes", CRASH, "2026-01-01T10:00:00Z", None).await;
+        let new =
+            report(s.as_ref(), "a/one", "2", "cmake build fails", "see title", "2026-03-01T10:00:00Z", None).await;
+        report(s.as_ref(), "a/hidden", "3", "bazel build fails", "x", "2026-03-02T10:00:00Z", None).await;
+
+        // Boilerplate: none, then what was stored, replaced whole.
+        assert_eq!(s.project_boilerplate("a/one").await.unwrap(), LearnedBoilerplate::default());
+        let learned = LearnedBoilerplate {
+            lines: vec![LearnedLine { line: "### Describe the bug".into(), reports: 12 }],
+            reports: 12,
+            learned_at: Some(t("2026-03-03T00:00:00Z")),
+        };
+        s.set_project_boilerplate("a/one", &learned).await.unwrap();
+        s.set_project_boilerplate("a/one", &learned).await.unwrap();
+        assert_eq!(s.project_boilerplate("a/one").await.unwrap(), learned);
+        let e = s.set_project_boilerplate("no/such", &learned).await.unwrap_err();
+        assert!(matches!(e, StorageError::Invalid { .. }), "{e}");
+        assert_eq!(s.report_bodies("a/one", 1).await.unwrap(), ["see title"], "newest first");
+
+        // A confirmation holds for the route it names, and is in the timeline.
+        let route = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap().summary.route;
+        assert_eq!(route, Route::HumanFirst);
+        let c = RouteConfirmation { route, by: "maintainer".into(), at: t("2026-03-04T00:00:00Z") };
+        s.confirm_route(new, &c, "api").await.unwrap();
+        let r = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap();
+        assert!(!r.summary.route_check);
+        assert!(r.activity.iter().any(|a| a.text == "route human first confirmed" && a.actor == "maintainer"));
+        let wrong = RouteConfirmation { route: Route::Hypothesis, ..c.clone() };
+        let e = s.confirm_route(new, &wrong, "api").await.unwrap_err();
+        assert!(e.to_string().contains("now routed human first, not hypothesis"), "{e}");
+        assert!(matches!(s.confirm_route(999_999, &c, "api").await.unwrap_err(), StorageError::NotFound(_)));
+
+        // What the panel reads: since a date, oldest first, with the harness rule's evidence.
+        let rows = s.routed_reports("a/one", t("2026-02-01T00:00:00Z")).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].route, rows[0].confirmation.as_ref()), (Route::HumanFirst, Some(&c)));
+        assert!(rows[0].harness.as_ref().unwrap().evidence.contains("keyword \"build\" in title"));
+        assert_eq!(s.routed_reports("a/one", t("2025-01-01T00:00:00Z")).await.unwrap().len(), 2);
+        // Counts per project, in scope only.
+        let since = t("2025-01-01T00:00:00Z");
+        let all = s.routing_counts(&ProjectScope::All, since).await.unwrap();
+        assert_eq!(all, [("a/hidden".to_owned(), 1, 1, 0), ("a/one".to_owned(), 2, 1, 0)]);
+        let public = s.routing_counts(&ProjectScope::PublicOnly, since).await.unwrap();
+        assert_eq!(public, [("a/one".to_owned(), 2, 1, 0)]);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn webhook_secrets_and_deliveries() {
     run_storage_test(|s: Arc<dyn Storage>| async move {
         project(s.as_ref(), "Owner/Repo", true).await;

@@ -12,6 +12,7 @@ pub mod projects;
 pub mod query;
 pub mod releases;
 pub mod reports;
+pub mod routing;
 pub mod session;
 pub mod status;
 

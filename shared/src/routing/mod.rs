@@ -110,7 +110,8 @@ impl RoutingDecision {
         if route == Route::HumanFirst {
             self.category = Category::Harness;
         } else if self.category == Category::Harness {
-            self.category = Category::Unknown;
+            // Not harness, says the maintainer: the library's own logic.
+            self.category = Category::PatchLogic;
         }
         self.route_check = false;
         mark_corrected(&mut self.explanation);

@@ -21,5 +21,6 @@ mod queue;
 mod releases;
 mod reports;
 mod rollups;
+mod routing;
 mod storage;
 mod values;

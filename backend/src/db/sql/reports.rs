@@ -76,7 +76,7 @@ impl ReportStore for Engine {
             .await?;
         let done: Option<i64> = sqlx::query_scalar(
             "UPDATE reports SET route_override = $1, route = $1, route_check = FALSE, route_correction = $2, \
-             category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'unknown' ELSE category END \
+             category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'patch_logic' ELSE category END \
              WHERE id = $3 RETURNING id",
         )
         .bind(c.route.as_str())
@@ -262,7 +262,7 @@ impl ReportStore for Engine {
         if let Some(c) = &l.route_correction {
             sqlx::query(
                 "UPDATE reports SET route_override = $1, route = $1, route_check = FALSE, route_correction = $2, \
-                 category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'unknown' ELSE category END \
+                 category = CASE WHEN $1 = 'human_first' THEN 'harness' WHEN category = 'harness' THEN 'patch_logic' ELSE category END \
                  WHERE id = $3",
             )
             .bind(c.route.as_str())
