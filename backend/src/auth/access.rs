@@ -300,7 +300,7 @@ pub const ROUTES: &[RouteSpec] = &[
         "POST",
         "/api/v1/reports/{id}/route/confirm",
         Review,
-        Body::None,
+        Body::Json,
         "confirm that a report's route is right: it clears the route check and counts towards the rule's precision",
     ),
     route(

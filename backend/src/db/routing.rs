@@ -16,6 +16,8 @@ pub struct RouteConfirmation {
     pub route: Route,
     pub by: String,
     pub at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A project's boilerplate as `reroute` last learned it.

@@ -290,7 +290,10 @@ pub async fn lifecycle_form(
             }
             Err(e) => Err(ApiError::BadRequest(format!("route: {e}"))),
         },
-        "confirm_route" => super::routing_health::confirm_route(state2, viewer, ApiPath(id)).await.map(|_| ()),
+        "confirm_route" => {
+            let req = failpass_shared::api::routing::ConfirmRouteRequest { reason: opt(&form.reason) };
+            super::routing_health::confirm_route(state2, viewer, ApiPath(id), ApiJson(req)).await.map(|_| ())
+        }
         other => Err(ApiError::BadRequest(format!(
             "action: `{other}` is not one of status, route, confirm_route, assign, comment"
         ))),

@@ -5,7 +5,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use failpass_shared::api::reports::Report;
-use failpass_shared::api::routing::{ALARM_CORRECTED_SHARE, ALARM_HUMAN_SHARE, ALARM_MIN_ROUTED, RoutingHealth};
+use failpass_shared::api::routing::{
+    ALARM_CORRECTED_SHARE, ALARM_HUMAN_SHARE, ALARM_MIN_ROUTED, ConfirmRouteRequest, RoutingHealth,
+};
 use maud::html;
 
 use super::AppState;
@@ -129,6 +131,7 @@ pub async fn routing_page(
 #[utoipa::path(
     post, path = "/api/v1/reports/{id}/route/confirm", tag = "reports",
     params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body = ConfirmRouteRequest,
     responses((status = 200, description = "The report, its route confirmed and its route check cleared.", body = Report))
 )]
 #[tracing::instrument(skip_all, fields(report_id = id))]
@@ -136,9 +139,16 @@ pub async fn confirm_route(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<ConfirmRouteRequest>,
 ) -> ApiResult<ApiJson<Report>> {
+    req.validate()?;
     let report = super::reports::reviewable(&state, &viewer, id).await?;
-    let c = RouteConfirmation { route: report.summary.route, by: viewer.name(), at: chrono::Utc::now() };
+    let c = RouteConfirmation {
+        route: report.summary.route,
+        by: viewer.name(),
+        at: chrono::Utc::now(),
+        reason: req.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),
+    };
     state.storage.confirm_route(id, &c, viewer.origin().via).await?;
     super::reports::reread(&state, &viewer, id).await
 }

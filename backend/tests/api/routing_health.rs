@@ -64,7 +64,9 @@ async fn a_confirmed_route_clears_its_check_and_counts_towards_precision() {
         .await;
     let before = app.get(&format!("/api/v1/reports/{unsure}")).await.body;
     assert_eq!(before["route_check"], true);
-    let r = app.post(&format!("/api/v1/reports/{unsure}/route/confirm"), &json!({})).await;
+    let path = format!("/api/v1/reports/{unsure}/route/confirm");
+    assert_error(&app.post(&path, &json!({"why": "x"})).await, 400, "bad_request", "why");
+    let r = app.post(&path, &json!({})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["route_check"], false);
     assert_eq!(r.body["route"], before["route"], "a confirmation changes no route");

@@ -939,7 +939,7 @@ async fn routing_health_boilerplate_and_confirmations_on_both_engines() {
         // A confirmation holds for the route it names, and is in the timeline.
         let route = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap().summary.route;
         assert_eq!(route, Route::HumanFirst);
-        let c = RouteConfirmation { route, by: "maintainer".into(), at: t("2026-03-04T00:00:00Z") };
+        let c = RouteConfirmation { route, by: "maintainer".into(), at: t("2026-03-04T00:00:00Z"), reason: None };
         s.confirm_route(new, &c, "api").await.unwrap();
         let r = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap();
         assert!(!r.summary.route_check);

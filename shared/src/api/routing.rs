@@ -72,6 +72,25 @@ pub struct EvidenceCount {
     pub reports: u64,
 }
 
+/// `POST /api/v1/reports/{id}/route/confirm`: a maintainer says the route is right.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmRouteRequest {
+    /// Why (optional): kept in the report's timeline.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl ConfirmRouteRequest {
+    pub fn validate(&self) -> Result<(), crate::api::query::FieldError> {
+        if self.reason.as_deref().is_some_and(|r| r.trim().chars().count() > 2000) {
+            return Err(crate::api::query::FieldError::new("reason", "at most 2000 characters"));
+        }
+        Ok(())
+    }
+}
+
 /// The alarm's thresholds.
 pub const ALARM_MIN_ROUTED: u64 = 20;
 pub const ALARM_HUMAN_SHARE: f64 = 0.6;

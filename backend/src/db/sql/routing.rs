@@ -97,7 +97,10 @@ impl RoutingStore for Engine {
             });
         }
         let origin = Origin { actor: c.by.clone(), via };
-        let text = format!("route {} confirmed", c.route.as_str().replace('_', " "));
+        let mut text = format!("route {} confirmed", c.route.as_str().replace('_', " "));
+        if let Some(r) = &c.reason {
+            text = format!("{text}: {r}");
+        }
         Self::add_activity(&mut tx, report_id, &origin, "route", &text).await?;
         Self::refresh_figures(&mut tx, &[report_id]).await?;
         tx.commit().await?;
