@@ -19,6 +19,8 @@ use tempfile::TempDir;
 
 #[path = "../chrome.rs"]
 mod chrome;
+#[path = "browser/routing.rs"]
+mod routing;
 
 /// One browser at a time: two cores do not carry more.
 static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -413,7 +413,7 @@ fn lifecycle_html(
                 span { "Routed " (words(s.route.as_str())) }
                 " "
                 button type="submit" data-testid="confirm-route" { "Route is right" }
-                " · " a href=(format!("/routing/{}", s.project)) target="_self" { "routing health" }
+                " " a href=(format!("/routing/{}", s.project)) target="_self" { "routing health" }
             }
             form.review method="post" action=(action) {
                 input type="hidden" name="action" value="assign";

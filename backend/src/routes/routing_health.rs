@@ -60,7 +60,7 @@ pub async fn routing_page(
             "agreed. The rule reads the title, the problem's own prose, code and tracebacks, and the labels; issue-template "
             "headings, environment sections and dumps, and the boilerplate below are not evidence." }
         @if let Some(a) = &h.alarm {
-            section.panel.alarm role="alert" data-testid="routing-alarm" {
+            section.panel.state-error role="alert" data-testid="routing-alarm" {
                 h2 { "Alarm" }
                 p { (a) }
                 @if !h.top_evidence.is_empty() {
