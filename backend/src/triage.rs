@@ -68,8 +68,13 @@ pub async fn learn_boilerplate(
 #[derive(Default)]
 pub struct Models {
     cache: Mutex<HashMap<String, Option<Arc<Classifier>>>>,
-    boilerplate: Mutex<HashMap<String, Arc<Boilerplate>>>,
+    /// Read again after [`BOILERPLATE_TTL`]: `failpass reroute` may have
+    /// learned it anew in another process.
+    boilerplate: Mutex<HashMap<String, (std::time::Instant, Arc<Boilerplate>)>>,
 }
+
+/// How long a server keeps a project's boilerplate before reading it again.
+pub const BOILERPLATE_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Models {
     pub async fn get(
@@ -86,13 +91,16 @@ impl Models {
         Ok(model)
     }
 
-    /// The project's boilerplate, read once and kept.
+    /// The project's boilerplate, kept for [`BOILERPLATE_TTL`].
     pub async fn boilerplate(&self, storage: &dyn Storage, project: &str) -> StorageResult<Arc<Boilerplate>> {
-        if let Some(b) = self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).get(project) {
+        if let Some((at, b)) = self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).get(project)
+            && at.elapsed() < BOILERPLATE_TTL
+        {
             return Ok(b.clone());
         }
         let b = Arc::new(project_boilerplate(storage, project).await?);
-        self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).insert(project.to_owned(), b.clone());
+        let entry = (std::time::Instant::now(), b.clone());
+        self.boilerplate.lock().unwrap_or_else(|e| e.into_inner()).insert(project.to_owned(), entry);
         Ok(b)
     }
 

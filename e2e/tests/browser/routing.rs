@@ -37,7 +37,13 @@ async fn a_maintainer_reads_routing_health_and_confirms_or_corrects_a_route() {
     for width in [1280, 390] {
         let h = start(width, 1100).await;
         let slug = "tensorflow/tensorflow";
-        let req = CreateProjectRequest { slug: slug.into(), name: None, description: None, public: Some(true), upstream_url: None };
+        let req = CreateProjectRequest {
+            slug: slug.into(),
+            name: None,
+            description: None,
+            public: Some(true),
+            upstream_url: None,
+        };
         h.storage.create_project(&req).await.unwrap();
         let numeric = file(&h, 0, "reduce_logsumexp returns inf", TF_FORM_NUMERICAL).await;
         for i in 1..=20 {
@@ -79,11 +85,21 @@ async fn a_maintainer_reads_routing_health_and_confirms_or_corrects_a_route() {
         let select = h.client.find(Locator::Css("[data-testid=route-choice]")).await.unwrap();
         select.select_by_value("hypothesis").await.unwrap();
         h.client.find(Locator::Css("[data-testid=set-route]")).await.unwrap().click().await.unwrap();
-        let kept = h.client.execute("return document.querySelector('[data-testid=route-choice]').value", vec![]).await.unwrap();
+        let kept = h
+            .client
+            .execute("return document.querySelector('[data-testid=route-choice]').value", vec![])
+            .await
+            .unwrap();
         assert_eq!(kept, "hypothesis");
         let r: serde_json::Value = h.api(&format!("/api/v1/reports/{numeric}")).await;
         assert_eq!(r["route"], "agent_first", "nothing was sent");
-        h.client.find(Locator::Css("[data-testid=route-reason]")).await.unwrap().send_keys("no oracle can be written").await.unwrap();
+        h.client
+            .find(Locator::Css("[data-testid=route-reason]"))
+            .await
+            .unwrap()
+            .send_keys("no oracle can be written")
+            .await
+            .unwrap();
         h.client.find(Locator::Css("[data-testid=set-route]")).await.unwrap().click().await.unwrap();
         h.until("the corrected route", || async { h.text("route-correction").await.contains("to hypothesis") }).await;
         let r: serde_json::Value = h.api(&format!("/api/v1/reports/{numeric}")).await;
