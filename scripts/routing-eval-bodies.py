@@ -92,7 +92,7 @@ def main(root, out):
                 continue
             seen.add(r["id"])
             f.write(json.dumps(r) + "\n")
-    print(f"{len(seen)} reports ({sum(r['harness'] for r in rows)} harness) -> {out}", file=sys.stderr)
+    print(f"{len(seen)} reports -> {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -459,7 +459,7 @@ fn project_table(m: &Measured) -> String {
         .projects
         .iter()
         .map(|(p, c)| (p.as_str(), c, m.silent.get(p).copied().unwrap_or_default()))
-        .chain(std::iter::once(("all", &m.confusion, total_silent)));
+        .chain(std::iter::once(("overall", &m.confusion, total_silent)));
     for (project, c, (silent, silent_human)) in rows {
         let h = c.score("human_first");
         let _ = writeln!(

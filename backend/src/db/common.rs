@@ -76,13 +76,18 @@ pub const REPORT_INSERT: &str = "INSERT INTO reports (project_id, external_id, u
 
 /// Updating a report's routing keeps a maintainer's corrected route: the
 /// route, its category and the flag follow the correction while there is one.
-/// `$route`, `$category`, `$check` are the rule's.
+/// A maintainer's confirmation holds while the route stays the one confirmed
+/// (no route check), and is dropped when the route changes. `$route`,
+/// `$category`, `$check` are the rule's; every right-hand side reads the row
+/// as it was.
 pub fn routing_assignments(route: &str, category: &str, check: &str) -> String {
     format!(
         "route = COALESCE(route_override, {route}), \
          category = CASE WHEN route_override IS NULL THEN {category} WHEN route_override = 'human_first' THEN 'harness' \
-         WHEN {category} = 'harness' THEN 'unknown' ELSE {category} END, \
-         route_check = CASE WHEN route_override IS NULL THEN {check} ELSE FALSE END"
+         WHEN {category} = 'harness' THEN 'patch_logic' ELSE {category} END, \
+         route_check = CASE WHEN route_override IS NOT NULL THEN FALSE \
+         WHEN route_confirmation IS NOT NULL AND {route} = route THEN FALSE ELSE {check} END, \
+         route_confirmation = CASE WHEN COALESCE(route_override, {route}) = route THEN route_confirmation ELSE NULL END"
     )
 }
 

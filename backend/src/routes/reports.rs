@@ -291,7 +291,8 @@ pub async fn lifecycle_form(
             Err(e) => Err(ApiError::BadRequest(format!("route: {e}"))),
         },
         "confirm_route" => {
-            let req = failpass_shared::api::routing::ConfirmRouteRequest { reason: opt(&form.reason) };
+            let route = form.route.parse().ok();
+            let req = failpass_shared::api::routing::ConfirmRouteRequest { route, reason: opt(&form.reason) };
             super::routing_health::confirm_route(state2, viewer, ApiPath(id), ApiJson(req)).await.map(|_| ())
         }
         other => Err(ApiError::BadRequest(format!(
@@ -410,6 +411,7 @@ fn lifecycle_html(
             }
             form.review method="post" action=(action) data-testid="confirm-route-form" {
                 input type="hidden" name="action" value="confirm_route";
+                input type="hidden" name="route" value=(s.route.as_str());
                 span { "Routed " (words(s.route.as_str())) }
                 " "
                 button type="submit" data-testid="confirm-route" { "Route is right" }

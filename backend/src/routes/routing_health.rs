@@ -143,8 +143,20 @@ pub async fn confirm_route(
 ) -> ApiResult<ApiJson<Report>> {
     req.validate()?;
     let report = super::reports::reviewable(&state, &viewer, id).await?;
+    let route = report.summary.route;
+    if let Some(seen) = req.route.filter(|r| *r != route) {
+        return Err(failpass_shared::api::query::FieldError::new(
+            "route",
+            format!(
+                "the report is now routed {}, not {}: look at it again",
+                route.as_str().replace('_', " "),
+                seen.as_str().replace('_', " ")
+            ),
+        )
+        .into());
+    }
     let c = RouteConfirmation {
-        route: report.summary.route,
+        route,
         by: viewer.name(),
         at: chrono::Utc::now(),
         reason: req.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),

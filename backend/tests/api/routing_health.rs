@@ -66,6 +66,9 @@ async fn a_confirmed_route_clears_its_check_and_counts_towards_precision() {
     assert_eq!(before["route_check"], true);
     let path = format!("/api/v1/reports/{unsure}/route/confirm");
     assert_error(&app.post(&path, &json!({"why": "x"})).await, 400, "bad_request", "why");
+    // The route the maintainer saw, if given, must still be the report's.
+    let r = app.post(&path, &json!({"route": "human_first"})).await;
+    assert_error(&r, 400, "bad_request", "now routed hypothesis, not human first");
     let r = app.post(&path, &json!({})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["route_check"], false);

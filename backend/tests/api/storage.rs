@@ -948,19 +948,44 @@ async fn routing_health_boilerplate_and_confirmations_on_both_engines() {
         let e = s.confirm_route(new, &wrong, "api").await.unwrap_err();
         assert!(e.to_string().contains("now routed human first, not hypothesis"), "{e}");
         assert!(matches!(s.confirm_route(999_999, &c, "api").await.unwrap_err(), StorageError::NotFound(_)));
+        // Routed again to the same route, unsure: the confirmation holds, no route check.
+        let mut again = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap();
+        let cfg = RoutingConfig::default();
+        let input = RoutingInput {
+            title: &again.summary.title,
+            body: &again.body,
+            labels: &[],
+            paths: &[],
+            environment: None,
+            oracle: None,
+            upstream_kind: None,
+            boilerplate: None,
+        };
+        let mut d = decide(&cfg, &input);
+        d.route_check = true;
+        s.update_routing(new, &d).await.unwrap();
+        again = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap();
+        assert!(!again.summary.route_check, "the confirmation holds");
+        // Routed elsewhere: the confirmation no longer applies, and the flag is the rule's.
+        d.route = Route::Hypothesis;
+        s.update_routing(new, &d).await.unwrap();
+        again = s.get_report(new, &ProjectScope::All).await.unwrap().unwrap();
+        assert!(again.summary.route_check);
+        let rows = s.routed_reports("a/one", t("2026-02-01T00:00:00Z")).await.unwrap();
+        assert_eq!((rows[0].route, rows[0].confirmation.as_ref()), (Route::Hypothesis, None));
 
         // What the panel reads: since a date, oldest first, with the harness rule's evidence.
         let rows = s.routed_reports("a/one", t("2026-02-01T00:00:00Z")).await.unwrap();
         assert_eq!(rows.len(), 1);
-        assert_eq!((rows[0].route, rows[0].confirmation.as_ref()), (Route::HumanFirst, Some(&c)));
+        assert_eq!((rows[0].route, rows[0].confirmation.as_ref()), (Route::Hypothesis, None));
         assert!(rows[0].harness.as_ref().unwrap().evidence.contains("keyword \"build\" in title"));
         assert_eq!(s.routed_reports("a/one", t("2025-01-01T00:00:00Z")).await.unwrap().len(), 2);
         // Counts per project, in scope only.
         let since = t("2025-01-01T00:00:00Z");
         let all = s.routing_counts(&ProjectScope::All, since).await.unwrap();
-        assert_eq!(all, [("a/hidden".to_owned(), 1, 1, 0), ("a/one".to_owned(), 2, 1, 0)]);
+        assert_eq!(all, [("a/hidden".to_owned(), 1, 1, 0), ("a/one".to_owned(), 2, 0, 0)]);
         let public = s.routing_counts(&ProjectScope::PublicOnly, since).await.unwrap();
-        assert_eq!(public, [("a/one".to_owned(), 2, 1, 0)]);
+        assert_eq!(public, [("a/one".to_owned(), 2, 0, 0)]);
     })
     .await;
 }

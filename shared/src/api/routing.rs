@@ -77,6 +77,10 @@ pub struct EvidenceCount {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmRouteRequest {
+    /// The route the maintainer saw (optional): refused if the report has
+    /// been routed elsewhere since.
+    #[serde(default)]
+    pub route: Option<crate::model::Route>,
     /// Why (optional): kept in the report's timeline.
     #[serde(default)]
     pub reason: Option<String>,

@@ -1,8 +1,9 @@
 //! Environment sections of bug reports: the package versions a report names
 //! (`pandas version: 2.0.0`, an issue form's version field, `pip freeze`
 //! and `show_versions()` dumps, `pd.__version__` printed in a session,
-//! `jax/jaxlib 0.4.13`). One reader of these sections, for grading a report
-//! on its own release and for routing.
+//! `jax/jaxlib 0.4.13`). One reader of these lines, for grading a report on
+//! its own release and, through [`line_versions`], for routing's reading of
+//! environment sections (`routing::sections`).
 //!
 //! A version found here is only a claim: the server checks it against the
 //! package index's releases before anything is built with it.
@@ -141,6 +142,12 @@ pub fn normalize(name: &str) -> String {
         }
     }
     out
+}
+
+/// The names and versions one line names (`name==1.2`, `name: 1.2`,
+/// `name version 1.2`, `| name | 1.2 |`, `a/b 1.2`), with how.
+pub fn line_versions(line: &str) -> Vec<(String, String, How)> {
+    pairs(line)
 }
 
 /// `name==1.2`, `name: 1.2`, `name version 1.2`, `| name | 1.2 |`, `a/b 1.2` on one line.

@@ -58,17 +58,29 @@ pub fn harness_evidence(cfg: &RoutingConfig, input: &RoutingInput<'_>, reading: 
     }
     // In the prose, one line is one piece of evidence: "pip install" or a
     // pasted warning that names three build words counts once, at the
-    // weight of its strongest word.
+    // weight of its strongest word. Only the words a section holds at all
+    // are looked for line by line, so a long body costs one pass per word
+    // it really contains.
     for (name, prose, _) in &sections {
+        let whole = text::Words::new(prose);
+        let present: Vec<(&String, f64, &str)> = lowered
+            .iter()
+            .flat_map(|(list, scale, kind)| {
+                list.iter().filter(|k| !counted.contains(k.as_str()) && whole.find(k)).map(move |k| (k, *scale, *kind))
+            })
+            .collect();
+        if present.is_empty() {
+            continue;
+        }
         for line in prose.lines().filter(|l| !l.trim().is_empty()) {
-            let words = text::Words::new(line);
-            let found = lowered.iter().find_map(|(list, scale, kind)| {
-                list.iter().find(|k| !counted.contains(k.as_str()) && words.find(k)).map(|k| (k, *scale, *kind))
-            });
+            let found = present.iter().find(|(k, ..)| !counted.contains(k.as_str()) && text::find_word(line, k));
             if let Some((k, scale, kind)) = found {
                 counted.insert(k.as_str());
-                let to = if kind == "hint" { &mut hints } else { &mut ev };
+                let to = if *kind == "hint" { &mut hints } else { &mut ev };
                 to.add(cfg.body_weight * scale, format!("{kind} \"{k}\" in {name}"));
+            }
+            if present.iter().all(|(k, ..)| counted.contains(k.as_str())) {
+                break;
             }
         }
     }

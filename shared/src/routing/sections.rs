@@ -322,9 +322,10 @@ pub fn heading_kind(heading: &str) -> Kind {
     }
 }
 
-/// Phrases only environment dumps print.
-const DUMP_MARKERS: &[&str] = &[
-    "collect_env",
+/// Phrases only environment dumps print: a block that carries one is a
+/// dump (unless it holds a traceback).
+const DUMP_HEADERS: &[&str] = &[
+    "collecting environment information",
     "pytorch version:",
     "is debug build:",
     "cuda used to build pytorch:",
@@ -333,19 +334,28 @@ const DUMP_MARKERS: &[&str] = &[
     "== tensorflow import",
     "== check python",
     "tf_env_collect",
+    "python dependencies:",
+    "`transformers` version",
+    "`datasets` version",
+    "huggingface_hub version",
+    "system:\n    python:",
+    "| nvidia-smi ",
+];
+
+/// Phrases of environment listings that also occur in code and logs: a
+/// line that carries one is an environment line, and a block is a dump only
+/// when most of its lines are.
+const DUMP_MARKERS: &[&str] = &[
+    "collect_env",
     "nvidia-smi",
     "driver version:",
     "jaxlib:",
     "jax.devices",
     "process_count:",
-    "python dependencies:",
     "platform.platform()",
     "sys.version",
     "[pip3]",
     "[conda]",
-    "`transformers` version",
-    "`datasets` version",
-    "huggingface_hub version",
     "show_versions",
     "print_environment_info",
     "numpy.show_config",
@@ -416,43 +426,34 @@ pub fn env_line(line: &str) -> bool {
     if lower.is_empty() {
         return false;
     }
-    if DUMP_MARKERS.iter().any(|m| lower.contains(m)) {
+    if DUMP_HEADERS.iter().chain(DUMP_MARKERS).any(|m| lower.contains(m)) {
         return true;
     }
-    // pip freeze, conda and pip list: a name and a version, nothing else.
-    if let Some((name, version)) = lower.split_once("==") {
-        return is_package_name(name.trim()) && starts_with_version(version.trim());
-    }
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    if (2..=4).contains(&words.len()) && is_package_name(words[0]) && starts_with_version(words[1]) {
-        return true;
-    }
-    let Some((key, value)) = lower.split_once(':') else { return false };
-    let key = key.trim().trim_matches(['*', '`', '_']).trim();
-    let value = value.trim();
-    if key.is_empty() || key.split_whitespace().count() > 6 || value.is_empty() || value.starts_with("//") {
+    let key = lower.split_once(':').map(|(k, _)| k.trim().trim_matches(['*', '`', '_']).trim());
+    let key_words: Vec<&str> =
+        key.unwrap_or("").split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
+    // `Expected: 1.5` and `Got: 2.5` state the problem, whatever their values.
+    if key_words.iter().any(|w| STATES_RESULT.contains(w)) {
         return false;
     }
-    // `name version: 1.2.3`, `name: 1.2.3`, or a known key.
-    let key_words: Vec<&str> =
-        key.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
+    // A package and its version, as the releases work reads them: `pip
+    // freeze`, conda and pip lists, `name version: 1.2.3`, `| name | 1.2 |`.
+    if !crate::envinfo::line_versions(t).is_empty() {
+        return true;
+    }
+    let Some((_, value)) = lower.split_once(':') else { return false };
+    let value = value.trim();
+    if key_words.is_empty() || key_words.len() > 6 || value.is_empty() || value.starts_with("//") {
+        return false;
+    }
+    // `OS: Ubuntu 22.04`, `GPU: A100`: a known key.
     key_words.last().is_some_and(|w| *w == "version" || *w == "versions")
-        || (starts_with_version(value) && key_words.len() <= 3)
         || key_words.iter().any(|w| ENV_KEYS.contains(w))
 }
 
-fn is_package_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 60
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '[' | ']'))
-}
-
-fn starts_with_version(s: &str) -> bool {
-    let s = s.trim_start_matches(['v', '\'', '"', '`']);
-    let b = s.as_bytes();
-    b.first().is_some_and(u8::is_ascii_digit)
-        && s.split(|c: char| c.is_whitespace() || c == ',').next().is_some_and(|v| v.contains('.'))
-}
+/// Keys that state a result, never an environment.
+const STATES_RESULT: &[&str] =
+    &["expected", "actual", "got", "result", "results", "output", "returns", "return", "should", "instead", "error"];
 
 /// Whether a line is how the reporter set up (`pip install tensorflow==2.15`,
 /// `$ conda install …`, `docker run …`): environment, not the problem.
@@ -482,7 +483,10 @@ pub fn setup_command(line: &str) -> bool {
 /// dumps print, or most of its lines are environment lines.
 pub fn is_env_dump(block: &str) -> bool {
     let lower = block.to_lowercase();
-    if DUMP_MARKERS.iter().any(|m| lower.contains(m)) && !lower.contains("traceback (most recent call last)") {
+    if lower.contains("traceback (most recent call last)") || super::exception_line(block).is_some() {
+        return false;
+    }
+    if DUMP_HEADERS.iter().any(|m| lower.contains(m)) {
         return true;
     }
     let lines: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -592,7 +596,13 @@ fn flush_run(out: &mut Reading, current: &mut Section, run: &mut Vec<&str>) {
     }
 }
 
-fn finish(out: &mut Reading, section: Section) {
+fn finish(out: &mut Reading, mut section: Section) {
+    // A traceback pasted under an environment or form heading is still the problem's.
+    if section.kind != Kind::Problem && !section.code.trim().is_empty() {
+        let mut kept = Section::new(section.heading.clone(), Kind::Problem);
+        kept.code = std::mem::take(&mut section.code);
+        out.sections.push(kept);
+    }
     match section.kind {
         Kind::Problem => {
             if !(section.prose.trim().is_empty() && section.code.trim().is_empty()) {

@@ -63,7 +63,9 @@ fn environment_dumps_are_environment_wherever_they_stand() {
     assert!(!is_env_dump(
         "Traceback (most recent call last):\n  File \"x\", line 1\nImportError: libcudart.so.12: cannot open shared object file"
     ));
-    assert!(is_env_dump("NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2\n"));
+    assert!(is_env_dump("+----+\n| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2 |\n"));
+    // A reproduction that prints the devices is code, not a dump.
+    assert!(!is_env_dump("import jax\nprint(jax.devices())\nx = jax.numpy.ones(3)\nprint(jax.grad(f)(x))\n"));
 }
 
 #[test]
@@ -93,4 +95,13 @@ fn boilerplate_is_what_a_share_of_the_reports_carry() {
     let b = Boilerplate::new(learned.into_iter().map(|l| l.line));
     let r = read(&bodies[0], &b);
     assert_eq!(r.prose().trim(), "The mean of column 0 is wrong");
+}
+
+#[test]
+fn stated_results_are_never_environment_and_versions_are_read_as_envinfo_reads_them() {
+    let r = read("The sum is wrong.\nExpected: 1.5\nGot: 2.5\n", &Boilerplate::default());
+    assert!(r.prose().contains("Expected: 1.5") && r.environment.is_empty(), "{r:?}");
+    assert!(env_line("| pandas | 2.0.0 |") && env_line("numpy==1.26.4") && env_line("jax/jaxlib 0.4.13"));
+    assert!(env_line("- Python version: 3.11") && env_line("OS: Ubuntu 22.04"));
+    assert!(!env_line("Note: the value is wrong") && !env_line("This happens since 2.0 was released"));
 }

@@ -59,7 +59,8 @@ impl RoutingStore for Engine {
 
     async fn report_bodies(&self, project: &str, limit: i64) -> StorageResult<Vec<String>> {
         Ok(sqlx::query_scalar(
-            "SELECT r.body FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 \
+            // The start of each body is enough for a template, and bounds memory.
+            "SELECT substr(r.body, 1, 20000) FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = $1 \
              ORDER BY r.filed_at DESC, r.id DESC LIMIT $2",
         )
         .bind(project)
