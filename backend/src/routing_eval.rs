@@ -268,14 +268,16 @@ pub fn measure(name: &str, cfg: &RoutingConfig, reader: &Reader<'_>, kind: Truth
             m.flagged += 1;
         }
         let f = &d.features;
-        if !r.harness() && f.has_code_block && f.has_expected_actual && !f.has_traceback {
+        let silent = !r.harness() && f.has_code_block && f.has_expected_actual && !f.has_traceback;
+        if silent {
             let s = m.silent.entry(r.project.clone()).or_default();
             s.0 += 1;
             s.1 += u64::from(d.route == Route::HumanFirst);
         }
         if decided != r.truth {
             let why = d.explanation.first().map(|e| e.evidence.as_str()).unwrap_or_default();
-            m.errors.push(format!("  {}  truth {} decided {}  {:?}  [{why}]", r.id, r.truth, decided, r.title));
+            let tag = if silent { " (silent numerical bug)" } else { "" };
+            m.errors.push(format!("  {}  truth {} decided {}{tag}  {:?}  [{why}]", r.id, r.truth, decided, r.title));
         }
         m.confusion.add(&r.truth, decided);
         m.projects.entry(r.project.clone()).or_insert_with(|| Confusion::new(classes)).add(&r.truth, decided);

@@ -801,17 +801,29 @@ async fn a_maintainer_corrects_a_route_from_the_report_page() {
         let list: serde_json::Value = h.api("/api/v1/reports?project=jax-ml%2Fjax&route=agent_first&limit=1").await;
         let report = list["items"][0]["id"].as_i64().expect("the demo has an agent_first report in jax-ml/jax");
         h.client.goto(&format!("{}/reports/{report}", h.base)).await.unwrap();
-        // No reason: the server's message is shown, nothing changes.
-        let choose = || async {
-            let select = h.client.wait().for_element(Locator::Css("[data-testid=route-choice]")).await.unwrap();
-            select.select_by_value("human_first").await.unwrap();
-        };
-        choose().await;
-        h.client.find(Locator::Css("[data-testid=set-route]")).await.unwrap().click().await.unwrap();
-        h.until("the refusal to show", || async { h.text("lifecycle-error").await.contains("reason") }).await;
-        let same: serde_json::Value = h.api(&format!("/api/v1/reports/{report}")).await;
-        assert_eq!(same["route"], "agent_first");
-        choose().await;
+        // No reason, or only spaces: the browser says the reason is missing (the
+        // server's own rule), sends nothing and keeps the choice.
+        let select = h.client.wait().for_element(Locator::Css("[data-testid=route-choice]")).await.unwrap();
+        select.select_by_value("human_first").await.unwrap();
+        for typed in ["", "   "] {
+            let reason = h.client.find(Locator::Css("[data-testid=route-reason]")).await.unwrap();
+            reason.clear().await.unwrap();
+            reason.send_keys(typed).await.unwrap();
+            h.client.find(Locator::Css("[data-testid=set-route]")).await.unwrap().click().await.unwrap();
+            let state = h
+                .client
+                .execute(
+                    "const r = document.querySelector('[data-testid=route-reason]'); \
+                     return [r.validity.valid, document.querySelector('[data-testid=route-choice]').value]",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(state, serde_json::json!([false, "human_first"]), "{typed:?}");
+            let same: serde_json::Value = h.api(&format!("/api/v1/reports/{report}")).await;
+            assert_eq!(same["route"], "agent_first");
+        }
+        h.client.find(Locator::Css("[data-testid=route-reason]")).await.unwrap().clear().await.unwrap();
         h.client
             .find(Locator::Css("[data-testid=route-reason]"))
             .await

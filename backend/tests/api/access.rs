@@ -69,6 +69,9 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/reports/table", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/reports/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("POST", "/api/v1/reports/{id}/route", "401 403 200 404 200 403 403 403 403 401"),
+    ("POST", "/api/v1/reports/{id}/route/confirm", "401 403 200 404 200 403 403 403 403 401"),
+    ("GET", "/api/v1/routing/{owner}/{name}", "404 200S 200S 404 200S 200S 200S 200S 404 401"),
+    ("GET", "/routing/{owner}/{name}", "404 200S 200S 404 200S 200S 200S 200S 404 401"),
     ("POST", "/api/v1/reports/{id}/status", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/reports/{id}/assign", "401 403 200 404 200 403 403 403 403 401"),
     ("POST", "/api/v1/reports/{id}/comments", "401 403 200 404 200 403 403 403 403 401"),
@@ -419,9 +422,16 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/api/v1/webhooks/github") => {
             ("/api/v1/webhooks/github".to_owned(), json(json!({"repository": {"full_name": "vault/secret"}})))
         }
+        // A correction changes the route: the maintainer's, then the admin's back to agent first.
         ("POST", "/api/v1/reports/{id}/route") => {
-            (format!("/api/v1/reports/{}/route", f.report), json(json!({"route": "agent_first", "reason": format!("by {i}")})))
+            let route = if i == 2 { "human_first" } else { "agent_first" };
+            (format!("/api/v1/reports/{}/route", f.report), json(json!({"route": route, "reason": format!("by {i}")})))
         }
+        ("POST", "/api/v1/reports/{id}/route/confirm") => {
+            (format!("/api/v1/reports/{}/route/confirm", f.report), json(json!({"reason": format!("by {i}")})))
+        }
+        ("GET", "/api/v1/routing/{owner}/{name}") => ("/api/v1/routing/vault/secret".to_owned(), (None, String::new())),
+        ("GET", "/routing/{owner}/{name}") => ("/routing/vault/secret".to_owned(), (None, String::new())),
         ("POST", "/api/v1/reports/{id}/status") => {
             (format!("/api/v1/reports/{}/status", f.report), json(json!({"status": "reopen", "reason": format!("by {i}")})))
         }

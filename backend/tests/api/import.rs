@@ -267,8 +267,14 @@ async fn reroute_applies_a_changed_configuration_and_counts_route_changes() {
     let (s, _dir) = sqlite_storage().await;
     import_file(s.as_ref(), Format::GithubIssues, "hf_datasets_issues_api.jsonl").await;
     let defaults = RoutingConfig::default();
+    // The first reroute learns the project's boilerplate (its issue templates'
+    // lines) and reads the reports without it; a few routings change.
     let first = failpass::reroute::reroute(s.as_ref(), &defaults, false).await.unwrap();
-    assert_eq!((first.reports, first.changed), (514, 0), "the stored routing is the default rule's");
+    assert_eq!(first.reports, 514);
+    assert!(first.boilerplate["huggingface/datasets"] > 0, "{first:?}");
+    assert!(first.changed <= 10, "{first:?}");
+    let settled = failpass::reroute::reroute(s.as_ref(), &defaults, false).await.unwrap();
+    assert_eq!((settled.reports, settled.changed), (514, 0), "the stored routing is the default rule's");
     // Treat "streaming" as harness plumbing: reports mentioning it go to a human first.
     let mut cfg = defaults.clone();
     cfg.harness_keywords.push("streaming".into());

@@ -92,11 +92,12 @@ pub fn harness_evidence(cfg: &RoutingConfig, input: &RoutingInput<'_>, reading: 
     } else {
         ev.score += hints.score;
     }
+    // A marker is found where it starts a word: "ld: " is the linker's, not the end of "field: ".
     for m in &cfg.harness_code_markers {
         let m = m.to_lowercase();
-        if let Some((name, ..)) = sections.iter().find(|(_, _, code)| code.contains(&m)) {
+        if let Some((name, ..)) = sections.iter().find(|(_, _, code)| text::find_word(code, &m)) {
             ev.add(cfg.code_weight, format!("\"{}\" in code of {name}", m.trim()));
-        } else if let Some((name, ..)) = sections.iter().find(|(_, prose, _)| prose.contains(&m)) {
+        } else if let Some((name, ..)) = sections.iter().find(|(_, prose, _)| text::find_word(prose, &m)) {
             ev.add(cfg.body_weight, format!("\"{}\" in {name}", m.trim()));
         }
     }

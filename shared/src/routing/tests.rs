@@ -253,3 +253,14 @@ fn a_real_build_failure_on_the_same_template_goes_to_a_human_naming_its_sections
         assert!(!harness.contains(env), "{env}: {harness}");
     }
 }
+
+#[test]
+fn code_markers_start_a_word() {
+    let cfg = RoutingConfig::default();
+    let log = "```\nInvalidArgumentError: field: shape must be rank 4\n```\n";
+    let d = decide(&cfg, &input("shape check fails", log, &[]));
+    assert!(!d.explanation[0].evidence.contains("ld:"), "{}", d.explanation[0].evidence);
+    let link = "```\n/usr/bin/ld: cannot find -lcudart\n```\n";
+    let d = decide(&cfg, &input("link fails", link, &[]));
+    assert!(d.explanation[0].evidence.contains("\"ld:\" in code of description (+2)"), "{}", d.explanation[0].evidence);
+}
