@@ -97,7 +97,6 @@ def main():
     if not binary:
         sys.exit("agent: no failpass binary: build it (cargo xtask run, or cargo build -p failpass) or set FAILPASS_BIN")
 
-    started = time.time()
     steps = []  # the trajectory: what this agent did, as JSON Lines of steps
 
     def step(action, input_, output):
@@ -106,7 +105,11 @@ def main():
 
     report = find_report(args.server, token, args.project, args.report)
     step("read_report", f"{args.project}#{args.report}", report["title"])
+    # The agent's wall time is the model's: proposing, not the network. So a
+    # second run of the same candidate sends the same attempt (a retry).
+    started = time.time()
     candidate = propose(report["body"])
+    wall = time.time() - started
     step("propose", "the report's first Python block", candidate or "(none)")
     if candidate is None:
         print(f"agent: #{args.report} has no code block to start from; nothing to submit")
@@ -119,7 +122,7 @@ def main():
     print(f"agent: proposing for #{args.report} ({report['title']}):\n{candidate}")
     cmd = [binary, "submit", "attempt", "--server", args.server, "--project", args.project,
            "--report", args.report, "--agent", AGENT, "--model", MODEL, "--candidate", f.name,
-           "--cost-usd", "0", "--wall-seconds", f"{time.time() - started:.1f}", "--trajectory", t.name,
+           "--cost-usd", "0", "--wall-seconds", f"{wall:.1f}", "--trajectory", t.name,
            "--attempt-key", attempt_key(args.project, args.report, candidate),
            "--wait", "--timeout", "600"]
     # The token travels in FAILPASS_TOKEN, never on the command line.

@@ -288,13 +288,20 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
     // Where a pids controller is mounted (cgroup v2, or v1's pids hierarchy, as here) the run had
     // a cgroup of its own with pids.max besides RLIMIT_NPROC on its user; it is gone afterwards.
     assert_eq!(r.isolation.pids_cgroup, sandbox::pids_cgroup_available(), "{r:?}");
-    let leftover = std::fs::read_dir("/sys/fs/cgroup")
-        .into_iter()
-        .flatten()
-        .chain(std::fs::read_dir("/sys/fs/cgroup/pids").into_iter().flatten())
-        .flatten()
-        .any(|e| e.file_name().to_string_lossy() == format!("failpass-run-{uid}"));
-    assert!(!leftover, "the run's cgroup was removed");
+    let leftover = || {
+        std::fs::read_dir("/sys/fs/cgroup")
+            .into_iter()
+            .flatten()
+            .chain(std::fs::read_dir("/sys/fs/cgroup/pids").into_iter().flatten())
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy() == format!("failpass-run-{uid}"))
+    };
+    // Removed once the kernel has reaped the bomb's last child (within seconds on a loaded machine).
+    let waited = std::time::Instant::now();
+    while leftover() && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!leftover(), "the run's cgroup was removed");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left = std::fs::read_dir("/proc")
         .unwrap()

@@ -77,14 +77,26 @@ impl PidsCgroup {
 
 impl Drop for PidsCgroup {
     fn drop(&mut self) {
-        // The kernel frees a cgroup only when its last process is reaped; retry briefly.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+        // The kernel frees a cgroup only when its last process is reaped: retry
+        // briefly here, then (a fork bomb's children on a loaded machine take
+        // longer) from a thread of its own for up to ten seconds.
+        let gone = |dir: &Path| std::fs::remove_dir(dir).is_ok() || !dir.exists();
+        for _ in 0..20 {
+            if gone(&self.dir) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        tracing::warn!(dir = %self.dir.display(), "a run's pids cgroup could not be removed");
+        let dir = self.dir.clone();
+        std::thread::spawn(move || {
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(100));
+                if gone(&dir) {
+                    return;
+                }
+            }
+            tracing::warn!(dir = %dir.display(), "a run's pids cgroup could not be removed");
+        });
     }
 }
 
