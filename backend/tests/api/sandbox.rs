@@ -294,7 +294,7 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
             .flatten()
             .chain(std::fs::read_dir("/sys/fs/cgroup/pids").into_iter().flatten())
             .flatten()
-            .any(|e| e.file_name().to_string_lossy() == format!("failpass-run-{uid}"))
+            .any(|e| e.file_name().to_string_lossy().starts_with(&format!("failpass-run-{uid}-")))
     };
     // Removed once the kernel has reaped the bomb's last child (within seconds on a loaded machine).
     let waited = std::time::Instant::now();

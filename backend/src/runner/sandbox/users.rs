@@ -60,8 +60,21 @@ impl PidsCgroup {
             // The controller must be on for children; it may already be (or be refused: then no cgroup).
             let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+pids");
         }
-        let dir = parent.join(format!("failpass-run-{uid}"));
-        let _ = std::fs::remove_dir(&dir); // a leftover of a killed worker, empty by now
+        // A name of its own per run: the builder's id serves build after build,
+        // and an earlier run's cgroup may still be on its way out.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let prefix = format!("failpass-run-{uid}-");
+        // Leftovers of this id (a killed worker's, empty by now); whoever holds
+        // the id now is this run, so none of them is another live run's.
+        for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(&prefix) || name == format!("failpass-run-{uid}") {
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+        let dir = parent.join(format!("{prefix}{}-{n}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         let made = std::fs::write(dir.join("pids.max"), max.to_string())
             .and_then(|()| std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")));
