@@ -1582,7 +1582,9 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
     assert!(h.text("hook-error").await.contains("`ftp` is not http or https"));
     // A private network the operator did not allow (only the loopback is, here) is refused, naming the flag.
     fill("http://10.0.0.1/hook".into()).await;
-    assert!(h.text("hook-error").await.contains("--hook-allow-network"));
+    // The page before (the `ftp` refusal) has a `hook-error` too: wait for the new one.
+    h.until("the private-network refusal", || async { h.text("hook-error").await.contains("--hook-allow-network") })
+        .await;
     // The form keeps what was sent, to be corrected rather than typed again.
     let kept = |css: &'static str| {
         let c = h.client.clone();
