@@ -49,16 +49,8 @@ pub async fn reroute(storage: &dyn Storage, cfg: &RoutingConfig, dry_run: bool) 
             let mut decision = decide_with(
                 cfg,
                 models[&s.project].as_ref(),
-                &RoutingInput {
-                    title: &s.title,
-                    body: &report.body,
-                    labels: &s.labels,
-                    paths: &report.paths,
-                    environment: report.environment.as_deref(),
-                    oracle: supplied,
-                    upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
-                    boilerplate: boilerplates.get(&s.project),
-                },
+                &RoutingInput { oracle: supplied, ..RoutingInput::from_report(&report) }
+                    .with_boilerplate(boilerplates.get(&s.project)),
             );
             if let Some(c) = &report.route_correction {
                 decision.keep_correction(c.route);

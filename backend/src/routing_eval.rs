@@ -296,7 +296,7 @@ fn learned_boilerplate(cfg: &RoutingConfig, training: &[&TruthRow]) -> BTreeMap<
         .into_iter()
         .map(|(p, b)| {
             let lines = learn(&b, cfg.boilerplate_min_reports as usize, cfg.boilerplate_share);
-            (p.to_owned(), Boilerplate::new(lines.into_iter().map(|l| l.line)))
+            (p.to_owned(), Boilerplate::from_learned(&lines))
         })
         .collect()
 }

@@ -40,7 +40,7 @@ pub async fn project_model(
 /// A project's learned boilerplate, as `reroute` last stored it.
 pub async fn project_boilerplate(storage: &dyn Storage, project: &str) -> StorageResult<Boilerplate> {
     let learned = storage.project_boilerplate(project).await?;
-    Ok(Boilerplate::new(learned.lines.into_iter().map(|l| l.line)))
+    Ok(Boilerplate::from_learned(&learned.lines))
 }
 
 /// Learns a project's boilerplate from its newest reports (at most
@@ -55,7 +55,7 @@ pub async fn learn_boilerplate(
     let bodies = storage.report_bodies(project, LEARN_FROM).await?;
     let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
     let lines = learn(&refs, cfg.boilerplate_min_reports as usize, cfg.boilerplate_share);
-    let boilerplate = Boilerplate::new(lines.iter().map(|l| l.line.clone()));
+    let boilerplate = Boilerplate::from_learned(&lines);
     if !dry_run {
         let learned = LearnedBoilerplate { lines, reports: bodies.len() as u64, learned_at: Some(chrono::Utc::now()) };
         storage.set_project_boilerplate(project, &learned).await?;

@@ -83,20 +83,11 @@ impl ValidateOracle {
         // The authoring minutes are filled in when it is stored (the clock runs until then).
         let model = crate::triage::project_model(storage.as_ref(), &self.routing, &report.summary.project).await?;
         let boilerplate = crate::triage::project_boilerplate(storage.as_ref(), &report.summary.project).await?;
-        let s = &report.summary;
         let mut decision = decide_with(
             &self.routing,
             model.as_ref(),
-            &RoutingInput {
-                title: &s.title,
-                body: &report.body,
-                labels: &s.labels,
-                paths: &report.paths,
-                environment: report.environment.as_deref(),
-                oracle: Some(&oracle),
-                upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
-                boilerplate: Some(&boilerplate),
-            },
+            &RoutingInput { oracle: Some(&oracle), ..RoutingInput::from_report(&report) }
+                .with_boilerplate(Some(&boilerplate)),
         );
         if let Some(c) = &report.route_correction {
             decision.keep_correction(c.route);

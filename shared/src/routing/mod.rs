@@ -77,6 +77,22 @@ impl<'a> RoutingInput<'a> {
         }
     }
 
+    /// What the rule reads from a stored report, with no oracle (a caller
+    /// that has one sets `oracle`) and no boilerplate.
+    pub fn from_report(report: &'a crate::api::reports::Report) -> Self {
+        let s = &report.summary;
+        Self {
+            title: &s.title,
+            body: &report.body,
+            labels: &s.labels,
+            paths: &report.paths,
+            environment: report.environment.as_deref(),
+            oracle: None,
+            upstream_kind: report.upstream.as_ref().and_then(|u| u.kind.as_deref()),
+            boilerplate: None,
+        }
+    }
+
     /// The same input, read with a project's boilerplate.
     pub fn with_boilerplate(self, boilerplate: Option<&'a Boilerplate>) -> Self {
         Self { boilerplate, ..self }

@@ -111,6 +111,11 @@ impl Boilerplate {
         Self { lines: lines.into_iter().map(|l| normalize_line(&l)).filter(|l| !l.is_empty()).collect() }
     }
 
+    /// The boilerplate of lines [`learn`] found.
+    pub fn from_learned(lines: &[LearnedLine]) -> Self {
+        Self::new(lines.iter().map(|l| l.line.clone()))
+    }
+
     pub fn contains(&self, line: &str) -> bool {
         !self.lines.is_empty() && self.lines.contains(&normalize_line(line))
     }
