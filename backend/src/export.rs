@@ -109,6 +109,7 @@ fn attempt_record(a: &failpass_shared::api::attempts::Attempt, report: ReportKey
         reviewer: a.reviewer.clone(),
         review_comment: a.review_comment.clone(),
         attempt_key: a.attempt_key.clone(),
+        rank: a.rank,
         verify: false,
     }
 }

@@ -59,12 +59,12 @@ pub const STATUS_EXPR: &str = "CASE \
 pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal, a.agent, a.model, a.model_cutoff, \
      a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.api_calls, a.iterations, a.candidate, \
      a.signals, a.verdict, a.verdict_source, a.failure_cause, a.review, a.reviewer, a.review_comment, a.attempt_key, \
-     a.counts, a.created_at, a.flaky, a.grade, a.cost_known";
+     a.counts, a.created_at, a.flaky, a.grade, a.cost_known, a.success_rank";
 
 pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.upstream_url, p.created_at, \
      (SELECT COUNT(*) FROM reports r WHERE r.project_id = p.id) AS reports";
 
-/// Multi-row attempt inserts: 28 parameters a row stays under SQLite's and
+/// Multi-row attempt inserts: 29 parameters a row stays under SQLite's and
 /// PostgreSQL's bind limits.
 pub const ATTEMPT_INSERT_CHUNK: usize = 1000;
 
@@ -102,7 +102,7 @@ pub const PENDING_ID: i64 = -1;
 pub const ATTEMPT_INSERT: &str = "INSERT INTO attempts (report_id, goal, agent, model, model_cutoff, started_at, ended_at, \
      wall_seconds, cost_usd, tokens_in, tokens_out, api_calls, iterations, candidate, signals, verdict, verdict_source, \
      failure_cause, review, reviewer, review_comment, attempt_key, graded, counts, awaiting, content_hash, created_at, \
-     cost_known) ";
+     cost_known, success_rank) ";
 
 /// An attempt with everything derived that storage writes beside it.
 #[derive(Debug, Clone)]

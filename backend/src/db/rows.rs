@@ -237,6 +237,7 @@ pub struct AttemptRow {
     pub flaky: bool,
     pub grade: Option<Json<serde_json::Value>>,
     pub cost_known: bool,
+    pub success_rank: Option<i32>,
 }
 
 impl AttemptRow {
@@ -266,6 +267,7 @@ impl AttemptRow {
             reviewer: self.reviewer,
             review_comment: self.review_comment,
             attempt_key: self.attempt_key,
+            rank: self.success_rank.and_then(|k| u32::try_from(k).ok()),
             counts: self.counts,
             created_at: self.created_at,
             flaky: self.flaky,

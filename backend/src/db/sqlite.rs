@@ -179,7 +179,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
     use rusqlite::params;
     let time = time_text;
     let sql =
-        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=28).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
+        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=29).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
     let mut stmt = conn.prepare(&sql)?;
     for p in rows {
         let r = &p.req;
@@ -212,6 +212,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
             p.content_hash,
             time(p.created_at),
             r.cost_usd.is_some(),
+            r.rank.map(|k| k as i64),
         ]);
         inserted.map_err(|e| {
             unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into())

@@ -11,6 +11,12 @@
 //! that follows runs the package's code as an ordinary run (a user of its
 //! own, no network), and a package that does not import fails the build, so
 //! its reports grade `error`, never `fails`.
+//!
+//! The install compiles every module to bytecode (`--compile-bytecode`):
+//! runs see the environment read-only and write no bytecode, so without it
+//! every run would compile what it imports from source again (importing
+//! pandas took 2.0 s that way against 0.65 s with the bytecode here), and a
+//! grade runs its candidate three times a side.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -126,13 +132,7 @@ impl EnvCache {
             let _ = std::fs::remove_dir_all(done);
             return Err(e);
         }
-        let resolved: Vec<String> = log
-            .lines()
-            .skip_while(|l| !l.starts_with("$ uv pip freeze"))
-            .skip(1)
-            .take_while(|l| !l.starts_with('$') && !l.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
+        let resolved = frozen(&log);
         let size_bytes = dir_size(done);
         let meta = EnvMeta {
             label: release.label.clone(),
@@ -199,7 +199,7 @@ impl EnvCache {
         let uv = shell_word(uv);
         self.step_with(tree, &format!("{uv} venv --quiet --python {PYTHON} venv"), how(false), log).await?;
         let mut install = format!(
-            "{uv} pip install --python venv/bin/python --only-binary :all: --index-url {} -r requirements.txt",
+            "{uv} pip install --python venv/bin/python --only-binary :all: --compile-bytecode --index-url {} -r requirements.txt",
             shell_word(Path::new(&release.index_url))
         );
         if let Some(d) = release.exclude_newer {
@@ -260,6 +260,17 @@ fn own_top(dir: &Path, uid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The `name==version` lines `uv pip freeze` printed into a build's log.
+fn frozen(log: &str) -> Vec<String> {
+    log.lines()
+        .skip_while(|l| !(l.starts_with("$ ") && l.contains(" pip freeze ")))
+        .skip(1)
+        .take_while(|l| !l.starts_with('$') && !l.starts_with('#'))
+        .filter(|l| l.contains("==") && !l.starts_with("Using "))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn shell_word(p: &Path) -> String {
     format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))
 }
@@ -275,4 +286,15 @@ pub fn dir_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_resolved_recipe_is_what_freeze_printed() {
+        let log = "# numpy 2.0.1\n$ '/x/uv' pip install -r requirements.txt\nInstalled 1 package\n + numpy==2.0.1\n\
+                   $ '/x/uv' pip freeze --python venv/bin/python\nUsing Python 3.11.2 environment at: venv\n\
+                   numpy==2.0.1\nscipy==1.11.1\n$ python -c \"import numpy\"\nnumpy 2.0.1\n";
+        assert_eq!(super::frozen(log), ["numpy==2.0.1", "scipy==1.11.1"]);
+    }
 }

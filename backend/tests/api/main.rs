@@ -15,6 +15,7 @@ mod hooks;
 mod import;
 mod input;
 mod lifecycle;
+mod mappings;
 mod metrics;
 mod openapi;
 mod projects;

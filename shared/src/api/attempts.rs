@@ -102,6 +102,11 @@ pub struct CreateAttemptRequest {
     /// Natural key for idempotent imports (agent + report + key).
     #[serde(default)]
     pub attempt_key: Option<String>,
+    /// Where the first candidate that reproduced ranked among those the
+    /// agent offered (1: its first choice); a study's ranking, kept with the
+    /// attempt. Absent when not ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
     /// Grade the candidate by execution: a verification job is queued with
     /// the attempt, and its verdict is replaced by what the runs show.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -119,6 +124,8 @@ pub const MAX_WALL_SECONDS: f64 = 10_000_000.0;
 /// For tokens and API calls.
 pub const MAX_COUNT: i64 = 1_000_000_000_000;
 pub const MAX_ITERATIONS: u32 = 10_000;
+/// The largest rank an attempt may carry.
+pub const MAX_RANK: u32 = 100_000;
 
 /// A report's natural key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -249,6 +256,7 @@ impl CreateAttemptRequest {
             reviewer: None,
             review_comment: None,
             attempt_key: None,
+            rank: None,
             verify: false,
         }
     }
@@ -292,6 +300,14 @@ impl CreateAttemptRequest {
         }
         if self.verdict == Verdict::Confirmed && self.review != Some(Review::Accepted) {
             return Err(FieldError::new("review", "a `confirmed` verdict needs review `accepted`"));
+        }
+        if let Some(rank) = self.rank
+            && !(1..=MAX_RANK).contains(&rank)
+        {
+            return Err(FieldError::new(
+                "rank",
+                format!("must be between 1 and {MAX_RANK} (1 is the first candidate)"),
+            ));
         }
         // Bounds keep sums far from overflow: a million attempts at the cap still add up.
         if let Some(cost) = self.cost_usd
@@ -405,6 +421,9 @@ pub struct Attempt {
     pub reviewer: Option<String>,
     pub review_comment: Option<String>,
     pub attempt_key: Option<String>,
+    /// Where its first success ranked among the candidates (1: the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
     /// Whether it counts towards the figures (docs/domain.md's counting rule).
     pub counts: bool,
     /// Repeated runs disagreed (see `grade` for the counts).

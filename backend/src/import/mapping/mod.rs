@@ -14,6 +14,12 @@ use serde::Deserialize;
 use tokio::io::AsyncBufRead;
 
 use super::Importer;
+use read::Joined;
+use row::{Row, Source, list_lines};
+
+mod read;
+mod row;
+pub use row::json_path;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +32,40 @@ pub struct Mapping {
     /// A second file whose records join each row (`{join.field}` in templates).
     #[serde(default)]
     pub join: Option<JoinMapping>,
+    /// The study's full set: every item it lists is a report, whether or
+    /// not the input has a result for it.
+    #[serde(default)]
+    pub denominator: Option<DenominatorMapping>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenominatorMapping {
+    /// A JSON array, an object keyed by id, JSON Lines, or a `.csv` table;
+    /// a relative path is looked up beside the input file.
+    pub file: String,
+    /// Template over an item giving its key, which is the report's
+    /// `external_id`; an object keyed by id may leave it out (its ids).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// What an item without a result in the input is: attempted and not
+    /// reproduced (an attempt is stored for it), or not attempted.
+    pub missing: Missing,
+    /// Template over an item: the title of a report the input has no row
+    /// for (default: its key). `{_key}` is the key.
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Missing {
+    NotReproduced,
+    NotAttempted,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -47,12 +87,6 @@ pub struct JoinMapping {
     /// The joined record of an unmatched row, with `left = true`.
     #[serde(default)]
     pub defaults: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A join file's records by key, and the record an unmatched row gets.
-pub struct Joined {
-    records: HashMap<String, serde_json::Value>,
-    default: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -147,6 +181,10 @@ pub struct AttemptMapping {
     pub wall_seconds: Option<Value>,
     #[serde(default)]
     pub cost_usd: Option<Value>,
+    /// Where the first success ranked among the attempt's candidates (1 =
+    /// the first one shown); empty is none.
+    #[serde(default)]
+    pub rank: Option<Value>,
 }
 
 /// A template (`"{Column} text"`) or a column lookup with an optional value map and scale.
@@ -243,6 +281,7 @@ impl Mapping {
                 ("attempt.tokens_out", a.tokens_out.as_ref()),
                 ("attempt.review", a.review.as_ref()),
                 ("attempt.reviewer", a.reviewer.as_ref()),
+                ("attempt.rank", a.rank.as_ref()),
             ] {
                 match v {
                     Some(Value::Template(s)) => t(field, Some(s)),
@@ -285,148 +324,6 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Mapping> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading mapping {}: {e}", path.display()))?;
     let text = crate::input::strip_bom(&text).to_owned();
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("mapping {}: {e}", path.display()))
-}
-
-/// One input record: a CSV row, or a JSON object whose fields are the columns.
-struct Row<'a> {
-    source: Source<'a>,
-    joined: Option<&'a serde_json::Value>,
-}
-
-enum Source<'a> {
-    Csv { headers: &'a [String], cells: &'a csv::StringRecord },
-    Json(&'a serde_json::Value),
-}
-
-/// A field of a JSON object by name, or by path: `issue.url`, `a.b[0].c`
-/// (a name holding dots is found as it is first).
-pub fn json_path<'v>(obj: &'v serde_json::Value, path: &str) -> Option<&'v serde_json::Value> {
-    if let Some(v) = obj.get(path) {
-        return Some(v);
-    }
-    let mut here = obj;
-    for part in path.split('.') {
-        let (name, indexes) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !name.is_empty() {
-            here = here.get(name)?;
-        }
-        for ix in indexes.split('[').skip(1) {
-            here = here.get(ix.strip_suffix(']')?.parse::<usize>().ok()?)?;
-        }
-    }
-    Some(here)
-}
-
-/// A JSON field as text: strings as they are, numbers and booleans printed.
-fn json_text(v: &serde_json::Value) -> Option<String> {
-    match v {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// `{field}` templates over one JSON object (a joined record or a list item).
-fn json_template(t: &str, obj: &serde_json::Value) -> Result<String, String> {
-    let mut out = String::with_capacity(t.len());
-    let mut rest = t;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `{{` in template `{t}`"))? + start;
-        let field = &rest[start + 1..end];
-        // `{}` is the item itself (a list of plain strings).
-        let found = if field.is_empty() { Some(obj) } else { json_path(obj, field) };
-        match found {
-            None => return Err(format!("no field `{field}`")),
-            Some(serde_json::Value::Null) => {}
-            Some(v) => out.push_str(&json_text(v).ok_or_else(|| format!("field `{field}` is not text or a number"))?),
-        }
-        rest = &rest[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-impl Row<'_> {
-    fn get(&self, column: &str) -> Result<String, String> {
-        if let Some(field) = column.strip_prefix("join.") {
-            let rec = self.joined.ok_or_else(|| "no joined record for this row".to_owned())?;
-            return json_path(rec, field)
-                .and_then(json_text)
-                .ok_or_else(|| format!("joined record has no field `{field}`"));
-        }
-        match &self.source {
-            Source::Csv { headers, cells } => {
-                let i = headers.iter().position(|h| h == column).ok_or_else(|| format!("no column `{column}`"))?;
-                Ok(cells.get(i).unwrap_or_default().trim().to_owned())
-            }
-            Source::Json(obj) => match json_path(obj, column) {
-                None => Err(format!("no field `{column}`")),
-                Some(serde_json::Value::Null) => Ok(String::new()),
-                Some(v) => json_text(v).ok_or_else(|| format!("field `{column}` is not text or a number")),
-            },
-        }
-    }
-
-    /// A list field as text items: strings, or objects' `name` (GitHub's
-    /// labels); `None` when the field is not a list.
-    fn list(&self, field: &str) -> Option<Vec<String>> {
-        let v = match (field.strip_prefix("join."), &self.source) {
-            (Some(f), _) => json_path(self.joined?, f)?,
-            (None, Source::Json(obj)) => json_path(obj, field)?,
-            (None, Source::Csv { .. }) => return None,
-        };
-        let items = v.as_array()?;
-        Some(items.iter().filter_map(|i| json_text(i).or_else(|| i.get("name").and_then(json_text))).collect())
-    }
-
-    fn template(&self, t: &str) -> Result<String, String> {
-        let mut out = String::with_capacity(t.len());
-        let mut rest = t;
-        while let Some(start) = rest.find('{') {
-            out.push_str(&rest[..start]);
-            let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `{{` in template `{t}`"))? + start;
-            out.push_str(&self.get(&rest[start + 1..end])?);
-            rest = &rest[end + 1..];
-        }
-        out.push_str(rest);
-        Ok(out)
-    }
-
-    fn value(&self, v: &Value) -> Result<String, String> {
-        match v {
-            Value::Template(t) => self.template(t),
-            Value::Column { column, regex, map, scale } => {
-                let mut raw = self.get(column)?;
-                if let Some(Pattern(re)) = regex {
-                    let caps = re
-                        .captures(&raw)
-                        .ok_or_else(|| format!("{column}: `{raw}` does not match `{}`", re.as_str()))?;
-                    raw = caps.get(1).or_else(|| caps.get(0)).map(|m| m.as_str().to_owned()).unwrap_or_default();
-                }
-                // `"*"` in a map stands for any other value.
-                let mapped = if map.is_empty() {
-                    raw
-                } else {
-                    map.get(&raw)
-                        .or_else(|| map.get("*"))
-                        .cloned()
-                        .ok_or_else(|| format!("{column}: `{raw}` is none of {:?}", map.keys().collect::<Vec<_>>()))?
-                };
-                match scale {
-                    None => Ok(mapped),
-                    Some(s) => {
-                        let n: f64 = mapped.parse().map_err(|_| format!("{column}: `{mapped}` is not a number"))?;
-                        Ok((n * s).to_string())
-                    }
-                }
-            }
-        }
-    }
 }
 
 fn parse<T: std::str::FromStr>(field: &str, v: String) -> Result<T, (String, String)>
@@ -523,6 +420,7 @@ fn convert(
             .unwrap_or(0),
         review: optional(row, "review", &a.review)?.map(|v| parse("review", v)).transpose()?,
         reviewer: optional(row, "reviewer", &a.reviewer)?,
+        rank: optional(row, "rank", &a.rank)?.map(|v| parse("rank", v)).transpose()?,
         ..CreateAttemptRequest::for_key(key, agent, verdict, verdict_source)
     };
     Ok((report, Some(attempt)))
@@ -555,17 +453,6 @@ fn instant(field: &str, v: &str) -> Result<chrono::DateTime<chrono::Utc>, (Strin
         })
 }
 
-/// One line per item of a joined list.
-fn list_lines(spec: &ListSpec, row: &Row<'_>, what: &str) -> Result<Vec<String>, (String, String)> {
-    let field = spec.list.strip_prefix("join.").unwrap_or(&spec.list);
-    let items = row
-        .joined
-        .and_then(|j| json_path(j, field))
-        .and_then(serde_json::Value::as_array)
-        .ok_or_else(|| (what.to_owned(), format!("joined record has no list `{field}`")))?;
-    items.iter().map(|item| json_template(&spec.item, item).map_err(|e| (what.to_owned(), e))).collect()
-}
-
 fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::reports::Oracle, (String, String)> {
     let tests = match &o.fail_to_pass {
         Some(spec) => list_lines(spec, row, "oracle.fail_to_pass")?,
@@ -586,38 +473,6 @@ fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::repo
         repeats: None,
         authoring_minutes: None,
     })
-}
-
-/// Loads the join file into records by key.
-fn load_join(j: &JoinMapping, input_dir: Option<&std::path::Path>) -> anyhow::Result<Joined> {
-    let path = std::path::Path::new(&j.file);
-    let path = match input_dir {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path.to_path_buf(),
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("join file {}: {e}", path.display()))?;
-    let text = crate::input::strip_bom(&text).to_owned();
-    let parsed: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("join file {}: not JSON: {e}", path.display()))?;
-    let keyed: Vec<(Option<String>, serde_json::Value)> = match parsed {
-        serde_json::Value::Array(items) => items.into_iter().map(|r| (None, r)).collect(),
-        serde_json::Value::Object(map) => map.into_iter().map(|(k, r)| (Some(k), r)).collect(),
-        _ => anyhow::bail!("join file {}: not a JSON array of objects, nor an object keyed by id", path.display()),
-    };
-    let mut records = HashMap::with_capacity(keyed.len());
-    for (i, (id, r)) in keyed.into_iter().enumerate() {
-        let key = match (&j.key, id) {
-            (Some(t), _) => json_template(t, &r)
-                .map_err(|e| anyhow::anyhow!("join file {} record {}: {e}", path.display(), i + 1))?,
-            (None, Some(id)) => id,
-            (None, None) => {
-                anyhow::bail!("join file {} is an array: say which field keys it (`key = \"{{id}}\"`)", path.display())
-            }
-        };
-        records.insert(key, r);
-    }
-    let default = j.left.then(|| serde_json::Value::Object(j.defaults.clone()));
-    Ok(Joined { records, default })
 }
 
 /// Joins, converts and queues one row; rejections name row `n`.
@@ -664,6 +519,10 @@ async fn store(
     mut reports: Vec<(u64, CreateReportRequest)>,
     attempts: Vec<(u64, CreateAttemptRequest)>,
 ) -> anyhow::Result<()> {
+    if reports.is_empty() {
+        // Every record was refused: no project is made for nothing.
+        return Ok(());
+    }
     importer
         .push(
             0,
@@ -744,46 +603,43 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
     mapping: &Mapping,
     input_dir: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
+    let files = Files::load(mapping, input_dir)?;
     let text = crate::input::read_document(&mut input, "a CSV file").await?;
+    read::check_csv(&text)?;
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
     mapping.check_columns(|c| headers.iter().any(|h| h == c), headers.iter().map(String::as_str), "its header")?;
     let (mut reports, mut attempts) = (Vec::new(), Vec::new());
+    let mut last = 1;
     for (i, rec) in reader.records().enumerate() {
         let n = i as u64 + 2;
+        last = n;
         match rec {
             Ok(cells) => {
                 let row = Row { source: Source::Csv { headers: &headers, cells: &cells }, joined: None };
-                take_row(importer, mapping, joined.as_ref(), n, row, &mut reports, &mut attempts);
+                take_row(importer, mapping, files.joined.as_ref(), n, row, &mut reports, &mut attempts);
             }
             Err(e) => importer.reject(n, None, format!("row {n}: {e}")),
         }
     }
+    files.complete(importer, mapping, last, &mut reports, &mut attempts);
     store(importer, mapping, reports, attempts).await
 }
 
-/// Reads JSON records (an array of objects, or one object per line); fields
-/// are the mapping's columns. Record numbers count from 1 (lines for JSON Lines).
+/// Reads JSON records (an array of objects, an object of records keyed by
+/// id, or one object per line); fields are the mapping's columns, and a
+/// record's id in a keyed object is `{_key}`. Record numbers count from 1
+/// (lines for JSON Lines).
 pub async fn import_json<R: AsyncBufRead + Unpin>(
     importer: &mut Importer<'_>,
     mut input: R,
     mapping: &Mapping,
     input_dir: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let joined = mapping.join.as_ref().map(|j| load_join(j, input_dir)).transpose()?;
+    let files = Files::load(mapping, input_dir)?;
     let text = crate::input::read_document(&mut input, "a JSON input for a mapping").await?;
-    let records: Vec<(u64, Result<serde_json::Value, String>)> = if text.trim_start().starts_with('[') {
-        let items: Vec<serde_json::Value> =
-            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("not a JSON array: {e}"))?;
-        items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()
-    } else {
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| (i as u64 + 1, serde_json::from_str(l).map_err(|e| e.to_string())))
-            .collect()
-    };
+    let records = read::json_records(&text)?;
+    drop(text);
     if let Some((_, Ok(first))) = records.iter().find(|(_, r)| r.as_ref().is_ok_and(serde_json::Value::is_object)) {
         let fields = first.as_object().map(|o| o.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default();
         mapping.check_columns(|c| json_path(first, c).is_some(), fields, "its first record")?;
@@ -793,11 +649,128 @@ pub async fn import_json<R: AsyncBufRead + Unpin>(
         match value {
             Ok(v) if v.is_object() => {
                 let row = Row { source: Source::Json(v), joined: None };
-                take_row(importer, mapping, joined.as_ref(), *n, row, &mut reports, &mut attempts);
+                take_row(importer, mapping, files.joined.as_ref(), *n, row, &mut reports, &mut attempts);
             }
             Ok(_) => importer.reject(*n, None, format!("record {n}: not a JSON object")),
             Err(e) => importer.reject(*n, None, format!("record {n}: {e}")),
         }
     }
+    let last = records.last().map_or(0, |(n, _)| *n);
+    files.complete(importer, mapping, last, &mut reports, &mut attempts);
     store(importer, mapping, reports, attempts).await
+}
+
+/// The files beside the input a mapping names: its join and its full set.
+struct Files {
+    joined: Option<Joined>,
+    full_set: Option<Vec<(String, serde_json::Value)>>,
+}
+
+impl Files {
+    fn load(mapping: &Mapping, input_dir: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        Ok(Self {
+            joined: mapping.join.as_ref().map(|j| read::load_join(j, input_dir)).transpose()?,
+            full_set: mapping.denominator.as_ref().map(|d| read::load_full_set(d, input_dir)).transpose()?,
+        })
+    }
+
+    /// With a full set: refuses rows outside it, and adds a report (and, if
+    /// the mapping says so, an attempt not reproduced) for every item the
+    /// input has no row for. Their record numbers follow the input's `last`.
+    fn complete(
+        &self,
+        importer: &mut Importer<'_>,
+        mapping: &Mapping,
+        last: u64,
+        reports: &mut Vec<(u64, CreateReportRequest)>,
+        attempts: &mut Vec<(u64, CreateAttemptRequest)>,
+    ) {
+        let (Some(items), Some(d)) = (&self.full_set, &mapping.denominator) else { return };
+        let listed: std::collections::HashSet<&str> = items.iter().map(|(k, _)| k.as_str()).collect();
+        let outside: std::collections::HashSet<u64> =
+            reports.iter().filter(|(_, r)| !listed.contains(r.external_id.trim())).map(|(n, _)| *n).collect();
+        for (n, r) in reports.iter().filter(|(n, _)| outside.contains(n)) {
+            importer.reject(
+                *n,
+                Some("external_id".into()),
+                format!(
+                    "row {n}: `{}` is not in the full set ({}); a study's results are of its own items",
+                    r.external_id.trim(),
+                    d.file
+                ),
+            );
+        }
+        reports.retain(|(n, _)| !outside.contains(n));
+        attempts.retain(|(n, _)| !outside.contains(n));
+        let given: std::collections::HashSet<String> =
+            reports.iter().map(|(_, r)| r.external_id.trim().to_owned()).collect();
+        for (i, (key, record)) in items.iter().filter(|(k, _)| !given.contains(k.as_str())).enumerate() {
+            let n = last + 1 + i as u64;
+            match missing_item(mapping, d, key, record) {
+                Ok((report, attempt)) => {
+                    reports.push((n, report));
+                    if let Some(a) = attempt {
+                        attempts.push((n, a));
+                    }
+                }
+                Err((field, message)) => importer.reject(
+                    n,
+                    Some(field),
+                    format!("full-set item `{key}`: {message} (for items without a result, a value must be a constant or a field of the full-set file)"),
+                ),
+            }
+        }
+    }
+}
+
+/// The report (and attempt) of a full-set item the input has no row for.
+fn missing_item(
+    m: &Mapping,
+    d: &DenominatorMapping,
+    key: &str,
+    record: &serde_json::Value,
+) -> Result<(CreateReportRequest, Option<CreateAttemptRequest>), (String, String)> {
+    let row = Row { source: Source::Json(record), joined: None };
+    let text = |field: &str, t: Option<&String>| -> Result<Option<String>, (String, String)> {
+        t.map(|t| row.template(t)).transpose().map_err(|e| (format!("denominator.{field}"), e))
+    };
+    let report = CreateReportRequest {
+        project: m.project.clone(),
+        external_id: key.to_owned(),
+        title: text("title", d.title.as_ref())?.unwrap_or_else(|| key.to_owned()),
+        url: text("url", d.url.as_ref())?,
+        body: {
+            let mut body = text("body", d.body.as_ref())?.unwrap_or_default();
+            // The mapping's details and oracle where the item itself has what they read.
+            for line in
+                m.report.details.as_ref().and_then(|spec| list_lines(spec, &row, "details").ok()).unwrap_or_default()
+            {
+                body.push('\n');
+                body.push_str(&line);
+            }
+            body
+        },
+        labels: Vec::new(),
+        filed_at: None,
+        reporter: None,
+        environment: None,
+        paths: Vec::new(),
+        oracle: m.report.oracle.as_ref().and_then(|o| oracle(o, &row).ok()),
+        upstream: None,
+    };
+    let Some(a) = m.attempt.as_ref().filter(|_| d.missing == Missing::NotReproduced) else { return Ok((report, None)) };
+    let at = |field: &'static str| move |e: String| (format!("attempt.{field}"), e);
+    let verdict_source: VerdictSource =
+        parse("attempt.verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
+    let key = ReportKey { project: report.project.clone(), external_id: report.external_id.clone() };
+    let agent = row.template(&a.agent).map_err(at("agent"))?;
+    let attempt = CreateAttemptRequest {
+        goal: a.goal.unwrap_or_default(),
+        model: a.model.as_deref().map(|t| row.template(t)).transpose().map_err(at("model"))?,
+        attempt_key: a.attempt_key.as_deref().map(|t| row.template(t)).transpose().map_err(at("attempt_key"))?,
+        review: optional(&row, "review", &a.review)?.map(|v| parse("review", v)).transpose()?,
+        reviewer: optional(&row, "reviewer", &a.reviewer)?,
+        ..CreateAttemptRequest::for_key(key, agent, Verdict::NotReproduced, verdict_source)
+    };
+    Ok((report, Some(attempt)))
 }

@@ -1,0 +1,222 @@
+//! Mappings that read what studies ship (issue 34): an object keyed by id as
+//! input, CSV and JSON Lines join files, lists over a row's own fields, a
+//! declared full set, a rank, and one message for an input of the wrong
+//! shape. The study-shaped cases run on both engines.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use failpass::db::{ProjectScope, Storage};
+use failpass::import::{Format, ImportOptions, Importer, run};
+use failpass_shared::api::attempts::AttemptListQuery;
+use failpass_shared::api::import::ImportSummary;
+use failpass_shared::model::Verdict;
+use failpass_shared::routing::RoutingConfig;
+use serde_json::{Value, json};
+
+use crate::helpers::{run_storage_test, sqlite_storage};
+
+fn real(name: &str) -> PathBuf {
+    let dir = std::env::var_os("FAILPASS_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/real"));
+    dir.join(name)
+}
+
+fn mapping(text: &str) -> failpass::import::mapping::Mapping {
+    toml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Imports `input` (a file in `dir`) with `m`; the error of an import that stops.
+async fn import(
+    s: &dyn Storage,
+    m: failpass::import::mapping::Mapping,
+    format: Format,
+    dir: &Path,
+    input: &str,
+) -> Result<ImportSummary, String> {
+    let options = ImportOptions { mapping: Some(m), input_dir: Some(dir.to_path_buf()), ..Default::default() };
+    let routing = RoutingConfig::default();
+    let f = tokio::fs::File::open(dir.join(input)).await.unwrap();
+    let mut importer = Importer::new(s, &routing);
+    run(&mut importer, format, tokio::io::BufReader::new(f), &options).await.map_err(|e| format!("{e:#}"))?;
+    Ok(importer.finish().await.unwrap())
+}
+
+/// The LIBRO "GitHub Recent Bugs" shape built from the same study's
+/// Defects4J files: 31 bugs as one object keyed by id, and results for the
+/// first 25 of them as a CSV (the rest were not ranked). Returns the folder
+/// and what a recomputation from the files gives: (reproduced, at rank 1).
+fn libro_shaped_study() -> (tempfile::TempDir, usize, usize) {
+    let bugs: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(real("libro_defects4j_v2_bugs.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(real("libro_ranking_d4j.csv")).unwrap();
+    let mut rows: Vec<Vec<String>> = text.lines().skip(1).map(|l| l.split(',').map(str::to_owned).collect()).collect();
+    rows.truncate(31);
+    let id = |b: &Value| format!("{}_{}", b["project"].as_str().unwrap(), b["bugId"]);
+    let keyed: serde_json::Map<String, Value> = rows
+        .iter()
+        .map(|r| {
+            let bug = bugs.iter().find(|b| id(b) == r[0]).unwrap_or_else(|| panic!("{} in the bug file", r[0]));
+            (r[0].clone(), bug.clone())
+        })
+        .collect();
+    let ranked = &rows[..25];
+    let reproduced = ranked.iter().filter(|r| r[2] != "0").count();
+    let first = ranked.iter().filter(|r| r[1] == "1").count();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bugs.json"), serde_json::to_string_pretty(&keyed).unwrap()).unwrap();
+    let csv: String = std::iter::once("bug_id,first_success_rank,total_success_fibs,num_clusters".to_owned())
+        .chain(ranked.iter().map(|r| r.join(",")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.path().join("results.csv"), csv + "\n").unwrap();
+    (dir, reproduced, first)
+}
+
+fn shipped(name: &str) -> failpass::import::mapping::Mapping {
+    failpass::import::mapping::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mappings").join(name)).unwrap()
+}
+
+async fn attempts(s: &dyn Storage) -> Vec<failpass_shared::api::attempts::Attempt> {
+    s.list_attempts(&AttemptListQuery { limit: 500, ..Default::default() }, &ProjectScope::All).await.unwrap().items
+}
+
+#[tokio::test]
+async fn a_study_shaped_like_libro_gives_its_figure_over_the_full_set_and_its_first_rank_successes() {
+    let (dir, reproduced, first) = libro_shaped_study();
+    assert!(reproduced > 0 && first > 0 && first <= reproduced, "the sample has both: {reproduced}, {first}");
+    run_storage_test(|s: Arc<dyn Storage>| {
+        let dir = dir.path().to_path_buf();
+        async move {
+            let summary =
+                import(s.as_ref(), shipped("libro_full_set.toml"), Format::Csv, &dir, "results.csv").await.unwrap();
+            assert_eq!(summary.rejected, 0, "{:?}", summary.rejections);
+            assert_eq!(summary.created, 1 + 31 + 31, "the project, 31 reports, 31 attempts: {summary:?}");
+            let fig = failpass_shared::figures::figure_rows(
+                s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+            );
+            assert_eq!(
+                (fig[0].reports, fig[0].reports_graded, fig[0].reports_reproduced),
+                (31, 31, reproduced as u64),
+                "the figure is over the full set, not the 25 ranked"
+            );
+            let all = attempts(s.as_ref()).await;
+            let at_one = all.iter().filter(|a| a.counts && a.rank == Some(1)).count();
+            assert_eq!(at_one, first, "successes at rank 1");
+            assert!(all.iter().all(|a| a.rank.is_none_or(|k| k < 100_000)), "the study's `never` is no rank");
+            let unranked = s.find_report("coinse/libro-study", &all_keys_not_ranked(&dir)[0]).await.unwrap().unwrap();
+            let r = s.get_report(unranked, &ProjectScope::All).await.unwrap().unwrap();
+            assert!(r.summary.title.starts_with("Bug "), "{}", r.summary.title);
+            let theirs: Vec<_> = all.iter().filter(|a| a.report_id == unranked).collect();
+            assert_eq!(theirs.len(), 1);
+            assert_eq!(theirs[0].verdict, Verdict::NotReproduced, "no result: attempted and not reproduced");
+
+            // Importing the same files again changes nothing.
+            let again =
+                import(s.as_ref(), shipped("libro_full_set.toml"), Format::Csv, &dir, "results.csv").await.unwrap();
+            assert_eq!((again.created, again.updated, again.rejected), (0, 0, 0), "{again:?}");
+        }
+    })
+    .await;
+}
+
+/// The keys of the full set without a row in the results.
+fn all_keys_not_ranked(dir: &Path) -> Vec<String> {
+    let bugs: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bugs.json")).unwrap()).unwrap();
+    let results = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    bugs.keys().filter(|k| !results.lines().any(|l| l.starts_with(&format!("{k},")))).cloned().collect()
+}
+
+#[tokio::test]
+async fn an_object_keyed_by_id_is_the_input_with_its_key_as_a_field() {
+    let (s, _db) = sqlite_storage().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bugs.json"),
+        serde_json::to_string_pretty(&json!({
+            "GHRB-1": {"title": "mean of empty list", "tests": ["test_a", "test_b"]},
+            "GHRB-2": {"title": "wrong dtype", "tests": ["test_c"]}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let m = mapping(
+        "project = \"s/ghrb\"\n[report]\nexternal_id = \"{_key}\"\ntitle = \"{title}\"\n\
+         [report.oracle]\nkind = \"fail_to_pass\"\nsource = \"in_patch_test\"\nfail_to_pass = { list = \"tests\", item = \"{}\" }\n",
+    );
+    let summary = import(s.as_ref(), m, Format::Json, dir.path(), "bugs.json").await.unwrap();
+    assert_eq!((summary.created, summary.rejected), (3, 0), "{summary:?}");
+    let id = s.find_report("s/ghrb", "GHRB-1").await.unwrap().expect("the key is the external id");
+    let r = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
+    assert_eq!(r.oracle.unwrap().fail_to_pass, ["test_a", "test_b"], "`list` reads the row's own field");
+}
+
+#[tokio::test]
+async fn join_files_may_be_csv_or_json_lines() {
+    let (s, _db) = sqlite_storage().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.csv"), "id,title\n1,first\n2,second\n3,third\n").unwrap();
+    std::fs::write(dir.path().join("res.csv"), "bug,fibs\n1,4\n2,0\n").unwrap();
+    std::fs::write(dir.path().join("res.jsonl"), "{\"bug\": \"1\", \"fibs\": 4}\n{\"bug\": \"2\", \"fibs\": 0}\n")
+        .unwrap();
+    for file in ["res.csv", "res.jsonl"] {
+        let m = mapping(&format!(
+            "project = \"s/{}\"\n[join]\nfile = \"{file}\"\nkey = \"{{bug}}\"\non = \"{{id}}\"\nleft = true\n\
+             defaults = {{ fibs = \"0\" }}\n[report]\nexternal_id = \"{{id}}\"\ntitle = \"{{title}}\"\n\
+             [attempt]\nagent = \"a\"\nverdict_source = \"human\"\n\
+             verdict = {{ column = \"join.fibs\", map = {{ \"0\" = \"not_reproduced\", \"*\" = \"reproduced\" }} }}\n",
+            file.replace('.', "-")
+        ));
+        let summary = import(s.as_ref(), m, Format::Csv, dir.path(), "in.csv").await.unwrap();
+        assert_eq!((summary.created, summary.rejected), (1 + 3 + 3, 0), "{file}: {summary:?}");
+    }
+    let reproduced = attempts(s.as_ref()).await.iter().filter(|a| a.verdict == Verdict::Reproduced).count();
+    assert_eq!(reproduced, 2, "one per join file");
+}
+
+#[tokio::test]
+async fn an_input_of_the_wrong_shape_is_one_message_and_stores_nothing() {
+    let (s, _db) = sqlite_storage().await;
+    let dir = tempfile::tempdir().unwrap();
+    let m = || mapping("project = \"s/shape\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{title}\"\n");
+    std::fs::write(dir.path().join("keyed.json"), "{\n  \"a\": {\"id\": 1, \"title\": \"x\"},\n  \"b\": 7\n}\n")
+        .unwrap();
+    std::fs::write(dir.path().join("table.csv"), "id,title\n1,x\n").unwrap();
+    std::fs::write(dir.path().join("json.csv"), "[{\"id\": 1, \"title\": \"x\"}]\n").unwrap();
+    std::fs::write(dir.path().join("number.json"), "42\n").unwrap();
+    for (format, file, says) in [
+        (Format::Json, "table.csv", "not JSON (line 1"),
+        (Format::Csv, "json.csv", "looks like JSON"),
+        (Format::Json, "number.json", "a JSON number"),
+    ] {
+        let e = import(s.as_ref(), m(), format, dir.path(), file).await.unwrap_err();
+        assert!(e.contains(says), "{file}: {e}");
+    }
+    // An object whose values are not all records is one record, which lacks what the mapping reads.
+    let e = import(s.as_ref(), m(), Format::Json, dir.path(), "keyed.json").await.unwrap_err();
+    assert!(e.contains("the mapping reads `id`") && e.contains("has: a, b"), "{e}");
+    assert!(s.list_projects(&ProjectScope::All).await.unwrap().is_empty(), "no project for nothing stored");
+}
+
+#[tokio::test]
+async fn a_full_set_refuses_rows_outside_it_and_may_leave_the_rest_unattempted() {
+    let (s, _db) = sqlite_storage().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("set.csv"), "bug,name\nb1,one\nb2,two\nb3,three\n").unwrap();
+    std::fs::write(dir.path().join("res.csv"), "bug,ok\nb1,yes\nzz,yes\n").unwrap();
+    let m = mapping(
+        "project = \"s/set\"\n[denominator]\nfile = \"set.csv\"\nkey = \"{bug}\"\nmissing = \"not_attempted\"\n\
+         title = \"{name}\"\n[report]\nexternal_id = \"{bug}\"\ntitle = \"bug {bug}\"\n\
+         [attempt]\nagent = \"a\"\nverdict_source = \"human\"\n\
+         verdict = { column = \"ok\", map = { yes = \"reproduced\", no = \"not_reproduced\" } }\n",
+    );
+    let summary = import(s.as_ref(), m, Format::Csv, dir.path(), "res.csv").await.unwrap();
+    assert_eq!(summary.rejected, 1, "{summary:?}");
+    assert!(summary.rejections[0].message.contains("`zz` is not in the full set"), "{summary:?}");
+    assert_eq!(summary.created, 1 + 3 + 1, "three reports, one attempt: {summary:?}");
+    let id = s.find_report("s/set", "b3").await.unwrap().unwrap();
+    assert_eq!(s.get_report(id, &ProjectScope::All).await.unwrap().unwrap().summary.title, "three");
+    assert_eq!(attempts(s.as_ref()).await.len(), 1, "not attempted: no attempt");
+}
