@@ -107,6 +107,13 @@ fn report(summary: &ImportSummary, started: Instant, json: bool) -> anyhow::Resu
             summary.rejected,
             if summary.skipped > 0 { format!(", {} skipped", summary.skipped) } else { String::new() }
         );
+        if !summary.changed.is_empty() {
+            let changed: Vec<String> = summary.changed.iter().map(|(f, n)| format!("{f} in {n}")).collect();
+            println!("  changed by this re-import: {}", changed.join(", "));
+        }
+        for line in summary.notes.lines() {
+            println!("  note: {line}");
+        }
         for r in &summary.rejections {
             println!(
                 "  rejected record {}: {}{}",

@@ -40,7 +40,7 @@ use crate::routes::{
         projects::list_projects, projects::create_project, projects::get_project, projects::update_project,
         reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, authoring::oracle_page, authoring::oracle_form, releases_page::releases_page, releases_page::releases_form, worklist::report_table, worklist::bulk, webhooks::github, export::reports, export::attempts, export::figures, export::oracles, export::throughput,
         attempts::list_attempts, attempts::create_attempt, attempts::get_attempt, attempts::review_attempt, attempts::put_trajectory, attempts::get_trajectory,
-        figures::get_figures, figures::get_distributions, figures::get_throughput, figures::get_glance, agents::list_agents,
+        figures::get_figures, figures::get_distributions, figures::get_throughput, figures::get_glance, figures::get_ranks, agents::list_agents,
         facets::get_facets, charts::get_chart, reruns::rerun, refine::refine, signatures::signatures,
         oracles::oracles, jobs::queue, jobs::get_job, jobs::job_events, jobs::attempt_events,
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,

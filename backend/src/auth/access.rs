@@ -439,6 +439,13 @@ pub const ROUTES: &[RouteSpec] = &[
         "reports filed and finished per week, backlog, time to reproduction",
     ),
     route("GET", "/api/v1/glance", Read, Body::None, "a period's reproductions, spend, backlog change and stuck count"),
+    route(
+        "GET",
+        "/api/v1/ranks",
+        Read,
+        Body::None,
+        "success by rank: reports reproduced by the first candidate and within k",
+    ),
     route("GET", "/api/v1/facets", Read, Body::None, "agents and models for the filters"),
     route("GET", "/api/v1/charts/{name}", Read, Body::None, "a dashboard chart as SVG (may be embedded)"),
     route(

@@ -67,6 +67,10 @@ pub trait FigureStore: Send + Sync {
     /// Distinct agents and models with attempts visible in `scope`.
     async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets>;
 
+    /// Per (agent, report) the filter selects, the best rank among the
+    /// agent's counting reproduction attempts there that carry a rank.
+    async fn first_ranks(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<(String, u32)>>;
+
     /// Every report the filter selects, with the times its reproduction
     /// attempts reached a verdict (for throughput and time to reproduction).
     async fn report_flows(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<ReportFlow>>;

@@ -96,6 +96,30 @@ pub struct Importer<'a> {
     analyzed_at: u64,
     /// Attempts, then reports, stored per transaction.
     batches: (usize, usize),
+    /// Whether each report this import stored is vague, by (project,
+    /// external id), for its attempts' notes (the first [`MAX_REMEMBERED`]).
+    vague: HashMap<(String, String), bool>,
+}
+
+/// How many reports an import remembers the vagueness of (a bulk import of
+/// a million reports keeps its memory flat; later attempts' notes treat
+/// their report as clear).
+const MAX_REMEMBERED: usize = 200_000;
+
+/// A vague report's reason without its numbers (`short (12 < 80
+/// characters), no code block` → `short, no code block`), to count by.
+fn vague_reason(evidence: &str) -> String {
+    let mut out = String::with_capacity(evidence.len());
+    let mut depth = 0usize;
+    for c in evidence.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.split(',').map(str::trim).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(", ")
 }
 
 /// Who is importing, and what each record may touch. Every record is
@@ -264,6 +288,7 @@ impl<'a> Importer<'a> {
             nul_checked: false,
             analyzed_at: 0,
             batches: (ATTEMPT_BATCH, REPORT_BATCH),
+            vague: HashMap::new(),
             gate: Gate {
                 viewer: Viewer::operator(),
                 default_public: true,
@@ -508,7 +533,10 @@ impl<'a> Importer<'a> {
             news.push(NewReport { request: r, decision, origin: Default::default() });
         }
         let out = batch_or_each(self.storage, &news, |s, batch| s.import_reports(batch), "report").await?;
-        for (n, o) in numbers.into_iter().zip(out) {
+        for ((n, o), new) in numbers.into_iter().zip(out).zip(&news) {
+            if matches!(o, Ok(Outcome::Created | Outcome::Updated)) {
+                self.note_report(new);
+            }
             self.record(n, o);
         }
         self.tick();
@@ -558,11 +586,56 @@ impl<'a> Importer<'a> {
         let batch = std::mem::take(&mut self.attempts);
         let (numbers, reqs): (Vec<u64>, Vec<CreateAttemptRequest>) = batch.into_iter().unzip();
         let out = batch_or_each(self.storage, &reqs, |s, batch| s.import_attempts(batch), "attempt").await?;
-        for (n, o) in numbers.into_iter().zip(out) {
+        for ((n, o), req) in numbers.into_iter().zip(out).zip(&reqs) {
+            if matches!(o, Ok(Outcome::Created | Outcome::Updated)) {
+                self.note_attempt(req);
+            }
             self.record(n, o);
         }
         self.tick();
         Ok(())
+    }
+
+    /// Counts what the figures will make of a stored report (the summary's notes).
+    fn note_report(&mut self, new: &NewReport) {
+        let r = &new.request;
+        let key = (r.project.clone(), r.external_id.trim().to_owned());
+        if new.decision.vague {
+            self.summary.notes.vague_reports += 1;
+            let why = new.decision.explanation.iter().find(|e| e.rule == "vague").map(|e| e.evidence.as_str());
+            *self.summary.notes.vague_why.entry(vague_reason(why.unwrap_or("vague"))).or_default() += 1;
+        }
+        if self.vague.len() < MAX_REMEMBERED {
+            self.vague.insert(key, new.decision.vague);
+        }
+    }
+
+    /// Counts what the figures will make of a stored attempt: its cost,
+    /// its time, and whether it waits for a person to count.
+    fn note_attempt(&mut self, a: &CreateAttemptRequest) {
+        let notes = &mut self.summary.notes;
+        notes.without_cost += u64::from(a.cost_usd.is_none());
+        notes.without_time += u64::from(a.wall_seconds.is_none() && (a.started_at.is_none() || a.ended_at.is_none()));
+        let vague = a
+            .report
+            .as_ref()
+            .and_then(|k| self.vague.get(&(k.project.clone(), k.external_id.trim().to_owned())))
+            .copied()
+            .unwrap_or(false);
+        notes.awaiting_review += u64::from(failpass_shared::model::attempt_awaits_review(
+            a.goal,
+            a.verdict,
+            a.verdict_source,
+            a.review,
+            vague,
+        ));
+    }
+
+    /// Adds a re-import's changes by field to the summary.
+    pub fn count_changed(&mut self, changed: std::collections::BTreeMap<String, u64>) {
+        for (field, n) in changed {
+            *self.summary.changed.entry(field).or_default() += n;
+        }
     }
 
     fn tick(&mut self) {

@@ -81,3 +81,63 @@ pub async fn get_glance(
     let now = chrono::Utc::now();
     Ok(ApiJson(summaries::glance(state.storage.as_ref(), &viewer.scope(), query.iter(), now).await?))
 }
+
+/// `GET /api/v1/ranks`: success by rank, per agent: reports reproduced by
+/// its first candidate, and within its first k (`within=1,3,5,10` by
+/// default), over every report the filters select (a study's full set).
+#[utoipa::path(
+    get, path = "/api/v1/ranks", tag = "figures",
+    params(failpass_shared::api::reports::ReportFilter,
+           ("within" = Option<String>, Query, example = "1,3,5,10", description = "The ranks k to count within, comma-separated whole numbers from 1 (1,3,5,10).")),
+    responses((status = 200, description = "Per agent with a ranked counting attempt: reports reproduced within each k, over the reports selected, with Wilson intervals.",
+        body = failpass_shared::api::figures::RankFigures))
+)]
+#[tracing::instrument(skip_all)]
+pub async fn get_ranks(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    query: QueryPairs,
+) -> ApiResult<ApiJson<failpass_shared::api::figures::RankFigures>> {
+    use failpass_shared::api::reports::{ReportFilter, ReportListQuery};
+    let mut filter = ReportFilter::default();
+    let mut within: Vec<u32> = failpass_shared::figures::DEFAULT_WITHIN.to_vec();
+    for (k, v) in query.iter() {
+        if k == "within" {
+            within = parse_within(v)?;
+        } else if !filter.take(k, v)? {
+            return Err(failpass_shared::api::reports::unknown_parameter(
+                k,
+                &format!("{}, within", ReportFilter::PARAMETERS),
+            )
+            .into());
+        }
+    }
+    filter.check_window()?;
+    let (storage, scope) = (state.storage.as_ref(), viewer.scope());
+    summaries::known_project(storage, &scope, filter.project.as_deref()).await?;
+    let reports =
+        storage.count_reports(&ReportListQuery { filter: filter.clone(), ..Default::default() }, &scope).await? as u64;
+    let firsts = storage.first_ranks(&filter, &scope).await?;
+    Ok(ApiJson(failpass_shared::figures::rank_figures(reports, &firsts, &within)))
+}
+
+/// `within=1,3,5`: up to ten ranks, each a whole number from 1.
+fn parse_within(v: &str) -> ApiResult<Vec<u32>> {
+    use failpass_shared::api::attempts::MAX_RANK;
+    let bad = || {
+        crate::error::ApiError::BadRequest(format!(
+            "within: `{v}` is not up to ten comma-separated whole numbers from 1 to {MAX_RANK} (1,3,5,10)"
+        ))
+    };
+    let mut ks: Vec<u32> = v
+        .split(',')
+        .map(|k| k.trim().parse::<u32>().ok().filter(|k| (1..=MAX_RANK).contains(k)))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    ks.sort_unstable();
+    ks.dedup();
+    if ks.is_empty() || ks.len() > 10 {
+        return Err(bad());
+    }
+    Ok(ks)
+}

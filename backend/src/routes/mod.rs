@@ -147,6 +147,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/distributions", get(figures::get_distributions))
         .add("GET", "/api/v1/throughput", get(figures::get_throughput))
         .add("GET", "/api/v1/glance", get(figures::get_glance))
+        .add("GET", "/api/v1/ranks", get(figures::get_ranks))
         .add("GET", "/api/v1/facets", get(facets::get_facets))
         .add("GET", "/api/v1/charts/{name}", get(charts::get_chart))
         .add("POST", "/api/v1/reruns", post(reruns::rerun))

@@ -644,6 +644,14 @@ async fn import_view(
                     dt { "Skipped" } dd { (s.skipped) }
                     dt { "Rejected" } dd data-testid="import-rejected" { (s.rejected) }
                 }
+                @if !s.changed.is_empty() {
+                    p data-testid="import-changed" { "Changed by this re-import: "
+                        @for (i, (field, n)) in s.changed.iter().enumerate() { @if i > 0 { ", " } code { (field) } " in " (n) } }
+                }
+                @let notes = s.notes.lines();
+                @if !notes.is_empty() {
+                    ul data-testid="import-notes" { @for line in &notes { li { (line) } } }
+                }
                 @if !s.rejections.is_empty() {
                     div.table-scroll { table data-testid="import-rejections" {
                         thead { tr { th scope="col" .num { "Record" } th scope="col" { "Field" } th scope="col" { "Why" } } }

@@ -105,6 +105,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/distributions", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/throughput", "200 200 200 200 200 200 200 200 200 401"),
     ("GET", "/api/v1/glance", "200 200 200 200 200 200 200 200 200 401"),
+    ("GET", "/api/v1/ranks", "200 200 200 200 200 200 200 200 200 401"),
     ("GET", "/api/v1/facets", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("GET", "/api/v1/charts/{name}", "200H 200S 200S 200H 200S 200S 200S 200S 200H 401"),
     ("POST", "/api/v1/reruns", "401 403 202 404 202 403 403 403 403 401"),

@@ -104,6 +104,16 @@ async fn a_study_shaped_like_libro_gives_its_figure_over_the_full_set_and_its_fi
             let all = attempts(s.as_ref()).await;
             let at_one = all.iter().filter(|a| a.counts && a.rank == Some(1)).count();
             assert_eq!(at_one, first, "successes at rank 1");
+            let filter = failpass_shared::api::reports::ReportFilter {
+                project: Some("coinse/libro-study".into()),
+                ..Default::default()
+            };
+            let ranks = failpass_shared::figures::rank_figures(
+                31,
+                &s.first_ranks(&filter, &ProjectScope::All).await.unwrap(),
+                &[1],
+            );
+            assert_eq!(ranks.agents[0].within[0].reports, first as u64, "the ranks figure says the same");
             assert!(all.iter().all(|a| a.rank.is_none_or(|k| k < 100_000)), "the study's `never` is no rank");
             let unranked = s.find_report("coinse/libro-study", &all_keys_not_ranked(&dir)[0]).await.unwrap().unwrap();
             let r = s.get_report(unranked, &ProjectScope::All).await.unwrap().unwrap();
@@ -219,4 +229,124 @@ async fn a_full_set_refuses_rows_outside_it_and_may_leave_the_rest_unattempted()
     let id = s.find_report("s/set", "b3").await.unwrap().unwrap();
     assert_eq!(s.get_report(id, &ProjectScope::All).await.unwrap().unwrap().summary.title, "three");
     assert_eq!(attempts(s.as_ref()).await.len(), 1, "not attempted: no attempt");
+}
+
+#[tokio::test]
+async fn a_re_import_that_changes_a_verdict_a_label_or_a_date_updates_it_and_says_which_fields() {
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let m = || {
+            mapping(
+                "project = \"s/again\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"bug {id}\"\nlabels = [\"{kind}\"]\n\
+                 filed_at = \"{filed}\"\n[attempt]\nagent = \"a\"\nattempt_key = \"study\"\nverdict_source = \"human\"\n\
+                 verdict = { column = \"ok\", map = { yes = \"reproduced\", no = \"not_reproduced\" } }\n",
+            )
+        };
+        std::fs::write(dir.path().join("one.csv"), "id,kind,filed,ok\n1,crash,2024-01-02,yes\n2,crash,2024-01-03,no\n")
+            .unwrap();
+        std::fs::write(dir.path().join("two.csv"), "id,kind,filed,ok\n1,crash,2024-01-02,no\n2,wrong,2024-02-03,no\n")
+            .unwrap();
+        import(s.as_ref(), m(), Format::Csv, dir.path(), "one.csv").await.unwrap();
+        let summary = import(s.as_ref(), m(), Format::Csv, dir.path(), "two.csv").await.unwrap();
+        assert_eq!((summary.created, summary.updated, summary.rejected), (0, 2, 0), "{summary:?}");
+        let a = attempts(s.as_ref()).await;
+        assert!(a.iter().all(|a| a.verdict == Verdict::NotReproduced), "the changed verdict is stored: {a:?}");
+        let fig = failpass_shared::figures::figure_rows(
+            s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
+        );
+        assert_eq!(fig[0].reports_reproduced, 0, "and the figures follow it");
+        let two = s.find_report("s/again", "2").await.unwrap().unwrap();
+        let r = s.get_report(two, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(r.summary.labels, ["wrong"], "labels replaced by default");
+        assert_eq!(r.summary.filed_at.date_naive().to_string(), "2024-02-03");
+        let changed: Vec<(&str, u64)> = summary.changed.iter().map(|(f, n)| (f.as_str(), *n)).collect();
+        assert_eq!(changed, [("attempt.verdict", 1), ("report.filed_at", 1), ("report.labels", 1)]);
+
+        // Merged labels keep another import's; a date the input leaves out stays as stored.
+        let merge = mapping(
+            "project = \"s/again\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"bug {id}\"\nlabels = [\"rank {rank}\"]\n\
+             labels_on_reimport = \"merge\"\n",
+        );
+        std::fs::write(dir.path().join("three.csv"), "id,rank\n2,1\n").unwrap();
+        let summary = import(s.as_ref(), merge, Format::Csv, dir.path(), "three.csv").await.unwrap();
+        assert_eq!(summary.changed.get("report.labels"), Some(&1), "{summary:?}");
+        assert_eq!(summary.changed.get("report.filed_at"), None, "{summary:?}");
+        let r = s.get_report(two, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(r.summary.labels, ["wrong", "rank 1"], "the stored labels first");
+        assert_eq!(r.summary.filed_at.date_naive().to_string(), "2024-02-03", "no date given: the stored one stays");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_summary_says_what_the_figures_will_make_of_the_records() {
+    let (s, _db) = sqlite_storage().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("study.csv"),
+        "id,title,verdict,source,cost\n1,crash on load,lead,llm,\n2,wrong mean,reproduced,human,0.5\n3,slow,not_reproduced,human,\n",
+    )
+    .unwrap();
+    let m = mapping(
+        "project = \"s/notes\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"{title}\"\n\
+         [attempt]\nagent = \"a\"\nverdict = \"{verdict}\"\nverdict_source = \"{source}\"\ncost_usd = { column = \"cost\" }\n",
+    );
+    let summary = import(s.as_ref(), m, Format::Csv, dir.path(), "study.csv").await.unwrap();
+    let n = &summary.notes;
+    assert_eq!(n.vague_reports, 3, "title-only reports are vague: {n:?}");
+    assert_eq!(n.vague_why.get("short, no code block, no traceback, no versions"), Some(&3), "{n:?}");
+    assert_eq!(n.awaiting_review, 1, "the LLM's lead waits for a person; a person's own verdict counts: {n:?}");
+    assert_eq!((n.without_cost, n.without_time), (2, 3), "{n:?}");
+    let lines = n.lines().join("\n");
+    assert!(lines.contains("3 reports are vague") && lines.contains("`review`, `reviewer`"), "{lines}");
+    assert!(lines.contains("1 verdict needs a review") && lines.contains("2 attempts have no cost"), "{lines}");
+}
+
+/// `GET /api/v1/ranks` over attempts that came in with a `rank` (NDJSON here):
+/// every report the filter selects is the denominator, and `within` is checked.
+#[tokio::test]
+async fn the_ranks_api_counts_successes_at_rank_1_and_within_k_over_every_report() {
+    let app = crate::helpers::spawn_app().await;
+    let mut lines = vec![json!({"kind": "project", "slug": "s/ranked"}).to_string()];
+    for (id, verdict, rank) in [
+        ("1", "reproduced", Some(1)),
+        ("2", "reproduced", Some(4)),
+        ("3", "not_reproduced", None),
+        ("4", "reproduced", None),
+    ] {
+        lines.push(
+            json!({"kind": "report", "project": "s/ranked", "external_id": id, "title": format!("bug {id}"),
+                   "body": "```python\nassert f() == 1\n```\nAssertionError: expected 1, got 2 (version 1.0)"})
+            .to_string(),
+        );
+        let mut a = json!({"kind": "attempt", "report": {"project": "s/ranked", "external_id": id}, "agent": "libro",
+                           "verdict": verdict, "verdict_source": "human"});
+        if let Some(k) = rank {
+            a["rank"] = json!(k);
+        }
+        lines.push(a.to_string());
+    }
+    let r = app.import_ndjson(lines.join("\n") + "\n").await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let r = app.get("/api/v1/ranks?project=s/ranked&within=1,5").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["reports"], 4, "the denominator is every report: {}", r.body);
+    let w = &r.body["agents"][0]["within"];
+    assert_eq!((w[0]["k"].as_u64(), w[0]["reports"].as_u64()), (Some(1), Some(1)), "{}", r.body);
+    assert_eq!((w[1]["k"].as_u64(), w[1]["reports"].as_u64()), (Some(5), Some(2)), "{}", r.body);
+    assert!((w[0]["rate"].as_f64().unwrap() - 0.25).abs() < 1e-12);
+    for bad in ["0", "a", "1,,3", "1,2,3,4,5,6,7,8,9,10,11"] {
+        let r = app.get(&format!("/api/v1/ranks?within={bad}")).await;
+        crate::helpers::assert_error(&r, 400, "bad_request", "within:");
+    }
+    let r = app.get("/api/v1/ranks?project=no/such").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = app.get("/api/v1/ranks?rank=1").await;
+    crate::helpers::assert_error(&r, 400, "bad_request", "rank");
+    let bad = json!({"kind": "attempt", "report": {"project": "s/ranked", "external_id": "3"}, "agent": "x",
+                     "verdict": "reproduced", "verdict_source": "human", "rank": 0});
+    let r = app.import_ndjson(format!("{bad}\n")).await;
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["rejected"], 1, "{body}");
+    assert!(body["rejections"][0]["message"].as_str().unwrap().contains("must be between 1 and"), "{body}");
 }

@@ -409,3 +409,35 @@ mod tests {
         assert!(e.message.contains("YYYY-MM-DD"), "{e}");
     }
 }
+
+/// `GET /api/v1/ranks`: success by rank, for agents and studies that rank
+/// their candidates (an attempt's `rank`: where its first success came).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RankFigures {
+    /// Reports the filters select: every rate's denominator (a study's full set).
+    pub reports: u64,
+    /// One row per agent with a ranked counting attempt.
+    pub agents: Vec<RankRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RankRow {
+    pub agent: String,
+    /// Reports this agent reproduced with a ranked attempt.
+    pub reports_ranked: u64,
+    /// For each k asked (1, 3, 5, 10 by default): reports reproduced within
+    /// the agent's first k candidates, over `reports`, with the Wilson 95% interval.
+    pub within: Vec<RankWithin>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RankWithin {
+    pub k: u32,
+    pub reports: u64,
+    pub rate: Option<f64>,
+    pub rate_low: Option<f64>,
+    pub rate_high: Option<f64>,
+}

@@ -219,6 +219,74 @@ pub struct ImportSummary {
     pub skipped: u64,
     /// The first [`MAX_LISTED_REJECTIONS`] rejections.
     pub rejections: Vec<Rejection>,
+    /// Per field (`report.labels`, `attempt.verdict`), how many records a
+    /// re-import changed it in.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub changed: std::collections::BTreeMap<String, u64>,
+    /// What the figures will make of the records stored.
+    #[serde(default)]
+    pub notes: ImportNotes,
+}
+
+/// What an import's stored records will do to the figures, said before
+/// anyone reads a figure that counts them for nothing or as unknown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ImportNotes {
+    /// Reports the router found vague: a success on one counts once a
+    /// person accepts it (or the verdict is a person's own).
+    pub vague_reports: u64,
+    /// Vague reports by what they lack (`no code block, no traceback, no versions`).
+    #[serde(default)]
+    pub vague_why: std::collections::BTreeMap<String, u64>,
+    /// Attempts whose verdict counts only once a person reviews it: leads,
+    /// and unreviewed successes on vague reports.
+    pub awaiting_review: u64,
+    /// Attempts without a cost: unknown, left out of every cost figure.
+    pub without_cost: u64,
+    /// Attempts without a time (no `wall_seconds`, nor both ends): unknown
+    /// in every time figure.
+    pub without_time: u64,
+}
+
+/// `1 report is`, `2 reports are`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl ImportNotes {
+    /// The notes as sentences, empty when there is nothing to say.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.vague_reports > 0 {
+            let why: Vec<String> = self.vague_why.iter().map(|(w, n)| format!("{n} with {w}")).collect();
+            out.push(format!(
+                "{} vague ({}): a success on one counts once a person accepts it, \
+                 or when the mapping records the verdict as reviewed (`review`, `reviewer`)",
+                plural(self.vague_reports, "report is", "reports are"),
+                why.join("; ")
+            ));
+        }
+        if self.awaiting_review > 0 {
+            out.push(format!(
+                "{} a review to count (POST /api/v1/attempts/{{id}}/review, or the report page)",
+                plural(self.awaiting_review, "verdict needs", "verdicts need")
+            ));
+        }
+        if self.without_cost > 0 {
+            out.push(format!(
+                "{} no cost: cost figures leave them out and say so",
+                plural(self.without_cost, "attempt has", "attempts have")
+            ));
+        }
+        if self.without_time > 0 {
+            out.push(format!(
+                "{} no time: time figures leave them out and say so",
+                plural(self.without_time, "attempt has", "attempts have")
+            ));
+        }
+        out
+    }
 }
 
 impl ImportSummary {

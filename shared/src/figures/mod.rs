@@ -11,6 +11,7 @@ use crate::api::figures::FigureRow;
 mod flows;
 mod oracles;
 mod queue;
+mod ranks;
 mod values;
 pub use flows::{
     FlowCounts, FlowFacts, FlowKind, FlowRead, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, everything,
@@ -18,6 +19,7 @@ pub use flows::{
 };
 pub use oracles::{OracleCounts, oracle_summary};
 pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
+pub use ranks::{DEFAULT_WITHIN, rank_figures};
 pub use values::{VALUES_NOTE, ValueBins, bin_edges_of, bin_value, distribution_of, value_bin};
 
 /// `x` to 12 significant digits, and `-0.0` as `0.0`: sums and quotients of

@@ -143,6 +143,18 @@ impl FigureStore for Engine {
         Ok(groups)
     }
 
+    async fn first_ranks(&self, filter: &ReportFilter, scope: &ProjectScope) -> StorageResult<Vec<(String, u32)>> {
+        let mut qb = sqlx::QueryBuilder::<Db>::new(
+            "SELECT a.agent, MIN(a.success_rank) FROM attempts a JOIN reports r ON r.id = a.report_id \
+             JOIN projects p ON p.id = r.project_id \
+             WHERE a.goal = 'reproduce' AND a.counts AND a.success_rank IS NOT NULL",
+        );
+        Self::push_report_filter(&mut qb, filter, scope);
+        qb.push(" GROUP BY a.agent, a.report_id");
+        let rows: Vec<(String, i32)> = qb.build_query_as().fetch_all(&self.read).await?;
+        Ok(rows.into_iter().filter_map(|(a, k)| u32::try_from(k).ok().map(|k| (a, k))).collect())
+    }
+
     async fn facets(&self, scope: &ProjectScope) -> StorageResult<Facets> {
         // From the rollups: the agent level's groups name every agent with
         // an attempt, the model level's every model (an attempt without one

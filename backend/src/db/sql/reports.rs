@@ -836,7 +836,7 @@ impl Engine {
         let sql = match existing {
             None => format!("{} RETURNING id", REPORT_INSERT),
             Some(_) => format!(
-                "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = $8, \
+                "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = COALESCE($8, filed_at), \
                  reporter = $9, environment = $10, features = $11, vague = $13, llm_only = $14, {}, \
                  explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $21 \
                  WHERE project_id = $1 AND external_id = $2 RETURNING id",
@@ -851,7 +851,11 @@ impl Engine {
             .bind(&req.body)
             .bind(Json(&labels))
             .bind(Json(&req.paths))
-            .bind(req.filed_at.map(common::secs).unwrap_or(now))
+            // A new report without a date was filed when it came in; an update without one keeps its date.
+            .bind(match existing {
+                None => Some(req.filed_at.map(common::secs).unwrap_or(now)),
+                Some(_) => req.filed_at.map(common::secs),
+            })
             .bind(&req.reporter)
             .bind(d.environment_for(req.environment.as_deref()));
         let query = Self::bind_routing(query, d).bind(hash);

@@ -18,6 +18,7 @@ use read::Joined;
 use row::{Row, Source, list_lines};
 
 mod read;
+mod reimport;
 mod row;
 pub use row::json_path;
 
@@ -147,6 +148,18 @@ pub struct ReportMapping {
     /// The milestone it was closed in (`2.0.1`): a fixed release.
     #[serde(default)]
     pub upstream_milestone: Option<Value>,
+    /// What a re-import does to a report's labels: `replace` them (the
+    /// default) or `merge` them with those stored (another import's stay).
+    #[serde(default)]
+    pub labels_on_reimport: LabelsOnReimport,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelsOnReimport {
+    #[default]
+    Replace,
+    Merge,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -562,7 +575,10 @@ async fn store(
         }
     }
     reports.retain(|(n, _)| !refused.contains(n));
+    let kept: Vec<_> = attempts.iter().filter(|(n, _)| !refused.contains(n)).cloned().collect();
+    let changed = reimport::compare(importer.storage(), mapping, &mut reports, &kept).await?;
     importer.push_reports(reports).await?;
+    importer.count_changed(changed);
     for (n, a) in attempts {
         if !refused.contains(&n) {
             importer.push(n, ImportRecord::Attempt(a)).await?;
