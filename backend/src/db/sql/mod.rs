@@ -19,6 +19,7 @@ mod periods;
 mod projects;
 mod queue;
 mod releases;
+mod report_writes;
 mod reports;
 mod rollups;
 mod routing;
