@@ -32,23 +32,39 @@ use crate::error::{ApiError, ApiResult};
 #[derive(Debug)]
 pub struct Snapshot {
     pub status: ProjectStatus,
-    /// The trend chart (the page's figure and its Open Graph image).
+    /// The trend chart (the page's figure).
     pub trend_svg: String,
-    /// The trend as PNG, drawn on first request.
+    /// The Open Graph image as PNG (trend and headline figures), drawn on first request.
     trend_png: std::sync::OnceLock<Result<Vec<u8>, String>>,
     computed: std::time::Instant,
+    /// The project's data version it was computed at.
+    data_version: i64,
+    /// This snapshot's number. A status page asks for its chart and badges
+    /// with it (`?v=`), so the page and all it shows are one snapshot.
+    pub serial: u64,
 }
 
 /// The Open Graph image's size: what link previews draw large.
 pub const OG_WIDTH: u32 = 1200;
 pub const OG_HEIGHT: u32 = 630;
 
+/// After a write, how long a status is still served before it is computed
+/// again: a burst of writes rebuilds it once.
+pub const DEBOUNCE: Duration = Duration::from_secs(2);
+
+/// How long a served page's snapshot stays available to its images.
+const PINNED_FOR: Duration = Duration::from_secs(15 * 60);
+
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 impl Snapshot {
-    /// The trend at [`OG_WIDTH`]×[`OG_HEIGHT`] as a PNG (drawn once).
+    /// The link preview at [`OG_WIDTH`]×[`OG_HEIGHT`] as a PNG (drawn once):
+    /// the trend under a title that carries the headline figures and their
+    /// sample size.
     pub fn trend_png(&self) -> Result<&[u8], String> {
         self.trend_png
             // Drawn at the page's scale, then enlarged: previews keep its proportions and legible text.
-            .get_or_init(|| charts::rasterize(&trend_chart(&self.status, 720, 720 * OG_HEIGHT / OG_WIDTH), OG_WIDTH))
+            .get_or_init(|| charts::rasterize(&preview_chart(&self.status, 720, 720 * OG_HEIGHT / OG_WIDTH), OG_WIDTH))
             .as_deref()
             .map_err(Clone::clone)
     }
@@ -65,10 +81,22 @@ pub struct IndexSnapshot {
     pub updated_at: chrono::DateTime<Utc>,
 }
 
-/// Computed statuses by project slug, and the index of public projects.
+/// Computed statuses, and the index of public projects.
+///
+/// A status is computed again when the project's data version moves (a
+/// write changed one of its reports; within [`DEBOUNCE`] of the last
+/// computation the current one is served and one recomputation follows),
+/// and in the background once it is older than [`STATUS_TTL_SECONDS`] (the
+/// weeks and ages move with time). Concurrent requests after a change wait
+/// for one computation.
 #[derive(Clone)]
 pub struct StatusCache {
-    projects: moka::future::Cache<String, Arc<Snapshot>>,
+    /// The newest snapshot of each project.
+    latest: moka::future::Cache<String, Arc<Snapshot>>,
+    /// Snapshots by (project, data version): one computation per change.
+    by_version: moka::future::Cache<(String, i64), Arc<Snapshot>>,
+    /// Recent snapshots by (project, serial), for the images of a page served.
+    pinned: moka::future::Cache<(String, u64), Arc<Snapshot>>,
     /// Projects whose status is being recomputed in the background.
     refreshing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     index: moka::future::Cache<(), Arc<IndexSnapshot>>,
@@ -78,8 +106,10 @@ impl Default for StatusCache {
     fn default() -> Self {
         let ttl = Duration::from_secs(STATUS_TTL_SECONDS);
         StatusCache {
-            // Kept until replaced; staleness is the snapshot's own (see `project`).
-            projects: moka::future::Cache::builder().max_capacity(10_000).build(),
+            // Kept until replaced; staleness is the snapshot's own (see `of`).
+            latest: moka::future::Cache::builder().max_capacity(10_000).build(),
+            by_version: moka::future::Cache::builder().max_capacity(10_000).time_to_live(PINNED_FOR).build(),
+            pinned: moka::future::Cache::builder().max_capacity(10_000).time_to_live(PINNED_FOR).build(),
             refreshing: Default::default(),
             index: moka::future::Cache::builder().max_capacity(1).time_to_live(ttl).build(),
         }
@@ -101,36 +131,79 @@ impl StatusCache {
         self.of(storage, project).await
     }
 
-    /// The status of `project`, which the caller has just read as public.
-    pub async fn of(&self, storage: &Arc<dyn Storage>, project: Project) -> ApiResult<Arc<Snapshot>> {
-        if let Some(snap) = self.projects.get(&project.slug).await {
-            if snap.is_stale() {
-                self.refresh_in_background(storage.clone(), project);
-            }
+    /// The snapshot numbered `serial` when a page served it recently (its
+    /// chart and badges ask for it), else the current one.
+    pub async fn pinned(
+        &self,
+        storage: &Arc<dyn Storage>,
+        slug: &str,
+        serial: Option<u64>,
+    ) -> ApiResult<Arc<Snapshot>> {
+        let project = public_project(storage.as_ref(), slug).await?;
+        if let Some(snap) = match serial {
+            Some(n) => self.pinned.get(&(project.slug.clone(), n)).await,
+            None => None,
+        } {
             return Ok(snap);
         }
-        let storage = storage.clone();
-        self.projects.try_get_with(project.slug.clone(), snapshot(storage, project)).await.map_err(unshare)
+        self.of(storage, project).await
     }
 
-    /// Recomputes `project`'s status unless that is already under way; the
-    /// stale one is served meanwhile.
-    fn refresh_in_background(&self, storage: Arc<dyn Storage>, project: Project) {
+    /// The status of `project`, which the caller has just read as public.
+    pub async fn of(&self, storage: &Arc<dyn Storage>, project: Project) -> ApiResult<Arc<Snapshot>> {
+        if let Some(snap) = self.latest.get(&project.slug).await {
+            if snap.data_version == project.data_version {
+                if snap.is_stale() {
+                    self.refresh_in_background(storage.clone(), project.slug.clone(), Duration::ZERO);
+                }
+                return Ok(snap);
+            }
+            let age = snap.computed.elapsed();
+            if age < DEBOUNCE {
+                self.refresh_in_background(storage.clone(), project.slug.clone(), DEBOUNCE - age);
+                return Ok(snap);
+            }
+        }
+        let key = (project.slug.clone(), project.data_version);
+        let snap = self.by_version.try_get_with(key, snapshot(storage.clone(), project)).await.map_err(unshare)?;
+        self.keep(&snap).await;
+        Ok(snap)
+    }
+
+    /// Makes `snap` the project's newest (unless a newer one is there) and
+    /// keeps it for the images of the pages that show it.
+    async fn keep(&self, snap: &Arc<Snapshot>) {
+        let slug = snap.status.project.clone();
+        self.pinned.insert((slug.clone(), snap.serial), snap.clone()).await;
+        let newer = self.latest.get(&slug).await.is_some_and(|l| l.serial > snap.serial);
+        if !newer {
+            self.latest.insert(slug, snap.clone()).await;
+        }
+    }
+
+    /// Recomputes `slug`'s status after `delay` unless that is already
+    /// under way; the current one is served meanwhile.
+    fn refresh_in_background(&self, storage: Arc<dyn Storage>, slug: String, delay: Duration) {
         let Ok(mut running) = self.refreshing.lock() else { return };
-        if !running.insert(project.slug.clone()) {
+        if !running.insert(slug.clone()) {
             return;
         }
         drop(running);
-        let (projects, refreshing) = (self.projects.clone(), self.refreshing.clone());
+        let cache = self.clone();
         tokio::spawn(async move {
-            let slug = project.slug.clone();
-            match snapshot(storage, project).await {
-                Ok(snap) => projects.insert(slug.clone(), snap).await,
+            tokio::time::sleep(delay).await;
+            // Read again after the wait: the version the burst of writes left.
+            let computed = match public_project(storage.as_ref(), &slug).await {
+                Ok(project) => snapshot(storage, project).await,
+                Err(e) => Err(e),
+            };
+            match computed {
+                Ok(snap) => cache.keep(&snap).await,
                 Err(e) => {
                     tracing::warn!(project = %slug, error = %e, "status: recomputing failed; the last one is served")
                 }
             }
-            if let Ok(mut running) = refreshing.lock() {
+            if let Ok(mut running) = cache.refreshing.lock() {
                 running.remove(&slug);
             }
         });
@@ -170,11 +243,20 @@ impl StatusCache {
     }
 }
 
-/// Computes `project`'s status and draws its trend.
+/// Computes `project`'s status and draws its trend. The data version is
+/// the one read before computing, so a write meanwhile leaves it outdated.
 async fn snapshot(storage: Arc<dyn Storage>, project: Project) -> ApiResult<Arc<Snapshot>> {
+    let data_version = project.data_version;
     let status = compute(storage.as_ref(), &project).await?;
     let trend_svg = trend_chart(&status, 720, 300);
-    Ok(Arc::new(Snapshot { status, trend_svg, trend_png: Default::default(), computed: std::time::Instant::now() }))
+    Ok(Arc::new(Snapshot {
+        status,
+        trend_svg,
+        trend_png: Default::default(),
+        computed: std::time::Instant::now(),
+        data_version,
+        serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    }))
 }
 
 /// The error of a computation several requests waited for, as each one's own.
@@ -259,22 +341,32 @@ pub async fn compute(storage: &dyn Storage, project: &Project) -> ApiResult<Proj
     })
 }
 
+/// The link preview: the trend under a title that says the headline
+/// figures and their sample size.
+pub fn preview_chart(status: &ProjectStatus, width: u32, height: u32) -> String {
+    use failpass_shared::format::{percent, thousands};
+    let title = format!(
+        "{}: {} reproduced ({} of {} graded) · backlog {}",
+        status.project,
+        percent(status.rate),
+        thousands(status.reports_reproduced as i64),
+        thousands(status.reports_graded as i64),
+        thousands(status.backlog as i64),
+    );
+    weekly_bars(status, &title, width, height)
+}
+
 /// The weekly trend: filed, reached a final state, reproduced.
 pub fn trend_chart(status: &ProjectStatus, width: u32, height: u32) -> String {
+    weekly_bars(status, &format!("{}: the last 90 days", status.project), width, height)
+}
+
+fn weekly_bars(status: &ProjectStatus, title: &str, width: u32, height: u32) -> String {
     let labels: Vec<String> = status.weeks.iter().map(|w| w.week.clone()).collect();
     let series = [
         ("Filed", status.weeks.iter().map(|w| w.filed as f64).collect()),
         ("Reached a final state", status.weeks.iter().map(|w| w.finished as f64).collect()),
         ("Of which reproduced", status.weeks.iter().map(|w| w.reproduced as f64).collect()),
     ];
-    charts::grouped_bars(
-        &format!("{}: the last 90 days", status.project),
-        "Week starting (UTC)",
-        "Reports",
-        &labels,
-        &series,
-        &charts::whole,
-        width,
-        height,
-    )
+    charts::grouped_bars(title, "Week starting (UTC)", "Reports", &labels, &series, &charts::whole, width, height)
 }

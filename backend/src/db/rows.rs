@@ -40,6 +40,7 @@ pub struct ProjectRow {
     pub public: bool,
     pub upstream_url: Option<String>,
     pub created_at: DateTime<Utc>,
+    pub data_version: i64,
     pub reports: i64,
 }
 
@@ -53,6 +54,7 @@ impl From<ProjectRow> for Project {
             public: r.public,
             upstream_url: r.upstream_url,
             created_at: r.created_at,
+            data_version: r.data_version,
             reports: r.reports,
         }
     }

@@ -51,7 +51,7 @@ pub async fn status_page(
     match state.status.project(&state.storage, &slug).await {
         Ok(snap) => {
             let base = base_url(&state, &headers);
-            let body = project_page(&snap.status, &base).into_string();
+            let body = project_page(&snap.status, snap.serial, &base).into_string();
             conditional(&headers, "text/html; charset=utf-8", body, snap.status.updated_at)
         }
         Err(e) => error_page(&e),
@@ -78,16 +78,18 @@ pub async fn status_json(
 /// `GET /status/{owner}/{name}/trend.svg`: the page's chart and its Open Graph image.
 #[utoipa::path(
     get, path = "/status/{owner}/{name}/trend.svg", tag = "status",
-    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name.")),
-    responses((status = 200, description = "The 90-day trend chart (the page's Open Graph image).", content_type = "image/svg+xml", body = String),
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name."),
+           ("v" = Option<u64>, Query, description = "The snapshot a status page was built from: its chart and badges ask for it, so they agree with the page (the current one when it is gone or absent).")),
+    responses((status = 200, description = "The 90-day trend chart.", content_type = "image/svg+xml", body = String),
               (status = 304, description = "Not modified."))
 )]
 pub async fn status_trend(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
+    pin: Result<Query<Pin>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let snap = state.status.project(&state.storage, &format!("{owner}/{name}")).await?;
+    let snap = state.status.pinned(&state.storage, &format!("{owner}/{name}"), pinned(pin)?).await?;
     Ok(conditional(&headers, "image/svg+xml", snap.trend_svg.clone(), snap.status.updated_at))
 }
 
@@ -95,16 +97,18 @@ pub async fn status_trend(
 /// Open Graph image (link previews take no SVG).
 #[utoipa::path(
     get, path = "/status/{owner}/{name}/trend.png", tag = "status",
-    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name.")),
-    responses((status = 200, description = "The 90-day trend, 1200×630 (the page's Open Graph image).", content_type = "image/png", body = Vec<u8>),
+    params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name."),
+           ("v" = Option<u64>, Query, description = "The snapshot a status page was built from: its chart and badges ask for it, so they agree with the page (the current one when it is gone or absent).")),
+    responses((status = 200, description = "The link preview, 1200×630 (the page's Open Graph image): the 90-day trend under the headline figures and their sample size.", content_type = "image/png", body = Vec<u8>),
               (status = 304, description = "Not modified."))
 )]
 pub async fn status_trend_png(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
+    pin: Result<Query<Pin>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let snap = state.status.project(&state.storage, &format!("{owner}/{name}")).await?;
+    let snap = state.status.pinned(&state.storage, &format!("{owner}/{name}"), pinned(pin)?).await?;
     let updated = snap.status.updated_at;
     // Drawn once per snapshot, off the request threads.
     let png = tokio::task::spawn_blocking(move || snap.trend_png().map(<[u8]>::to_vec))
@@ -119,6 +123,20 @@ pub async fn status_trend_png(
 pub struct BadgeQuery {
     style: Option<String>,
     label: Option<String>,
+    v: Option<u64>,
+}
+
+/// `?v=`: the snapshot a status page was built from (its images ask for it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    v: Option<u64>,
+}
+
+fn pinned(pin: Result<Query<Pin>, axum::extract::rejection::QueryRejection>) -> ApiResult<Option<u64>> {
+    pin.map(|Query(p)| p.v).map_err(|e| {
+        ApiError::BadRequest(format!("{}; this takes only v= (the snapshot a status page shows)", e.body_text()))
+    })
 }
 
 /// Longest `?label=` a badge takes.
@@ -130,7 +148,8 @@ const MAX_LABEL: usize = 60;
     params(("owner" = String, Path, example = "pytorch", description = "The project's owner, as in `owner/name`."), ("name" = String, Path, example = "pytorch", description = "The project's name."),
            ("file" = String, Path, example = "reproduction-rate.svg", description = "`METRIC.svg` or `METRIC.json` (shields.io's endpoint format); METRIC is `reproduction-rate`, `oracle-coverage`, `backlog` or `median-time`."),
            ("style" = Option<failpass_shared::api::status::BadgeStyle>, Query, description = "`flat` (default) or `flat-square`."),
-           ("label" = Option<String>, Query, max_length = 60, description = "The left-hand text (at most 60 characters, no control characters).")),
+           ("label" = Option<String>, Query, max_length = 60, description = "The left-hand text (at most 60 characters, no control characters)."),
+           ("v" = Option<u64>, Query, description = "The snapshot a status page was built from: its chart and badges ask for it, so they agree with the page (the current one when it is gone or absent).")),
     responses((status = 200, description = "The badge.", content((String = "image/svg+xml"), (failpass_shared::api::status::ShieldsEndpoint = "application/json"))),
               (status = 304, description = "Not modified."),
               (status = 404, description = "No such public project: a grey badge saying so (so an embed shows why), in the format asked for; an unknown metric or file name: the error shape.",
@@ -159,7 +178,8 @@ pub async fn badge(
     let Query(q) = match query {
         Ok(q) => q,
         Err(e) => {
-            return ApiError::BadRequest(format!("{}; a badge takes style= and label=", e.body_text())).into_response();
+            return ApiError::BadRequest(format!("{}; a badge takes style=, label= and v=", e.body_text()))
+                .into_response();
         }
     };
     let style = match q.style.as_deref().map(str::parse::<BadgeStyle>).transpose() {
@@ -173,7 +193,7 @@ pub async fn badge(
         return ApiError::BadRequest(format!("label: at most {MAX_LABEL} characters, none of them control characters"))
             .into_response();
     }
-    let (face, updated, status) = match state.status.project(&state.storage, &format!("{owner}/{name}")).await {
+    let (face, updated, status) = match state.status.pinned(&state.storage, &format!("{owner}/{name}"), q.v).await {
         Ok(snap) => (metric.face(&snap.status, label), snap.status.updated_at, StatusCode::OK),
         Err(ApiError::NotFound(_)) => (
             BadgeFace {
@@ -365,7 +385,9 @@ fn figure(testid: &str, label: &str, value: String, detail: String) -> Markup {
     }
 }
 
-fn project_page(s: &ProjectStatus, base: &str) -> Markup {
+/// The page of one snapshot (`serial`): its chart and badges ask for that
+/// snapshot, so nothing on it disagrees with the rest.
+fn project_page(s: &ProjectStatus, serial: u64, base: &str) -> Markup {
     let page_url = format!("{base}/status/{}", s.project);
     let description = format!(
         "{}: {} reports in, {} reproduced ({} of those graded), oracle coverage {}.",
@@ -375,7 +397,7 @@ fn project_page(s: &ProjectStatus, base: &str) -> Markup {
         format::percent(s.rate),
         format::percent(s.oracle_coverage.rate),
     );
-    let meta = Meta { description, url: &page_url, image: format!("{page_url}/trend.png") };
+    let meta = Meta { description, url: &page_url, image: format!("{page_url}/trend.png?v={serial}") };
     let coverage = &s.oracle_coverage;
     frame(
         &s.project,
@@ -430,7 +452,7 @@ fn project_page(s: &ProjectStatus, base: &str) -> Markup {
             }
             section.panel aria-labelledby="trend" {
                 h2 #trend { "The last 90 days" }
-                img.status-trend src=(format!("/status/{}/trend.svg", s.project)) width="720" height="300"
+                img.status-trend src=(format!("/status/{}/trend.svg?v={serial}", s.project)) width="720" height="300"
                     alt=(trend_alt(s)) data-testid="status-trend";
             }
             section.panel aria-labelledby="latest" {
@@ -467,7 +489,7 @@ fn project_page(s: &ProjectStatus, base: &str) -> Markup {
                 @for m in BadgeMetric::ALL {
                     @let src = format!("{base}/badge/{}/{}.svg", s.project, m.as_str());
                     div.status-badge data-testid=(format!("badge-{}", m.as_str())) {
-                        img src=(format!("/badge/{}/{}.svg", s.project, m.as_str())) alt=(format!("{} badge", m.default_label())) height="20";
+                        img src=(format!("/badge/{}/{}.svg?v={serial}", s.project, m.as_str())) alt=(format!("{} badge", m.default_label())) height="20";
                         label { span { "Markdown" }
                             input type="text" readonly value=(format!("[![{}]({src})]({page_url})", m.default_label())); }
                         label { span { "HTML" }

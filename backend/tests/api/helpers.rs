@@ -12,6 +12,8 @@ use sqlx::Connection;
 use tempfile::TempDir;
 
 pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// How long a status page is served after a write before it is computed again.
+pub const STATUS_DEBOUNCE: std::time::Duration = failpass::status::DEBOUNCE;
 
 pub fn init_logs() {
     if std::env::var_os("TEST_LOG").is_some() {

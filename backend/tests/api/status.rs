@@ -76,8 +76,8 @@ async fn a_public_projects_status_shows_the_apis_figures() {
     assert!(html.contains("property=\"og:image\""), "an Open Graph image");
     assert!(html.contains(&format!("/status/{p}/trend.svg")), "the page draws the SVG");
     assert!(
-        html.contains(&format!("property=\"og:image\" content=\"{}/status/{p}/trend.png\"", app.base)),
-        "previews get the PNG"
+        html.contains(&format!("property=\"og:image\" content=\"{}/status/{p}/trend.png?v=", app.base)),
+        "previews get the PNG of the page's snapshot"
     );
     assert!(html.contains("property=\"og:image:width\" content=\"1200\""));
     assert!(html.contains(&format!("href=\"/api/v1/status/{p}\"")), "links its JSON");
@@ -173,13 +173,23 @@ async fn status_answers_are_cached_and_conditional() {
             .unwrap();
         assert_eq!(stale.status(), 200, "{path}");
     }
-    // Computed at most once a minute: a report filed now shows in a minute, not at once.
+    // Kept until the project's data changes: a report filed now shows within
+    // the debounce (a burst of writes rebuilds it once), not after the minute.
     let before = anon_json(&app, "/api/v1/status/acme/lib").await;
-    app.report(json!({"project": "acme/lib", "external_id": "2", "title": "t2", "body": "b"})).await;
-    let after = anon_json(&app, "/api/v1/status/acme/lib").await;
     assert_eq!(before["reports"], 1);
-    assert_eq!(after["reports"], 1, "served from the cache");
-    assert_eq!(before["updated_at"], after["updated_at"]);
+    assert_eq!(anon_json(&app, "/api/v1/status/acme/lib").await["updated_at"], before["updated_at"], "cached");
+    app.report(json!({"project": "acme/lib", "external_id": "2", "title": "t2", "body": "b"})).await;
+    app.report(json!({"project": "acme/lib", "external_id": "3", "title": "t3", "body": "b"})).await;
+    let started = std::time::Instant::now();
+    let after = loop {
+        let s = anon_json(&app, "/api/v1/status/acme/lib").await;
+        if s["reports"] == 3 || started.elapsed() > std::time::Duration::from_secs(20) {
+            break s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    assert_eq!(after["reports"], 3, "the writes show: {after}");
+    assert_ne!(after["updated_at"], before["updated_at"], "and the time it was computed with them");
     // …but a project made private disappears at once.
     let made_private = app
         .client
@@ -237,7 +247,7 @@ async fn badges_draw_the_figures_and_refuse_bad_input() {
     bad("/badge/pytorch/pytorch/stars.svg", 404, "reproduction-rate").await;
     bad("/badge/pytorch/pytorch/backlog.png", 404, "METRIC.svg").await;
     bad("/badge/pytorch/pytorch/backlog.svg?style=plastic", 400, "flat-square").await;
-    bad("/badge/pytorch/pytorch/backlog.svg?colour=red", 400, "style= and label=").await;
+    bad("/badge/pytorch/pytorch/backlog.svg?colour=red", 400, "style=, label= and v=").await;
     let long = format!("/badge/pytorch/pytorch/backlog.svg?label={}", "x".repeat(61));
     let r = anon_get(&app, &long).await;
     assert_eq!(r.status(), 400);
@@ -288,4 +298,90 @@ async fn markup_in_names_and_titles_stays_text() {
     assert!(!index.contains("<img src=x") && !index.contains("<b>bold"));
     let badge = anon_get(&app, "/badge/evil/lib/backlog.svg?label=%22%3E%3Cimg%3E").await.text().await.unwrap();
     assert!(!badge.contains("\"><img>"), "{badge}");
+}
+
+/// A status page and everything on it come from one snapshot: its chart and
+/// badges ask for it (`?v=`), so a badge drawn after the data moved still
+/// agrees with the page that shows it; the link preview says the headline
+/// figures; "Latest verdicts" has one row per report.
+#[tokio::test]
+async fn a_status_page_and_its_images_are_one_snapshot_and_latest_verdicts_one_row_per_report() {
+    let app = spawn_app().await;
+    app.project("acme/one").await;
+    let id = app.report(json!({"project": "acme/one", "external_id": "1", "title": "first bug", "body": "b"})).await;
+    for verdict in ["not_reproduced", "not_reproduced", "reproduced"] {
+        let r = app
+            .post(
+                "/api/v1/attempts",
+                &json!({"report_id": id, "agent": "a", "verdict": verdict, "verdict_source": "human"}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let page = anon_get(&app, "/status/acme/one").await.text().await.unwrap();
+    let serial =
+        page.split("/badge/acme/one/backlog.svg?v=").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
+    assert!(page.contains(&format!("/status/acme/one/trend.svg?v={serial}")), "the chart asks for the page's snapshot");
+    assert!(page.contains(&format!("/status/acme/one/trend.png?v={serial}")), "and so does the preview");
+    let status = anon_json(&app, "/api/v1/status/acme/one").await;
+    assert_eq!(status["latest"].as_array().unwrap().len(), 1, "one row per report: {}", status["latest"]);
+    assert_eq!(status["latest"][0]["verdict"], "reproduced", "its newest verdict");
+
+    // The data moves: a second report, not reproduced yet.
+    app.report(json!({"project": "acme/one", "external_id": "2", "title": "second bug", "body": "b"})).await;
+    tokio::time::sleep(crate::helpers::STATUS_DEBOUNCE + std::time::Duration::from_millis(200)).await;
+    let pinned = anon_json(&app, &format!("/badge/acme/one/backlog.json?v={serial}")).await;
+    let current = anon_json(&app, "/badge/acme/one/backlog.json").await;
+    assert_eq!(pinned["message"], "0", "the page's badge agrees with the page: {pinned}");
+    assert_eq!(current["message"], "1", "a badge without v= is current: {current}");
+    let r = anon_get(&app, "/status/acme/one/trend.svg?v=x").await;
+    assert_eq!(r.status(), 400, "a v= that is no number is refused by name");
+    let r = anon_get(&app, "/badge/acme/one/backlog.json?v=999999999").await;
+    assert_eq!(r.status(), 200, "a snapshot no longer kept gives the current one");
+
+    let s: failpass_shared::api::status::ProjectStatus =
+        serde_json::from_value(anon_json(&app, "/api/v1/status/acme/one").await).unwrap();
+    let preview = failpass::status::preview_chart(&s, 720, 378);
+    assert!(preview.contains("100.0% reproduced (1 of 1 graded)") && preview.contains("backlog 1"), "{preview}");
+    let png = anon_get(&app, "/status/acme/one/trend.png").await.bytes().await.unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
+}
+
+/// A project's data version moves with every write that changes one of its
+/// reports, on both engines, and not with another project's.
+#[tokio::test]
+async fn a_projects_data_version_moves_with_its_writes_on_both_engines() {
+    use failpass::db::{ProjectScope, Storage};
+    use std::sync::Arc;
+    crate::helpers::run_storage_test(|s: Arc<dyn Storage>| async move {
+        for slug in ["v/one", "v/two"] {
+            s.create_project(&serde_json::from_value(json!({"slug": slug})).unwrap()).await.unwrap();
+        }
+        let version = |slug: &'static str| {
+            let s = s.clone();
+            async move { s.get_project(slug, &ProjectScope::All).await.unwrap().unwrap().data_version }
+        };
+        let (one, two) = (version("v/one").await, version("v/two").await);
+        let lines = [
+            json!({"kind": "report", "project": "v/one", "external_id": "1", "title": "t", "body": "b"}),
+            json!({"kind": "attempt", "report": {"project": "v/one", "external_id": "1"}, "agent": "a",
+                   "verdict": "reproduced", "verdict_source": "human"}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let routing = failpass_shared::routing::RoutingConfig::default();
+        let mut importer = failpass::import::Importer::new(s.as_ref(), &routing);
+        failpass::import::run(
+            &mut importer,
+            failpass::import::Format::Ndjson,
+            tokio::io::BufReader::new(std::io::Cursor::new(text.into_bytes())),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        importer.finish().await.unwrap();
+        let after = version("v/one").await;
+        assert!(after >= one + 2, "a report and an attempt each move it: {one} → {after}");
+        assert_eq!(version("v/two").await, two, "another project's stays");
+    })
+    .await;
 }

@@ -151,6 +151,11 @@ pub struct Project {
     pub upstream_url: Option<String>,
     #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub created_at: DateTime<Utc>,
+    /// Moves whenever a write changes the status or figures of one of the
+    /// project's reports (a cache of its figures is current while it holds).
+    #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub data_version: i64,
     /// Reports filed under this project.
     pub reports: i64,
 }

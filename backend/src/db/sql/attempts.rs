@@ -257,11 +257,16 @@ impl AttemptStore for Engine {
     async fn latest_verdicts(&self, project: &str, limit: usize) -> StorageResult<Vec<LatestVerdict>> {
         type Row = (String, String, Option<String>, String, String, Option<String>, chrono::DateTime<chrono::Utc>);
         let rows: Vec<Row> = sqlx::query_as(
+            // One row per report: its newest graded reproduction attempt,
+            // the reports taken newest graded first.
             "SELECT r.external_id, r.title, r.url, a.verdict, a.verdict_source, a.review, \
              COALESCE(a.ended_at, a.started_at) AS at \
-             FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-             WHERE p.slug = $1 AND a.goal = 'reproduce' AND a.graded \
-             ORDER BY COALESCE(a.ended_at, a.started_at) DESC, a.id DESC LIMIT $2",
+             FROM reports r JOIN projects p ON p.id = r.project_id \
+             JOIN attempts a ON a.id = (SELECT a2.id FROM attempts a2 WHERE a2.report_id = r.id \
+               AND a2.goal = 'reproduce' AND a2.graded \
+               ORDER BY COALESCE(a2.ended_at, a2.started_at) DESC, a2.id DESC LIMIT 1) \
+             WHERE p.slug = $1 AND r.last_graded_at IS NOT NULL \
+             ORDER BY r.last_graded_at DESC, r.id DESC LIMIT $2",
         )
         .bind(project)
         .bind(limit.min(1000) as i64)

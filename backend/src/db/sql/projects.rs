@@ -110,7 +110,7 @@ impl ProjectStore for Engine {
             |v: &Option<String>| v.as_ref().map(|v| Some(v.trim().to_owned()).filter(|v| !v.is_empty()));
         let (description, upstream) = (blank_is_none(&req.description), blank_is_none(&req.upstream_url));
         let id: Option<i64> = sqlx::query_scalar(
-            "UPDATE projects SET name = COALESCE($1, name), \
+            "UPDATE projects SET data_version = data_version + 1, name = COALESCE($1, name), \
              description = CASE WHEN $2 THEN $3 ELSE description END, public = COALESCE($4, public), \
              upstream_url = CASE WHEN $5 THEN $6 ELSE upstream_url END WHERE slug = $7 RETURNING id",
         )

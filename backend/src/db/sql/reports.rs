@@ -680,6 +680,23 @@ impl Engine {
             qb.push(")");
             qb.build().execute(&mut **tx).await?;
         }
+        Self::move_data_versions(tx, report_ids).await
+    }
+
+    /// The projects of these reports changed: their data versions move, so a
+    /// cached status of one knows it is out of date.
+    pub(in crate::db) async fn move_data_versions(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
+        for chunk in report_ids.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(
+                "UPDATE projects SET data_version = data_version + 1 WHERE id IN (SELECT project_id FROM reports WHERE id IN (",
+            );
+            let mut sep = qb.separated(", ");
+            for id in chunk {
+                sep.push_bind(*id);
+            }
+            qb.push("))");
+            qb.build().execute(&mut **tx).await?;
+        }
         Ok(())
     }
 

@@ -91,6 +91,7 @@ impl Engine {
         }
         // Writers on many machines take the groups one at a time.
         sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
+        Self::move_data_versions(tx, ids).await?;
         let mut moves = Moves::default();
         for chunk in ids.chunks(500) {
             let list = chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
