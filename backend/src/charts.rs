@@ -342,6 +342,20 @@ where
     out
 }
 
+/// A chart with nothing to draw: its title, and in its place what is
+/// missing (never axes whose ticks all read zero).
+pub fn empty_chart(title: &str, why: &str, width: u32, height: u32) -> String {
+    svg(width, height, |root| {
+        root.fill(&WHITE)?;
+        let area = root.titled(title, font(16))?;
+        let (w, h) = area.dim_in_pixel();
+        let muted = INK.mix(0.7);
+        let style = font(13).color(&muted).pos(Pos::new(HPos::Center, VPos::Center));
+        area.draw(&Text::new(why.to_owned(), (w as i32 / 2, h as i32 / 2), style))?;
+        Ok(())
+    })
+}
+
 /// Series styles that differ in fill as well as colour, so print and
 /// colour-blind readers can tell them apart (the legend names each).
 const SERIES: [RGBColor; 4] = [BAR, RGBColor(0xc0, 0x5a, 0x1a), RGBColor(0x4a, 0x8a, 0x3c), RGBColor(0x7b, 0x4f, 0x9d)];

@@ -72,6 +72,25 @@ pub fn hours(h: Option<f64>) -> String {
     }
 }
 
+/// The detail under "Mean cost of a success" (the Overview's and the Cost
+/// page's): what it is over, or why it is unknown.
+pub fn success_cost_detail(counting: u64, ratio: Option<f64>) -> String {
+    match (counting, ratio) {
+        (0, _) => "no successful attempt yet".into(),
+        (n, Some(r)) => format!("{n} successful attempts alone; the all-in figure is {r:.1}× this"),
+        (n, None) => format!("unknown: {n} successful attempts, none with a cost"),
+    }
+}
+
+/// `; unknown for N without the times it needs`, when some of the
+/// `reproduced` reports have no time to reproduction (imported undated).
+pub fn unknown_times(n: u64, reproduced: u64) -> String {
+    match reproduced.saturating_sub(n) {
+        0 => String::new(),
+        m => format!("; unknown for {m} without the times it needs"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +113,14 @@ mod tests {
         assert_eq!(hours(Some(5.54)), "5.5 h");
         assert_eq!(hours(Some(72.0)), "3.0 d");
         assert_eq!(hours(None), "—");
+    }
+
+    #[test]
+    fn unknown_costs_and_times_are_said() {
+        assert_eq!(success_cost_detail(0, None), "no successful attempt yet");
+        assert_eq!(success_cost_detail(148, None), "unknown: 148 successful attempts, none with a cost");
+        assert!(success_cost_detail(3, Some(2.0)).starts_with("3 successful attempts alone"));
+        assert_eq!(unknown_times(5, 5), "");
+        assert_eq!(unknown_times(0, 148), "; unknown for 148 without the times it needs");
     }
 }

@@ -245,9 +245,9 @@ pub fn report_aggregate_sql() -> String {
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.awaiting THEN 1 ELSE 0 END), 0) AS awaiting, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost, \
          CAST(MAX(CASE WHEN a.goal = 'reproduce' THEN CASE a.verdict {rank} END END) AS BIGINT) AS best_rank, \
-         MIN(CASE WHEN a.goal = 'reproduce' AND a.counts THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
-         MIN(CASE WHEN a.goal = 'reproduce' THEN a.started_at END) AS first_attempt_at, \
-         MAX(CASE WHEN a.goal = 'reproduce' AND a.graded THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
+         MIN(CASE WHEN a.goal = 'reproduce' AND a.counts AND a.time_stated THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
+         MIN(CASE WHEN a.goal = 'reproduce' AND a.time_stated THEN a.started_at END) AS first_attempt_at, \
+         MAX(CASE WHEN a.goal = 'reproduce' AND a.graded AND a.time_stated THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
          FROM attempts a WHERE a.report_id IN ("
     )
 }

@@ -64,15 +64,15 @@ pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal,
 pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.upstream_url, p.created_at, p.data_version, \
      (SELECT COUNT(*) FROM reports r WHERE r.project_id = p.id) AS reports";
 
-/// Multi-row attempt inserts: 29 parameters a row stays under SQLite's and
+/// Multi-row attempt inserts: 30 parameters a row stays under SQLite's and
 /// PostgreSQL's bind limits.
 pub const ATTEMPT_INSERT_CHUNK: usize = 1000;
 
 /// A new report: status `new` and its creation time are `$22`, `$23`.
 pub const REPORT_INSERT: &str = "INSERT INTO reports (project_id, external_id, url, title, body, labels, paths, filed_at, reporter, \
      environment, features, category, vague, llm_only, route, explanation, oracle_kind, oracle_source, \
-     has_det_oracle, route_check, content_hash, status, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)";
+     has_det_oracle, route_check, content_hash, status, created_at, filed_at_stated) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)";
 
 /// Updating a report's routing keeps a maintainer's corrected route: the
 /// route, its category and the flag follow the correction while there is one.
@@ -102,7 +102,7 @@ pub const PENDING_ID: i64 = -1;
 pub const ATTEMPT_INSERT: &str = "INSERT INTO attempts (report_id, goal, agent, model, model_cutoff, started_at, ended_at, \
      wall_seconds, cost_usd, tokens_in, tokens_out, api_calls, iterations, candidate, signals, verdict, verdict_source, \
      failure_cause, review, reviewer, review_comment, attempt_key, graded, counts, awaiting, content_hash, created_at, \
-     cost_known, success_rank) ";
+     cost_known, success_rank, time_stated) ";
 
 /// An attempt with everything derived that storage writes beside it.
 #[derive(Debug, Clone)]
@@ -117,6 +117,9 @@ pub struct PreparedAttempt {
     pub counts: bool,
     pub awaiting: bool,
     pub content_hash: String,
+    /// Its time was stated (or it happened live); false for an import that
+    /// gave none, whose `started_at` is only when it came in.
+    pub time_stated: bool,
 }
 
 impl PreparedAttempt {
@@ -127,12 +130,21 @@ impl PreparedAttempt {
             report_id,
             agent: req.agent.trim().to_owned(),
             attempt_key,
-            started_at: req.started_at.map(secs).unwrap_or(now),
+            // An attempt that says only when it ended started then, less its wall time.
+            started_at: req
+                .started_at
+                .or_else(|| {
+                    req.ended_at
+                        .map(|e| e - chrono::Duration::milliseconds((req.wall_seconds.unwrap_or(0.0) * 1000.0) as i64))
+                })
+                .map(secs)
+                .unwrap_or(now),
             created_at: now,
             graded: req.verdict.is_graded(),
             counts: attempt_counts(req.goal, req.verdict, req.verdict_source, req.review, report_vague),
             awaiting: attempt_awaits_review(req.goal, req.verdict, req.verdict_source, req.review, report_vague),
             content_hash: hash::content_hash(req),
+            time_stated: true,
             req: req.clone(),
         }
     }

@@ -52,7 +52,8 @@ pub(crate) trait Dialect {
     /// The day (UTC) an attempt `a` started, as `YYYY-MM-DD`.
     const DAY_KEY: &'static str;
 
-    /// The day (UTC) report `r` was filed, as days since 1970-01-01.
+    /// The day (UTC) report `r` was filed, as days since 1970-01-01
+    /// ([`failpass_shared::figures::NO_DAY`] when nobody stated it).
     const FILED_DAY: &'static str;
 
     /// Taken by a transaction before it moves the figures' rollups: on
@@ -132,13 +133,15 @@ impl Dialect for SqliteStorage {
     const LIKE: &'static str = "LIKE";
 
     /// `weekday 0` moves to the next Sunday (or stays); six days back is Monday.
-    const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at, 'weekday 0', '-6 days'), 'unknown')";
+    const WEEK_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', CASE WHEN a.time_stated THEN a.started_at END, 'weekday 0', '-6 days'), 'unknown')";
 
-    const MONTH_KEY: &'static str = "COALESCE(strftime('%Y-%m', a.started_at), 'unknown')";
+    const MONTH_KEY: &'static str =
+        "COALESCE(strftime('%Y-%m', CASE WHEN a.time_stated THEN a.started_at END), 'unknown')";
 
-    const DAY_KEY: &'static str = "COALESCE(strftime('%Y-%m-%d', a.started_at), 'unknown')";
+    const DAY_KEY: &'static str =
+        "COALESCE(strftime('%Y-%m-%d', CASE WHEN a.time_stated THEN a.started_at END), 'unknown')";
 
-    const FILED_DAY: &'static str = "CAST(CAST(strftime('%s', r.filed_at) AS INTEGER) / 86400 AS INTEGER)";
+    const FILED_DAY: &'static str = "CASE WHEN r.filed_at_stated THEN CAST(CAST(strftime('%s', r.filed_at) AS INTEGER) / 86400 AS INTEGER) ELSE -1000000000 END";
 
     const FIGURES_LOCK: &'static str = "SELECT 1";
 
@@ -207,14 +210,14 @@ impl Dialect for PgStorage {
 
     const LIKE: &'static str = "ILIKE";
 
-    const WEEK_KEY: &'static str =
-        "COALESCE(to_char(date_trunc('week', a.started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
+    const WEEK_KEY: &'static str = "COALESCE(to_char(date_trunc('week', (CASE WHEN a.time_stated THEN a.started_at END) AT TIME ZONE 'UTC'), 'YYYY-MM-DD'), 'unknown')";
 
-    const MONTH_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM'), 'unknown')";
+    const MONTH_KEY: &'static str =
+        "COALESCE(to_char((CASE WHEN a.time_stated THEN a.started_at END) AT TIME ZONE 'UTC', 'YYYY-MM'), 'unknown')";
 
-    const DAY_KEY: &'static str = "COALESCE(to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 'unknown')";
+    const DAY_KEY: &'static str = "COALESCE(to_char((CASE WHEN a.time_stated THEN a.started_at END) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 'unknown')";
 
-    const FILED_DAY: &'static str = "CAST(FLOOR(EXTRACT(EPOCH FROM r.filed_at) / 86400) AS BIGINT)";
+    const FILED_DAY: &'static str = "CASE WHEN r.filed_at_stated THEN CAST(FLOOR(EXTRACT(EPOCH FROM r.filed_at) / 86400) AS BIGINT) ELSE -1000000000 END";
 
     /// The key is failpass's own ("figures"), held until commit.
     const FIGURES_LOCK: &'static str = "SELECT pg_advisory_xact_lock(7046617)";

@@ -43,6 +43,14 @@ impl Origin {
     }
 }
 
+impl NewReport {
+    /// Whether its filing date is known: stated, or now (taken in live).
+    /// A file import that states none filed it on no known day.
+    pub fn filed_stated(&self) -> bool {
+        self.request.filed_at.is_some() || self.origin.via != "import"
+    }
+}
+
 impl Default for Origin {
     fn default() -> Self {
         Self::import()

@@ -359,6 +359,7 @@ pub struct FlowRow {
     pub status: String,
     pub first_counting_at: Option<DateTime<Utc>>,
     pub last_graded_at: Option<DateTime<Utc>>,
+    pub filed_at_stated: bool,
 }
 
 impl FlowRow {
@@ -370,6 +371,7 @@ impl FlowRow {
             status: parse(&self.status, "reports.status")?,
             first_counting_at: self.first_counting_at,
             last_graded_at: self.last_graded_at,
+            filed_stated: self.filed_at_stated,
         })
     }
 }

@@ -123,7 +123,7 @@ pub(super) fn insert_reports_raw(
                 json_text("paths", &req.paths)?,
                 req.filed_at.map(|t| time_text(secs(t))).unwrap_or_else(|| now.clone()),
                 req.reporter,
-                req.environment,
+                d.environment_for(req.environment.as_deref()),
                 json_text("features", &d.features)?,
                 d.category.as_str(),
                 d.vague,
@@ -137,6 +137,7 @@ pub(super) fn insert_reports_raw(
                 hash,
                 ReportStatus::New.as_str(),
                 now,
+                new.filed_stated(),
             ])
             .map_err(|e| {
                 unique_to_conflict(e, || {
@@ -179,7 +180,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
     use rusqlite::params;
     let time = time_text;
     let sql =
-        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=29).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
+        format!("{}VALUES ({})", ATTEMPT_INSERT, (1..=30).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "));
     let mut stmt = conn.prepare(&sql)?;
     for p in rows {
         let r = &p.req;
@@ -213,6 +214,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
             time(p.created_at),
             r.cost_usd.is_some(),
             r.rank.map(|k| k as i64),
+            p.time_stated,
         ]);
         inserted.map_err(|e| {
             unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into())

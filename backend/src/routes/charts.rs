@@ -129,6 +129,10 @@ pub async fn get_chart(
             let q = figures_query(GroupBy::Agent)?;
             let axis = axis_label(&q);
             let rows = figures(state.storage.as_ref(), &scope, q).await?.rows;
+            if rows.iter().all(|r| r.cost_per_reproduction_usd.is_none() && r.cost_mean_success_usd.is_none()) {
+                let why = costless(&rows, "no reproduction with a known cost yet");
+                return Ok(chart_response(charts::empty_chart("Cost per reproduction, two ways", &why, w(900), 340)));
+            }
             let labels: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
             let both = [
                 (
@@ -160,12 +164,18 @@ pub async fn get_chart(
                 }
             };
             let rows = figures(state.storage.as_ref(), &scope, q).await?.rows;
-            let periods = contiguous(rows.into_iter().map(|r| (r.key, r.cost_total_usd)).collect(), month);
             let (title, axis, bars) = if month {
                 ("Spend per month, and in all", "Month attempts started (UTC)", "Spent in the month")
             } else {
                 ("Spend per week, and in all", "Week attempts started (UTC)", "Spent in the week")
             };
+            // Attempts that started on no known day are in no period.
+            let dated: Vec<FigureRow> = rows.iter().filter(|r| r.key != "unknown").cloned().collect();
+            if dated.iter().all(|r| r.cost_total_usd == 0.0) {
+                let why = costless(&rows, "no spend recorded in the view");
+                return Ok(chart_response(charts::empty_chart(title, &why, w(900), 320)));
+            }
+            let periods = contiguous(dated.into_iter().map(|r| (r.key, r.cost_total_usd)).collect(), month);
             charts::spend_chart(title, axis, bars, &periods, w(900), 320)
         }
         "histogram" => {
@@ -177,7 +187,11 @@ pub async fn get_chart(
             }
             let (title, axis, money) = metric_labels(q.metric);
             let scale = unit_scale(q.metric);
+            let metric = q.metric;
             let d = distributions(state.storage.as_ref(), &scope, q).await?;
+            if d.groups.first().is_none_or(|g| g.n == 0) {
+                return Ok(chart_response(charts::empty_chart(title, &unrecorded(metric), w(560), 320)));
+            }
             let bins: Vec<(f64, f64, u64)> = d
                 .groups
                 .first()
@@ -203,7 +217,11 @@ pub async fn get_chart(
                 GroupBy::Model => state.storage.facets(&scope).await?.models,
                 _ => Vec::new(),
             };
+            let metric = q.metric;
             let d = distributions(state.storage.as_ref(), &scope, q).await?;
+            if d.groups.iter().all(|g| g.n == 0) {
+                return Ok(chart_response(charts::empty_chart(&title, &unrecorded(metric), w(560), 320)));
+            }
             let series: Vec<crate::charts::CdfSeries> = d
                 .groups
                 .into_iter()
@@ -245,15 +263,39 @@ pub async fn get_chart(
     if svg.is_empty() {
         return Err(anyhow::anyhow!("chart `{name}` could not be drawn").into());
     }
-    // Opened on its own, an SVG is a document: it may run nothing and load nothing.
-    Ok((
+    Ok(chart_response(svg))
+}
+
+/// An SVG chart. Opened on its own, an SVG is a document: it may run
+/// nothing and load nothing.
+fn chart_response(svg: String) -> Response {
+    (
         [
             (header::CONTENT_TYPE, "image/svg+xml; charset=utf-8"),
             (header::CONTENT_SECURITY_POLICY, "default-src 'none'"),
         ],
         svg,
     )
-        .into_response())
+        .into_response()
+}
+
+/// Why a cost chart is empty: how many attempts have no cost, if any.
+fn costless(rows: &[FigureRow], otherwise: &str) -> String {
+    let (attempts, without): (u64, u64) =
+        rows.iter().fold((0, 0), |(a, w), r| (a + r.attempts, w + r.attempts_without_cost));
+    match without {
+        0 => otherwise.to_owned(),
+        n if n == attempts => format!("Unknown: none of the {n} attempts has a cost"),
+        n => format!("Unknown: {n} of the {attempts} attempts have no cost, and the rest spent nothing"),
+    }
+}
+
+/// Why a distribution is empty.
+fn unrecorded(m: Metric) -> String {
+    match m {
+        Metric::CostUsd => "Unknown: no attempt in the view has a cost".into(),
+        Metric::WallSeconds => "Unknown: no attempt in the view has a time".into(),
+    }
 }
 
 fn parse_width(v: &str) -> Result<u32, ApiError> {

@@ -423,7 +423,7 @@ fn project_page(s: &ProjectStatus, serial: u64, base: &str) -> Markup {
                     (figure("status-backlog", "Backlog", format::thousands(s.backlog as i64),
                         format!("oldest {}, median {}", days(s.backlog_oldest_days), days(s.backlog_median_days))))
                     (figure("status-median-time", "Median time to reproduction", format::hours(s.time_to_reproduction_median_hours),
-                        format!("over {} reproduced reports", format::thousands(s.time_to_reproduction_n as i64))))
+                        timed(s.time_to_reproduction_n, s.reports_reproduced)))
                     (figure("status-oracle-coverage", "Oracle coverage", format::percent(coverage.rate),
                         format!("{} of {} reports have a deterministic check; 95% interval {}; in-patch reference {}",
                             format::thousands(coverage.count), format::thousands(coverage.of),
@@ -499,6 +499,12 @@ fn project_page(s: &ProjectStatus, serial: u64, base: &str) -> Markup {
             }
         },
     )
+}
+
+/// Over how many reproductions the median is, and for how many it is
+/// unknown (imported without the times it needs).
+fn timed(n: u64, reproduced: u64) -> String {
+    format!("over {} reproduced reports{}", format::thousands(n as i64), format::unknown_times(n, reproduced))
 }
 
 fn days(d: Option<f64>) -> String {

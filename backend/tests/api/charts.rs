@@ -185,3 +185,31 @@ async fn bad_chart_requests_name_what_is_wrong() {
         "width: given more than once",
     );
 }
+
+/// Costs and times nobody recorded are unknown, never zero: a cost chart
+/// over attempts without a cost says so instead of drawing $0.00 ticks.
+#[tokio::test]
+async fn charts_over_unknown_costs_and_times_say_what_is_missing() {
+    let app = crate::helpers::spawn_app().await;
+    let lines = [
+        serde_json::json!({"kind": "project", "slug": "s/costless"}),
+        serde_json::json!({"kind": "report", "project": "s/costless", "external_id": "1", "title": "one"}),
+        serde_json::json!({"kind": "attempt", "report": {"project": "s/costless", "external_id": "1"}, "agent": "a",
+                           "verdict": "reproduced", "verdict_source": "human"}),
+        serde_json::json!({"kind": "attempt", "report": {"project": "s/costless", "external_id": "1"}, "agent": "b",
+                           "verdict": "not_reproduced", "verdict_source": "human"}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(app.import_ndjson(body).await.status(), 200);
+    for (path, says) in [
+        ("/api/v1/charts/cost-both-ways?project=s/costless", "Unknown: none of the 2 attempts has a cost"),
+        ("/api/v1/charts/spend?project=s/costless", "Unknown: none of the 2 attempts has a cost"),
+        ("/api/v1/charts/spend?project=s/costless&group_by=month", "Unknown: none of the 2 attempts has a cost"),
+        ("/api/v1/charts/histogram?metric=cost_usd&project=s/costless", "Unknown: no attempt in the view has a cost"),
+        ("/api/v1/charts/cdf?metric=wall_seconds&project=s/costless", "Unknown: no attempt in the view has a time"),
+    ] {
+        let chart = svg(&app, path).await;
+        assert!(chart.contains(says), "{path}: {chart}");
+        assert!(!chart.contains("$0.00"), "{path}: no zero ticks");
+    }
+}

@@ -350,3 +350,66 @@ async fn the_ranks_api_counts_successes_at_rank_1_and_within_k_over_every_report
     assert_eq!(body["rejected"], 1, "{body}");
     assert!(body["rejections"][0]["message"].as_str().unwrap().contains("must be between 1 and"), "{body}");
 }
+
+/// Records imported without dates count in no period and have no time to
+/// reproduction; with their own dates they count in those periods, on both
+/// engines, and the maintained counts agree with the rows.
+#[tokio::test]
+async fn imported_history_counts_by_its_own_dates_or_in_no_period() {
+    use failpass_shared::figures::{FlowCounts, FlowKind, throughput_of};
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("study.csv"),
+            "id,filed,ended,ok\nu1,,,yes\nu2,,,no\nu3,,,\nd1,2023-03-01,2023-03-05,yes\nd2,2023-03-02,,\n",
+        )
+        .unwrap();
+        let m = mapping(
+            "project = \"s/dates\"\n[report]\nexternal_id = \"{id}\"\ntitle = \"bug {id}\"\nfiled_at = \"{filed}\"\n\
+             [attempt]\nagent = \"a\"\nverdict_source = \"human\"\nended_at = \"{ended}\"\n\
+             verdict = { column = \"ok\", map = { yes = \"reproduced\", no = \"not_reproduced\", \"\" = \"hypothesis\" } }\n",
+        );
+        let summary = import(s.as_ref(), m, Format::Csv, dir.path(), "study.csv").await.unwrap();
+        assert_eq!(summary.rejected, 0, "{summary:?}");
+        let filter = failpass_shared::api::reports::ReportFilter { project: Some("s/dates".into()), ..Default::default() };
+        let mut counts = FlowCounts::default();
+        for f in s.report_flows(&filter, &ProjectScope::All).await.unwrap() {
+            counts.add(&f);
+        }
+        let t = throughput_of(&counts, chrono::Utc::now());
+        let statuses: Vec<String> = s
+            .list_reports(&failpass_shared::api::reports::ReportListQuery { limit: 50, ..Default::default() }, &ProjectScope::All)
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|r| format!("{} {}", r.external_id, r.status))
+            .collect();
+        assert_eq!(t.reports, 5, "{statuses:?}");
+        assert_eq!(counts.total(FlowKind::Filed), 2, "only the two reports with a stated filing day were filed on a day");
+        assert_eq!(counts.total(FlowKind::Counted), 1, "only d1's reproduction has a day (2023-03-05)");
+        let today = chrono::Utc::now().date_naive();
+        assert_eq!(counts.within(FlowKind::Counted, today - chrono::Duration::days(31), today), 0, "none this month");
+        let march = (chrono::NaiveDate::from_ymd_opt(2023, 3, 1).unwrap(), chrono::NaiveDate::from_ymd_opt(2023, 3, 31).unwrap());
+        assert_eq!(counts.within(FlowKind::Counted, march.0, march.1), 1, "d1 in March 2023");
+        assert_eq!(counts.within(FlowKind::Filed, march.0, march.1), 2);
+        assert_eq!(t.time_to_reproduction_n, 1, "u1's time to reproduction is unknown, d1's is 4 days");
+        assert!(t.time_to_reproduction_median_hours.is_some_and(|h| h > 90.0), "{t:?}");
+        assert_eq!(t.backlog, 2, "u3 and d2 are open: {statuses:?}");
+        assert_eq!(t.backlog_oldest_days.map(|d| d > 365.0), Some(true), "d2's age is known; u3's is not");
+        // The figures of a filing window hold the stated ones only.
+        let windowed = failpass_shared::api::figures::FiguresQuery {
+            filter: failpass_shared::api::reports::ReportFilter {
+                project: Some("s/dates".into()),
+                since: Some(today - chrono::Duration::days(30)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&windowed, &ProjectScope::All).await.unwrap());
+        assert_eq!(fig.first().map_or(0, |r| r.reports), 0, "no report was filed in the last 30 days: {fig:?}");
+        let check = s.check_figures(false).await.unwrap();
+        assert!(check.differences.is_empty(), "the maintained counts agree with the rows: {check:?}");
+    })
+    .await;
+}

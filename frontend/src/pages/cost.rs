@@ -70,7 +70,7 @@ fn body(v: Views) -> Option<AnyView> {
                 detail=format!("all spend {} (failed and errored attempts included) over {} reproduced reports{}", usd(Some(t.cost_total_usd)), t.reports_reproduced,
                     if t.attempts_without_cost > 0 { format!("; {} attempts without a cost left out", t.attempts_without_cost) } else { String::new() })/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="cost-mean-success"
-                detail=match t.cost_ratio { Some(r) => format!("{} successful attempts alone; the all-in figure is {r:.1}× this", t.attempts_counting), None => "no successful attempt yet".into() }/>
+                detail=failpass_shared::format::success_cost_detail(t.attempts_counting, t.cost_ratio)/>
             <Stat label="Cost per attempt" value=usd(cost_all.as_ref().and_then(|c| c.median)) testid="cost-median"
                 detail=format!("median of n={} · mean {} · p90 {}", cost_all.as_ref().map_or(0, |c| c.n), usd(cost_all.as_ref().and_then(|c| c.mean)), usd(cost_all.as_ref().and_then(|c| c.p90)))/>
             <Stat label="Wall time per attempt" value=minutes(wall_all.as_ref().and_then(|c| c.median)) testid="wall-median"

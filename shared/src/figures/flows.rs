@@ -55,7 +55,7 @@ pub type FlowRead = Vec<(FlowKind, Option<(i64, i64)>)>;
 /// What [`throughput_of`] reads.
 pub fn throughput_read() -> FlowRead {
     use FlowKind::*;
-    [Reports, Regressed, Resolved, FiledWeek, ReproducedWeek, NotReproducedWeek, Open, TimeToReproduction]
+    [Reports, Regressed, Resolved, FiledWeek, ReproducedWeek, NotReproducedWeek, Backlog, Open, TimeToReproduction]
         .into_iter()
         .map(|k| (k, None))
         .collect()
@@ -125,9 +125,14 @@ pub fn bin_hours(bin: i64) -> f64 {
 }
 
 /// A report as the throughput counts see it: its status and days.
+/// The day of a report filed on no known day (an import that stated none):
+/// it counts in no period and has no age.
+pub const NO_DAY: i64 = -1_000_000_000;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowFacts {
     pub status: ReportStatus,
+    /// The day it was filed; [`NO_DAY`] when nobody stated it.
     pub filed_day: i64,
     /// The day its first counting attempt ended.
     pub counted_day: Option<i64>,
@@ -142,24 +147,26 @@ impl FlowFacts {
         let reproduced = matches!(flow.status, ReportStatus::Reproduced | ReportStatus::Regressed);
         FlowFacts {
             status: flow.status,
-            filed_day: day_of(flow.filed_at),
+            filed_day: if flow.filed_stated { day_of(flow.filed_at) } else { NO_DAY },
             counted_day: flow.first_counting_at.map(day_of),
             graded_day: flow.last_graded_at.map(day_of),
             ttr_bin: flow
                 .first_counting_at
                 .filter(|_| reproduced)
-                .map(|t| hours_bin(((t - flow.intake()).num_seconds() as f64 / 3600.0).max(0.0))),
+                .zip(flow.known_intake())
+                .map(|(t, intake)| hours_bin(((t - intake).num_seconds() as f64 / 3600.0).max(0.0))),
         }
     }
 
     /// The counts the report adds, each once.
     pub fn events(&self) -> Vec<(FlowKind, i64)> {
         use ReportStatus::*;
-        let mut out = vec![
-            (FlowKind::Reports, 0),
-            (FlowKind::Filed, self.filed_day),
-            (FlowKind::FiledWeek, monday_of(self.filed_day)),
-        ];
+        let mut out = vec![(FlowKind::Reports, 0)];
+        let filed = (self.filed_day != NO_DAY).then_some(self.filed_day);
+        if let Some(d) = filed {
+            out.push((FlowKind::Filed, d));
+            out.push((FlowKind::FiledWeek, monday_of(d)));
+        }
         if let Some(d) = self.counted_day {
             out.push((FlowKind::Counted, d));
         }
@@ -183,7 +190,10 @@ impl FlowFacts {
             }
             New | InProgress | NeedsReview => {
                 out.push((FlowKind::Backlog, 0));
-                out.push((FlowKind::Open, self.filed_day));
+                // Its age is unknown without a filing day.
+                if let Some(d) = filed {
+                    out.push((FlowKind::Open, d));
+                }
             }
             Closed | Duplicate | WontFix | NotABug | ClosedUpstream => out.push((FlowKind::Resolved, 0)),
         }
@@ -289,7 +299,8 @@ pub fn throughput_of(counts: &FlowCounts, now: chrono::DateTime<chrono::Utc>) ->
             }
         }
     }
-    // Backlog ages from the middle of each filing day, oldest last.
+    // Backlog ages from the middle of each filing day, oldest last (reports
+    // filed on no stated day have none).
     let ages = Weighted(
         counts
             .of(FlowKind::Open)
@@ -304,7 +315,8 @@ pub fn throughput_of(counts: &FlowCounts, now: chrono::DateTime<chrono::Utc>) ->
         reports: counts.total(FlowKind::Reports),
         regressed: counts.total(FlowKind::Regressed),
         weeks: weeks.into_values().collect(),
-        backlog: ages.n(),
+        // Every open report; its age is known for those filed on a stated day.
+        backlog: counts.total(FlowKind::Backlog),
         resolved: counts.total(FlowKind::Resolved),
         backlog_oldest_days: ages.0.last().map(|(v, _)| *v),
         backlog_median_days: ages.median(),

@@ -14,7 +14,7 @@ mod queue;
 mod ranks;
 mod values;
 pub use flows::{
-    FlowCounts, FlowFacts, FlowKind, FlowRead, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, everything,
+    FlowCounts, FlowFacts, FlowKind, FlowRead, NO_DAY, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, everything,
     glance_read, hours_bin, monday_of, throughput_of, throughput_read,
 };
 pub use oracles::{OracleCounts, oracle_summary};
@@ -335,6 +335,9 @@ pub struct ReportFlow {
     pub first_counting_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The end of its last graded attempt.
     pub last_graded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Whether `filed_at` was stated, or is only when an import that gave
+    /// none took it in: then the report was filed on no known day.
+    pub filed_stated: bool,
 }
 
 impl ReportFlow {
@@ -345,6 +348,15 @@ impl ReportFlow {
         match self.first_attempt_at {
             Some(first) if first < self.created_at => self.filed_at,
             _ => self.created_at,
+        }
+    }
+
+    /// [`Self::intake`] when it is known: not when it would be a filing
+    /// date nobody stated.
+    pub fn known_intake(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        match self.first_attempt_at {
+            Some(first) if first < self.created_at => self.filed_stated.then_some(self.filed_at),
+            _ => Some(self.created_at),
         }
     }
 }
@@ -576,6 +588,7 @@ mod tests {
             status: crate::model::ReportStatus::Regressed,
             first_counting_at: Some(t("2026-11-03T00:00:00Z")),
             last_graded_at: Some(t("2026-11-03T00:00:00Z")),
+            filed_stated: true,
         };
         let out = throughput(&[flow], t("2026-11-30T00:00:00Z"));
         assert_eq!((out.regressed, out.backlog, out.time_to_reproduction_n), (1, 0, 1));
@@ -594,6 +607,7 @@ mod tests {
             status,
             first_counting_at: first.map(t),
             last_graded_at: last.map(t),
+            filed_stated: true,
         };
         let reports = [
             // filed Monday 2026-11-02, reproduced Wednesday 2026-11-11 (next week), 218 h later
@@ -711,6 +725,7 @@ mod tests {
             status: Reproduced,
             first_counting_at: Some(t("2026-03-01T05:00:00Z")),
             last_graded_at: None,
+            filed_stated: true,
         };
         assert_eq!(live.intake(), t("2026-03-01T00:00:00Z"));
         let median = throughput(&[live.clone()], t("2026-04-01T00:00:00Z")).time_to_reproduction_median_hours.unwrap();
@@ -720,6 +735,30 @@ mod tests {
         assert_eq!(live.intake(), t("2026-01-01T00:00:00Z"));
         live.first_attempt_at = None;
         assert_eq!(live.intake(), t("2026-06-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn a_report_filed_on_no_stated_day_counts_in_no_period_and_has_no_age() {
+        use crate::model::ReportStatus::{InProgress, Reproduced};
+        let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+        let imported = ReportFlow {
+            filed_at: t("2026-06-01T00:00:00Z"),
+            created_at: t("2026-06-01T00:00:00Z"),
+            first_attempt_at: Some(t("2024-01-01T00:00:00Z")),
+            status: Reproduced,
+            first_counting_at: Some(t("2024-01-02T00:00:00Z")),
+            last_graded_at: None,
+            filed_stated: false,
+        };
+        let facts = flows::FlowFacts::of(&imported);
+        assert_eq!(facts.filed_day, NO_DAY);
+        assert_eq!(facts.ttr_bin, None, "intake would be the unstated filing");
+        let kinds: Vec<FlowKind> = facts.events().into_iter().map(|(k, _)| k).collect();
+        assert!(!kinds.contains(&FlowKind::Filed) && !kinds.contains(&FlowKind::FiledWeek), "{kinds:?}");
+        assert!(kinds.contains(&FlowKind::Counted), "its reproduction has a day of its own");
+        let open = ReportFlow { status: InProgress, first_counting_at: None, ..imported };
+        let th = throughput(&[open], t("2026-07-01T00:00:00Z"));
+        assert_eq!((th.backlog, th.backlog_oldest_days), (1, None), "open, of unknown age");
     }
 
     fn contribution(

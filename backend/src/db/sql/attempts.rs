@@ -458,7 +458,8 @@ impl Engine {
                 .push_bind(p.content_hash.clone())
                 .push_bind(p.created_at)
                 .push_bind(r.cost_usd.is_some())
-                .push_bind(r.rank.map(|k| k as i32));
+                .push_bind(r.rank.map(|k| k as i32))
+                .push_bind(p.time_stated);
         });
         let conflict = common::conflict_on_unique("an attempt with the same agent, report and attempt_key exists");
         if !want_ids {
@@ -478,7 +479,7 @@ impl Engine {
              wall_seconds = $6, cost_usd = $7, tokens_in = $8, tokens_out = $9, api_calls = $10, iterations = $11, \
              candidate = $12, signals = $13, verdict = $14, verdict_source = $15, failure_cause = $16, review = $17, \
              reviewer = $18, review_comment = $19, graded = $20, counts = $21, awaiting = $22, content_hash = $23, \
-             cost_known = $25, success_rank = $26 WHERE id = $24",
+             cost_known = $25, success_rank = $26, time_stated = $27 WHERE id = $24",
         )
         .bind(r.goal.as_str())
         .bind(&r.model)
@@ -506,6 +507,7 @@ impl Engine {
         .bind(id)
         .bind(r.cost_usd.is_some())
         .bind(r.rank.map(|k| k as i32))
+        .bind(p.time_stated)
         .execute(&mut **tx)
         .await?;
         Ok(())

@@ -89,7 +89,8 @@ impl SourceRow {
 /// The reports' columns [`SourceRow`] reads.
 const SOURCE: &str = "SELECT r.id AS id, r.project_id AS project_id, r.route AS route, r.route_check AS route_check, \
      r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, r.first_attempt_at AS first_attempt_at, \
-     r.first_counting_at AS first_counting_at, r.last_graded_at AS last_graded_at FROM reports r";
+     r.first_counting_at AS first_counting_at, r.last_graded_at AS last_graded_at, \
+     r.filed_at_stated AS filed_at_stated FROM reports r";
 
 /// A group's key in `flow_groups`: level, kind, project, route, route check, day or bin.
 type FlowKey = (u8, FlowKind, i64, String, i64, i64);

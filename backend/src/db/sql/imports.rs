@@ -249,7 +249,10 @@ impl ImportStore for Engine {
                 Ok((report_id, vague, _)) => {
                     // Keyless records get their content hash as key, so a re-import is a no-op.
                     let key = req.attempt_key.clone().unwrap_or_else(|| format!("h:{}", hash::content_hash(req)));
-                    prepared.push((i, PreparedAttempt::new(req, report_id, vague, Some(key))));
+                    let mut p = PreparedAttempt::new(req, report_id, vague, Some(key));
+                    // An imported attempt without a time has none: it counts in no period.
+                    p.time_stated = req.started_at.is_some() || req.ended_at.is_some();
+                    prepared.push((i, p));
                     results.push(Ok(Outcome::Created));
                 }
                 Err(e) => results.push(Err(e)),

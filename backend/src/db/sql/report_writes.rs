@@ -31,6 +31,7 @@ impl Engine {
             None => format!("{} RETURNING id", REPORT_INSERT),
             Some(_) => format!(
                 "UPDATE reports SET url = $3, title = $4, body = $5, labels = $6, paths = $7, filed_at = COALESCE($8, filed_at), \
+                 filed_at_stated = CASE WHEN $8 IS NULL THEN filed_at_stated ELSE TRUE END, \
                  reporter = $9, environment = $10, features = $11, vague = $13, llm_only = $14, {}, \
                  explanation = $16, oracle_kind = $17, oracle_source = $18, has_det_oracle = $19, content_hash = $21 \
                  WHERE project_id = $1 AND external_id = $2 RETURNING id",
@@ -55,7 +56,8 @@ impl Engine {
         let query = Self::bind_routing(query, d).bind(hash);
         // Only a new report starts its status and creation time.
         let query = match existing {
-            None => query.bind(ReportStatus::New.as_str()).bind(now),
+            // One report taken in live: filed when it came in, unless it says.
+            None => query.bind(ReportStatus::New.as_str()).bind(now).bind(true),
             Some(_) => query,
         };
         let id: i64 = query.fetch_one(&mut **tx).await.map_err(common::conflict_on_unique(format!(
@@ -92,7 +94,7 @@ impl Engine {
     ) -> StorageResult<Vec<i64>> {
         use sqlx::types::Json;
         use std::collections::HashMap;
-        // 23 binds a row, under PostgreSQL's 65,535.
+        // 24 binds a row, under PostgreSQL's 65,535.
         const CHUNK: usize = 1000;
         let columns = REPORT_INSERT.split(" VALUES").next().unwrap_or(REPORT_INSERT);
         let now = common::now();
@@ -125,7 +127,8 @@ impl Engine {
                     .push_bind(d.route_check)
                     .push_bind(*hash)
                     .push_bind(ReportStatus::New.as_str())
-                    .push_bind(now);
+                    .push_bind(now)
+                    .push_bind(new.filed_stated());
             });
             // Matched back by key, not by the order rows come back in.
             qb.push(" RETURNING id, project_id, external_id");

@@ -507,6 +507,8 @@ impl Engine {
             return;
         }
         let (since, until) = filter.window(common::now().date_naive());
+        // An attempt imported without a time was spent in no period.
+        qb.push(format!(" AND {alias}.time_stated"));
         if let Some(t) = since {
             qb.push(format!(" AND {alias}.started_at >= ")).push_bind(t);
         }
@@ -547,6 +549,10 @@ impl Engine {
         let dated = if since.is_none() && until.is_none() { Dated::Filed } else { filter.dated };
         match dated {
             Dated::Filed => {
+                // A report filed on no stated day is in no window.
+                if since.is_some() || until.is_some() {
+                    qb.push(" AND r.filed_at_stated");
+                }
                 if let Some(t) = since {
                     qb.push(" AND r.filed_at >= ").push_bind(t);
                 }
@@ -557,7 +563,7 @@ impl Engine {
             // The report's first counting reproduction ended in the window.
             Dated::Reproduced => {
                 let first = "(SELECT MIN(COALESCE(ra.ended_at, ra.started_at)) FROM attempts ra \
-                             WHERE ra.report_id = r.id AND ra.counts AND ra.goal = 'reproduce')";
+                             WHERE ra.report_id = r.id AND ra.counts AND ra.goal = 'reproduce' AND ra.time_stated)";
                 qb.push(format!(" AND {first} IS NOT NULL"));
                 if let Some(t) = since {
                     qb.push(format!(" AND {first} >= ")).push_bind(t);
