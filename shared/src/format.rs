@@ -77,17 +77,27 @@ pub fn hours(h: Option<f64>) -> String {
 pub fn success_cost_detail(counting: u64, ratio: Option<f64>) -> String {
     match (counting, ratio) {
         (0, _) => "no successful attempt yet".into(),
-        (n, Some(r)) => format!("{n} successful attempts alone; the all-in figure is {r:.1}× this"),
-        (n, None) => format!("unknown: {n} successful attempts, none with a cost"),
+        (n, Some(r)) => format!("{n} successes alone; all-in is {r:.1}× this"),
+        (n, None) => format!("unknown: {n} successes, none with a cost"),
     }
 }
 
-/// `; unknown for N without the times it needs`, when some of the
-/// `reproduced` reports have no time to reproduction (imported undated).
+/// The detail under "Cost per reproduction" (the Overview's and the Cost
+/// page's): all spend over the reproductions, and the attempts left out.
+pub fn spend_detail(total_usd: f64, reproduced: u64, without_cost: u64) -> String {
+    let left_out = match without_cost {
+        0 => String::new(),
+        n => format!(" · {n} attempts without a cost left out"),
+    };
+    format!("all spend {} (failed attempts too) over {reproduced} reproduced{left_out}", usd(Some(total_usd)))
+}
+
+/// ` · unknown for N without times`, when some of the `reproduced` reports
+/// have no time to reproduction (imported undated).
 pub fn unknown_times(n: u64, reproduced: u64) -> String {
     match reproduced.saturating_sub(n) {
         0 => String::new(),
-        m => format!("; unknown for {m} without the times it needs"),
+        m => format!(" · unknown for {m} without times"),
     }
 }
 
@@ -118,9 +128,9 @@ mod tests {
     #[test]
     fn unknown_costs_and_times_are_said() {
         assert_eq!(success_cost_detail(0, None), "no successful attempt yet");
-        assert_eq!(success_cost_detail(148, None), "unknown: 148 successful attempts, none with a cost");
-        assert!(success_cost_detail(3, Some(2.0)).starts_with("3 successful attempts alone"));
+        assert_eq!(success_cost_detail(148, None), "unknown: 148 successes, none with a cost");
+        assert!(success_cost_detail(3, Some(2.0)).starts_with("3 successes alone"));
         assert_eq!(unknown_times(5, 5), "");
-        assert_eq!(unknown_times(0, 148), "; unknown for 148 without the times it needs");
+        assert_eq!(unknown_times(0, 148), " · unknown for 148 without times");
     }
 }

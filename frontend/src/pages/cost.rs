@@ -67,8 +67,7 @@ fn body(v: Views) -> Option<AnyView> {
     let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
-                detail=format!("all spend {} (failed and errored attempts included) over {} reproduced reports{}", usd(Some(t.cost_total_usd)), t.reports_reproduced,
-                    if t.attempts_without_cost > 0 { format!("; {} attempts without a cost left out", t.attempts_without_cost) } else { String::new() })/>
+                detail=failpass_shared::format::spend_detail(t.cost_total_usd, t.reports_reproduced, t.attempts_without_cost)/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="cost-mean-success"
                 detail=failpass_shared::format::success_cost_detail(t.attempts_counting, t.cost_ratio)/>
             <Stat label="Cost per attempt" value=usd(cost_all.as_ref().and_then(|c| c.median)) testid="cost-median"
@@ -93,7 +92,7 @@ fn body(v: Views) -> Option<AnyView> {
             </Figure>
         </div>
         <Figure testid="chart-cost-both-ways" chart=chart("cost-both-ways", None, GroupBy::Agent, 900)
-            caption="Per agent: all spend (failed and errored attempts too) over reports reproduced, beside the mean cost of successful attempts alone (what papers quote). Reference: LTGDroid about $0.27 per successful reproduction.">
+            caption="Per agent: all spend (failed attempts too) over reports reproduced, beside the mean cost of successes alone (what papers quote). Reference: LTGDroid about $0.27 per success.">
             <crate::components::AllColumns/>
             <table class="chart-table" data-testid="cost-table">
                 <thead><tr>

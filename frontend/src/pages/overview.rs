@@ -82,10 +82,9 @@ fn Headline(total: FigureRow, flow: Throughput) -> impl IntoView {
             <Stat label="Backlog" value=thousands(flow.backlog as i64) testid="headline-backlog"
                 detail=format!("not yet final · oldest {} · median age {} · {} reached a final state", hours(flow.backlog_oldest_days.map(|d| d * 24.0)), hours(flow.backlog_median_days.map(|d| d * 24.0)), finished)/>
             <Stat label="Median time to reproduction" value=hours(flow.time_to_reproduction_median_hours) testid="headline-time-to-reproduction"
-                detail=format!("intake to first counting verdict · n={} · p90 {}{}", flow.time_to_reproduction_n, hours(flow.time_to_reproduction_p90_hours),
-                    failpass_shared::format::unknown_times(flow.time_to_reproduction_n, t.reports_reproduced))/>
+                detail=format!("intake to first counting verdict · n={} of {} · p90 {}", flow.time_to_reproduction_n, t.reports_reproduced, hours(flow.time_to_reproduction_p90_hours))/>
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="headline-cost-per-reproduction"
-                detail=format!("all spend {} over {}", usd(Some(t.cost_total_usd)), plural(t.reports_reproduced, "reproduction"))/>
+                detail=failpass_shared::format::spend_detail(t.cost_total_usd, t.reports_reproduced, t.attempts_without_cost)/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="headline-cost-mean-success"
                 detail=failpass_shared::format::success_cost_detail(t.attempts_counting, t.cost_ratio)/>
             <Stat label="Oracle coverage" value=percent(t.oracle_coverage) testid="headline-oracle-coverage"

@@ -104,8 +104,10 @@ pub struct CreateAttemptRequest {
     pub attempt_key: Option<String>,
     /// Where the first candidate that reproduced ranked among those the
     /// agent offered (1: its first choice); a study's ranking, kept with the
-    /// attempt. Absent when not ranked.
+    /// attempt. Absent when not ranked. (The dashboard's WebAssembly does not
+    /// send it.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub rank: Option<u32>,
     /// Grade the candidate by execution: a verification job is queued with
     /// the attempt, and its verdict is replaced by what the runs show.
@@ -422,7 +424,9 @@ pub struct Attempt {
     pub review_comment: Option<String>,
     pub attempt_key: Option<String>,
     /// Where its first success ranked among the candidates (1: the first).
+    /// (The dashboard's WebAssembly does not read it.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub rank: Option<u32>,
     /// Whether it counts towards the figures (docs/domain.md's counting rule).
     pub counts: bool,
