@@ -362,6 +362,14 @@ pub fn trend_chart(status: &ProjectStatus, width: u32, height: u32) -> String {
 }
 
 fn weekly_bars(status: &ProjectStatus, title: &str, width: u32, height: u32) -> String {
+    if status.weeks.iter().all(|w| w.filed == 0 && w.finished == 0) {
+        let why = if status.reports > 0 {
+            "Nothing filed or finished on a known day in these weeks"
+        } else {
+            "No report yet"
+        };
+        return charts::empty_chart(title, why, width, height);
+    }
     let labels: Vec<String> = status.weeks.iter().map(|w| w.week.clone()).collect();
     let series = [
         ("Filed", status.weeks.iter().map(|w| w.filed as f64).collect()),

@@ -108,6 +108,14 @@ pub async fn get_chart(
                 .max()
                 .map_or_else(chrono::Utc::now, |d| d.and_time(chrono::NaiveTime::MIN).and_utc());
             let recent = failpass_shared::figures::recent_weeks(&flow.weeks, newest, THROUGHPUT_CHART_WEEKS);
+            if recent.iter().all(|w| w.filed == 0 && w.finished == 0) {
+                let why = if flow.reports > 0 {
+                    "Nothing filed or finished on a known day in these weeks"
+                } else {
+                    "No report in the view"
+                };
+                return Ok(chart_response(charts::empty_chart("Weekly throughput", why, w(900), 340)));
+            }
             let labels: Vec<String> = recent.iter().map(|w| w.week.clone()).collect();
             let series = [
                 ("Filed", recent.iter().map(|w| w.filed as f64).collect()),

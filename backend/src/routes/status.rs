@@ -457,7 +457,11 @@ fn project_page(s: &ProjectStatus, serial: u64, base: &str) -> Markup {
             }
             section.panel aria-labelledby="latest" {
                 h2 #latest { "Latest verdicts" }
-                @if s.latest.is_empty() {
+                @if s.latest.is_empty() && s.reports_graded > 0 {
+                    p.muted data-testid="status-latest-empty" {
+                        (format::thousands(s.reports_graded as i64)) " reports are graded, none on a known date: they came in without one."
+                    }
+                } @else if s.latest.is_empty() {
                     p.muted data-testid="status-latest-empty" { "No graded reproduction yet." }
                 } @else {
                     div.table-scroll {

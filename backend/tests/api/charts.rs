@@ -132,6 +132,8 @@ async fn an_empty_view_still_draws_a_titled_chart() {
     assert!(svg(&app, "/api/v1/charts/histogram").await.contains("Cost per attempt"));
     assert!(svg(&app, "/api/v1/charts/cdf").await.contains("(CDF)"));
     assert!(svg(&app, "/api/v1/charts/spend").await.contains("Spend per week"));
+    let throughput = svg(&app, "/api/v1/charts/throughput").await;
+    assert!(throughput.contains("Weekly throughput") && throughput.contains("No report in the view"), "{throughput}");
 }
 
 #[tokio::test]

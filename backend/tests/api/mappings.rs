@@ -408,6 +408,14 @@ async fn imported_history_counts_by_its_own_dates_or_in_no_period() {
         };
         let fig = failpass_shared::figures::figure_rows(s.figure_contributions(&windowed, &ProjectScope::All).await.unwrap());
         assert_eq!(fig.first().map_or(0, |r| r.reports), 0, "no report was filed in the last 30 days: {fig:?}");
+        let status = failpass::status::compute(
+            s.as_ref(),
+            &s.get_project("s/dates", &ProjectScope::All).await.unwrap().unwrap(),
+        )
+        .await;
+        // (the project is public: its status page says for how many the median is unknown)
+        let status = status.unwrap();
+        assert_eq!((status.reports_reproduced, status.time_to_reproduction_n), (2, 1));
         let check = s.check_figures(false).await.unwrap();
         assert!(check.differences.is_empty(), "the maintained counts agree with the rows: {check:?}");
     })

@@ -244,6 +244,8 @@ impl BadgeMetric {
                 },
             ),
             BadgeMetric::MedianTime => match status.time_to_reproduction_median_hours {
+                // Reproductions whose times nobody recorded are not "none".
+                None if status.reports_reproduced > 0 => ("unknown".to_owned(), GREY),
                 None => ("no reproductions".to_owned(), GREY),
                 Some(h) => (
                     format::hours(Some(h)),
@@ -301,7 +303,9 @@ mod tests {
         assert_eq!(BadgeMetric::OracleCoverage.face(&s, None).color, "green");
         assert_eq!(BadgeMetric::Backlog.face(&s, None).color, "yellow");
         assert_eq!(BadgeMetric::MedianTime.face(&s, None).message, "30.0 h");
-        let empty = ProjectStatus { rate: None, time_to_reproduction_median_hours: None, ..s };
+        let undated = ProjectStatus { time_to_reproduction_median_hours: None, ..s.clone() };
+        assert_eq!(BadgeMetric::MedianTime.face(&undated, None).message, "unknown", "reproductions without times");
+        let empty = ProjectStatus { rate: None, time_to_reproduction_median_hours: None, reports_reproduced: 0, ..s };
         assert_eq!(BadgeMetric::ReproductionRate.face(&empty, None).color, "lightgrey");
         assert_eq!(BadgeMetric::MedianTime.face(&empty, None).message, "no reproductions");
     }
