@@ -350,7 +350,7 @@ pub fn empty_chart(title: &str, why: &str, width: u32, height: u32) -> String {
         let area = root.titled(title, font(16))?;
         let (w, h) = area.dim_in_pixel();
         let muted = INK.mix(0.7);
-        let style = font(13).color(&muted).pos(Pos::new(HPos::Center, VPos::Center));
+        let style = font(18).color(&muted).pos(Pos::new(HPos::Center, VPos::Center));
         area.draw(&Text::new(why.to_owned(), (w as i32 / 2, h as i32 / 2), style))?;
         Ok(())
     })
