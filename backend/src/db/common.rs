@@ -40,7 +40,8 @@ pub fn clean_labels(labels: &[String]) -> Vec<String> {
 
 pub const REPORT_SUMMARY_COLUMNS: &str = "r.id, p.slug AS project, r.external_id, r.url, r.title, r.labels, r.filed_at, \
      r.route, r.category, r.vague, r.llm_only, r.oracle_kind, r.status, r.best_verdict, r.attempts, r.cost_usd, r.created_at, \
-     r.route_check, r.route_override IS NOT NULL AS route_corrected, r.upstream_state, r.assignee, r.last_activity_at";
+     r.route_check, r.route_override IS NOT NULL AS route_corrected, r.upstream_state, r.assignee, r.last_activity_at, \
+     r.filed_at_stated";
 
 /// A report's status from its counters, its regression flag and its
 /// resolution. A member's resolution stands over everything (`reopened`
@@ -59,7 +60,7 @@ pub const STATUS_EXPR: &str = "CASE \
 pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal, a.agent, a.model, a.model_cutoff, \
      a.started_at, a.ended_at, a.wall_seconds, a.cost_usd, a.tokens_in, a.tokens_out, a.api_calls, a.iterations, a.candidate, \
      a.signals, a.verdict, a.verdict_source, a.failure_cause, a.review, a.reviewer, a.review_comment, a.attempt_key, \
-     a.counts, a.created_at, a.flaky, a.grade, a.cost_known, a.success_rank";
+     a.counts, a.created_at, a.flaky, a.grade, a.cost_known, a.success_rank, a.time_stated";
 
 pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.upstream_url, p.created_at, p.data_version, \
      (SELECT COUNT(*) FROM reports r WHERE r.project_id = p.id) AS reports";

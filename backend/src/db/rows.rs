@@ -84,6 +84,7 @@ pub struct ReportSummaryRow {
     pub upstream_state: Option<String>,
     pub assignee: Option<String>,
     pub last_activity_at: Option<DateTime<Utc>>,
+    pub filed_at_stated: bool,
 }
 
 impl ReportSummaryRow {
@@ -96,6 +97,7 @@ impl ReportSummaryRow {
             title: self.title,
             labels: self.labels.0,
             filed_at: self.filed_at,
+            filed_at_stated: self.filed_at_stated,
             route: parse(&self.route, "reports.route")?,
             category: parse(&self.category, "reports.category")?,
             vague: self.vague,
@@ -240,6 +242,7 @@ pub struct AttemptRow {
     pub grade: Option<Json<serde_json::Value>>,
     pub cost_known: bool,
     pub success_rank: Option<i32>,
+    pub time_stated: bool,
 }
 
 impl AttemptRow {
@@ -270,6 +273,7 @@ impl AttemptRow {
             review_comment: self.review_comment,
             attempt_key: self.attempt_key,
             rank: self.success_rank.and_then(|k| u32::try_from(k).ok()),
+            time_stated: self.time_stated,
             counts: self.counts,
             created_at: self.created_at,
             flaky: self.flaky,

@@ -418,6 +418,35 @@ async fn imported_history_counts_by_its_own_dates_or_in_no_period() {
         assert_eq!((status.reports_reproduced, status.time_to_reproduction_n), (2, 1));
         let check = s.check_figures(false).await.unwrap();
         assert!(check.differences.is_empty(), "the maintained counts agree with the rows: {check:?}");
+        // An export says no date where none was stated, so a re-import keeps it unknown.
+        let u1 = s.find_report("s/dates", "u1").await.unwrap().unwrap();
+        let u1 = s.get_report(u1, &ProjectScope::All).await.unwrap().unwrap();
+        assert!(!u1.summary.filed_at_stated && failpass::export::report_record(&u1).filed_at.is_none());
+        let d1 = s.find_report("s/dates", "d1").await.unwrap().unwrap();
+        let d1 = s.get_report(d1, &ProjectScope::All).await.unwrap().unwrap();
+        assert_eq!(failpass::export::report_record(&d1).filed_at.map(|t| t.date_naive().to_string()).as_deref(), Some("2023-03-01"));
+        let undated: Vec<_> = attempts(s.as_ref()).await.into_iter().filter(|a| !a.time_stated).collect();
+        assert_eq!(undated.len(), 4, "every attempt but d1's came without a time");
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_refused_row_of_the_full_set_is_not_made_into_a_result() {
+    let (s, _db) = sqlite_storage().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("set.json"), r#"{"b1": {"n": 1}, "b2": {"n": 2}, "b3": {"n": 3}}"#).unwrap();
+    std::fs::write(dir.path().join("res.csv"), "bug,ok\nb1,yes\nb2,maybe\n").unwrap();
+    let m = mapping(
+        "project = \"s/refused\"\n[denominator]\nfile = \"set.json\"\nmissing = \"not_reproduced\"\n\
+         [report]\nexternal_id = \"{bug}\"\ntitle = \"bug {bug}\"\n\
+         [attempt]\nagent = \"a\"\nverdict_source = \"human\"\n\
+         verdict = { column = \"ok\", map = { yes = \"reproduced\", no = \"not_reproduced\" } }\n",
+    );
+    let summary = import(s.as_ref(), m, Format::Csv, dir.path(), "res.csv").await.unwrap();
+    assert_eq!(summary.rejected, 1, "b2's verdict is none of the map's: {summary:?}");
+    let a = attempts(s.as_ref()).await;
+    let verdicts: Vec<Verdict> = a.iter().map(|a| a.verdict).collect();
+    assert_eq!(a.len(), 2, "b1's result and b3's (no row: not reproduced), none made up for b2: {verdicts:?}");
+    assert!(s.find_report("s/refused", "b2").await.unwrap().is_none(), "b2 waits for its row to be fixed");
 }

@@ -423,6 +423,12 @@ pub struct Attempt {
     pub reviewer: Option<String>,
     pub review_comment: Option<String>,
     pub attempt_key: Option<String>,
+    /// Whether its times were stated (or it happened live); false when a
+    /// file import gave none and `started_at` is only when it came in.
+    /// (The dashboard's WebAssembly does not read it.)
+    #[serde(default = "crate::api::yes")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub time_stated: bool,
     /// Where its first success ranked among the candidates (1: the first).
     /// (The dashboard's WebAssembly does not read it.)
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -28,6 +28,11 @@ pub struct Page<T> {
 }
 
 /// Page size when `limit` is not given.
+/// `true`, for fields that default to it.
+pub(crate) fn yes() -> bool {
+    true
+}
+
 pub const DEFAULT_LIMIT: u32 = 50;
 /// The largest `limit` accepted.
 pub const MAX_LIMIT: u32 = 500;

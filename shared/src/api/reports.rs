@@ -277,6 +277,12 @@ pub struct ReportSummary {
     pub labels: Vec<String>,
     #[cfg_attr(target_arch = "wasm32", serde(deserialize_with = "crate::time::utc"))]
     pub filed_at: DateTime<Utc>,
+    /// Whether `filed_at` was stated (or the report came in live); false
+    /// when a file import gave none and it is only when failpass took it in.
+    /// (The dashboard's WebAssembly does not read it.)
+    #[serde(default = "crate::api::yes")]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub filed_at_stated: bool,
     pub route: Route,
     pub category: Category,
     pub vague: bool,

@@ -263,7 +263,7 @@ impl AttemptStore for Engine {
              COALESCE(a.ended_at, a.started_at) AS at \
              FROM reports r JOIN projects p ON p.id = r.project_id \
              JOIN attempts a ON a.id = (SELECT a2.id FROM attempts a2 WHERE a2.report_id = r.id \
-               AND a2.goal = 'reproduce' AND a2.graded \
+               AND a2.goal = 'reproduce' AND a2.graded AND a2.time_stated \
                ORDER BY COALESCE(a2.ended_at, a2.started_at) DESC, a2.id DESC LIMIT 1) \
              WHERE p.slug = $1 AND r.last_graded_at IS NOT NULL \
              ORDER BY r.last_graded_at DESC, r.id DESC LIMIT $2",
@@ -475,11 +475,13 @@ impl Engine {
         use sqlx::types::Json;
         let r = &p.req;
         sqlx::query(
-            "UPDATE attempts SET goal = $1, model = $2, model_cutoff = $3, started_at = $4, ended_at = $5, \
+            // A re-import without times keeps the times stored.
+            "UPDATE attempts SET goal = $1, model = $2, model_cutoff = $3, \
+             started_at = CASE WHEN $27 THEN $4 ELSE started_at END, ended_at = CASE WHEN $27 THEN $5 ELSE ended_at END, \
              wall_seconds = $6, cost_usd = $7, tokens_in = $8, tokens_out = $9, api_calls = $10, iterations = $11, \
              candidate = $12, signals = $13, verdict = $14, verdict_source = $15, failure_cause = $16, review = $17, \
              reviewer = $18, review_comment = $19, graded = $20, counts = $21, awaiting = $22, content_hash = $23, \
-             cost_known = $25, success_rank = $26, time_stated = $27 WHERE id = $24",
+             cost_known = $25, success_rank = $26, time_stated = (time_stated OR $27) WHERE id = $24",
         )
         .bind(r.goal.as_str())
         .bind(&r.model)

@@ -692,6 +692,13 @@ impl Engine {
     /// The projects of these reports changed: their data versions move, so a
     /// cached status of one knows it is out of date.
     pub(in crate::db) async fn move_data_versions(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
+        if report_ids.is_empty() {
+            return Ok(());
+        }
+        // The figures' lock first, as every writer takes it before the
+        // project's row: two writers in one project never wait on each other
+        // in opposite orders (PostgreSQL's advisory lock is re-entrant).
+        sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
         for chunk in report_ids.chunks(500) {
             let mut qb = sqlx::QueryBuilder::<Db>::new(
                 "UPDATE projects SET data_version = data_version + 1 WHERE id IN (SELECT project_id FROM reports WHERE id IN (",

@@ -79,7 +79,7 @@ pub(super) const COUNTS: [&str; 6] =
     ["reports", "reports_graded", "reports_reproduced", "reports_awaiting", "reports_with_oracle", "reports_in_patch"];
 
 /// An attempt's cutoff class, as the exact figures compute it.
-pub(in crate::db) const CUTOFF_KEY: &str = "CASE WHEN a.model_cutoff IS NULL THEN 'unknown' \
+pub(in crate::db) const CUTOFF_KEY: &str = "CASE WHEN a.model_cutoff IS NULL OR NOT r.filed_at_stated THEN 'unknown' \
      WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END";
 
 impl Engine {
@@ -477,6 +477,8 @@ fn push_spans(qb: &mut sqlx::QueryBuilder<Db>, goal: &str, level: u8, window: Op
         qb.push(")");
         return;
     };
+    // A window starts after the day of reports filed on no stated day.
+    let from = Some(from.unwrap_or(failpass_shared::figures::NO_DAY + 1));
     // Blocks wholly inside: from the first block start at or after `from`
     // to the last at or before `to`.
     let first_block = from.map(|d| (d + BLOCK - 1).div_euclid(BLOCK) * BLOCK);

@@ -488,16 +488,23 @@ fn oracle(o: &OracleMapping, row: &Row<'_>) -> Result<failpass_shared::api::repo
     })
 }
 
-/// Joins, converts and queues one row; rejections name row `n`.
+/// Joins, converts and queues one row; rejections name row `n`. The row's
+/// key goes into `seen` even when it is refused, so a full set does not
+/// take its item for one without a result.
+#[allow(clippy::too_many_arguments)]
 fn take_row<'a>(
     importer: &mut Importer<'_>,
     mapping: &Mapping,
     joined: Option<&'a Joined>,
     n: u64,
     mut row: Row<'a>,
+    seen: &mut std::collections::HashSet<String>,
     reports: &mut Vec<(u64, CreateReportRequest)>,
     attempts: &mut Vec<(u64, CreateAttemptRequest)>,
 ) {
+    if let Ok(key) = row.value(&mapping.report.external_id) {
+        seen.insert(key.trim().to_owned());
+    }
     if let (Some(j), Some(records)) = (&mapping.join, joined) {
         let key = match row.template(&j.on) {
             Ok(k) => k,
@@ -513,6 +520,9 @@ fn take_row<'a>(
                 );
             }
         }
+    }
+    if let Ok(key) = row.value(&mapping.report.external_id) {
+        seen.insert(key.trim().to_owned());
     }
     match convert(mapping, &row) {
         Ok((report, attempt)) => {
@@ -625,7 +635,7 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim().to_owned()).collect();
     mapping.check_columns(|c| headers.iter().any(|h| h == c), headers.iter().map(String::as_str), "its header")?;
-    let (mut reports, mut attempts) = (Vec::new(), Vec::new());
+    let (mut reports, mut attempts, mut seen) = (Vec::new(), Vec::new(), std::collections::HashSet::new());
     let mut last = 1;
     for (i, rec) in reader.records().enumerate() {
         let n = i as u64 + 2;
@@ -633,12 +643,12 @@ pub async fn import_csv<R: AsyncBufRead + Unpin>(
         match rec {
             Ok(cells) => {
                 let row = Row { source: Source::Csv { headers: &headers, cells: &cells }, joined: None };
-                take_row(importer, mapping, files.joined.as_ref(), n, row, &mut reports, &mut attempts);
+                take_row(importer, mapping, files.joined.as_ref(), n, row, &mut seen, &mut reports, &mut attempts);
             }
             Err(e) => importer.reject(n, None, format!("row {n}: {e}")),
         }
     }
-    files.complete(importer, mapping, last, &mut reports, &mut attempts);
+    files.complete(importer, mapping, last, &seen, &mut reports, &mut attempts);
     store(importer, mapping, reports, attempts).await
 }
 
@@ -660,19 +670,19 @@ pub async fn import_json<R: AsyncBufRead + Unpin>(
         let fields = first.as_object().map(|o| o.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default();
         mapping.check_columns(|c| json_path(first, c).is_some(), fields, "its first record")?;
     }
-    let (mut reports, mut attempts) = (Vec::new(), Vec::new());
+    let (mut reports, mut attempts, mut seen) = (Vec::new(), Vec::new(), std::collections::HashSet::new());
     for (n, value) in &records {
         match value {
             Ok(v) if v.is_object() => {
                 let row = Row { source: Source::Json(v), joined: None };
-                take_row(importer, mapping, files.joined.as_ref(), *n, row, &mut reports, &mut attempts);
+                take_row(importer, mapping, files.joined.as_ref(), *n, row, &mut seen, &mut reports, &mut attempts);
             }
             Ok(_) => importer.reject(*n, None, format!("record {n}: not a JSON object")),
             Err(e) => importer.reject(*n, None, format!("record {n}: {e}")),
         }
     }
     let last = records.last().map_or(0, |(n, _)| *n);
-    files.complete(importer, mapping, last, &mut reports, &mut attempts);
+    files.complete(importer, mapping, last, &seen, &mut reports, &mut attempts);
     store(importer, mapping, reports, attempts).await
 }
 
@@ -698,6 +708,7 @@ impl Files {
         importer: &mut Importer<'_>,
         mapping: &Mapping,
         last: u64,
+        seen: &std::collections::HashSet<String>,
         reports: &mut Vec<(u64, CreateReportRequest)>,
         attempts: &mut Vec<(u64, CreateAttemptRequest)>,
     ) {
@@ -718,9 +729,8 @@ impl Files {
         }
         reports.retain(|(n, _)| !outside.contains(n));
         attempts.retain(|(n, _)| !outside.contains(n));
-        let given: std::collections::HashSet<String> =
-            reports.iter().map(|(_, r)| r.external_id.trim().to_owned()).collect();
-        for (i, (key, record)) in items.iter().filter(|(k, _)| !given.contains(k.as_str())).enumerate() {
+        // A row the input has for an item, stored or refused, is its result.
+        for (i, (key, record)) in items.iter().filter(|(k, _)| !seen.contains(k.as_str())).enumerate() {
             let n = last + 1 + i as u64;
             match missing_item(mapping, d, key, record) {
                 Ok((report, attempt)) => {

@@ -39,9 +39,9 @@ pub fn json_records(text: &str) -> anyhow::Result<Vec<(u64, Result<Value, String
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Array(items)) => Ok(items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()),
-        Ok(Value::Object(map)) => match keyed(map) {
+        Ok(Value::Object(_)) => match keyed(in_file_order(text)?) {
             Ok(records) => Ok(records.into_iter().enumerate().map(|(i, (_, v))| (i as u64 + 1, Ok(v))).collect()),
-            Err(one) => Ok(vec![(1, Ok(Value::Object(one)))]),
+            Err(one) => Ok(vec![(1, Ok(one))]),
         },
         Ok(other) => anyhow::bail!("the input is a JSON {}, not records; {SHAPES}", kind(&other)),
         Err(e) if trimmed.starts_with('[') => anyhow::bail!("the input is not a JSON array: {e}"),
@@ -67,14 +67,40 @@ pub fn json_records(text: &str) -> anyhow::Result<Vec<(u64, Result<Value, String
     }
 }
 
+/// A JSON object's entries in the order the file has them, each key as
+/// often as the file gives it (a map would sort them and keep the last).
+fn in_file_order(text: &str) -> anyhow::Result<Vec<(String, Value)>> {
+    struct Entries(Vec<(String, Value)>);
+    impl<'de> serde::Deserialize<'de> for Entries {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Entries;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Entries, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(entry) = m.next_entry::<String, Value>()? {
+                        out.push(entry);
+                    }
+                    Ok(Entries(out))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    Ok(serde_json::from_str::<Entries>(text)?.0)
+}
+
 /// An object whose values are all records, as records carrying their id in
 /// [`KEY_FIELD`] (unless they have that field already); else the object
 /// itself, a single record.
-fn keyed(map: serde_json::Map<String, Value>) -> Result<Vec<(String, Value)>, serde_json::Map<String, Value>> {
-    if map.is_empty() || !map.values().all(Value::is_object) {
-        return Err(map);
+fn keyed(entries: Vec<(String, Value)>) -> Result<Vec<(String, Value)>, Value> {
+    if entries.is_empty() || !entries.iter().all(|(_, v)| v.is_object()) {
+        return Err(Value::Object(entries.into_iter().collect()));
     }
-    Ok(map
+    Ok(entries
         .into_iter()
         .map(|(k, mut v)| {
             if let Some(o) = v.as_object_mut() {
@@ -130,10 +156,11 @@ pub fn table(path: &Path) -> anyhow::Result<Vec<(Option<String>, Value)>> {
         }
         return Ok(out);
     }
-    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) {
-        return match keyed(map) {
+    if let Ok(Value::Object(_)) = serde_json::from_str::<Value>(text) {
+        return match keyed(in_file_order(text).map_err(|e| anyhow::anyhow!("{at}: {e}"))?) {
             Ok(records) => Ok(records.into_iter().map(|(k, v)| (Some(k), v)).collect()),
-            Err(_) => anyhow::bail!("{at}: one JSON object whose values are not all records; {SHAPES}"),
+            // One record (a file of one JSON Lines line).
+            Err(one) => Ok(vec![(None, one)]),
         };
     }
     let mut out = Vec::new();
@@ -218,6 +245,14 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].1.as_ref().unwrap()["_key"], "Chart_1");
         assert_eq!(r[1].1.as_ref().unwrap()["_key"], "own");
+    }
+
+    #[test]
+    fn a_keyed_object_keeps_the_files_order_and_its_repeated_keys() {
+        let r = json_records(r#"{"Chart_2": {"a": 1}, "Chart_10": {"a": 2}, "Chart_2": {"a": 3}}"#).unwrap();
+        let keys: Vec<&str> = r.iter().map(|(_, v)| v.as_ref().unwrap()["_key"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["Chart_2", "Chart_10", "Chart_2"], "not sorted, nothing merged");
+        assert_eq!(r[2].0, 3, "numbered as the file has them");
     }
 
     #[test]
