@@ -427,7 +427,7 @@ pub struct Attempt {
     /// file import gave none and `started_at` is only when it came in.
     /// (The dashboard's WebAssembly does not read it.)
     #[serde(default = "crate::api::yes")]
-    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    #[cfg(not(target_arch = "wasm32"))]
     pub time_stated: bool,
     /// Where its first success ranked among the candidates (1: the first).
     /// (The dashboard's WebAssembly does not read it.)

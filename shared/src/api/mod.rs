@@ -29,6 +29,7 @@ pub struct Page<T> {
 
 /// Page size when `limit` is not given.
 /// `true`, for fields that default to it.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn yes() -> bool {
     true
 }

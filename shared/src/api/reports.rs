@@ -281,7 +281,7 @@ pub struct ReportSummary {
     /// when a file import gave none and it is only when failpass took it in.
     /// (The dashboard's WebAssembly does not read it.)
     #[serde(default = "crate::api::yes")]
-    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    #[cfg(not(target_arch = "wasm32"))]
     pub filed_at_stated: bool,
     pub route: Route,
     pub category: Category,
