@@ -21,6 +21,7 @@ mod queue;
 mod releases;
 mod report_writes;
 mod reports;
+mod rollup_reads;
 mod rollups;
 mod routing;
 mod storage;

@@ -14,7 +14,8 @@ use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
-use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, summed_totals, sums, totals_of};
+use super::rollup_reads::{summed_totals, totals_of};
+use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, sums};
 use super::{Db, Engine, Tx};
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{has_window, narrows_reports};

@@ -662,7 +662,7 @@ impl Engine {
         if report_ids.is_empty() {
             return Ok(());
         }
-        sqlx::query(Self::FIGURES_LOCK).execute(&mut **tx).await?;
+        Self::move_data_versions(tx, report_ids).await?;
         let mut delta = super::flows::FlowDelta::default();
         for chunk in report_ids.chunks(500) {
             let list = chunk.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
@@ -686,11 +686,13 @@ impl Engine {
             qb.push(")");
             qb.build().execute(&mut **tx).await?;
         }
-        Self::move_data_versions(tx, report_ids).await
+        Ok(())
     }
 
     /// The projects of these reports changed: their data versions move, so a
-    /// cached status of one knows it is out of date.
+    /// cached status of one knows it is out of date. Every write that changes
+    /// a report's figures or status comes here once, through
+    /// [`Self::refresh_figures`] or [`Self::refresh_status`].
     pub(in crate::db) async fn move_data_versions(tx: &mut Tx, report_ids: &[i64]) -> StorageResult<()> {
         if report_ids.is_empty() {
             return Ok(());

@@ -11,7 +11,8 @@ use failpass_shared::api::figures::{DistributionQuery, Metric};
 use failpass_shared::figures::{ValueBins, value_bin};
 use failpass_shared::model::GroupBy;
 
-use super::rollups::{CUTOFF_KEY, push_group_filters};
+use super::rollup_reads::push_group_filters;
+use super::rollups::CUTOFF_KEY;
 use super::{Db, Engine, Tx};
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, MODEL, rollup_level};

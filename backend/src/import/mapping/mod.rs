@@ -346,13 +346,15 @@ where
     v.parse().map_err(|e: T::Err| (field.to_owned(), e.to_string()))
 }
 
+/// A message about `field`, as a rejection names it.
+fn at(field: &'static str) -> impl Fn(String) -> (String, String) {
+    move |e| (field.to_owned(), e)
+}
+
 fn convert(
     m: &Mapping,
     row: &Row<'_>,
 ) -> Result<(CreateReportRequest, Option<CreateAttemptRequest>), (String, String)> {
-    fn at(field: &'static str) -> impl Fn(String) -> (String, String) {
-        move |e| (field.to_owned(), e)
-    }
     let r = &m.report;
     let mut labels = Vec::new();
     for l in &r.labels {
@@ -402,8 +404,6 @@ fn convert(
     };
     let Some(a) = &m.attempt else { return Ok((report, None)) };
     let verdict: Verdict = parse("verdict", row.value(&a.verdict).map_err(at("verdict"))?)?;
-    let verdict_source: VerdictSource =
-        parse("verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
     let number = |field: &'static str, v: &Option<Value>| -> Result<Option<f64>, (String, String)> {
         match v {
             None => Ok(None),
@@ -413,14 +413,9 @@ fn convert(
             }
         }
     };
-    let key = ReportKey { project: report.project.clone(), external_id: report.external_id.clone() };
-    let agent = row.template(&a.agent).map_err(at("agent"))?;
     let attempt = CreateAttemptRequest {
-        goal: a.goal.unwrap_or_default(),
-        model: a.model.as_deref().map(|m| row.template(m)).transpose().map_err(at("model"))?,
         wall_seconds: number("wall_seconds", &a.wall_seconds)?,
         cost_usd: number("cost_usd", &a.cost_usd)?,
-        attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
         model_cutoff: optional(row, "model_cutoff", &a.model_cutoff)?
             .map(|v| failpass_shared::api::reports::parse_day("model_cutoff", &v).map_err(|e| (e.field, e.message)))
             .transpose()?,
@@ -431,12 +426,33 @@ fn convert(
             .map(|v| parse("tokens_out", v))
             .transpose()?
             .unwrap_or(0),
-        review: optional(row, "review", &a.review)?.map(|v| parse("review", v)).transpose()?,
-        reviewer: optional(row, "reviewer", &a.reviewer)?,
         rank: optional(row, "rank", &a.rank)?.map(|v| parse("rank", v)).transpose()?,
-        ..CreateAttemptRequest::for_key(key, agent, verdict, verdict_source)
+        ..attempt_of(a, row, &report, verdict)?
     };
     Ok((report, Some(attempt)))
+}
+
+/// An attempt at `report` with `verdict`: who made it (agent, model, key,
+/// goal) and who judged it (verdict source, review), read from `row`; the
+/// rest as an API caller who leaves it out gets it.
+fn attempt_of(
+    a: &AttemptMapping,
+    row: &Row<'_>,
+    report: &CreateReportRequest,
+    verdict: Verdict,
+) -> Result<CreateAttemptRequest, (String, String)> {
+    let key = ReportKey { project: report.project.clone(), external_id: report.external_id.clone() };
+    let verdict_source: VerdictSource =
+        parse("verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
+    let agent = row.template(&a.agent).map_err(at("agent"))?;
+    Ok(CreateAttemptRequest {
+        goal: a.goal.unwrap_or_default(),
+        model: a.model.as_deref().map(|m| row.template(m)).transpose().map_err(at("model"))?,
+        attempt_key: a.attempt_key.as_deref().map(|k| row.template(k)).transpose().map_err(at("attempt_key"))?,
+        review: optional(row, "review", &a.review)?.map(|v| parse("review", v)).transpose()?,
+        reviewer: optional(row, "reviewer", &a.reviewer)?,
+        ..CreateAttemptRequest::for_key(key, agent, verdict, verdict_source)
+    })
 }
 
 /// An optional field's value; an empty one is absent.
@@ -785,18 +801,6 @@ fn missing_item(
         upstream: None,
     };
     let Some(a) = m.attempt.as_ref().filter(|_| d.missing == Missing::NotReproduced) else { return Ok((report, None)) };
-    let at = |field: &'static str| move |e: String| (format!("attempt.{field}"), e);
-    let verdict_source: VerdictSource =
-        parse("attempt.verdict_source", row.value(&a.verdict_source).map_err(at("verdict_source"))?)?;
-    let key = ReportKey { project: report.project.clone(), external_id: report.external_id.clone() };
-    let agent = row.template(&a.agent).map_err(at("agent"))?;
-    let attempt = CreateAttemptRequest {
-        goal: a.goal.unwrap_or_default(),
-        model: a.model.as_deref().map(|t| row.template(t)).transpose().map_err(at("model"))?,
-        attempt_key: a.attempt_key.as_deref().map(|t| row.template(t)).transpose().map_err(at("attempt_key"))?,
-        review: optional(&row, "review", &a.review)?.map(|v| parse("review", v)).transpose()?,
-        reviewer: optional(&row, "reviewer", &a.reviewer)?,
-        ..CreateAttemptRequest::for_key(key, agent, Verdict::NotReproduced, verdict_source)
-    };
+    let attempt = attempt_of(a, &row, &report, Verdict::NotReproduced).map_err(|(f, e)| (format!("attempt.{f}"), e))?;
     Ok((report, Some(attempt)))
 }

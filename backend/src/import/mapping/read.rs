@@ -29,47 +29,77 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// The records of a JSON input, numbered from 1 (by line for JSON Lines).
-/// A record that is not an object, or a later line that is not JSON, is
-/// refused on its own; an input whose shape is wrong is one error.
-pub fn json_records(text: &str) -> anyhow::Result<Vec<(u64, Result<Value, String>)>> {
+/// What a JSON document holds: records keyed by id, or records numbered
+/// from 1 (by line for JSON Lines; a line that is not JSON is its own
+/// refusal).
+enum Shape {
+    Keyed(Vec<(String, Value)>),
+    Numbered(Vec<(u64, Result<Value, String>)>),
+}
+
+/// Reads `text` once as a JSON array, an object (keyed records, or one
+/// record) or JSON Lines; an input of no such shape is one error.
+fn shape(text: &str) -> anyhow::Result<Shape> {
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         anyhow::bail!("the input is empty; {SHAPES}");
     }
+    if trimmed.starts_with('{') {
+        return match in_file_order(text) {
+            Ok(entries) => Ok(match keyed(entries) {
+                Ok(records) => Shape::Keyed(records),
+                Err(one) => Shape::Numbered(vec![(1, Ok(one))]),
+            }),
+            Err(whole) => json_lines(text, Some(whole)),
+        };
+    }
     match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(items)) => Ok(items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()),
-        Ok(Value::Object(_)) => match keyed(in_file_order(text)?) {
-            Ok(records) => Ok(records.into_iter().enumerate().map(|(i, (_, v))| (i as u64 + 1, Ok(v))).collect()),
-            Err(one) => Ok(vec![(1, Ok(one))]),
-        },
+        Ok(Value::Array(items)) => {
+            Ok(Shape::Numbered(items.into_iter().enumerate().map(|(i, v)| (i as u64 + 1, Ok(v))).collect()))
+        }
         Ok(other) => anyhow::bail!("the input is a JSON {}, not records; {SHAPES}", kind(&other)),
         Err(e) if trimmed.starts_with('[') => anyhow::bail!("the input is not a JSON array: {e}"),
-        Err(whole) => {
-            let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
-            if let Some((i, first)) = lines.peek() {
-                match serde_json::from_str::<Value>(first) {
-                    Ok(Value::Object(_)) => {}
-                    Ok(other) => {
-                        anyhow::bail!("line {} of the input is a JSON {}, not a record; {SHAPES}", i + 1, kind(&other))
-                    }
-                    Err(e) if trimmed.starts_with('{') && !whole.is_eof() => {
-                        anyhow::bail!(
-                            "the input is neither one JSON object ({whole}) nor JSON Lines (line {}: {e}); {SHAPES}",
-                            i + 1
-                        )
-                    }
-                    Err(e) => anyhow::bail!("the input is not JSON (line {}: {e}); {SHAPES}", i + 1),
-                }
+        Err(_) => json_lines(text, None),
+    }
+}
+
+/// One record per line; `object` is why the text, which starts with `{`,
+/// is not one JSON object.
+fn json_lines(text: &str, object: Option<serde_json::Error>) -> anyhow::Result<Shape> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
+    if let Some((i, first)) = lines.peek() {
+        match (serde_json::from_str::<Value>(first), &object) {
+            (Ok(Value::Object(_)), _) => {}
+            (Ok(other), _) => {
+                anyhow::bail!("line {} of the input is a JSON {}, not a record; {SHAPES}", i + 1, kind(&other))
             }
-            Ok(lines.map(|(i, l)| (i as u64 + 1, serde_json::from_str(l).map_err(|e| e.to_string()))).collect())
+            (Err(e), Some(whole)) if !whole.is_eof() => {
+                anyhow::bail!(
+                    "the input is neither one JSON object ({whole}) nor JSON Lines (line {}: {e}); {SHAPES}",
+                    i + 1
+                )
+            }
+            (Err(e), _) => anyhow::bail!("the input is not JSON (line {}: {e}); {SHAPES}", i + 1),
         }
     }
+    Ok(Shape::Numbered(
+        lines.map(|(i, l)| (i as u64 + 1, serde_json::from_str(l).map_err(|e| e.to_string()))).collect(),
+    ))
+}
+
+/// The records of a JSON input, numbered from 1 (by line for JSON Lines).
+/// A record that is not an object, or a later line that is not JSON, is
+/// refused on its own; an input whose shape is wrong is one error.
+pub fn json_records(text: &str) -> anyhow::Result<Vec<(u64, Result<Value, String>)>> {
+    Ok(match shape(text)? {
+        Shape::Keyed(records) => records.into_iter().enumerate().map(|(i, (_, v))| (i as u64 + 1, Ok(v))).collect(),
+        Shape::Numbered(records) => records,
+    })
 }
 
 /// A JSON object's entries in the order the file has them, each key as
 /// often as the file gives it (a map would sort them and keep the last).
-fn in_file_order(text: &str) -> anyhow::Result<Vec<(String, Value)>> {
+fn in_file_order(text: &str) -> serde_json::Result<Vec<(String, Value)>> {
     struct Entries(Vec<(String, Value)>);
     impl<'de> serde::Deserialize<'de> for Entries {
         fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -90,7 +120,7 @@ fn in_file_order(text: &str) -> anyhow::Result<Vec<(String, Value)>> {
             d.deserialize_map(Visit)
         }
     }
-    Ok(serde_json::from_str::<Entries>(text)?.0)
+    serde_json::from_str::<Entries>(text).map(|e| e.0)
 }
 
 /// An object whose values are all records, as records carrying their id in
@@ -156,15 +186,12 @@ pub fn table(path: &Path) -> anyhow::Result<Vec<(Option<String>, Value)>> {
         }
         return Ok(out);
     }
-    if let Ok(Value::Object(_)) = serde_json::from_str::<Value>(text) {
-        return match keyed(in_file_order(text).map_err(|e| anyhow::anyhow!("{at}: {e}"))?) {
-            Ok(records) => Ok(records.into_iter().map(|(k, v)| (Some(k), v)).collect()),
-            // One record (a file of one JSON Lines line).
-            Err(one) => Ok(vec![(None, one)]),
-        };
-    }
+    let records = match shape(text).map_err(|e| anyhow::anyhow!("{at}: {e}"))? {
+        Shape::Keyed(records) => return Ok(records.into_iter().map(|(k, v)| (Some(k), v)).collect()),
+        Shape::Numbered(records) => records,
+    };
     let mut out = Vec::new();
-    for (n, r) in json_records(text).map_err(|e| anyhow::anyhow!("{at}: {e}"))? {
+    for (n, r) in records {
         match r {
             Ok(v) if v.is_object() => out.push((None, v)),
             Ok(v) => anyhow::bail!("{at}: record {n} is a JSON {}, not a record", kind(&v)),

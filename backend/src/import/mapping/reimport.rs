@@ -55,13 +55,18 @@ pub async fn compare(
         count("report.filed_at", req.filed_at.is_some_and(|t| t.timestamp() != old.summary.filed_at.timestamp()));
         count("report.oracle", old.oracle != req.oracle);
     }
+    // Each report's stored attempts, read once however many rows it has.
+    let mut stored: HashMap<i64, Vec<failpass_shared::api::attempts::Attempt>> = HashMap::new();
     for (_, a) in attempts {
         let (Some(key), Some(report)) = (a.attempt_key.as_deref(), a.report.as_ref()) else { continue };
         let Some(&report_id) = ids.get(report.external_id.trim()) else { continue };
-        let q = AttemptListQuery { report_id: Some(report_id), limit: 500, ..Default::default() };
-        let page = storage.list_attempts(&q, &ProjectScope::All).await?;
+        if !stored.contains_key(&report_id) {
+            let q = AttemptListQuery { report_id: Some(report_id), limit: 500, ..Default::default() };
+            stored.insert(report_id, storage.list_attempts(&q, &ProjectScope::All).await?.items);
+        }
         let agent = a.agent.trim();
-        let Some(old) = page.items.iter().find(|o| o.agent == agent && o.attempt_key.as_deref() == Some(key)) else {
+        let Some(old) = stored[&report_id].iter().find(|o| o.agent == agent && o.attempt_key.as_deref() == Some(key))
+        else {
             continue;
         };
         count("attempt.verdict", old.verdict != a.verdict);
