@@ -60,9 +60,9 @@ pub async fn compare(
     for (_, a) in attempts {
         let (Some(key), Some(report)) = (a.attempt_key.as_deref(), a.report.as_ref()) else { continue };
         let Some(&report_id) = ids.get(report.external_id.trim()) else { continue };
-        if !stored.contains_key(&report_id) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = stored.entry(report_id) {
             let q = AttemptListQuery { report_id: Some(report_id), limit: 500, ..Default::default() };
-            stored.insert(report_id, storage.list_attempts(&q, &ProjectScope::All).await?.items);
+            slot.insert(storage.list_attempts(&q, &ProjectScope::All).await?.items);
         }
         let agent = a.agent.trim();
         let Some(old) = stored[&report_id].iter().find(|o| o.agent == agent && o.attempt_key.as_deref() == Some(key))
