@@ -226,6 +226,7 @@ pub async fn reports<W: AsyncWrite + Unpin>(
                             description: p.as_ref().and_then(|p| p.description.clone()),
                             public: p.as_ref().map(|p| p.public),
                             upstream_url: p.as_ref().and_then(|p| p.upstream_url.clone()),
+                            benchmark: None,
                         });
                         out.write_all(&json_line(&record)?).await?;
                     }

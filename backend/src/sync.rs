@@ -228,6 +228,7 @@ pub async fn github(
             description: None,
             public: None,
             upstream_url: None,
+            benchmark: None,
         };
         req.validate().map_err(|e| anyhow::anyhow!("project `{}`: {}: {}", opts.project, e.field, e.message))?;
         match storage.create_project(&req).await {

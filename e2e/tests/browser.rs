@@ -294,9 +294,12 @@ async fn overview_shows_the_same_figures_as_the_api() {
     assert!(h.client.current_url().await.unwrap().as_str().contains("project=jax-ml%2Fjax"));
     assert_eq!(h.text("headline-rate").await, percent(jax.rows[0].rate));
 
-    // backlog and time to reproduction are the throughput API's, for the same filter
+    // one backlog: the glance's is the throughput API's, for the same filter;
+    // time to reproduction is the throughput's too
     let flow: Throughput = h.api("/api/v1/throughput?project=jax-ml/jax").await;
-    assert_eq!(h.text("headline-backlog").await, thousands(flow.backlog as i64));
+    h.until("the jax glance", || async { h.text("glance-backlog").await == thousands(flow.backlog as i64) }).await;
+    assert!(h.client.find(Locator::Css("[data-testid=headline-backlog]")).await.is_err(), "the backlog is shown once");
+    assert!(h.text("period-views").await.contains("By filing date"), "the period's two views, labelled");
     assert_eq!(h.text("headline-time-to-reproduction").await, hours(flow.time_to_reproduction_median_hours));
     let weeks = h.client.find_all(Locator::Css("[data-testid=week-row]")).await.unwrap();
     assert_eq!(weeks.len(), flow.weeks.len());
@@ -312,6 +315,46 @@ async fn overview_shows_the_same_figures_as_the_api() {
     h.client.back().await.unwrap();
     h.until("the overview again", || async { h.client.current_url().await.unwrap().path() == "/" }).await;
     h.until("the jax overview", || async { h.text("headline-reports").await == want }).await;
+    h.finish().await;
+}
+
+/// Issue 34 item 7: a label typed in the filter bar and the goal picked
+/// there go into the address, and the Overview's cards follow both.
+#[tokio::test]
+async fn overview_follows_a_label_and_the_goal_through_the_address() {
+    let _one = BROWSER.lock().await;
+    let h = start(1280, 1000).await;
+    h.client.goto(&format!("{}/", h.base)).await.unwrap();
+    h.text("headline-reports").await;
+    let label = h.client.find(Locator::Css("[data-testid=filter-label]")).await.unwrap();
+    label.send_keys("numerical\u{E007}").await.unwrap();
+    let numerical: FiguresResponse = h.api("/api/v1/figures?label=numerical").await;
+    let want = thousands(numerical.rows[0].reports as i64);
+    h.until("the numerical reports", || async {
+        h.client.current_url().await.unwrap().as_str().contains("label=numerical")
+            && h.text("headline-reports").await == want
+    })
+    .await;
+    let all: FiguresResponse = h.api("/api/v1/figures").await;
+    assert!(numerical.rows[0].reports < all.rows[0].reports, "the label narrows the view");
+    // The goal: fix, with its own names, and the label kept.
+    h.client.find(Locator::Css("[data-testid=filter-goal]")).await.unwrap().select_by_value("fix").await.unwrap();
+    let fix: FiguresResponse = h.api("/api/v1/figures?label=numerical&goal=fix").await;
+    h.until("the fix figures", || async {
+        let url = h.client.current_url().await.unwrap();
+        url.as_str().contains("goal=fix") && url.as_str().contains("label=numerical")
+    })
+    .await;
+    h.until("the goal note", || async { h.text("goal-note").await.contains("Goal: fix") }).await;
+    assert_eq!(h.text("headline-rate").await, percent(fix.rows[0].rate));
+    let cards = h.text("headline").await;
+    assert!(cards.contains("Resolution rate") && cards.contains("Resolved"), "{cards}");
+    // The navigation carries both to Regimes, and the goal does not go to the queue.
+    let regimes = h.client.find(Locator::Css("nav a[href^='/regimes']")).await.unwrap().attr("href").await.unwrap();
+    assert!(regimes.as_deref().is_some_and(|r| r.contains("goal=fix") && r.contains("label=numerical")), "{regimes:?}");
+    let queue = h.client.find(Locator::Css("nav a[href^='/queue']")).await.unwrap().attr("href").await.unwrap();
+    assert!(queue.as_deref().is_some_and(|q| !q.contains("goal") && q.contains("label=numerical")), "{queue:?}");
+    h.screenshot("overview-goal-fix.png").await;
     h.finish().await;
 }
 

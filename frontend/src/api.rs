@@ -161,18 +161,20 @@ pub async fn throughput(
     get_json(&format!("/api/v1/throughput?{}", to_query_string(&filter.pairs()))).await
 }
 
-/// A server-rendered part of a page: its HTML, escaped there.
-#[derive(serde::Deserialize)]
-struct Rendered {
-    html: String,
+/// The Overview's figures as the server renders them (escaped there): the
+/// period's panel and the cards.
+#[derive(Clone, serde::Deserialize)]
+pub struct Glance {
+    pub html: String,
+    pub cards_html: String,
 }
 
-/// The Overview's glance for the filter's reports over its window (this
-/// month by default); `dated` is the lists' own (the glance gives every date).
-pub async fn glance(filter: &failpass_shared::api::reports::ReportFilter) -> Result<String, ClientError> {
-    let mut pairs = filter.pairs();
-    pairs.retain(|(k, _)| *k != "dated");
-    get_json::<Rendered>(&format!("/api/v1/glance?{}", to_query_string(&pairs))).await.map(|r| r.html)
+/// The Overview's glance for the query's reports over its window (this
+/// month by default), and the cards of the same filters.
+pub async fn glance(query: &FiguresQuery) -> Result<Glance, ClientError> {
+    let mut pairs = query.pairs();
+    pairs.retain(|(k, _)| *k != "group_by");
+    get_json(&format!("/api/v1/glance?{}", to_query_string(&pairs))).await
 }
 
 pub async fn distributions(

@@ -16,7 +16,7 @@ use crate::router::{provide_router, use_path, use_query};
 /// Each page, and which of the shared filters it understands (and so keeps).
 const NAV: &[(&str, &str, &[&str])] = &[
     ("/", "Overview", SHARED_FILTERS),
-    ("/queue", "Triage queue", SHARED_FILTERS),
+    ("/queue", "Triage queue", crate::components::figures::QUEUE_FILTERS),
     ("/regimes", "Regimes", SHARED_FILTERS),
     ("/cost", "Cost & time", SHARED_FILTERS),
     ("/oracles", "Oracles", &["project"]),

@@ -438,7 +438,13 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::None,
         "reports filed and finished per week, backlog, time to reproduction",
     ),
-    route("GET", "/api/v1/glance", Read, Body::None, "a period's reproductions, spend, backlog change and stuck count"),
+    route(
+        "GET",
+        "/api/v1/glance",
+        Read,
+        Body::None,
+        "a period's figures by event and by filing date, backlog and stuck count; the Overview's cards",
+    ),
     route(
         "GET",
         "/api/v1/ranks",

@@ -62,7 +62,7 @@ pub const ATTEMPT_COLUMNS: &str = "a.id, a.report_id, p.slug AS project, a.goal,
      a.signals, a.verdict, a.verdict_source, a.failure_cause, a.review, a.reviewer, a.review_comment, a.attempt_key, \
      a.counts, a.created_at, a.flaky, a.grade, a.cost_known, a.success_rank, a.time_stated";
 
-pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.upstream_url, p.created_at, p.data_version, \
+pub const PROJECT_COLUMNS: &str = "p.id, p.slug, p.name, p.description, p.public, p.upstream_url, p.created_at, p.data_version, p.benchmark, \
      (SELECT COUNT(*) FROM reports r WHERE r.project_id = p.id) AS reports";
 
 /// Multi-row attempt inserts: 30 parameters a row stays under SQLite's and

@@ -41,6 +41,7 @@ pub struct ProjectRow {
     pub upstream_url: Option<String>,
     pub created_at: DateTime<Utc>,
     pub data_version: i64,
+    pub benchmark: bool,
     pub reports: i64,
 }
 
@@ -55,6 +56,7 @@ impl From<ProjectRow> for Project {
             upstream_url: r.upstream_url,
             created_at: r.created_at,
             data_version: r.data_version,
+            benchmark: r.benchmark,
             reports: r.reports,
         }
     }
@@ -364,6 +366,7 @@ pub struct FlowRow {
     pub first_counting_at: Option<DateTime<Utc>>,
     pub last_graded_at: Option<DateTime<Utc>>,
     pub filed_at_stated: bool,
+    pub benchmark: bool,
 }
 
 impl FlowRow {
@@ -376,6 +379,7 @@ impl FlowRow {
             first_counting_at: self.first_counting_at,
             last_graded_at: self.last_graded_at,
             filed_stated: self.filed_at_stated,
+            benchmark: self.benchmark,
         })
     }
 }

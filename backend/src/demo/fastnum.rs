@@ -87,6 +87,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, data_dir: &Pat
             description: Some("Runnable demo: a tiny array library in a buggy and a fixed release; its candidates are graded for real.".into()),
             public: Some(true),
             upstream_url: None,
+        benchmark: None,
         })
         .await?;
     for env in write_package(data_dir)? {

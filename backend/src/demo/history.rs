@@ -368,6 +368,7 @@ pub async fn seed(storage: &dyn Storage, routing: &RoutingConfig, now: DateTime<
                 description: Some((*description).into()),
                 public: Some(*public),
                 upstream_url: None,
+                benchmark: None,
             })
             .await?;
         summary.projects += 1;

@@ -113,6 +113,7 @@ pub async fn seed(
                 )),
                 public: Some(true),
                 upstream_url: None,
+                benchmark: None,
             })
             .await?;
     }

@@ -206,6 +206,7 @@ pub async fn generate(importer: &mut Importer<'_>, routing: &RoutingConfig, scal
                     description: Some(description.into()),
                     public: Some(public),
                     upstream_url: None,
+                    benchmark: None,
                 }),
             )
             .await?;

@@ -239,6 +239,7 @@ pub async fn import_issues<R: AsyncBufRead + Unpin>(
                                     description: None,
                                     public: None,
                                     upstream_url: None,
+                                    benchmark: None,
                                 }),
                             )
                             .await?;

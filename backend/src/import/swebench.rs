@@ -193,6 +193,8 @@ async fn store(
                         description: None,
                         public: None,
                         upstream_url: None,
+                        // A benchmark's instances are graded, not a backlog.
+                        benchmark: Some(true),
                     }),
                 )
                 .await?;
@@ -355,6 +357,8 @@ pub async fn import_leaderboard(importer: &mut Importer<'_>, text: &str) -> anyh
                         description: None,
                         public: None,
                         upstream_url: None,
+                        // A benchmark's instances are graded, not a backlog.
+                        benchmark: Some(true),
                     }),
                 )
                 .await?;

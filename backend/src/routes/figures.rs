@@ -69,8 +69,12 @@ pub async fn get_throughput(
 #[utoipa::path(
     get, path = "/api/v1/glance", tag = "figures",
     params(failpass_shared::api::reports::ReportFilter,
-           ("stuck_days" = Option<u32>, Query, minimum = 1, maximum = 3650, description = "Days without activity after which an open report is stuck (14).")),
-    responses((status = 200, description = "Reproduced and spent in the period (`period`, this month by default; or `since` to today, or the 30 days ending `until`), backlog change, stuck count.", body = failpass_shared::api::figures::Glance))
+           ("stuck_days" = Option<u32>, Query, minimum = 1, maximum = 3650, description = "Days without activity after which an open report is stuck (14)."),
+           ("agent" = Option<String>, Query, description = "The cards only: the attempts of this agent."),
+           ("model" = Option<String>, Query, description = "The cards only: the attempts of this model."),
+           ("goal" = Option<failpass_shared::model::Goal>, Query, description = "The cards only: `reproduce` (the default) or `fix`.")),
+    responses((status = 200, description = "The period (`period`, this month by default; or `since` to today, or the 30 days ending `until`) by event date and by filing date side by side, the backlog, its change and the stuck count; \
+        and the cards of the reports the filters select (`dated`, `agent`, `model` and `goal` narrow the cards only).", body = failpass_shared::api::figures::Glance))
 )]
 #[tracing::instrument(skip_all)]
 pub async fn get_glance(

@@ -89,6 +89,8 @@ pub struct ProjectForm {
     upstream_url: String,
     /// `public` or `private`.
     visibility: String,
+    /// `on` when the box "a benchmark" is ticked (the project page's form).
+    benchmark: String,
 }
 
 impl ProjectForm {
@@ -190,6 +192,7 @@ pub async fn create_project(
         description: opt(&form.description),
         public,
         upstream_url: opt(&form.upstream_url),
+        benchmark: None,
     };
     match super::projects::create_project(State(state.clone()), ApiJson(req)).await {
         Ok((_, ApiJson(p))) => {
@@ -314,6 +317,7 @@ async fn project_view(state: &AppState, viewer: &Viewer, slug: &str, said: Said,
         description: project.description.clone().unwrap_or_default(),
         upstream_url: project.upstream_url.clone().unwrap_or_default(),
         visibility: if project.public { "public" } else { "private" }.to_owned(),
+        benchmark: if project.benchmark { "on" } else { "" }.to_owned(),
     });
     let action = format!("/settings/projects/{}", project.slug);
     let status = said.status(StatusCode::OK);
@@ -337,11 +341,16 @@ async fn project_view(state: &AppState, viewer: &Viewer, slug: &str, said: Said,
                     label.field { span { "Upstream address" }
                         input type="url" name="upstream_url" maxlength="500" placeholder="https://github.com/owner/name" value=(pf.upstream_url); }
                     (visibility_select(pf.visibility != "private"))
+                    label.check {
+                        input type="checkbox" name="benchmark" value="on" checked[pf.benchmark == "on"] data-testid="project-benchmark";
+                        " A benchmark (SWE-bench and the like): its instances are graded, not waiting for a maintainer, so they are in no backlog"
+                    }
                     button type="submit" data-testid="save-project" { "Save" }
                 }
             } @else {
                 dl.lifecycle {
                     dt { "Visibility" } dd { (if project.public { "public" } else { "private" }) }
+                    dt { "Benchmark" } dd { (if project.benchmark { "yes: its instances are in no backlog" } else { "no" }) }
                     dt { "Description" } dd { (project.description.as_deref().unwrap_or("none")) }
                     dt { "Upstream" } dd { (project.upstream_url.as_deref().unwrap_or("not given")) }
                 }
@@ -495,6 +504,7 @@ pub async fn update_project(
                 description: Some(form.description.clone()),
                 public,
                 upstream_url: Some(form.upstream_url.clone()),
+                benchmark: Some(form.benchmark == "on"),
             };
             match super::projects::update_project(
                 State(state.clone()),

@@ -337,6 +337,7 @@ async fn the_cli_adds_lists_logs_redelivers_and_removes_hooks() {
         description: None,
         public: None,
         upstream_url: None,
+        benchmark: None,
     };
     storage.create_project(&req).await.unwrap();
     let run = |args: &[&str]| {

@@ -1,5 +1,6 @@
 //! Importers on the real data in ../shared/data/real, checked against MANIFEST.txt.
 
+use failpass_shared::figures::FlowKind;
 use failpass_shared::model::ReportStatus;
 use std::path::PathBuf;
 use std::process::Command;
@@ -60,6 +61,9 @@ async fn swebench_lite_instances_become_reports_with_in_patch_oracles() {
         s.figure_contributions(&Default::default(), &ProjectScope::All).await.unwrap(),
     );
     assert_eq!(fig[0].in_patch_test_share, Some(1.0), "oracle coverage with source in_patch_test is 300/300");
+    assert!(projects.iter().all(|p| p.benchmark), "the SWE-bench importer marks its projects benchmarks");
+    let flows = s.report_flows(&Default::default(), &ProjectScope::All).await.unwrap();
+    assert_eq!(failpass_shared::figures::FlowCounts::from(flows.as_slice()).total(FlowKind::Backlog), 0);
 
     let again = import_file(s.as_ref(), Format::SwebenchInstances, "swebench_lite_test.jsonl").await;
     assert_eq!((again.created, again.updated, again.unchanged), (0, 0, 312), "importing twice changes nothing");
@@ -128,6 +132,16 @@ async fn swebench_leaderboard_reproduces_the_published_figures_and_shows_its_qui
         .find(|r| r["key"].as_str().unwrap().starts_with("GPT-5 (2025-08-07)"))
         .unwrap();
     assert_eq!(row["reports_reproduced"], 325);
+    // A leaderboard's projects are benchmarks: their instances are graded as
+    // fixes and are no open backlog (issue 34 item 7); the Overview's cards
+    // under goal=fix show the resolutions.
+    let django = app.get("/api/v1/projects/django/django").await.body;
+    assert_eq!(django["benchmark"], true, "{django}");
+    assert_eq!(app.get("/api/v1/throughput?project=django/django").await.body["backlog"], 0);
+    let glance = app.get("/api/v1/glance?project=django/django&goal=fix").await.body;
+    assert_eq!(glance["backlog"], 0);
+    let cards = glance["cards_html"].as_str().unwrap();
+    assert!(cards.contains("Resolution rate") && cards.contains("Goal: fix"), "{cards}");
 
     let again = import_file(s.as_ref(), Format::SwebenchLeaderboard, "swebench_leaderboards_dev.json").await;
     assert_eq!((again.created, again.updated), (0, 0), "importing twice changes nothing: {again:?}");

@@ -55,6 +55,7 @@ async fn project_on(s: &dyn Storage) {
         description: None,
         public: None,
         upstream_url: None,
+        benchmark: None,
     })
     .await
     .unwrap();
@@ -227,7 +228,7 @@ async fn members_close_mark_duplicates_assign_and_comment_through_the_api() {
 }
 
 /// Sets a report's last activity `days` ago, straight in the database.
-async fn age(url: &str, external_id: &str, days: i64) {
+pub(crate) async fn age(url: &str, external_id: &str, days: i64) {
     let t = chrono::Utc::now() - chrono::Duration::days(days);
     if url.starts_with("postgres") {
         let pool = sqlx::PgPool::connect(url).await.unwrap();
@@ -376,7 +377,8 @@ async fn the_glance_answers_for_a_period_on_both_engines() {
         for (bad, field) in [
             ("period=this_month&since=2026-01-01", "period"),
             ("since=2026-02-01&until=2026-01-01", "since"),
-            ("dated=spent", "dated"),
+            ("dated=closed", "dated"),
+            ("goal=mend", "goal"),
             ("stuck_days=0", "stuck_days"),
             ("period=fortnight", "period"),
             ("colour=red", "colour"),

@@ -18,6 +18,7 @@ mod lifecycle;
 mod mappings;
 mod metrics;
 mod openapi;
+mod overview;
 mod projects;
 mod queue;
 mod realbugs;

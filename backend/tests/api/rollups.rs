@@ -328,6 +328,7 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
             description: None,
             public: Some(i < 2),
             upstream_url: None,
+            benchmark: None,
         })
         .await
         .unwrap();

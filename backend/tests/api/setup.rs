@@ -326,6 +326,7 @@ async fn project_changes_and_builds_are_stored_alike_on_both_engines() {
             description: Some("first".into()),
             public: None,
             upstream_url: Some("https://github.com/a/b".into()),
+            benchmark: None,
         };
         s.create_project(&req).await.unwrap();
         let changed =

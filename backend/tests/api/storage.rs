@@ -33,6 +33,7 @@ async fn project(s: &dyn Storage, slug: &str, public: bool) {
         description: None,
         public: Some(public),
         upstream_url: None,
+        benchmark: None,
     })
     .await
     .unwrap();
@@ -266,6 +267,7 @@ async fn projects_scope_and_conflicts() {
                 description: None,
                 public: Some(true),
                 upstream_url: None,
+                benchmark: None,
             })
             .await
             .unwrap_err();

@@ -78,6 +78,7 @@ async fn attempts(s: &dyn Storage, n: usize) -> Vec<i64> {
         description: None,
         public: None,
         upstream_url: None,
+        benchmark: None,
     })
     .await
     .unwrap();

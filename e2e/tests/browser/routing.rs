@@ -43,6 +43,7 @@ async fn a_maintainer_reads_routing_health_and_confirms_or_corrects_a_route() {
             description: None,
             public: Some(true),
             upstream_url: None,
+            benchmark: None,
         };
         h.storage.create_project(&req).await.unwrap();
         let numeric = file(&h, 0, "reduce_logsumexp returns inf", TF_FORM_NUMERICAL).await;

@@ -14,7 +14,11 @@ use crate::router::query_pairs;
 
 /// The filters the figure pages share, kept in the address and carried by
 /// the navigation links.
-pub const SHARED_FILTERS: &[&str] = &["project", "since", "until", "period", "dated", "route", "agent", "model"];
+pub const SHARED_FILTERS: &[&str] =
+    &["project", "since", "until", "period", "dated", "route", "agent", "model", "label", "goal"];
+
+/// The shared filters the queue understands: all but the goal (last).
+pub const QUEUE_FILTERS: &[&str] = SHARED_FILTERS.split_at(SHARED_FILTERS.len() - 1).0;
 
 /// The figures query the address asks for (its shared filters only).
 pub fn figures_query(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientError> {
@@ -109,7 +113,7 @@ where
         });
         view! {
             <div class="page-head"><h1>{title}</h1></div>
-            <FilterBar path=path pairs=pairs/>
+            <FilterBar path=path pairs=pairs goal=true/>
             {figure_exports(pairs, export_by)}
             <Transition fallback=move || view! { <Loading what=what/> }>
                 {move || Suspend::new(async move {

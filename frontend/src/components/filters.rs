@@ -56,9 +56,14 @@ pub fn choice(
     .into_any()
 }
 
-/// Project, filed since/until, route, agent and model for the page at `path`.
+/// Project, filed since/until, route, agent, model and label for the page at
+/// `path`; the goal (reproduce or fix) too on the figure pages (`goal`).
 #[component]
-pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl IntoView {
+pub fn FilterBar(
+    path: &'static str,
+    pairs: Memo<Vec<(String, String)>>,
+    #[prop(optional)] goal: bool,
+) -> impl IntoView {
     let options = crate::load::Load::new(|| async {
         let projects = api::projects().await.unwrap_or_default();
         let facets = api::facets().await.unwrap_or_default();
@@ -68,12 +73,12 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
         let href = pairs.with_untracked(|p| href_with(path, p, key, &value));
         crate::router::navigate(&href);
     };
-    let date = move |label: &'static str, key: &'static str| {
+    let input = move |kind: &'static str, label: &'static str, key: &'static str| {
         view! {
             <label class="field">
                 <span>{label}</span>
-                <input type="date" data-testid=format!("filter-{key}") prop:value=move || pairs.with(|p| value_of(p, key))
-                    on:change=move |ev| go(key, event_target_value(&ev))/>
+                <input type=kind data-testid=format!("filter-{key}") prop:value=move || pairs.with(|p| value_of(p, key))
+                    on:change=move |ev| go(key, event_target_value(&ev).trim().to_owned())/>
             </label>
         }
     };
@@ -97,11 +102,13 @@ pub fn FilterBar(path: &'static str, pairs: Memo<Vec<(String, String)>>) -> impl
                         {choice("Project", "project", "All projects", projects, pairs, go)}
                         {choice("Dates of", "dated", "filing", dates, pairs, go)}
                         {choice("Period", "period", "Any time", periods, pairs, go)}
-                        {date("Since", "since")}
-                        {date("Until", "until")}
+                        {input("date", "Since", "since")}
+                        {input("date", "Until", "until")}
                         {choice("Route", "route", "All routes", routes, pairs, go)}
                         {choice("Agent", "agent", "All agents", pairs_of(facets.agents), pairs, go)}
                         {choice("Model", "model", "All models", pairs_of(facets.models), pairs, go)}
+                        {input("search", "Label", "label")}
+                        {goal.then(|| choice("Goal", "goal", "reproduce", vec![("fix".to_owned(), "fix".to_owned())], pairs, go))}
                         <a class="clear-filters" href=path data-testid="filter-clear">"Clear filters"</a>
                     }
                 })}

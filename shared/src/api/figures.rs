@@ -300,6 +300,8 @@ pub struct WeekFlow {
 
 /// `GET /api/v1/glance`: a period's answer in one look, for the Overview:
 /// what was reproduced and spent in it, how the backlog moved, what is stuck.
+/// The top-level counts are by event date (what happened in the period);
+/// `by_filing` has the same ideas for the reports filed in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Glance {
@@ -308,17 +310,26 @@ pub struct Glance {
     /// The period's first and last day (UTC), both included.
     pub from: chrono::NaiveDate,
     pub to: chrono::NaiveDate,
-    /// Reports whose first counting reproduction ended in the period (as
-    /// the queue's `dated=reproduced` list has them, later closed ones too).
+    /// By event date: reports whose first counting reproduction ended in the
+    /// period (as the queue's `dated=reproduced` list has them, later closed
+    /// ones too).
     pub reproduced: u64,
-    /// Spend on attempts started in the period (unknown costs left out).
+    /// By event date: spend on attempts started in the period (unknown costs left out).
     pub spend_usd: f64,
     /// `spend_usd` over `reproduced`; none without a reproduction.
     pub cost_per_reproduction_usd: Option<f64>,
-    /// Reports filed in the period.
+    /// Reports filed in the period (on a stated day).
     pub filed: u64,
-    /// Reports that reached a final state (reproduced or not) in the period.
+    /// By event date: reports that reached a final state (reproduced or
+    /// not) in the period.
     pub finished: u64,
+    /// The same ideas by filing date: the reports filed in the period, as
+    /// they stand now (the Overview's cards under the same period).
+    pub by_filing: FiledCohort,
+    /// Age in days of the oldest report not in a final state (filed on a stated day).
+    pub backlog_oldest_days: Option<f64>,
+    /// Median age in days of the reports not in a final state.
+    pub backlog_median_days: Option<f64>,
     /// `filed - finished`: how the backlog moved over the period (reports
     /// closed without a verdict are not in it).
     pub backlog_change: i64,
@@ -329,6 +340,24 @@ pub struct Glance {
     pub stuck_days: u32,
     /// The same, as the Overview shows it (rendered and escaped by the server).
     pub html: String,
+    /// The cards of the reports the filters select (`dated`, `agent`,
+    /// `model`, `goal` included), as the Overview shows them; empty when no
+    /// report is in the view.
+    pub cards_html: String,
+}
+
+/// The reports filed in a period, as they stand now: a glance's ideas by filing date.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FiledCohort {
+    /// Of the reports filed in the period, those with a counting reproduction (whenever it came).
+    pub reproduced: u64,
+    /// Of them, those in a final state: reproduced, or graded and not reproduced.
+    pub finished: u64,
+    /// Spend on every attempt at them, whenever it started (unknown costs left out).
+    pub spend_usd: f64,
+    /// `spend_usd` over `reproduced`; none without a reproduction.
+    pub cost_per_reproduction_usd: Option<f64>,
 }
 
 /// `GET /api/v1/throughput`: docs/domain.md's throughput, backlog and time to reproduction.

@@ -25,6 +25,11 @@ pub struct CreateProjectRequest {
     /// Where the project lives upstream (`https://github.com/pytorch/pytorch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_url: Option<String>,
+    /// A benchmark (SWE-bench and the like): its instances are graded, not
+    /// waiting for a maintainer, so they are in no backlog. Left out: not a
+    /// benchmark (and, for an existing project in an import, unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<bool>,
 }
 
 impl CreateProjectRequest {
@@ -61,12 +66,24 @@ pub struct UpdateProjectRequest {
     pub public: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_url: Option<String>,
+    /// Marks the project a benchmark, or not: its open instances leave, or
+    /// join, the backlog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<bool>,
 }
 
 impl UpdateProjectRequest {
     pub fn validate(&self) -> Result<(), FieldError> {
-        if self.name.is_none() && self.description.is_none() && self.public.is_none() && self.upstream_url.is_none() {
-            return Err(FieldError::new("name", "nothing to change: give name, description, public or upstream_url"));
+        if self.name.is_none()
+            && self.description.is_none()
+            && self.public.is_none()
+            && self.upstream_url.is_none()
+            && self.benchmark.is_none()
+        {
+            return Err(FieldError::new(
+                "name",
+                "nothing to change: give name, description, public, upstream_url or benchmark",
+            ));
         }
         if let Some(name) = &self.name
             && (name.trim().is_empty() || name.len() > 200)
@@ -156,6 +173,10 @@ pub struct Project {
     #[serde(default)]
     #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub data_version: i64,
+    /// A benchmark: its instances are in no backlog.
+    #[serde(default)]
+    #[cfg_attr(target_arch = "wasm32", serde(skip))]
+    pub benchmark: bool,
     /// Reports filed under this project.
     pub reports: i64,
 }

@@ -62,10 +62,22 @@ pub fn throughput_read() -> FlowRead {
 }
 
 /// What a glance over the days `from..=to` reads: the day kinds on those
-/// days, and the backlog.
+/// days, and the backlog with its ages.
 pub fn glance_read(from: chrono::NaiveDate, to: chrono::NaiveDate) -> FlowRead {
     let days = Some((day_of_date(from), day_of_date(to)));
-    vec![(FlowKind::Counted, days), (FlowKind::NotReproduced, days), (FlowKind::Filed, days), (FlowKind::Backlog, None)]
+    vec![
+        (FlowKind::Counted, days),
+        (FlowKind::NotReproduced, days),
+        (FlowKind::Filed, days),
+        (FlowKind::Backlog, None),
+        (FlowKind::Open, None),
+    ]
+}
+
+/// What a glance reads of the reports filed in its period: how many were
+/// reproduced, and how many reached a final state, whenever.
+pub fn cohort_read() -> FlowRead {
+    vec![(FlowKind::Counted, None), (FlowKind::NotReproduced, None)]
 }
 
 /// Every kind, whole.
@@ -140,6 +152,8 @@ pub struct FlowFacts {
     pub graded_day: Option<i64>,
     /// The bin of its time to reproduction, when it has one.
     pub ttr_bin: Option<i64>,
+    /// A benchmark's instance: not final is not a backlog.
+    pub benchmark: bool,
 }
 
 impl FlowFacts {
@@ -155,6 +169,7 @@ impl FlowFacts {
                 .filter(|_| reproduced)
                 .zip(flow.known_intake())
                 .map(|(t, intake)| hours_bin(((t - intake).num_seconds() as f64 / 3600.0).max(0.0))),
+            benchmark: flow.benchmark,
         }
     }
 
@@ -188,6 +203,8 @@ impl FlowFacts {
                     out.push((FlowKind::NotReproducedWeek, monday_of(d)));
                 }
             }
+            // A benchmark's instances wait for no maintainer.
+            New | InProgress | NeedsReview if self.benchmark => {}
             New | InProgress | NeedsReview => {
                 out.push((FlowKind::Backlog, 0));
                 // Its age is unknown without a filing day.

@@ -14,8 +14,8 @@ mod queue;
 mod ranks;
 mod values;
 pub use flows::{
-    FlowCounts, FlowFacts, FlowKind, FlowRead, NO_DAY, RESOLUTION_NOTE, bin_hours, date_of_day, day_of, everything,
-    glance_read, hours_bin, monday_of, throughput_of, throughput_read,
+    FlowCounts, FlowFacts, FlowKind, FlowRead, NO_DAY, RESOLUTION_NOTE, bin_hours, cohort_read, date_of_day, day_of,
+    everything, glance_read, hours_bin, monday_of, throughput_of, throughput_read,
 };
 pub use oracles::{OracleCounts, oracle_summary};
 pub use queue::{RUNNER_ALIVE_SECONDS, mean_seconds, queue_wait, runner_alive};
@@ -338,6 +338,8 @@ pub struct ReportFlow {
     /// Whether `filed_at` was stated, or is only when an import that gave
     /// none took it in: then the report was filed on no known day.
     pub filed_stated: bool,
+    /// Whether its project is a benchmark: its instances are in no backlog.
+    pub benchmark: bool,
 }
 
 impl ReportFlow {
@@ -589,6 +591,7 @@ mod tests {
             first_counting_at: Some(t("2026-11-03T00:00:00Z")),
             last_graded_at: Some(t("2026-11-03T00:00:00Z")),
             filed_stated: true,
+            benchmark: false,
         };
         let out = throughput(&[flow], t("2026-11-30T00:00:00Z"));
         assert_eq!((out.regressed, out.backlog, out.time_to_reproduction_n), (1, 0, 1));
@@ -608,6 +611,7 @@ mod tests {
             first_counting_at: first.map(t),
             last_graded_at: last.map(t),
             filed_stated: true,
+            benchmark: false,
         };
         let reports = [
             // filed Monday 2026-11-02, reproduced Wednesday 2026-11-11 (next week), 218 h later
@@ -726,6 +730,7 @@ mod tests {
             first_counting_at: Some(t("2026-03-01T05:00:00Z")),
             last_graded_at: None,
             filed_stated: true,
+            benchmark: false,
         };
         assert_eq!(live.intake(), t("2026-03-01T00:00:00Z"));
         let median = throughput(&[live.clone()], t("2026-04-01T00:00:00Z")).time_to_reproduction_median_hours.unwrap();
@@ -749,6 +754,7 @@ mod tests {
             first_counting_at: Some(t("2024-01-02T00:00:00Z")),
             last_graded_at: None,
             filed_stated: false,
+            benchmark: false,
         };
         let facts = flows::FlowFacts::of(&imported);
         assert_eq!(facts.filed_day, NO_DAY);
@@ -757,8 +763,14 @@ mod tests {
         assert!(!kinds.contains(&FlowKind::Filed) && !kinds.contains(&FlowKind::FiledWeek), "{kinds:?}");
         assert!(kinds.contains(&FlowKind::Counted), "its reproduction has a day of its own");
         let open = ReportFlow { status: InProgress, first_counting_at: None, ..imported };
-        let th = throughput(&[open], t("2026-07-01T00:00:00Z"));
+        let th = throughput(&[open.clone()], t("2026-07-01T00:00:00Z"));
         assert_eq!((th.backlog, th.backlog_oldest_days), (1, None), "open, of unknown age");
+        // A benchmark's open instance is in no backlog, dated or not; still a report.
+        for filed_stated in [false, true] {
+            let instance = ReportFlow { benchmark: true, filed_stated, ..open.clone() };
+            let th = throughput(&[instance], t("2026-07-01T00:00:00Z"));
+            assert_eq!((th.reports, th.backlog, th.backlog_oldest_days), (1, 0, None), "a benchmark's instance");
+        }
     }
 
     fn contribution(

@@ -202,7 +202,7 @@ impl FigureStore for Engine {
         let mut qb = sqlx::QueryBuilder::<Db>::new(
             "SELECT r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, \
              r.first_attempt_at AS first_attempt_at, r.first_counting_at AS first_counting_at, \
-             r.filed_at_stated AS filed_at_stated, \
+             r.filed_at_stated AS filed_at_stated, p.benchmark AS benchmark, \
              r.last_graded_at AS last_graded_at FROM reports r JOIN projects p ON p.id = r.project_id WHERE 1 = 1",
         );
         Self::push_report_filter(&mut qb, filter, scope);

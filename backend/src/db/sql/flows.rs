@@ -27,7 +27,7 @@ const PROJECT: u8 = 4;
 
 /// A cell's columns, in [`FlowCell`]'s order.
 const CELL_COLUMNS: &str =
-    "report_id, project_id, route, route_check, status, filed_day, counted_day, graded_day, ttr_bin";
+    "report_id, project_id, route, route_check, status, filed_day, counted_day, graded_day, ttr_bin, benchmark";
 
 /// One row of `flow_cells`: a report's place in the throughput counts.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -41,6 +41,7 @@ struct FlowCell {
     counted_day: Option<i64>,
     graded_day: Option<i64>,
     ttr_bin: Option<i64>,
+    benchmark: i64,
 }
 
 impl FlowCell {
@@ -52,6 +53,7 @@ impl FlowCell {
             counted_day: self.counted_day,
             graded_day: self.graded_day,
             ttr_bin: self.ttr_bin,
+            benchmark: self.benchmark != 0,
         };
         Ok(facts.events())
     }
@@ -82,6 +84,7 @@ impl SourceRow {
             counted_day: facts.counted_day,
             graded_day: facts.graded_day,
             ttr_bin: facts.ttr_bin,
+            benchmark: i64::from(facts.benchmark),
         })
     }
 }
@@ -90,7 +93,8 @@ impl SourceRow {
 const SOURCE: &str = "SELECT r.id AS id, r.project_id AS project_id, r.route AS route, r.route_check AS route_check, \
      r.filed_at AS filed_at, r.created_at AS created_at, r.status AS status, r.first_attempt_at AS first_attempt_at, \
      r.first_counting_at AS first_counting_at, r.last_graded_at AS last_graded_at, \
-     r.filed_at_stated AS filed_at_stated FROM reports r";
+     r.filed_at_stated AS filed_at_stated, bp.benchmark AS benchmark \
+     FROM reports r JOIN projects bp ON bp.id = r.project_id";
 
 /// A group's key in `flow_groups`: level, kind, project, route, route check, day or bin.
 type FlowKey = (u8, FlowKind, i64, String, i64, i64);
@@ -151,7 +155,7 @@ impl Engine {
     }
 
     async fn insert_flow_cells(tx: &mut Tx, cells: &[&FlowCell]) -> StorageResult<()> {
-        let mut values = Vec::with_capacity(cells.len() * 9);
+        let mut values = Vec::with_capacity(cells.len() * 10);
         let day = Param::MaybeInt;
         for c in cells {
             values.extend([
@@ -164,6 +168,7 @@ impl Engine {
                 day(c.counted_day),
                 day(c.graded_day),
                 day(c.ttr_bin),
+                Param::Int(c.benchmark),
             ]);
         }
         Self::write_rows(tx, "flow_cells", &CELL_COLUMNS.split(", ").collect::<Vec<_>>(), "", &values).await
@@ -191,6 +196,17 @@ impl Engine {
             &values,
         )
         .await
+    }
+
+    /// A project's benchmark flag changed: its reports' throughput counts
+    /// follow, and its data version moves (its status page is out of date),
+    /// in `tx`, which holds the figures' lock.
+    pub(in crate::db) async fn refresh_project_flows(tx: &mut Tx, project_id: i64) -> StorageResult<()> {
+        let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM reports WHERE project_id = $1 ORDER BY id")
+            .bind(project_id)
+            .fetch_all(&mut **tx)
+            .await?;
+        Self::refresh_status(tx, &ids).await
     }
 
     /// Empties both tables and computes them again from every report, in `tx`.
@@ -223,7 +239,8 @@ impl Engine {
                 .fetch_all(&mut **tx)
                 .await?;
         for c in cells {
-            let facts = [Some(c.route_check), Some(c.filed_day), c.counted_day, c.graded_day, c.ttr_bin];
+            let facts =
+                [Some(c.route_check), Some(c.filed_day), c.counted_day, c.graded_day, c.ttr_bin, Some(c.benchmark)];
             out.insert(
                 format!("flow cell {}|{}|{}|{}", c.report_id, c.project_id, c.route, c.status),
                 facts.iter().map(|v| v.map_or(-1.0, |v| v as f64)).collect(),

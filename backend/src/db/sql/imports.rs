@@ -129,47 +129,59 @@ impl ImportStore for Engine {
         let mut tx = self.write.begin().await?;
         let mut out = Vec::with_capacity(reqs.len());
         for req in reqs {
-            let existing: Option<(i64, String, Option<String>, bool, Option<String>)> =
-                sqlx::query_as("SELECT id, name, description, public, upstream_url FROM projects WHERE slug = $1")
-                    .bind(&req.slug)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+            type Stored = (i64, String, Option<String>, bool, Option<String>, bool);
+            let existing: Option<Stored> = sqlx::query_as(
+                "SELECT id, name, description, public, upstream_url, benchmark FROM projects WHERE slug = $1",
+            )
+            .bind(&req.slug)
+            .fetch_optional(&mut *tx)
+            .await?;
             out.push(match existing {
-                Some((id, n, d, p, u)) => {
+                Some((id, n, d, p, u, b)) => {
                     // A field the record leaves out keeps its stored value.
                     let name = req.name.clone().unwrap_or(n.clone());
                     let description = req.description.clone().or(d.clone());
                     let public = req.public.unwrap_or(p);
                     let upstream = req.upstream_url.clone().or(u.clone());
-                    if (&name, &description, public, &upstream) == (&n, &d, p, &u) {
+                    let benchmark = req.benchmark.unwrap_or(b);
+                    if (&name, &description, public, &upstream, benchmark) == (&n, &d, p, &u, b) {
                         Outcome::Unchanged
                     } else {
+                        if benchmark != b {
+                            sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
+                        }
                         sqlx::query(
-                            "UPDATE projects SET name = $1, description = $2, public = $3, upstream_url = $4 WHERE id = $5",
+                            "UPDATE projects SET name = $1, description = $2, public = $3, upstream_url = $4, \
+                             benchmark = $6 WHERE id = $5",
                         )
                         .bind(&name)
                         .bind(&description)
                         .bind(public)
                         .bind(&upstream)
                         .bind(id)
-                            .execute(&mut *tx)
-                            .await?;
+                        .bind(benchmark)
+                        .execute(&mut *tx)
+                        .await?;
+                        if benchmark != b {
+                            Self::refresh_project_flows(&mut tx, id).await?;
+                        }
                         Outcome::Updated
                     }
                 }
                 None => {
                     sqlx::query(
-                        "INSERT INTO projects (slug, name, description, public, upstream_url, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
+                        "INSERT INTO projects (slug, name, description, public, upstream_url, created_at, benchmark) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
                     )
                     .bind(&req.slug)
                     .bind(req.name.clone().unwrap_or_else(|| req.slug.clone()))
                     .bind(&req.description)
                     .bind(req.public.unwrap_or(default_public))
                     .bind(&req.upstream_url)
-                        .bind(common::now())
-                        .execute(&mut *tx)
-                        .await?;
+                    .bind(common::now())
+                    .bind(req.benchmark.unwrap_or(false))
+                    .execute(&mut *tx)
+                    .await?;
                     Outcome::Created
                 }
             });

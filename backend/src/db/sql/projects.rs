@@ -3,6 +3,7 @@
 
 use crate::db::common;
 use crate::db::common::PROJECT_COLUMNS;
+use crate::db::dialect::Dialect;
 use crate::db::projects::*;
 use crate::db::rows::ProjectRow;
 use async_trait::async_trait;
@@ -84,8 +85,8 @@ impl ProjectStore for Engine {
     async fn create_project(&self, req: &CreateProjectRequest) -> StorageResult<Project> {
         let name = req.name.clone().unwrap_or_else(|| req.slug.clone());
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO projects (slug, name, description, public, upstream_url, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            "INSERT INTO projects (slug, name, description, public, upstream_url, created_at, benchmark) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         )
         .bind(&req.slug)
         .bind(&name)
@@ -93,6 +94,7 @@ impl ProjectStore for Engine {
         .bind(req.public.unwrap_or(true))
         .bind(req.upstream_url.as_deref().map(str::trim))
         .bind(common::now())
+        .bind(req.benchmark.unwrap_or(false))
         .fetch_one(&self.write)
         .await
         .map_err(common::conflict_on_unique(format!("project `{}` already exists", req.slug)))?;
@@ -109,10 +111,27 @@ impl ProjectStore for Engine {
         let blank_is_none =
             |v: &Option<String>| v.as_ref().map(|v| Some(v.trim().to_owned()).filter(|v| !v.is_empty()));
         let (description, upstream) = (blank_is_none(&req.description), blank_is_none(&req.upstream_url));
+        let mut tx = self.write.begin().await?;
+        let before: Option<bool> = match req.benchmark {
+            Some(_) => {
+                sqlx::query_scalar("SELECT benchmark FROM projects WHERE slug = $1")
+                    .bind(slug)
+                    .fetch_optional(&mut *tx)
+                    .await?
+            }
+            None => None,
+        };
+        let flips = before.zip(req.benchmark).is_some_and(|(b, n)| b != n);
+        if flips {
+            // The backlog's counts move with the flag: the figures' lock
+            // first, as every writer takes it before a project's row.
+            sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
+        }
         let id: Option<i64> = sqlx::query_scalar(
             "UPDATE projects SET data_version = data_version + 1, name = COALESCE($1, name), \
              description = CASE WHEN $2 THEN $3 ELSE description END, public = COALESCE($4, public), \
-             upstream_url = CASE WHEN $5 THEN $6 ELSE upstream_url END WHERE slug = $7 RETURNING id",
+             upstream_url = CASE WHEN $5 THEN $6 ELSE upstream_url END, benchmark = COALESCE($8, benchmark) \
+             WHERE slug = $7 RETURNING id",
         )
         .bind(req.name.as_deref().map(str::trim))
         .bind(description.is_some())
@@ -121,14 +140,19 @@ impl ProjectStore for Engine {
         .bind(upstream.is_some())
         .bind(upstream.flatten())
         .bind(slug)
-        .fetch_optional(&self.write)
+        .bind(req.benchmark)
+        .fetch_optional(&mut *tx)
         .await?;
         let id = id.ok_or_else(|| StorageError::NotFound(format!("project `{slug}`")))?;
+        if flips {
+            Self::refresh_project_flows(&mut tx, id).await?;
+        }
         let row: ProjectRow =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {} FROM projects p WHERE p.id = $1", PROJECT_COLUMNS)))
                 .bind(id)
-                .fetch_one(&self.write)
+                .fetch_one(&mut *tx)
                 .await?;
+        tx.commit().await?;
         Ok(row.into())
     }
 

@@ -474,10 +474,12 @@ impl Engine {
             // SQLite's `+r.status`: the sort's index serves the page, where the
             // status index would select most reports and sort them.
             let status = if Self::BACKEND == crate::db::Backend::Sqlite { "+r.status" } else { "r.status" };
+            // A benchmark's instances wait for no one: never stuck.
             qb.push(format!(
-                " AND {status} IN ('new', 'in_progress', 'needs_review') AND COALESCE(r.last_activity_at, r.created_at) < "
+                " AND {status} IN ('new', 'in_progress', 'needs_review') AND NOT p.benchmark \
+                 AND COALESCE(r.last_activity_at, r.created_at) < "
             ))
-                .push_bind(cutoff);
+            .push_bind(cutoff);
         }
     }
 

@@ -571,6 +571,7 @@ async fn store(
                 description: None,
                 public: None,
                 upstream_url: None,
+                benchmark: None,
             }),
         )
         .await?;
