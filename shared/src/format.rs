@@ -84,12 +84,21 @@ pub fn success_cost_detail(counting: u64, ratio: Option<f64>) -> String {
 
 /// The detail under "Cost per reproduction" (the Overview's and the Cost
 /// page's): all spend over the reproductions, and the attempts left out.
-pub fn spend_detail(total_usd: f64, reproduced: u64, without_cost: u64) -> String {
+pub fn spend_detail(total_usd: f64, attempts: u64, reproduced: u64, without_cost: u64) -> String {
     let left_out = match without_cost {
         0 => String::new(),
         n => format!(" · {n} attempts without a cost left out"),
     };
-    format!("all spend {} (failed attempts too) over {reproduced} reproduced{left_out}", usd(Some(total_usd)))
+    format!(
+        "all spend {} (failed attempts too) over {reproduced} reproduced{left_out}",
+        spend(total_usd, attempts, without_cost)
+    )
+}
+
+/// A spend of `attempts`, `without_cost` of them with no cost: "unknown"
+/// when none has one, never $0.00.
+pub fn spend(total_usd: f64, attempts: u64, without_cost: u64) -> String {
+    if attempts > 0 && without_cost >= attempts { "unknown".to_owned() } else { usd(Some(total_usd)) }
 }
 
 /// ` · unknown for N without times`, when some of the `reproduced` reports
@@ -130,6 +139,10 @@ mod tests {
         assert_eq!(success_cost_detail(0, None), "no successful attempt yet");
         assert_eq!(success_cost_detail(148, None), "unknown: 148 successes, none with a cost");
         assert!(success_cost_detail(3, Some(2.0)).starts_with("3 successes alone"));
+        assert_eq!(spend(0.0, 3, 3), "unknown");
+        assert_eq!(spend(0.0, 0, 0), "$0.00");
+        assert_eq!(spend(1.5, 3, 1), "$1.50");
+        assert!(spend_detail(0.0, 148, 148, 148).starts_with("all spend unknown"));
         assert_eq!(unknown_times(5, 5), "");
         assert_eq!(unknown_times(0, 148), " · unknown for 148 without times");
     }

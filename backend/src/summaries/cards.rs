@@ -98,7 +98,7 @@ pub async fn cards(
             per_name,
             usd(t.cost_per_reproduction_usd),
             "headline-cost-per-reproduction",
-            spend_detail(t.cost_total_usd, t.reports_reproduced, t.attempts_without_cost),
+            spend_detail(t.cost_total_usd, t.attempts, t.reports_reproduced, t.attempts_without_cost),
         ),
         (
             "Mean cost of a success",

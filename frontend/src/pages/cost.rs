@@ -2,7 +2,7 @@
 //! reproduction both ways per agent, and cumulative spend.
 
 use failpass_shared::api::figures::{DistributionQuery, DistributionResponse, FigureRow, FiguresQuery, Metric};
-use failpass_shared::format::{minutes, usd};
+use failpass_shared::format::{minutes, spend, usd};
 use failpass_shared::model::GroupBy;
 use leptos::prelude::*;
 
@@ -62,12 +62,14 @@ fn body(v: Views) -> Option<AnyView> {
     };
     let wall_by_agent = v.wall_by_agent.groups.clone();
     let agents = v.agents.clone();
-    let spend_caption =
-        format!("Spend on attempts started each week (bars), and in all (line): {}.", usd(Some(t.cost_total_usd)));
+    let spend_caption = format!(
+        "Spend on attempts started each week (bars), and in all (line): {}.",
+        spend(t.cost_total_usd, t.attempts, t.attempts_without_cost)
+    );
     let page = view! {
         <div class="stats" data-testid="cost-headline">
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
-                detail=failpass_shared::format::spend_detail(t.cost_total_usd, t.reports_reproduced, t.attempts_without_cost)/>
+                detail=failpass_shared::format::spend_detail(t.cost_total_usd, t.attempts, t.reports_reproduced, t.attempts_without_cost)/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="cost-mean-success"
                 detail=failpass_shared::format::success_cost_detail(t.attempts_counting, t.cost_ratio)/>
             <Stat label="Cost per attempt" value=usd(cost_all.as_ref().and_then(|c| c.median)) testid="cost-median"
@@ -107,7 +109,7 @@ fn body(v: Views) -> Option<AnyView> {
                         view! {
                             <tr data-testid="cost-row" data-agent=r.key.clone()>
                                 <th scope="row">{r.key.clone()}</th><td class="num opt">{r.attempts}</td>
-                                <td class="num opt">{usd(Some(r.cost_total_usd))}</td><td class="num opt">{r.reports_reproduced}</td>
+                                <td class="num opt">{spend(r.cost_total_usd, r.attempts, r.attempts_without_cost)}</td><td class="num opt">{r.reports_reproduced}</td>
                                 <td class="num" data-testid="cost-per-reproduction-cell">{usd(r.cost_per_reproduction_usd)}</td>
                                 <td class="num">{usd(r.cost_mean_success_usd)}</td>
                                 <td class="num opt">{r.cost_ratio.map(|x| format!("{x:.1}×")).unwrap_or_else(|| "—".into())}</td>

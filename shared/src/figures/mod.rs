@@ -763,7 +763,7 @@ mod tests {
         assert!(!kinds.contains(&FlowKind::Filed) && !kinds.contains(&FlowKind::FiledWeek), "{kinds:?}");
         assert!(kinds.contains(&FlowKind::Counted), "its reproduction has a day of its own");
         let open = ReportFlow { status: InProgress, first_counting_at: None, ..imported };
-        let th = throughput(&[open.clone()], t("2026-07-01T00:00:00Z"));
+        let th = throughput(std::slice::from_ref(&open), t("2026-07-01T00:00:00Z"));
         assert_eq!((th.backlog, th.backlog_oldest_days), (1, None), "open, of unknown age");
         // A benchmark's open instance is in no backlog, dated or not; still a report.
         for filed_stated in [false, true] {
