@@ -63,22 +63,27 @@ pub fn minutes(secs: Option<f64>) -> String {
     }
 }
 
-/// Hours as `5.5 h` below two days, else days: `3.2 d`.
+/// Hours as minutes below one (`14 min`), `5.5 h` below two days, else
+/// days: `3.2 d`.
 pub fn hours(h: Option<f64>) -> String {
     match h {
         None => "—".to_owned(),
+        Some(h) if h * 60.0 < 0.5 => "under 1 min".to_owned(),
+        Some(h) if h < 1.0 => format!("{:.0} min", h * 60.0),
         Some(h) if h < 48.0 => format!("{h:.1} h"),
         Some(h) => format!("{:.1} d", h / 24.0),
     }
 }
 
 /// The detail under "Mean cost of a success" (the Overview's and the Cost
-/// page's): what it is over, or why it is unknown.
-pub fn success_cost_detail(counting: u64, ratio: Option<f64>) -> String {
-    match (counting, ratio) {
-        (0, _) => "no successful attempt yet".into(),
-        (n, Some(r)) => format!("{n} successes alone; all-in is {r:.1}× this"),
-        (n, None) => format!("unknown: {n} successes, none with a cost"),
+/// page's): what it is over, or why it is unknown (`mean` is none when no
+/// success has a cost; a known zero has no all-in ratio).
+pub fn success_cost_detail(counting: u64, mean: Option<f64>, ratio: Option<f64>) -> String {
+    match (counting, mean, ratio) {
+        (0, ..) => "no successful attempt yet".into(),
+        (n, None, _) => format!("unknown: {n} successes, none with a cost"),
+        (n, Some(_), Some(r)) => format!("{n} successes alone; all-in is {r:.1}× this"),
+        (n, Some(_), None) => format!("{n} successes alone, at no recorded cost"),
     }
 }
 
@@ -136,9 +141,12 @@ mod tests {
 
     #[test]
     fn unknown_costs_and_times_are_said() {
-        assert_eq!(success_cost_detail(0, None), "no successful attempt yet");
-        assert_eq!(success_cost_detail(148, None), "unknown: 148 successes, none with a cost");
-        assert!(success_cost_detail(3, Some(2.0)).starts_with("3 successes alone"));
+        assert_eq!(success_cost_detail(0, None, None), "no successful attempt yet");
+        assert_eq!(success_cost_detail(148, None, None), "unknown: 148 successes, none with a cost");
+        assert!(success_cost_detail(3, Some(0.5), Some(2.0)).starts_with("3 successes alone; all-in"));
+        assert_eq!(success_cost_detail(14, Some(0.0), None), "14 successes alone, at no recorded cost");
+        assert_eq!(hours(Some(0.25)), "15 min");
+        assert_eq!(hours(Some(0.001)), "under 1 min");
         assert_eq!(spend(0.0, 3, 3), "unknown");
         assert_eq!(spend(0.0, 0, 0), "$0.00");
         assert_eq!(spend(1.5, 3, 1), "$1.50");

@@ -104,7 +104,7 @@ pub async fn cards(
             "Mean cost of a success",
             usd(t.cost_mean_success_usd),
             "headline-cost-mean-success",
-            success_cost_detail(t.attempts_counting, t.cost_ratio),
+            success_cost_detail(t.attempts_counting, t.cost_mean_success_usd, t.cost_ratio),
         ),
         (
             "Oracle coverage",

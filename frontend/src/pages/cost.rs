@@ -71,7 +71,7 @@ fn body(v: Views) -> Option<AnyView> {
             <Stat label="Cost per reproduction" value=usd(t.cost_per_reproduction_usd) testid="cost-per-reproduction"
                 detail=failpass_shared::format::spend_detail(t.cost_total_usd, t.attempts, t.reports_reproduced, t.attempts_without_cost)/>
             <Stat label="Mean cost of a success" value=usd(t.cost_mean_success_usd) testid="cost-mean-success"
-                detail=failpass_shared::format::success_cost_detail(t.attempts_counting, t.cost_ratio)/>
+                detail=failpass_shared::format::success_cost_detail(t.attempts_counting, t.cost_mean_success_usd, t.cost_ratio)/>
             <Stat label="Cost per attempt" value=usd(cost_all.as_ref().and_then(|c| c.median)) testid="cost-median"
                 detail=format!("median of n={} · mean {} · p90 {}", cost_all.as_ref().map_or(0, |c| c.n), usd(cost_all.as_ref().and_then(|c| c.mean)), usd(cost_all.as_ref().and_then(|c| c.p90)))/>
             <Stat label="Wall time per attempt" value=minutes(wall_all.as_ref().and_then(|c| c.median)) testid="wall-median"
