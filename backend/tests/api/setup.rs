@@ -91,6 +91,20 @@ async fn an_admin_creates_a_project_and_changes_it_from_the_set_up_pages() {
     let p = app.get("/api/v1/projects/acme/fastnum").await.body;
     assert_eq!((p["public"].as_bool(), p["description"].as_str()), (Some(false), Some("numbers, fast")));
     assert_eq!(p["upstream_url"], "https://gitlab.com/acme/fastnum");
+    assert_eq!(p["benchmark"], false, "an unticked box is not a benchmark");
+    // Ticked, it is a benchmark: the page says so and its open reports leave the backlog.
+    let before = app.get("/api/v1/throughput?project=acme/fastnum").await.body["backlog"].as_u64().unwrap();
+    let fields = [("name", "Fastnum"), ("visibility", "private"), ("benchmark", "on")];
+    let (status, html, _) = form(&app, "/settings/projects/acme/fastnum", &fields).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains(r#"name="benchmark" value="on" checked"#), "{html}");
+    assert_eq!(app.get("/api/v1/projects/acme/fastnum").await.body["benchmark"], true);
+    assert_eq!(app.get("/api/v1/throughput?project=acme/fastnum").await.body["backlog"], 0);
+    let (status, _, _) =
+        form(&app, "/settings/projects/acme/fastnum", &[("name", "Fastnum"), ("visibility", "private")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(app.get("/api/v1/throughput?project=acme/fastnum").await.body["backlog"], before);
+    let p = app.get("/api/v1/projects/acme/fastnum").await.body;
     assert_eq!(app.anon.get(format!("{}/status/acme/fastnum", app.base)).send().await.unwrap().status(), 404);
     assert!(
         !app.anon
