@@ -97,7 +97,10 @@ pub fn App() -> impl IntoView {
                 {move || me.with(|m| match &m.user {
                     Some(name) => view! {
                         <span class="account-name" data-testid="signed-in-as">{name.clone()}{m.admin.then_some(" (admin)")}</span>
-                        {m.maintains_any().then(|| view! { <a href="/settings/projects" data-testid="setup-link">"Set-up"</a> })}
+                        {m.maintains_any().then(|| view! {
+                            <a href="/inbox" data-testid="inbox-link">"Inbox " <span class="badge" data-testid="inbox-count">{m.inbox}</span></a>
+                            <a href="/settings/projects" data-testid="setup-link">"Set-up"</a>
+                        })}
                         <form class="inline" method="post" action="/signout"><button class="link-button" type="submit">"Sign out"</button></form>
                     }.into_any(),
                     None => view! {

@@ -339,6 +339,9 @@ struct Bundle {
     css_gz: u64,
 }
 
+/// The dashboard's WebAssembly and its glue, gzip-compressed, at most (300 KiB).
+const BUNDLE_BUDGET: u64 = 300 * 1024;
+
 fn gzip_len(bytes: &[u8]) -> Result<u64> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     enc.write_all(bytes)?;
@@ -534,6 +537,15 @@ fn test(extra: &[String]) -> Result<()> {
         "warnings",
     ]))?;
     let bundle = build_frontend()?;
+    // The dashboard's size is a test: over its budget, the run fails here.
+    let size = bundle.wasm_gz + bundle.js_gz;
+    if size > BUNDLE_BUDGET {
+        bail!(
+            "the dashboard's bundle is {size} B gzip (wasm+js), over its budget of {BUNDLE_BUDGET} B: \
+             server-render what needs no interactivity, or keep what the dashboard does not read out of the wasm"
+        );
+    }
+    println!("dashboard bundle: {size} of {BUNDLE_BUDGET} B gzip (wasm+js)");
     step(
         "running every test suite (unit, the dashboard's own, API, storage contract on SQLite and PostgreSQL, browser)",
     );

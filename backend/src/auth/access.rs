@@ -246,6 +246,14 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::Form,
         "build an environment now (the set-up page's button)",
     ),
+    route(
+        "GET",
+        "/inbox",
+        Review,
+        Body::None,
+        "the review inbox: attempts waiting for a person in the projects you review",
+    ),
+    route("POST", "/inbox/{id}/review", Review, Body::Form, "accept or reject an attempt from the review inbox"),
     route("GET", "/settings/import", Import, Body::None, "the import page: a file, its format and mapping"),
     route(
         "POST",

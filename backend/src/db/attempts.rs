@@ -182,16 +182,22 @@ pub trait AttemptStore: Send + Sync {
         scope: &ProjectScope,
     ) -> StorageResult<Vec<i64>>;
 
-    /// A maintainer's review of an attempt, recorded under `reviewer`: an
-    /// accepted lead becomes `confirmed`; counting and the report's status
-    /// follow. `NotFound` when the attempt does not exist (or is outside `scope`).
+    /// A maintainer's review of an attempt, recorded under `origin`'s actor
+    /// and in its report's timeline: an accepted lead becomes `confirmed`;
+    /// counting and the report's status follow. `NotFound` when the attempt
+    /// does not exist (or is outside `scope`).
     async fn review_attempt(
         &self,
         id: i64,
         req: &ReviewRequest,
-        reviewer: &str,
+        origin: &crate::db::Origin,
         scope: &ProjectScope,
     ) -> StorageResult<Attempt>;
+
+    /// The attempts waiting for a person's review in `scope` (an LLM's lead,
+    /// a reproduction of a vague report): how many in all, and the newest
+    /// `limit` of them as (attempt, report).
+    async fn awaiting_review(&self, scope: &ProjectScope, limit: usize) -> StorageResult<(u64, Vec<(i64, i64)>)>;
 }
 
 /// A deterministic grade needs something deterministic to grade by.

@@ -49,7 +49,7 @@ pub use oracle_drafts::OracleDraftStore;
 pub use postgres::PgStorage;
 pub use projects::ProjectStore;
 pub use releases::ReleaseStore;
-pub use reports::{NewReport, ReportStore};
+pub use reports::{NewReport, Origin, ReportStore};
 pub use routing::RoutingStore;
 pub use sqlite::SqliteStorage;
 

@@ -124,6 +124,10 @@ pub trait ReportStore: Send + Sync {
     /// Appends a comment to a report's activity.
     async fn comment_report(&self, report_id: i64, text: &str, origin: &Origin) -> StorageResult<()>;
 
+    /// Appends an event of `kind` (`rerun`) to each report's activity, in one
+    /// transaction.
+    async fn note_reports(&self, events: &[(i64, String)], kind: &str, origin: &Origin) -> StorageResult<()>;
+
     /// A report's life cycle as the NDJSON export writes it.
     async fn life_cycle(&self, report_id: i64) -> StorageResult<Option<LifeCycleRecord>>;
 

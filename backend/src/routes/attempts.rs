@@ -120,6 +120,16 @@ pub async fn review_attempt(
     ApiPath(id): ApiPath<i64>,
     ApiJson(req): ApiJson<failpass_shared::api::attempts::ReviewRequest>,
 ) -> ApiResult<ApiJson<Attempt>> {
+    review_as(&state, &viewer, id, &req).await.map(ApiJson)
+}
+
+/// `viewer`'s review of attempt `id`, the API's and the review inbox's.
+pub async fn review_as(
+    state: &AppState,
+    viewer: &Viewer,
+    id: i64,
+    req: &failpass_shared::api::attempts::ReviewRequest,
+) -> ApiResult<Attempt> {
     req.validate()?;
     let scope = viewer.scope();
     let project = state
@@ -128,8 +138,8 @@ pub async fn review_attempt(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("attempt {id} not found")))?;
     viewer.require(Action::Review, &project)?;
-    match state.storage.review_attempt(id, &req, &viewer.name(), &scope).await {
-        Ok(a) => Ok(ApiJson(a)),
+    match state.storage.review_attempt(id, req, &viewer.origin(), &scope).await {
+        Ok(a) => Ok(a),
         Err(StorageError::NotFound(what)) => Err(ApiError::NotFound(format!("{what} not found"))),
         Err(e) => Err(e.into()),
     }

@@ -19,6 +19,7 @@ pub(crate) mod figures;
 pub mod health;
 pub(crate) mod hooks;
 pub(crate) mod import;
+pub(crate) mod inbox;
 pub(crate) mod jobs;
 pub(crate) mod metrics;
 pub(crate) mod oracles;
@@ -93,6 +94,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/settings/projects/{owner}/{name}", post(setup::update_project))
         .add("POST", "/settings/projects/{owner}/{name}/environments", post(setup::save_environment))
         .add("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", post(setup::build_environment))
+        .add("GET", "/inbox", get(inbox::inbox_page))
+        .add("POST", "/inbox/{id}/review", post(inbox::review))
         .add("GET", "/settings/import", get(setup::import_page))
         // Uploads are spooled to a temporary file, so a large export fits.
         .add("POST", "/settings/import", post(setup::import_upload).layer(DefaultBodyLimit::max(setup::UPLOAD_LIMIT)))

@@ -26,8 +26,13 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
     get, path = "/api/v1/session", tag = "session",
     responses((status = 200, description = "Who you are.", body = failpass_shared::api::session::Me))
 )]
-pub async fn session(State(state): State<AppState>, viewer: Viewer) -> ApiJson<Me> {
-    ApiJson(viewer.me(state.security.require_sign_in))
+pub async fn session(State(state): State<AppState>, viewer: Viewer) -> ApiResult<ApiJson<Me>> {
+    let mut me = viewer.me(state.security.require_sign_in);
+    if me.user.is_some() && me.maintains_any() {
+        let scope = viewer.scope_for(crate::auth::Action::Review);
+        me.inbox = state.storage.awaiting_review(&scope, 0).await?.0;
+    }
+    Ok(ApiJson(me))
 }
 
 /// Where an anonymous visitor of `path` is sent: the sign-in page, then back.
@@ -68,7 +73,10 @@ pub(crate) fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                     a.brand href="/" { "failpass" }
                     nav.nav aria-label="Main" {
                         a href="/" { "Dashboard" }
-                        @if me.maintains_any() { a href="/settings/projects" { "Set-up" } a href="/settings/tokens" { "Tokens" } }
+                        @if me.maintains_any() {
+                            a href="/inbox" data-testid="inbox-link" { "Review inbox" }
+                            a href="/settings/projects" { "Set-up" } a href="/settings/tokens" { "Tokens" }
+                        }
                         @if me.admin { a href="/settings/hooks" { "Webhooks" } }
                     }
                     div.account {

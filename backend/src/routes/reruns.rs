@@ -143,6 +143,27 @@ pub async fn rerun(
         })
         .collect();
     let (queued, already_queued) = state.storage.enqueue_many(&jobs, chrono::Utc::now()).await?;
+    // Each report's timeline says what was queued for it, and by whom.
+    if !targets.is_empty() {
+        let mut per_report: std::collections::BTreeMap<i64, Vec<i64>> = std::collections::BTreeMap::new();
+        for (attempt, report) in state.storage.attempt_reports(&targets).await? {
+            per_report.entry(report).or_default().push(attempt);
+        }
+        let what = match recheck {
+            Some(env) => format!("re-check against {env}"),
+            None => "rerun".to_owned(),
+        };
+        let events: Vec<(i64, String)> = per_report
+            .into_iter()
+            .map(|(report, ids)| {
+                let list = ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+                let plural = if ids.len() == 1 { "" } else { "s" };
+                let already = if queued.is_empty() { " (already waiting to run)" } else { "" };
+                (report, format!("{what} queued for attempt{plural} {list}{already}"))
+            })
+            .collect();
+        state.storage.note_reports(&events, "rerun", &viewer.origin()).await?;
+    }
     Ok((StatusCode::ACCEPTED, ApiJson(RerunResponse { queued, already_queued })))
 }
 

@@ -54,6 +54,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/settings/projects/{owner}/{name}", "401 403 403 403 200S 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/environments", "401 403 403 403 200S 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", "401 403 403 403 303 403 403 403 403 401"),
+    ("GET", "/inbox", "303 403 200S 200H 200S 403 403 403 403 401"),
+    ("POST", "/inbox/{id}/review", "401 403 303 404 303 403 403 403 403 401"),
     ("GET", "/settings/import", "303 403 200S 200H 200S 403 200S 403 200H 401"),
     // Who may import at all gets the page; each record is then checked against its project.
     ("POST", "/settings/import", "401 403 200 200 200 403 200 403 200 401"),
@@ -406,6 +408,10 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ),
         ("POST", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), json(json!({}))),
         ("GET", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), (None, String::new())),
+        ("POST", "/inbox/{id}/review") => (
+            format!("/inbox/{}/review", f.lead),
+            (Some("application/x-www-form-urlencoded"), "review=rejected&comment=not+shown".to_owned()),
+        ),
         ("POST", "/settings/import") => {
             let record = json!({"kind": "report", "project": "vault/secret", "external_id": format!("page-{i}"), "title": "imported"});
             let body = format!(

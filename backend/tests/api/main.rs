@@ -13,6 +13,7 @@ mod health;
 mod helpers;
 mod hooks;
 mod import;
+mod inbox;
 mod input;
 mod lifecycle;
 mod mappings;

@@ -403,7 +403,12 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
                 let review = if rng.chance(60) { Review::Accepted } else { Review::Rejected };
                 let id = *rng.pick(&attempts);
                 let _ = s
-                    .review_attempt(id, &ReviewRequest { review, comment: None }, "maintainer", &ProjectScope::All)
+                    .review_attempt(
+                        id,
+                        &ReviewRequest { review, comment: None },
+                        &failpass::db::Origin { actor: "maintainer".into(), via: "api" },
+                        &ProjectScope::All,
+                    )
                     .await;
                 "an attempt reviewed"
             }

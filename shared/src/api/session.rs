@@ -19,6 +19,10 @@ pub struct Me {
     pub token: Option<TokenInfo>,
     /// Whether this server shows nothing to anonymous callers.
     pub require_sign_in: bool,
+    /// Attempts waiting for this caller's review (`/inbox`), in the projects
+    /// they review; 0 for those who review none.
+    #[serde(default)]
+    pub inbox: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

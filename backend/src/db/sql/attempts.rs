@@ -341,13 +341,31 @@ impl AttemptStore for Engine {
         Ok(out)
     }
 
+    async fn awaiting_review(&self, scope: &ProjectScope, limit: usize) -> StorageResult<(u64, Vec<(i64, i64)>)> {
+        // `attempts_awaiting` (migration 37) holds only the waiting attempts.
+        let from = format!(
+            "FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
+             WHERE a.awaiting AND {}",
+            scope.sql("p")
+        );
+        let total: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) {from}"))).fetch_one(&self.read).await?;
+        let items: Vec<(i64, i64)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT a.id, a.report_id {from} ORDER BY a.id DESC LIMIT $1")))
+                .bind(limit.min(1000) as i64)
+                .fetch_all(&self.read)
+                .await?;
+        Ok((total as u64, items))
+    }
+
     async fn review_attempt(
         &self,
         id: i64,
         req: &ReviewRequest,
-        reviewer: &str,
+        origin: &crate::db::Origin,
         scope: &ProjectScope,
     ) -> StorageResult<Attempt> {
+        let reviewer = origin.actor.as_str();
         use failpass_shared::model::{Goal, Review, VerdictSource, attempt_awaits_review, attempt_counts};
         let mut tx = self.write.begin().await?;
         let row: Option<(i64, String, String, String, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -403,6 +421,11 @@ impl AttemptStore for Engine {
             };
             Self::tell_hooks(&mut tx, &[change]).await?;
         }
+        // The review in the report's timeline, with what it changed and why.
+        let moved = if verdict != before { format!(" ({before} → {verdict})") } else { String::new() };
+        let why = req.comment.as_deref().map(|c| format!(": {}", c.trim())).unwrap_or_default();
+        let text = format!("{} attempt {id}{moved}{why}", req.review.as_str());
+        Self::add_activity(&mut tx, report_id, origin, "review", &text).await?;
         let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
         Self::refresh_reports(&mut tx, &[report_id]).await?;
         Self::tell_status_changes(&mut tx, &watched).await?;

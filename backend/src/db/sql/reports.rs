@@ -187,6 +187,15 @@ impl ReportStore for Engine {
         Ok(())
     }
 
+    async fn note_reports(&self, events: &[(i64, String)], kind: &str, origin: &Origin) -> StorageResult<()> {
+        let mut tx = self.write.begin().await?;
+        for (report_id, text) in events {
+            Self::add_activity(&mut tx, *report_id, origin, kind, text).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     async fn comment_report(&self, report_id: i64, text: &str, origin: &Origin) -> StorageResult<()> {
         let mut tx = self.write.begin().await?;
         let found: Option<i64> =

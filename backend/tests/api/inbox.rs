@@ -1,0 +1,110 @@
+//! The review inbox (issue 35 item 1): every attempt waiting for a person in
+//! the projects the viewer reviews, newest first, judged in place by a form;
+//! its count in the session; the queue's status filter finds the same
+//! reports; every review and rerun is in the report's timeline.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, spawn_app, spawn_app_with_demo};
+use crate::setup::form;
+
+async fn lead(app: &TestApp, external_id: &str, candidate: &str) -> (i64, i64) {
+    let report = app
+        .report(json!({"project": "o/n", "external_id": external_id, "title": format!("shape bug {external_id}"),
+            "body": "```python\nimport numpy as np\nnp.zeros((2, 3)) @ np.zeros((2, 3))\n```\nValueError: matmul: shapes (2,3) (2,3)"}))
+        .await;
+    let attempt = app
+        .attempt(json!({"report_id": report, "agent": "repgen", "verdict": "lead", "verdict_source": "llm",
+            "candidate": candidate}))
+        .await;
+    (report, attempt["id"].as_i64().unwrap())
+}
+
+fn timeline(report: &Value) -> Vec<(String, String)> {
+    report["activity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["kind"].as_str().unwrap_or_default().to_owned(), a["text"].as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn leads_wait_in_the_inbox_and_are_judged_in_place() {
+    let app = spawn_app().await;
+    app.project("o/n").await;
+    let (first_report, first) = lead(&app, "1", "import numpy as np\nassert np.zeros((2, 3)).shape == (2, 3)").await;
+    let (_, second) = lead(&app, "2", "print('candidate two')").await;
+
+    // Newest first, with the candidate at hand and the first one's keys.
+    let page = app.get("/inbox").await;
+    assert_eq!(page.status, 200);
+    let html = page.body.as_str().unwrap().to_owned();
+    assert!(html.contains(r#"data-testid="inbox-count">2<"#), "{html}");
+    let (at_second, at_first) =
+        (html.find(&format!("data-attempt=\"{second}\"")), html.find(&format!("data-attempt=\"{first}\"")));
+    assert!(at_second.unwrap() < at_first.unwrap(), "newest first");
+    assert!(html.contains("candidate two") && html.contains("np.zeros((2, 3)).shape"), "the candidates are at hand");
+    assert!(html.contains(r#"accesskey="a""#) && html.contains(r#"accesskey="r""#), "{html}");
+    assert_eq!(html.matches(r#"accesskey="a""#).count(), 1, "only the first takes the keys");
+    assert!(html.contains("An LLM&#39;s lead") || html.contains("An LLM's lead"), "why it waits");
+    // The header's count and the queue's status filter agree.
+    assert_eq!(app.get("/api/v1/session").await.body["inbox"], 2);
+    let waiting = app.get("/api/v1/reports?status=needs_review").await.body;
+    assert_eq!(waiting["items"].as_array().unwrap().len(), 2, "{waiting}");
+
+    // Wrong input: said on the page, nothing judged.
+    let (status, html, _) = form(&app, &format!("/inbox/{first}/review"), &[("review", "maybe")]).await;
+    assert_eq!(status, 400);
+    assert!(html.contains("review: `maybe` is not accepted or rejected") && html.contains("inbox-error"), "{html}");
+    let (status, html, _) = form(&app, "/inbox/999999/review", &[("review", "accepted")]).await;
+    assert_eq!(status, 404);
+    assert!(html.contains("attempt 999999 not found") && html.contains("<html"), "a page, not JSON: {html}");
+    assert_eq!(app.get("/api/v1/session").await.body["inbox"], 2);
+
+    // Accepted in place: back to the inbox, which says so; the lead is confirmed and counts.
+    let (status, html, location) =
+        form(&app, &format!("/inbox/{first}/review"), &[("review", "accepted"), ("comment", "shows the bug")]).await;
+    assert_eq!(status, 200, "{html}");
+    assert_eq!(location.as_deref(), Some(format!("/inbox?done={first}&review=accepted").as_str()));
+    assert!(html.contains(&format!("Attempt {first} accepted.")) && html.contains(r#"data-testid="inbox-count">1<"#));
+    let a = app.get(&format!("/api/v1/attempts/{first}")).await.body;
+    assert_eq!((a["verdict"].as_str(), a["review"].as_str()), (Some("confirmed"), Some("accepted")), "{a}");
+    let report = app.get(&format!("/api/v1/reports/{first_report}")).await.body;
+    assert_eq!(report["status"], "reproduced");
+    let events = timeline(&report);
+    assert!(
+        events
+            .iter()
+            .any(|(k, t)| k == "review" && t == &format!("accepted attempt {first} (lead → confirmed): shows the bug")),
+        "{events:?}"
+    );
+    // Rejected: it leaves the inbox, and its report's timeline says so too.
+    let (status, html, _) = form(&app, &format!("/inbox/{second}/review"), &[("review", "rejected")]).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("inbox-empty"), "{html}");
+    assert_eq!(app.get("/api/v1/session").await.body["inbox"], 0);
+}
+
+/// A rerun is in the timeline of the report it runs for, with who asked.
+#[tokio::test]
+async fn a_rerun_is_in_its_reports_timeline() {
+    let app = spawn_app_with_demo().await;
+    let attempts = app.get("/api/v1/attempts?project=fastnum/fastnum&limit=50").await.body;
+    let attempt = attempts["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["candidate"].is_string())
+        .expect("a fastnum attempt with a candidate")
+        .clone();
+    let id = attempt["id"].as_i64().unwrap();
+    let r = app.post("/api/v1/reruns", &json!({"attempt_id": id})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let report = app.get(&format!("/api/v1/reports/{}", attempt["report_id"])).await.body;
+    let events = timeline(&report);
+    assert!(
+        events.iter().any(|(k, t)| k == "rerun" && t.starts_with(&format!("rerun queued for attempt {id}"))),
+        "{events:?}"
+    );
+}
