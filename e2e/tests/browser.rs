@@ -19,6 +19,8 @@ use tempfile::TempDir;
 
 #[path = "../chrome.rs"]
 mod chrome;
+#[path = "browser/inbox.rs"]
+mod inbox;
 #[path = "browser/routing.rs"]
 mod routing;
 

@@ -199,9 +199,9 @@ fn item(d: &AttemptDetail, r: &failpass_shared::api::reports::Report, first: boo
                     } }
                 }
             }
-            details {
+            details open[first] {
                 summary { "The report's text" }
-                div.report-body { (maud::PreEscaped(&r.body_html)) }
+                div.report-body data-testid="inbox-report" { (maud::PreEscaped(crate::markdown::render(&r.body))) }
             }
         }
     }

@@ -1,0 +1,37 @@
+//! The review inbox in the browser (issue 35 item 1): a maintainer sees the
+//! count in the dashboard's header, opens the inbox, reads a lead with its
+//! candidate and judges it in place, at 1280 and at 390 px, without a
+//! control off-screen.
+
+use super::*;
+
+#[tokio::test]
+async fn a_maintainer_judges_a_lead_from_the_inbox_at_1280_and_390() {
+    let _one = BROWSER.lock().await;
+    for (width, height) in [(1280, 1000), (390, 844)] {
+        let h = start(width, height).await;
+        h.sign_in("demo-maintainer").await;
+        // The header says how many wait (the demo has a lead in jax-ml/jax), and leads there.
+        let waiting: u64 = h.text("inbox-count").await.parse().unwrap();
+        assert!(waiting > 0, "the demo has leads in demo-maintainer's projects");
+        h.client.find(Locator::Css("[data-testid=inbox-link]")).await.unwrap().click().await.unwrap();
+        h.until("the inbox", || async { h.client.current_url().await.unwrap().path() == "/inbox" }).await;
+        h.text("inbox-title").await;
+        assert_eq!(h.text("inbox-count").await, waiting.to_string());
+        let items = h.client.find_all(Locator::Css("[data-testid=inbox-item]")).await.unwrap();
+        assert_eq!(items.len() as u64, waiting.min(50));
+        assert!(h.text("inbox-why").await.contains("lead") || h.text("inbox-why").await.contains("vague"));
+        assert!(!h.text("inbox-report").await.trim().is_empty(), "the report's text is at hand");
+        assert!(h.sideways().await <= 0, "the inbox fits {width} px");
+        h.screenshot(&format!("inbox-{width}.png")).await;
+        // Accept the first in place: the page comes back saying so, one fewer waiting.
+        let first = items[0].attr("data-attempt").await.unwrap().unwrap();
+        h.client.find(Locator::Css("[data-testid=inbox-accept]")).await.unwrap().click().await.unwrap();
+        h.until("the notice", || async { h.text("inbox-notice").await == format!("Attempt {first} accepted.") }).await;
+        assert_eq!(h.text("inbox-count").await, (waiting - 1).to_string());
+        let a: serde_json::Value = h.api(&format!("/api/v1/attempts/{first}")).await;
+        assert_eq!(a["review"], "accepted");
+        assert!(!h.client.current_url().await.unwrap().path().contains("review"), "no post address left in the bar");
+        h.finish().await;
+    }
+}
