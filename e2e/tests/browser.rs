@@ -1172,6 +1172,7 @@ async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() 
         // The stuck count leads to the stuck reports, oldest activity first.
         h.client.find(Locator::Css("[data-testid=glance-stuck-link]")).await.unwrap().click().await.unwrap();
         h.until("the stuck list", || async { h.text("queue-count").await.contains("no activity for 14 days") }).await;
+        assert!(h.text("stuck-filter").await.contains("no activity for 14 days"), "the hidden filter is shown");
         let url = h.client.current_url().await.unwrap();
         assert!(url.as_str().contains("stuck_days=14") && url.as_str().contains("sort=last_activity"), "{url}");
         let ids: Vec<String> = h.rows().await.into_iter().map(|(id, _)| id).collect();

@@ -116,7 +116,7 @@ pub(crate) const CUTOFF: u8 = 4;
 /// Whether `f` narrows the reports by what no rollup keeps: a status,
 /// label, best verdict or text.
 pub(crate) fn narrows_reports(f: &ReportFilter) -> bool {
-    f.status.is_some() || f.label.is_some() || f.verdict.is_some() || f.q.is_some()
+    !f.status.is_empty() || f.label.is_some() || f.verdict.is_some() || f.q.is_some()
 }
 
 /// Whether `f` has a window of days (`since`, `until` or a `period`).

@@ -256,10 +256,10 @@ async fn github_issues_import_skips_pull_requests_and_keeps_labels() {
     // only the 139 open bugs and unlabelled issues stay in the backlog.
     q.filter.label = None;
     for (status, n) in [(ReportStatus::NotABug, 94), (ReportStatus::ClosedUpstream, 281), (ReportStatus::New, 139)] {
-        q.filter.status = Some(status);
+        q.filter.status = failpass_shared::api::reports::Statuses::of(&[status]);
         assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), n, "{status}");
     }
-    q.filter.status = None;
+    q.filter.status = Default::default();
     let one = s
         .list_reports(&ReportListQuery { limit: 1, ..Default::default() }, &ProjectScope::All)
         .await

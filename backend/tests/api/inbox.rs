@@ -52,6 +52,16 @@ async fn leads_wait_in_the_inbox_and_are_judged_in_place() {
     assert_eq!(app.get("/api/v1/session").await.body["inbox"], 2);
     let waiting = app.get("/api/v1/reports?status=needs_review").await.body;
     assert_eq!(waiting["items"].as_array().unwrap().len(), 2, "{waiting}");
+    // The status filter takes several states, and `open` for every state not final.
+    let untouched = app.report(json!({"project": "o/n", "external_id": "3", "title": "untouched"})).await;
+    let ids = |v: Value| v["items"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(ids(app.get("/api/v1/reports?status=open").await.body).len(), 3);
+    assert_eq!(ids(app.get("/api/v1/reports?status=new").await.body), [untouched]);
+    assert_eq!(ids(app.get("/api/v1/reports?status=new,needs_review").await.body).len(), 3);
+    assert_eq!(app.get("/api/v1/throughput?project=o/n").await.body["backlog"], 3, "open is the backlog");
+    let bad = app.get("/api/v1/reports?status=open,stale").await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body["message"].as_str().unwrap().starts_with("status: "), "{}", bad.body);
 
     // Wrong input: said on the page, nothing judged.
     let (status, html, _) = form(&app, &format!("/inbox/{first}/review"), &[("review", "maybe")]).await;

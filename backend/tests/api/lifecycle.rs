@@ -130,7 +130,7 @@ async fn upstream_state_and_labels_take_reports_out_of_the_backlog_until_evidenc
 
         // Filters and figures see the statuses.
         let mut q = ReportListQuery { limit: 50, ..Default::default() };
-        q.filter.status = Some(ReportStatus::ClosedUpstream);
+        q.filter.status = failpass_shared::api::reports::Statuses::of(&[ReportStatus::ClosedUpstream]);
         let listed = s.list_reports(&q, &failpass::db::ProjectScope::All).await.unwrap().items;
         assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), [open]);
         let flows = s.report_flows(&Default::default(), &failpass::db::ProjectScope::All).await.unwrap();

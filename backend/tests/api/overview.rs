@@ -324,7 +324,7 @@ async fn a_benchmarks_instances_are_no_backlog_on_both_engines() {
         assert!(want > 0);
         // One instance untouched for 20 days: stuck, while it is a report.
         let mut q = ReportListQuery { limit: 1, ..Default::default() };
-        q.filter.status = Some(ReportStatus::New);
+        q.filter.status = failpass_shared::api::reports::Statuses::of(&[ReportStatus::New]);
         let one = s.list_reports(&q, &ProjectScope::All).await.unwrap().items.remove(0);
         crate::lifecycle::age(&url, &one.external_id, 20).await;
         let now = Utc::now();

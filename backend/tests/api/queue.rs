@@ -185,7 +185,7 @@ async fn every_sort_of_the_queue_is_read_from_an_index() {
                     match narrow {
                         1 => q.filter.project = Some("pytorch/pytorch".into()),
                         2 => q.filter.route = Some(Route::AgentFirst),
-                        3 => q.filter.status = Some(ReportStatus::New),
+                        3 => q.filter.status = failpass_shared::api::reports::Statuses::of(&[ReportStatus::New]),
                         4 => q.stuck_days = Some(7),
                         _ => {}
                     }

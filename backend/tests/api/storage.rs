@@ -406,7 +406,7 @@ async fn report_lists_filter_sort_and_page_alike() {
         q.filter.q = Some("case 4".into());
         assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 1);
         q.filter.q = None;
-        q.filter.status = Some(ReportStatus::NotReproduced);
+        q.filter.status = failpass_shared::api::reports::Statuses::of(&[ReportStatus::NotReproduced]);
         assert_eq!(s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len(), 6);
         let costs: Vec<f64> = s
             .list_reports(

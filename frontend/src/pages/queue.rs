@@ -32,17 +32,14 @@ pub fn QueuePage() -> impl IntoView {
     };
     let current = move || query.get().unwrap_or_default();
     let search: NodeRef<leptos::html::Input> = NodeRef::new();
-    let label: NodeRef<leptos::html::Input> = NodeRef::new();
 
     let on_search = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        // Both text fields apply together on submit, in one navigation.
+        // The label is the filter bar's; the search applies on submit.
         let mut pairs = query.get_untracked().map(|q| q.pairs()).unwrap_or_default();
-        pairs.retain(|(k, _)| !matches!(*k, "q" | "label" | "cursor"));
-        for (key, field) in [("q", search.get()), ("label", label.get())] {
-            if let Some(v) = field.map(|i| i.value()).filter(|v| !v.trim().is_empty()) {
-                pairs.push((key, v.trim().to_owned()));
-            }
+        pairs.retain(|(k, _)| !matches!(*k, "q" | "cursor"));
+        if let Some(v) = search.get().map(|i| i.value()).filter(|v| !v.trim().is_empty()) {
+            pairs.push(("q", v.trim().to_owned()));
         }
         navigate_to(&pairs);
     };
@@ -59,7 +56,7 @@ pub fn QueuePage() -> impl IntoView {
             // The filters every page shares (project, window, route, agent, model).
             <FilterBar path="/queue" pairs=pairs/>
             <form class="filters" role="search" on:submit=on_search>
-                {choice("Status", "status", "Any", options(ReportStatus::ALL.iter().map(|r| r.as_str())), pairs, go_status)}
+                {choice("Status", "status", "Any", options(["open"].into_iter().chain(ReportStatus::ALL.iter().map(|r| r.as_str()))), pairs, go_status)}
                 {choice("Best verdict", "verdict", "Any", options(Verdict::ALL.iter().map(|r| r.as_str())), pairs, go_verdict)}
                 <label class="field">
                     <span>"Sort by"</span>
@@ -82,13 +79,15 @@ pub fn QueuePage() -> impl IntoView {
                     <input type="search" node_ref=search data-testid="filter-q" placeholder="title, body or issue id"
                         prop:value=move || current().filter.q.unwrap_or_default()/>
                 </label>
-                <label class="field">
-                    <span>"Label"</span>
-                    <input type="text" node_ref=label data-testid="filter-label" placeholder="e.g. bug"
-                        prop:value=move || current().filter.label.unwrap_or_default()/>
-                </label>
                 <button type="submit">"Search"</button>
             </form>
+            // A filter the bar has no control for is shown, with a way out.
+            {move || current().stuck_days.map(|n| view! {
+                <p class="state" data-testid="stuck-filter">
+                    {format!("Showing stuck reports only: open, no activity for {n} days. ")}
+                    <a href=move || format!("/queue?{}", with_param(&current().pairs(), "stuck_days", ""))>"Show every report"</a>
+                </p>
+            })}
             <Transition fallback=|| view! { <Loading what="reports"/> }>
                 {move || Suspend::new(async move {
                     match reports.get().await {

@@ -16,7 +16,7 @@ use super::attempts::AttemptListQuery;
 use super::figures::{DistributionQuery, FiguresQuery, MAX_GROUP_DIMENSIONS};
 use super::reports::{Order, ReportFilter, ReportListQuery, ReportSort};
 use crate::api::figures::Metric;
-use crate::model::{Goal, GroupBy, ReportStatus, Route, Verdict};
+use crate::model::{Goal, GroupBy, Route, Verdict};
 
 /// An optional query parameter.
 pub fn query(name: &str, schema: RefOr<Schema>, description: &str) -> Parameter {
@@ -74,7 +74,16 @@ impl IntoParams for ReportFilter {
         vec![
             query("project", slug(), "Only this project (`owner/name`)."),
             query("route", Route::schema(), "Only reports the triage rule sent this way."),
-            query("status", ReportStatus::schema(), "Only reports in this state."),
+            query(
+                "status",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .max_length(Some(200))
+                    .examples([serde_json::json!("open")])
+                    .into(),
+                "Only reports in these states: one (`needs_review`), several separated by commas (`new,needs_review`), \
+                 or `open` (not in a final state: new, in progress, needs review).",
+            ),
             query("label", text(200), "Only reports carrying this label."),
             query("verdict", Verdict::schema(), "Only reports whose best verdict is this."),
             query("q", text(200), "Free text over title, body and external id (case-insensitive)."),

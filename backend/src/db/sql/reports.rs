@@ -541,8 +541,13 @@ impl Engine {
         if let Some(v) = filter.route {
             qb.push(" AND r.route = ").push_bind(v.as_str());
         }
-        if let Some(v) = filter.status {
-            qb.push(" AND r.status = ").push_bind(v.as_str());
+        if !filter.status.is_empty() {
+            qb.push(" AND r.status IN (");
+            let mut sep = qb.separated(", ");
+            for s in filter.status.states() {
+                sep.push_bind(s.as_str());
+            }
+            qb.push(")");
         }
         if let Some(v) = filter.verdict {
             qb.push(" AND r.best_verdict = ").push_bind(v.as_str());

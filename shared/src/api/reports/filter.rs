@@ -16,7 +16,10 @@ pub struct ReportFilter {
     /// Project slug.
     pub project: Option<String>,
     pub route: Option<Route>,
-    pub status: Option<ReportStatus>,
+    /// Reports in one of these states (none: any).
+    #[serde(default, skip_serializing_if = "Statuses::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub status: Statuses,
     /// Reports carrying this label.
     pub label: Option<String>,
     /// Reports whose best verdict is this.
@@ -40,6 +43,72 @@ pub struct ReportFilter {
     /// started in it; the figures then count only those attempts).
     #[serde(default)]
     pub dated: Dated,
+}
+
+/// The states a filter keeps: one (`new`), several (`new,needs_review`),
+/// or `open`: not in a final state (new, in progress, needs review). A set
+/// of bits in [`ReportStatus::ALL`]'s order (a copy costs nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Statuses(u32);
+
+impl Statuses {
+    /// Not in a final state: the backlog's states.
+    pub const OPEN: [ReportStatus; 3] = [ReportStatus::New, ReportStatus::InProgress, ReportStatus::NeedsReview];
+
+    fn bit(s: ReportStatus) -> u32 {
+        ReportStatus::ALL.iter().position(|a| *a == s).map_or(0, |i| 1 << i)
+    }
+
+    /// These states.
+    pub fn of(states: &[ReportStatus]) -> Self {
+        Self(states.iter().fold(0, |bits, s| bits | Self::bit(*s)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// The states, in their own order.
+    pub fn states(self) -> impl Iterator<Item = ReportStatus> {
+        ReportStatus::ALL.iter().copied().filter(move |s| self.0 & Self::bit(*s) != 0)
+    }
+
+    /// `open`, or states separated by commas, each named when wrong.
+    pub fn parse(field: &str, value: &str) -> Result<Self, FieldError> {
+        let mut out = Self::default();
+        for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            out.0 |= if part == "open" { Self::of(&Self::OPEN).0 } else { Self::bit(parse_field(field, part)?) };
+        }
+        Ok(out)
+    }
+}
+
+impl std::fmt::Display for Statuses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if *self == Self::of(&Self::OPEN) {
+            return f.write_str("open");
+        }
+        for (i, s) in self.states().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(s.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Statuses {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Statuses {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = String::deserialize(d)?;
+        Self::parse("status", &v).map_err(serde::de::Error::custom)
+    }
 }
 
 crate::model::string_enum!(
@@ -113,7 +182,7 @@ impl ReportFilter {
         match key {
             "project" => self.project = v.map(str::to_owned),
             "route" => self.route = v.map(|v| parse_field(key, v)).transpose()?,
-            "status" => self.status = v.map(|v| parse_field(key, v)).transpose()?,
+            "status" => self.status = v.map(|v| Statuses::parse(key, v)).transpose()?.unwrap_or_default(),
             "label" => self.label = v.map(str::to_owned),
             "verdict" => self.verdict = v.map(|v| parse_field(key, v)).transpose()?,
             "q" => {
@@ -148,8 +217,8 @@ impl ReportFilter {
         if let Some(v) = self.route {
             out.push(("route", v.to_string()));
         }
-        if let Some(v) = self.status {
-            out.push(("status", v.to_string()));
+        if !self.status.is_empty() {
+            out.push(("status", self.status.to_string()));
         }
         if let Some(v) = &self.label {
             out.push(("label", v.clone()));
@@ -377,6 +446,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn statuses_take_several_states_and_open() {
+        use ReportStatus::*;
+        let open = Statuses::parse("status", "open").unwrap();
+        assert_eq!(open.states().collect::<Vec<_>>(), Statuses::OPEN);
+        assert_eq!(open.to_string(), "open");
+        let two = Statuses::parse("status", "needs_review, new,new").unwrap();
+        assert_eq!(two.states().collect::<Vec<_>>(), [New, NeedsReview], "each once, in their own order");
+        assert_eq!(two.to_string(), "new,needs_review");
+        assert_eq!(Statuses::parse("status", "open,new").unwrap(), open);
+        assert_eq!(Statuses::parse("status", "open,stale").unwrap_err().field, "status");
+        assert!(Statuses::parse("status", "").unwrap().is_empty());
+    }
+
+    #[test]
     fn periods_are_days_relative_to_today() {
         let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
         let today = day("2026-12-03"); // a Thursday
@@ -451,7 +534,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(q.filter.route, Some(Route::AgentFirst));
-        assert_eq!(q.filter.status, None);
+        assert_eq!(q.filter.status, Statuses::default());
         assert_eq!(q.sort, ReportSort::Cost);
         let pairs = q.pairs();
         let back = ReportListQuery::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
