@@ -59,7 +59,8 @@ where
 )]
 pub async fn reports(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
     let (format, rest) = split_format(&query)?;
-    let q = ReportListQuery::from_pairs(rest)?;
+    let mut q = ReportListQuery::from_pairs(rest)?;
+    super::reports::mine(&viewer, &mut q)?;
     let scope = viewer.scope();
     crate::summaries::known_project(state.storage.as_ref(), &scope, q.filter.project.as_deref()).await?;
     stream(format, "failpass-reports", move |mut w| async move {

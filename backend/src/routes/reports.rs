@@ -23,9 +23,26 @@ pub async fn list_reports(
     viewer: Viewer,
     query: QueryPairs,
 ) -> ApiResult<ApiJson<Page<ReportSummary>>> {
-    let query = ReportListQuery::from_pairs(query.iter())?;
+    let mut query = ReportListQuery::from_pairs(query.iter())?;
+    mine(&viewer, &mut query)?;
     crate::summaries::known_project(state.storage.as_ref(), &viewer.scope(), query.filter.project.as_deref()).await?;
     Ok(ApiJson(state.storage.list_reports(&query, &viewer.scope()).await?))
+}
+
+/// `assignee=me` is the caller: their name, or a refusal naming the field
+/// for a caller who is no member (anonymous, or a project token).
+pub(crate) fn mine(viewer: &Viewer, q: &mut ReportListQuery) -> ApiResult<()> {
+    if q.assignee.as_deref() == Some("me") {
+        match viewer.me(false).user {
+            Some(name) => q.assignee = Some(name),
+            None => {
+                return Err(ApiError::BadRequest(
+                    "assignee: `me` is whoever signed in; sign in, or name the member".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Routes the report by the triage rule, then stores it with its explanation.

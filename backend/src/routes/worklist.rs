@@ -34,7 +34,8 @@ pub async fn report_table(
     viewer: Viewer,
     query: QueryPairs,
 ) -> ApiResult<ApiJson<WorkList>> {
-    let query = ReportListQuery::from_pairs(query.iter())?;
+    let mut query = ReportListQuery::from_pairs(query.iter())?;
+    super::reports::mine(&viewer, &mut query)?;
     let scope = viewer.scope();
     crate::summaries::known_project(state.storage.as_ref(), &scope, query.filter.project.as_deref()).await?;
     let page = state.storage.list_reports(&query, &scope).await?;
@@ -95,11 +96,12 @@ fn table(
                     th scope="col" { "Project" }
                     th scope="col" { "Route" }
                     th scope="col" { "Status" }
-                    th scope="col".opt { "Labels" }
-                    th scope="col".opt { "Upstream" }
+                    th scope="col".opt.wide { "Labels" }
+                    th scope="col".opt.wide { "Upstream" }
                     th scope="col".opt { "Best verdict" }
                     th scope="col".num.opt { "Attempts" }
                     th scope="col".num.opt { "Cost" }
+                    th scope="col".opt { "Assignee" }
                     th scope="col".num { "Age" }
                     th scope="col".num.opt { "Last activity" }
                 } }
@@ -118,11 +120,12 @@ fn table(
                         td { (r.project) }
                         td { span class=(format!("badge badge-{}", r.route.as_str())) { (words(r.route.as_str())) } }
                         td data-testid="row-status" { (words(r.status.as_str())) }
-                        td.opt { @for l in &r.labels { span.badge.badge-label { (l) } " " } }
-                        td.opt data-testid="row-upstream" { (r.upstream_state.map_or("", |u| u.as_str())) }
+                        td.opt.wide { @for l in &r.labels { span.badge.badge-label { (l) } " " } }
+                        td.opt.wide data-testid="row-upstream" { (r.upstream_state.map_or("", |u| u.as_str())) }
                         td.opt { @if let Some(v) = r.best_verdict { span class=(format!("badge badge-{}", v.as_str())) { (words(v.as_str())) } } }
                         td.num.opt { (r.attempts) }
                         td.num.opt { (usd(Some(r.cost_usd))) }
+                        td.opt data-testid="row-assignee" { @match &r.assignee { Some(a) => (a), None => span.muted { "nobody" } } }
                         td.num { (days(now, r.filed_at)) }
                         td.num.opt { (days(now, r.last_activity_at.unwrap_or(r.created_at))) }
                     }

@@ -118,3 +118,27 @@ async fn a_rerun_is_in_its_reports_timeline() {
         "{events:?}"
     );
 }
+
+/// Issue 35 item 2: the queue filters by assignee (`me`, `none`, a name)
+/// and its table has the column.
+#[tokio::test]
+async fn the_queue_filters_by_assignee_and_shows_it() {
+    let app = spawn_app().await;
+    app.project("o/n").await;
+    let me = app.get("/api/v1/session").await.body["user"].as_str().expect("the test client is a user").to_owned();
+    let mine = app.report(json!({"project": "o/n", "external_id": "1", "title": "mine"})).await;
+    let other = app.report(json!({"project": "o/n", "external_id": "2", "title": "nobody's"})).await;
+    let r = app.post(&format!("/api/v1/reports/{mine}/assign"), &json!({"assignee": me})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ids = |v: Value| v["items"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(ids(app.get("/api/v1/reports?assignee=me").await.body), [mine]);
+    assert_eq!(ids(app.get(&format!("/api/v1/reports?assignee={me}")).await.body), [mine]);
+    assert_eq!(ids(app.get("/api/v1/reports?assignee=none").await.body), [other]);
+    let table = app.get("/api/v1/reports/table?assignee=me").await.body;
+    let html = table["html"].as_str().unwrap();
+    assert!(html.contains(&format!(r#"data-testid="row-assignee">{me}<"#)) && table["total"] == 1, "{html}");
+    // `me` is nobody for an anonymous caller: said, by field.
+    let anon = app.anon.get(format!("{}/api/v1/reports?assignee=me", app.base)).send().await.unwrap();
+    assert_eq!(anon.status(), 400);
+    assert!(anon.text().await.unwrap().contains("assignee: `me`"));
+}

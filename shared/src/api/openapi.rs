@@ -119,6 +119,15 @@ impl IntoParams for ReportListQuery {
                 ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(3650)).into(),
                 "Stuck reports: not in a final state and nothing happened to them for this many days.",
             ),
+            query(
+                "assignee",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .max_length(Some(100))
+                    .examples([serde_json::json!("none")])
+                    .into(),
+                "Reports assigned to this member; `me` for the caller (signed in), `none` for unassigned ones.",
+            ),
         ]);
         out.push(query("sort", ReportSort::schema(), "Order by this; ties break on id. Default `filed_at`."));
         out.push(query("order", Order::schema(), "Default `desc`."));

@@ -478,6 +478,15 @@ impl Engine {
                 qb.push(")");
             }
         }
+        match query.assignee.as_deref() {
+            None => {}
+            Some("none") => {
+                qb.push(" AND r.assignee IS NULL");
+            }
+            Some(name) => {
+                qb.push(" AND r.assignee = ").push_bind(name.to_owned());
+            }
+        }
         if let Some(days) = query.stuck_days {
             let cutoff = common::now() - chrono::Duration::days(i64::from(days));
             // SQLite's `+r.status`: the sort's index serves the page, where the

@@ -341,6 +341,8 @@ pub struct ReportListQuery {
     /// Stuck reports: not in a final state, and nothing happened to them
     /// (no change, no attempt) for this many days.
     pub stuck_days: Option<u32>,
+    /// Reports assigned to this member; `me` is the caller, `none` nobody.
+    pub assignee: Option<String>,
     pub sort: ReportSort,
     pub order: Order,
     pub limit: u32,
@@ -354,6 +356,7 @@ impl Default for ReportListQuery {
             agent: None,
             model: None,
             stuck_days: None,
+            assignee: None,
             sort: ReportSort::default(),
             order: Order::default(),
             limit: DEFAULT_LIMIT,
@@ -382,6 +385,7 @@ impl ReportListQuery {
                 "cursor" => q.cursor = val.map(str::to_owned),
                 "agent" => q.agent = val.map(str::to_owned),
                 "model" => q.model = val.map(str::to_owned),
+                "assignee" => q.assignee = val.map(|v| v.trim().to_owned()),
                 "stuck_days" => {
                     q.stuck_days = val
                         .map(|v| {
@@ -394,7 +398,10 @@ impl ReportListQuery {
                 _ => {
                     return Err(unknown_parameter(
                         k,
-                        &format!("{}, agent, model, stuck_days, sort, order, limit, cursor", ReportFilter::PARAMETERS),
+                        &format!(
+                            "{}, agent, model, stuck_days, assignee, sort, order, limit, cursor",
+                            ReportFilter::PARAMETERS
+                        ),
                     ));
                 }
             }
@@ -412,6 +419,9 @@ impl ReportListQuery {
         }
         if let Some(v) = self.stuck_days {
             out.push(("stuck_days", v.to_string()));
+        }
+        if let Some(v) = &self.assignee {
+            out.push(("assignee", v.clone()));
         }
         if self.sort != ReportSort::default() {
             out.push(("sort", self.sort.as_str().to_owned()));
