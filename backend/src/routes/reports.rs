@@ -453,7 +453,10 @@ fn lifecycle_html(
                     time datetime=(a.at.to_rfc3339()) { (a.at.format("%Y-%m-%d %H:%M")) }
                     " " b { (a.actor) } " "
                     span.via { "via " (a.via) } ": "
-                    @if a.kind == "comment" { q { (a.text) } } @else { (a.text) }
+                    // A comment reads as the report's body does: sanitised markdown.
+                    @if a.kind == "comment" {
+                        div.comment-body data-testid="comment-body" { (maud::PreEscaped(crate::markdown::render(&a.text))) }
+                    } @else { (a.text) }
                 }
             }
         }

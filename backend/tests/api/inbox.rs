@@ -142,3 +142,23 @@ async fn the_queue_filters_by_assignee_and_shows_it() {
     assert_eq!(anon.status(), 400);
     assert!(anon.text().await.unwrap().contains("assignee: `me`"));
 }
+
+/// Issue 35 items 4 and 5: a comment reads as the report's body does
+/// (sanitised markdown, not raw fences), and the dashboard's page without
+/// JavaScript links to what works without it.
+#[tokio::test]
+async fn comments_read_as_markdown_and_the_no_script_page_has_links() {
+    let app = spawn_app().await;
+    app.project("o/n").await;
+    let id = app.report(json!({"project": "o/n", "external_id": "1", "title": "t"})).await;
+    let text = "Tried on 2.1:\n\n```python\nprint(1)\n```\n\n<script>alert(1)</script>";
+    let r = app.post(&format!("/api/v1/reports/{id}/comments"), &json!({"text": text})).await;
+    assert!(r.status < 300, "{}", r.body);
+    let report = app.get(&format!("/api/v1/reports/{id}")).await.body;
+    let html = report["lifecycle_html"].as_str().unwrap();
+    assert!(html.contains("<pre><code") && html.contains("print(1)"), "a fence is code: {html}");
+    assert!(!html.contains("```") && !html.contains("<script>"), "no raw fence, no live script: {html}");
+    let page = app.anon.get(format!("{}/", app.base)).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("<noscript>") && page.contains(r#"<a href="/status">"#), "{page}");
+    assert!(!page.contains(r#"<div id="boot" class="boot">Loading"#), "no stuck loading line without a script");
+}
