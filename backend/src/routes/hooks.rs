@@ -212,8 +212,11 @@ async fn hooks_view(
                             td { (h.delivered) " delivered, " (h.pending) " pending, " (h.failed) " failed" }
                             td { (when(Some(h.created_at))) " by " (h.created_by) }
                             td { @if let Some(r) = h.removed_at { "removed " (when(Some(r))) } @else {
-                                form.inline method="post" action=(format!("/settings/hooks/{}/remove", h.id)) {
-                                    button.link-button type="submit" data-testid="remove-hook" { "Remove" }
+                                // A removal asks first: the box must be ticked (no script needed).
+                                form.stack.confirm method="post" action=(format!("/settings/hooks/{}/remove", h.id)) {
+                                    label.check { input type="checkbox" name="confirm" value="yes" required data-testid="confirm-remove";
+                                        " stop delivering to this address" }
+                                    button.danger type="submit" data-testid="remove-hook" { "Remove" }
                                 }
                             } }
                         }

@@ -517,6 +517,9 @@ async fn hooks_refuse_loopback_and_private_networks_without_the_allow_list() {
     let named = hook(&app, format!("http://localhost:{port}/"), "signed", json!(["route"])).await;
     app.report(json!({"project": "hooks/demo", "external_id": "1", "title": "t", "body": "b"})).await;
     let id = named["id"].as_i64().unwrap();
+    // The page's Remove asks first: a box to tick before the form goes.
+    let page = app.get("/settings/hooks").await.body.as_str().unwrap_or_default().to_owned();
+    assert!(page.contains(r#"name="confirm" value="yes" required"#), "{page}");
     let mut log = Vec::new();
     for _ in 0..300 {
         log = deliveries(&app, id).await;
