@@ -35,6 +35,8 @@ pub enum Action {
     ManageEnvironments,
     /// Create projects and change their visibility.
     ManageProjects,
+    /// Add a project's members, change their roles, take them away.
+    ManageMembers,
     /// Scrape Prometheus metrics: the metrics token alone decides (the
     /// handler checks it); sessions and API tokens are never consulted.
     Scrape,
@@ -54,6 +56,7 @@ impl Action {
             Action::ReadEnvironments => "read environments",
             Action::ManageEnvironments => "manage environments",
             Action::ManageProjects => "manage projects",
+            Action::ManageMembers => "manage members",
             Action::Scrape => "metrics token",
         }
     }
@@ -143,6 +146,7 @@ pub const PERMISSIONS: &[(Action, &[Role])] = &[
     (Action::ReadEnvironments, &[Role::Maintainer, Role::Admin]),
     (Action::ManageEnvironments, &[Role::Admin]),
     (Action::ManageProjects, &[Role::Admin]),
+    (Action::ManageMembers, &[Role::Maintainer, Role::Admin]),
 ];
 
 /// What a write route's body must be sent as.
@@ -254,6 +258,20 @@ pub const ROUTES: &[RouteSpec] = &[
         "the review inbox: attempts waiting for a person in the projects you review",
     ),
     route("POST", "/inbox/{id}/review", Review, Body::Form, "accept or reject an attempt from the review inbox"),
+    route(
+        "POST",
+        "/settings/projects/{owner}/{name}/members",
+        ManageMembers,
+        Body::Form,
+        "add a member to a project, or change their role (the set-up page's form)",
+    ),
+    route(
+        "POST",
+        "/settings/projects/{owner}/{name}/members/remove",
+        ManageMembers,
+        Body::Form,
+        "take a member's role in a project away",
+    ),
     route("GET", "/settings/import", Import, Body::None, "the import page: a file, its format and mapping"),
     route(
         "POST",

@@ -21,6 +21,7 @@ pub(crate) mod hooks;
 pub(crate) mod import;
 pub(crate) mod inbox;
 pub(crate) mod jobs;
+pub(crate) mod members;
 pub(crate) mod metrics;
 pub(crate) mod oracles;
 pub mod pages;
@@ -94,6 +95,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/settings/projects/{owner}/{name}", post(setup::update_project))
         .add("POST", "/settings/projects/{owner}/{name}/environments", post(setup::save_environment))
         .add("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", post(setup::build_environment))
+        .add("POST", "/settings/projects/{owner}/{name}/members", post(members::add_member))
+        .add("POST", "/settings/projects/{owner}/{name}/members/remove", post(members::remove_member))
         .add("GET", "/inbox", get(inbox::inbox_page))
         .add("POST", "/inbox/{id}/review", post(inbox::review))
         .add("GET", "/settings/import", get(setup::import_page))

@@ -334,7 +334,13 @@ async fn with_html(state: &AppState, mut report: Report, viewer: &Viewer) -> Api
         Some(t) => Some((t.package, state.storage.report_versions(report.summary.id).await?)),
         None => None,
     };
-    report.lifecycle_html = lifecycle_html(&report, may_change, releases.as_ref());
+    // Assignment picks from the project's members (those who may assign see them).
+    let members: Vec<String> = if may_change {
+        super::members::members_of(state, &report.summary.project).await?.into_iter().map(|(n, _)| n).collect()
+    } else {
+        Vec::new()
+    };
+    report.lifecycle_html = lifecycle_html(&report, may_change, releases.as_ref(), &members);
     Ok(report)
 }
 
@@ -344,6 +350,7 @@ fn lifecycle_html(
     report: &Report,
     may_change: bool,
     releases: Option<&(String, failpass_shared::api::releases::ReportVersions)>,
+    members: &[String],
 ) -> String {
     let s = &report.summary;
     let words = |t: &str| t.replace('_', " ");
@@ -437,8 +444,10 @@ fn lifecycle_html(
             form.review method="post" action=(action) {
                 input type="hidden" name="action" value="assign";
                 label.field { span { "Assignee" }
-                    input name="assignee" value=(s.assignee.as_deref().unwrap_or("")) placeholder="member, or empty" data-testid="assignee";
+                    input name="assignee" value=(s.assignee.as_deref().unwrap_or("")) placeholder="member, or empty"
+                        list="project-members" autocomplete="off" data-testid="assignee";
                 }
+                datalist #project-members data-testid="member-choices" { @for m in members { option value=(m) {} } }
                 button type="submit" data-testid="assign" { "Assign" }
             }
             form.review method="post" action=(action) {

@@ -303,6 +303,8 @@ async fn project_view(state: &AppState, viewer: &Viewer, slug: &str, said: Said,
     let may_edit = viewer.role_in(&project.slug).may(Action::ManageProjects);
     let may_envs = viewer.role_in(&project.slug).may(Action::ManageEnvironments);
     let may_import = viewer.role_in(&project.slug).may(Action::Import);
+    let may_members = viewer.role_in(&project.slug).may(Action::ManageMembers);
+    let members = super::members::members_of(state, &project.slug).await?;
     // A build waiting for a runner or running: the page reloads until it ends.
     let queue = state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?;
     let running = builds.iter().any(|b| b.status == BuildStatus::Running)
@@ -360,6 +362,7 @@ async fn project_view(state: &AppState, viewer: &Viewer, slug: &str, said: Said,
                 @if may_import { a href=(format!("/settings/import?project={}", project.slug)) data-testid="import-link" { "Import into it" } " · " }
                 @if project.public { a href=(format!("/status/{}", project.slug)) { "Status page" } } }
         }
+        (super::members::panel(&project.slug, &members, may_members))
         section.panel {
             h2 { "Environments" }
             @if running { meta http-equiv="refresh" content=(format!("5; url=/settings/projects/{}", project.slug)); p.muted data-testid="build-running" { "A build is running; this page reloads every 5 seconds." } }
@@ -455,6 +458,16 @@ pub struct Created {
     /// The build job just queued.
     #[serde(default)]
     build: Option<i64>,
+}
+
+/// The project's set-up page again, saying why a form was refused (400).
+pub(super) async fn project_page_saying(
+    state: &AppState,
+    viewer: &Viewer,
+    slug: &str,
+    why: String,
+) -> ApiResult<Response> {
+    project_view(state, viewer, slug, Said::Error(why), Typed::default()).await
 }
 
 /// `GET /settings/projects/{owner}/{name}`

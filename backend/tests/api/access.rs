@@ -54,6 +54,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/settings/projects/{owner}/{name}", "401 403 403 403 200S 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/environments", "401 403 403 403 200S 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", "401 403 403 403 303 403 403 403 403 401"),
+    ("POST", "/settings/projects/{owner}/{name}/members", "401 403 303 404 303 403 403 403 403 401"),
+    ("POST", "/settings/projects/{owner}/{name}/members/remove", "401 403 303 404 303 403 403 403 403 401"),
     ("GET", "/inbox", "303 403 200S 200H 200S 403 403 403 403 401"),
     ("POST", "/inbox/{id}/review", "401 403 303 404 303 403 403 403 403 401"),
     ("GET", "/settings/import", "303 403 200S 200H 200S 403 200S 403 200H 401"),
@@ -320,6 +322,8 @@ async fn fixture(app: &TestApp) -> (Fixture, Vec<Caller>) {
     make_user(s, "maintainer", password, false, Some(("vault/secret", ProjectRole::Maintainer))).await;
     make_user(s, "other", password, false, Some(("other/lib", ProjectRole::Maintainer))).await;
     make_user(s, "admin", password, true, None).await;
+    // A member the members' forms add and take away (no caller is them).
+    make_user(s, "bystander", password, false, Some(("vault/secret", ProjectRole::Viewer))).await;
     let mut spare_tokens = Vec::new();
     for _ in CALLERS {
         spare_tokens.push(project_token(s, "vault/secret", TokenScope::Read).await.1);
@@ -408,6 +412,15 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ),
         ("POST", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), json(json!({}))),
         ("GET", "/api/v1/environments/{id}/build") => (format!("/api/v1/environments/{}/build", f.environment), (None, String::new())),
+        ("POST", "/settings/projects/{owner}/{name}/members") => (
+            "/settings/projects/vault/secret/members".to_owned(),
+            (Some("application/x-www-form-urlencoded"), "user=bystander&role=viewer".to_owned()),
+        ),
+        // Taking away a role already gone is done as asked: each caller may.
+        ("POST", "/settings/projects/{owner}/{name}/members/remove") => (
+            "/settings/projects/vault/secret/members/remove".to_owned(),
+            (Some("application/x-www-form-urlencoded"), "user=bystander&confirm=yes".to_owned()),
+        ),
         ("POST", "/inbox/{id}/review") => (
             format!("/inbox/{}/review", f.lead),
             (Some("application/x-www-form-urlencoded"), "review=rejected&comment=not+shown".to_owned()),

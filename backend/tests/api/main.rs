@@ -17,6 +17,7 @@ mod inbox;
 mod input;
 mod lifecycle;
 mod mappings;
+mod members;
 mod metrics;
 mod openapi;
 mod overview;

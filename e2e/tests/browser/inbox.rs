@@ -35,3 +35,27 @@ async fn a_maintainer_judges_a_lead_from_the_inbox_at_1280_and_390() {
         h.finish().await;
     }
 }
+
+/// Issue 35 item 3: a maintainer adds a member to their project from its
+/// set-up page, at 1280 and 390 px, and the report page offers members to
+/// assign.
+#[tokio::test]
+async fn a_maintainer_adds_a_member_from_the_set_up_page() {
+    let _one = BROWSER.lock().await;
+    for (width, height) in [(1280, 1000), (390, 844)] {
+        let h = start(width, height).await;
+        h.sign_in("demo-maintainer").await;
+        h.client.goto(&format!("{}/settings/projects/jax-ml/jax", h.base)).await.unwrap();
+        h.text("members").await;
+        let form = h.client.find(Locator::Css("[data-testid=add-member]")).await.unwrap();
+        form.find(Locator::Css("input[name=user]")).await.unwrap().send_keys("demo-viewer").await.unwrap();
+        form.find(Locator::Css("select[name=role]")).await.unwrap().select_by_value("viewer").await.unwrap();
+        form.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        h.until("the new member", || async { h.text("members").await.contains("demo-viewer") }).await;
+        assert_eq!(h.client.current_url().await.unwrap().path(), "/settings/projects/jax-ml/jax", "no post address left");
+        assert!(h.sideways().await <= 0, "the set-up page fits {width} px");
+        h.client.execute("document.querySelector('[data-testid=members]').scrollIntoView()", vec![]).await.unwrap();
+        h.screenshot(&format!("members-{width}.png")).await;
+        h.finish().await;
+    }
+}

@@ -1,0 +1,164 @@
+//! A project's members, set up in the browser (issue 35 item 3): the
+//! project's set-up page lists them; admins, and maintainers of the
+//! project, add a member with a role or take one away. Each form answers
+//! with a redirect back to the page, or the page again saying why not.
+
+use axum::Form;
+use axum::extract::State;
+use axum::extract::rejection::FormRejection;
+use axum::response::{IntoResponse, Redirect, Response};
+use failpass_shared::model::ProjectRole;
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::AppState;
+use crate::auth::{Action, Viewer};
+use crate::db::accounts::Membership;
+use crate::error::{ApiError, ApiPath, ApiResult};
+
+/// The members form: a user's name and the role to give (`viewer` or `maintainer`).
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(default)]
+pub struct MemberForm {
+    user: String,
+    role: String,
+}
+
+/// The project's members, by name, with their roles.
+pub async fn members_of(state: &AppState, project: &str) -> ApiResult<Vec<(String, ProjectRole)>> {
+    let users = state.storage.list_users().await?;
+    Ok(users
+        .into_iter()
+        .filter_map(|(u, ms): (_, Vec<Membership>)| {
+            ms.into_iter().find(|m| m.project == project).map(|m| (u.name, m.role))
+        })
+        .collect())
+}
+
+/// The set-up page's members panel: who, in which role, and (for those who
+/// may) the forms to add and take away.
+pub fn panel(slug: &str, members: &[(String, ProjectRole)], may_manage: bool) -> Markup {
+    let action = format!("/settings/projects/{slug}/members");
+    html! {
+        section.panel data-testid="members" {
+            h2 { "Members" }
+            @if members.is_empty() { p.muted { "No member yet: only admins work on it." } }
+            @else {
+                table.chart-table {
+                    thead { tr { th { "Member" } th { "Role" } @if may_manage { th { span.visually-hidden { "Remove" } } } } }
+                    tbody { @for (name, role) in members {
+                        tr data-testid="member" data-name=(name) {
+                            td { (name) }
+                            td { (role.as_str()) }
+                            @if may_manage { td {
+                                form.inline.confirm method="post" action=(format!("{action}/remove")) {
+                                    input type="hidden" name="user" value=(name);
+                                    label.check { input type="checkbox" name="confirm" value="yes" required; " take away" }
+                                    button.danger type="submit" data-testid="remove-member" { "Remove" }
+                                }
+                            } }
+                        }
+                    } }
+                }
+            }
+            @if may_manage {
+                form.stack method="post" action=(action) data-testid="add-member" {
+                    label.field { span { "Account name" } input type="text" name="user" required maxlength="100" autocomplete="off"; }
+                    label.field { span { "Role" } select name="role" {
+                        option value="viewer" { "viewer: reads the project, private or not" }
+                        option value="maintainer" { "maintainer: reviews, reruns, assigns, imports, tokens, members" }
+                    } }
+                    button type="submit" { "Add, or change the role" }
+                }
+                p.muted { "An account is made by an admin (" code { "failpass user add" } ")." }
+            }
+        }
+    }
+}
+
+/// `POST /settings/projects/{owner}/{name}/members`
+#[utoipa::path(
+    post, path = "/settings/projects/{owner}/{name}/members", tag = "pages",
+    params(("owner" = String, Path, example = "pytorch"), ("name" = String, Path, example = "pytorch")),
+    request_body(content = MemberForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 303, description = "Added: back to the project's set-up page."),
+              (status = 400, description = "Refused: the page again, saying why.", content_type = "text/html", body = String))
+)]
+pub async fn add_member(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath((owner, name)): ApiPath<(String, String)>,
+    form: Result<Form<MemberForm>, FormRejection>,
+) -> ApiResult<Response> {
+    let slug = format!("{owner}/{name}");
+    let form = match form {
+        Ok(Form(f)) => f,
+        Err(e) => {
+            return refuse(&state, &viewer, &slug, format!("the form did not arrive whole: {}", e.body_text())).await;
+        }
+    };
+    let role = match form.role.as_str() {
+        "viewer" => ProjectRole::Viewer,
+        "maintainer" => ProjectRole::Maintainer,
+        other => return refuse(&state, &viewer, &slug, format!("role: `{other}` is not viewer or maintainer")).await,
+    };
+    change(&state, &viewer, &slug, form.user.trim(), Some(role)).await
+}
+
+/// `POST /settings/projects/{owner}/{name}/members/remove`
+#[utoipa::path(
+    post, path = "/settings/projects/{owner}/{name}/members/remove", tag = "pages",
+    params(("owner" = String, Path, example = "pytorch"), ("name" = String, Path, example = "pytorch")),
+    request_body(content = MemberForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 303, description = "Taken away: back to the project's set-up page."),
+              (status = 400, description = "Refused: the page again, saying why.", content_type = "text/html", body = String))
+)]
+pub async fn remove_member(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath((owner, name)): ApiPath<(String, String)>,
+    form: Result<Form<MemberForm>, FormRejection>,
+) -> ApiResult<Response> {
+    let slug = format!("{owner}/{name}");
+    let form = match form {
+        Ok(Form(f)) => f,
+        Err(e) => {
+            return refuse(&state, &viewer, &slug, format!("the form did not arrive whole: {}", e.body_text())).await;
+        }
+    };
+    change(&state, &viewer, &slug, form.user.trim(), None).await
+}
+
+/// Gives `user` `role` in `slug` (or takes theirs away), if `viewer` may.
+async fn change(
+    state: &AppState,
+    viewer: &Viewer,
+    slug: &str,
+    user: &str,
+    role: Option<ProjectRole>,
+) -> ApiResult<Response> {
+    // A project the viewer may not see is missing to them.
+    state
+        .storage
+        .get_project(slug, &viewer.scope())
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("project `{slug}` not found")))?;
+    if let Err(e) = viewer.require(Action::ManageMembers, slug) {
+        return Ok(super::pages::refused(viewer, &e));
+    }
+    if user.is_empty() {
+        return refuse(state, viewer, slug, "user: give an account name".into()).await;
+    }
+    if state.storage.user_by_name(user).await?.is_none() {
+        return refuse(state, viewer, slug, format!("user: there is no account `{user}`; an admin adds it first"))
+            .await;
+    }
+    // Taking away a role someone does not have changes nothing: done, as asked.
+    state.storage.set_membership(user, slug, role).await?;
+    tracing::info!(project = slug, user, role = ?role, by = %viewer.name(), "membership changed");
+    Ok(Redirect::to(&format!("/settings/projects/{slug}")).into_response())
+}
+
+async fn refuse(state: &AppState, viewer: &Viewer, slug: &str, why: String) -> ApiResult<Response> {
+    super::setup::project_page_saying(state, viewer, slug, why).await
+}

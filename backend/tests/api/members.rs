@@ -1,0 +1,77 @@
+//! A team set up in the browser (issue 35 item 3): a project's set-up page
+//! lists its members; admins and the project's maintainers add one with a
+//! role, change it, take it away; wrong input is said on the page and
+//! stores nothing; assignment offers the members.
+
+use serde_json::json;
+
+use crate::helpers::{client_with_token, spawn_app, user_token};
+use crate::setup::form;
+
+#[tokio::test]
+async fn maintainers_manage_their_projects_members_from_the_set_up_page() {
+    let app = spawn_app().await;
+    app.project("o/n").await;
+    app.project("o/other").await;
+    let ana = user_token(app.storage.as_ref(), "ana", false).await;
+    let bo = user_token(app.storage.as_ref(), "bo", false).await;
+    let page = |html: &str| html.to_owned();
+
+    // An admin adds ana as a maintainer: the page lists her.
+    let (status, html, location) =
+        form(&app, "/settings/projects/o/n/members", &[("user", "ana"), ("role", "maintainer")]).await;
+    assert_eq!((status, location.as_deref()), (200, Some("/settings/projects/o/n")), "{html}");
+    assert!(html.contains(r#"data-testid="member" data-name="ana""#) && html.contains("maintainer"), "{}", page(&html));
+    // Assignment offers the members.
+    let id = app.report(json!({"project": "o/n", "external_id": "1", "title": "t"})).await;
+    let report = app.get(&format!("/api/v1/reports/{id}")).await.body;
+    assert!(report["lifecycle_html"].as_str().unwrap().contains(r#"<option value="ana">"#), "{report}");
+
+    // Ana, a maintainer of o/n, adds bo as a viewer there, but not in o/other.
+    let as_ana = client_with_token(&ana);
+    let post = |client: &reqwest::Client, path: &str, fields: Vec<(&'static str, &'static str)>| {
+        let req = client.post(format!("{}{path}", app.base)).header("origin", &app.base).form(&fields);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, _) = post(&as_ana, "/settings/projects/o/n/members", vec![("user", "bo"), ("role", "viewer")]).await;
+    assert!(status == 200 || status == 303, "{status}");
+    let (status, html) =
+        post(&as_ana, "/settings/projects/o/other/members", vec![("user", "bo"), ("role", "viewer")]).await;
+    assert_eq!(status, 403, "{html}");
+    assert!(html.contains("<html") && html.contains("manage members"), "a page saying why: {html}");
+    // Bo, a viewer, may not manage members.
+    let (status, _) =
+        post(&client_with_token(&bo), "/settings/projects/o/n/members", vec![("user", "bo"), ("role", "maintainer")])
+            .await;
+    assert_eq!(status, 403);
+
+    // Wrong input is said on the page; nothing is stored.
+    for (fields, needle) in [
+        (vec![("user", "bo"), ("role", "owner")], "role: `owner` is not viewer or maintainer"),
+        (vec![("user", "ghost"), ("role", "viewer")], "user: there is no account `ghost`"),
+        (vec![("user", " "), ("role", "viewer")], "user: give an account name"),
+    ] {
+        let (status, html, _) = form(&app, "/settings/projects/o/n/members", &fields).await;
+        assert_eq!(status, 400, "{fields:?}: {html}");
+        assert!(html.contains(needle), "{fields:?}: {html}");
+    }
+    let users = app.storage.list_users().await.unwrap();
+    let role_of = |name: &str| {
+        users
+            .iter()
+            .find(|(u, _)| u.name == name)
+            .and_then(|(_, ms)| ms.iter().find(|m| m.project == "o/n").map(|m| m.role))
+    };
+    assert_eq!(role_of("bo"), Some(failpass_shared::model::ProjectRole::Viewer), "bo stays a viewer");
+    assert!(role_of("ghost").is_none());
+
+    // Taken away: the page no longer lists bo.
+    let (status, html, _) =
+        form(&app, "/settings/projects/o/n/members/remove", &[("user", "bo"), ("confirm", "yes")]).await;
+    assert_eq!(status, 200);
+    assert!(!html.contains(r#"data-name="bo""#) && html.contains(r#"data-name="ana""#), "{html}");
+    assert!(html.contains(r#"name="confirm" value="yes" required"#), "a removal asks first");
+}
