@@ -36,7 +36,7 @@ fn read_password(from_stdin: bool) -> anyhow::Result<String> {
     Ok(password)
 }
 
-fn check_name(name: &str) -> anyhow::Result<()> {
+pub(crate) fn check_name(name: &str) -> anyhow::Result<()> {
     let ok =
         !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !ok {

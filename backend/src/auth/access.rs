@@ -250,6 +250,8 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::Form,
         "build an environment now (the set-up page's button)",
     ),
+    route("GET", "/settings/users", ManageProjects, Body::None, "the accounts page: every account, a new one (admins)"),
+    route("POST", "/settings/users", ManageProjects, Body::Form, "make an account, its password shown once (admins)"),
     route(
         "GET",
         "/inbox",

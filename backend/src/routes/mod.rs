@@ -97,6 +97,8 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", post(setup::build_environment))
         .add("POST", "/settings/projects/{owner}/{name}/members", post(members::add_member))
         .add("POST", "/settings/projects/{owner}/{name}/members/remove", post(members::remove_member))
+        .add("GET", "/settings/users", get(members::users_page))
+        .add("POST", "/settings/users", post(members::create_user))
         .add("GET", "/inbox", get(inbox::inbox_page))
         .add("POST", "/inbox/{id}/review", post(inbox::review))
         .add("GET", "/settings/import", get(setup::import_page))

@@ -77,7 +77,7 @@ pub(crate) fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                             a href="/inbox" data-testid="inbox-link" { "Review inbox" }
                             a href="/settings/projects" { "Set-up" } a href="/settings/tokens" { "Tokens" }
                         }
-                        @if me.admin { a href="/settings/hooks" { "Webhooks" } }
+                        @if me.admin { a href="/settings/hooks" { "Webhooks" } a href="/settings/users" { "Accounts" } }
                     }
                     div.account {
                         @if let Some(user) = &me.user {

@@ -56,6 +56,8 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", "401 403 403 403 303 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/members", "401 403 303 404 303 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/members/remove", "401 403 303 404 303 403 403 403 403 401"),
+    ("GET", "/settings/users", "303 403 403 403 200 403 403 403 403 401"),
+    ("POST", "/settings/users", "401 403 403 403 201 403 403 403 403 401"),
     ("GET", "/inbox", "303 403 200S 200H 200S 403 403 403 403 401"),
     ("POST", "/inbox/{id}/review", "401 403 303 404 303 403 403 403 403 401"),
     ("GET", "/settings/import", "303 403 200S 200H 200S 403 200S 403 200H 401"),
@@ -420,6 +422,10 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/settings/projects/{owner}/{name}/members/remove") => (
             "/settings/projects/vault/secret/members/remove".to_owned(),
             (Some("application/x-www-form-urlencoded"), "user=bystander&confirm=yes".to_owned()),
+        ),
+        ("POST", "/settings/users") => (
+            "/settings/users".to_owned(),
+            (Some("application/x-www-form-urlencoded"), format!("name=made-{i}")),
         ),
         ("POST", "/inbox/{id}/review") => (
             format!("/inbox/{}/review", f.lead),

@@ -75,3 +75,56 @@ async fn maintainers_manage_their_projects_members_from_the_set_up_page() {
     assert!(!html.contains(r#"data-name="bo""#) && html.contains(r#"data-name="ana""#), "{html}");
     assert!(html.contains(r#"name="confirm" value="yes" required"#), "a removal asks first");
 }
+
+/// Admins make accounts in the browser: the password is shown once and
+/// signs in; a bad or taken name is said on the page and makes nothing.
+#[tokio::test]
+async fn an_admin_makes_an_account_whose_password_is_shown_once() {
+    let app = spawn_app().await;
+    let page = app.get("/settings/users").await;
+    assert_eq!(page.status, 200);
+    let r = app
+        .client
+        .post(format!("{}/settings/users", app.base))
+        .header("origin", &app.base)
+        .form(&[("name", "carla")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let html = r.text().await.unwrap();
+    let password = html
+        .split(r#"data-testid="password">"#)
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the password, shown once")
+        .to_owned();
+    assert_eq!(password.len(), 24, "{html}");
+    assert!(html.contains(r#"data-testid="user" data-name="carla""#));
+    // It signs in.
+    let signin = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = signin
+        .post(format!("{}/signin", app.base))
+        .form(&[("name", "carla"), ("password", password.as_str()), ("next", "/")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert!(r.headers().get("set-cookie").is_some());
+    // And it is not shown again.
+    assert!(!app.get("/settings/users").await.body.as_str().unwrap().contains(&password));
+    // Wrong input: said on the page, nothing made.
+    for (name, needle) in [("bad name!", "user name `bad name!`"), ("carla", "`carla` is taken")] {
+        let r = app
+            .client
+            .post(format!("{}/settings/users", app.base))
+            .header("origin", &app.base)
+            .form(&[("name", name)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400, "{name}");
+        assert!(r.text().await.unwrap().contains(needle), "{name}");
+    }
+    assert_eq!(app.storage.list_users().await.unwrap().iter().filter(|(u, _)| u.name.starts_with("bad")).count(), 0);
+}

@@ -52,7 +52,11 @@ async fn a_maintainer_adds_a_member_from_the_set_up_page() {
         form.find(Locator::Css("select[name=role]")).await.unwrap().select_by_value("viewer").await.unwrap();
         form.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
         h.until("the new member", || async { h.text("members").await.contains("demo-viewer") }).await;
-        assert_eq!(h.client.current_url().await.unwrap().path(), "/settings/projects/jax-ml/jax", "no post address left");
+        assert_eq!(
+            h.client.current_url().await.unwrap().path(),
+            "/settings/projects/jax-ml/jax",
+            "no post address left"
+        );
         assert!(h.sideways().await <= 0, "the set-up page fits {width} px");
         h.client.execute("document.querySelector('[data-testid=members]').scrollIntoView()", vec![]).await.unwrap();
         h.screenshot(&format!("members-{width}.png")).await;
