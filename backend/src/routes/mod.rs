@@ -308,6 +308,40 @@ async fn api_not_found(OriginalUri(uri): OriginalUri) -> ApiError {
     ApiError::NotFound(format!("no API route `{}`", uri.path()))
 }
 
-async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> ApiError {
-    ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{}`", uri.path()))
+async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> Response {
+    let path = uri.path();
+    // A visit to a form's address (a reload after a post, a bookmark) is
+    // answered as a page that leads to the form's own page, never as JSON.
+    if !path.starts_with("/api/") && (method == axum::http::Method::GET || method == axum::http::Method::HEAD) {
+        let page = form_page(path);
+        let body = maud::html! {
+            section.panel.narrow data-testid="form-address" {
+                h1 { "This address takes a form" }
+                p { "It is where a form on failpass's pages posts; visited, it has nothing to show. "
+                    a href=(page) data-testid="form-page" { "Go to the form's page" } "." }
+            }
+        };
+        return pages::page(
+            axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            "A form's address",
+            &crate::auth::Viewer::anonymous(),
+            body,
+        );
+    }
+    ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{path}`")).into_response()
+}
+
+/// The page whose form posts to `path`.
+fn form_page(path: &str) -> String {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["inbox", ..] => "/inbox".into(),
+        ["queue", ..] => "/queue".into(),
+        ["reports", id, ..] => format!("/reports/{id}"),
+        ["settings", "projects", owner, name, ..] => format!("/settings/projects/{owner}/{name}"),
+        ["settings", "hooks" | "deliveries", ..] => "/settings/hooks".into(),
+        ["settings", page, ..] => format!("/settings/{page}"),
+        ["signout", ..] => "/".into(),
+        _ => "/".into(),
+    }
 }

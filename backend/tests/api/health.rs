@@ -39,6 +39,27 @@ async fn unknown_api_routes_and_methods_are_json_errors() {
     }
 }
 
+/// Issue 35 item 5: a visit to a form's address (a reload after a post)
+/// is a page leading to the form's page, never a JSON error.
+#[tokio::test]
+async fn visiting_a_forms_address_is_a_page_that_leads_to_the_form() {
+    let app = spawn_app().await;
+    for (path, page) in [
+        ("/settings/projects/o/n/environments", "/settings/projects/o/n"),
+        ("/settings/projects/o/n/members/remove", "/settings/projects/o/n"),
+        ("/inbox/12/review", "/inbox"),
+        ("/settings/hooks/3/remove", "/settings/hooks"),
+        ("/settings/tokens/4/revoke", "/settings/tokens"),
+        ("/queue/bulk", "/queue"),
+    ] {
+        let r = app.client.get(format!("{}{path}", app.base)).send().await.unwrap();
+        assert_eq!(r.status(), 405, "{path}");
+        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"), "{path}");
+        let html = r.text().await.unwrap();
+        assert!(html.contains(&format!(r#"href="{page}" data-testid="form-page""#)), "{path}: {html}");
+    }
+}
+
 #[tokio::test]
 async fn oversized_bodies_get_413_naming_the_limit() {
     let app = spawn_app().await;
