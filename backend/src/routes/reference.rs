@@ -51,6 +51,16 @@ fn anchor(method: &str, path: &str) -> String {
 fn render(doc: &utoipa::openapi::OpenApi) -> Markup {
     let ops = operations(doc);
     let tags: Vec<&utoipa::openapi::tag::Tag> = doc.tags.iter().flatten().collect();
+    // The JSON API apart from the pages and their forms.
+    let (api_ops, page_ops): (Vec<_>, Vec<_>) = ops.iter().partition(|(_, _, path, _)| path.starts_with("/api/"));
+    // The document's subjects in its order, then any an operation names besides.
+    let mut subjects: Vec<(String, Option<String>)> =
+        tags.iter().map(|t| (t.name.clone(), t.description.clone())).collect();
+    for (tag, ..) in &api_ops {
+        if !subjects.iter().any(|(n, _)| n == tag) {
+            subjects.push((tag.clone(), None));
+        }
+    }
     let main = html! {
         h1 data-testid="api-reference" { "failpass API" }
         p {
@@ -66,37 +76,70 @@ fn render(doc: &utoipa::openapi::OpenApi) -> Markup {
                 li { "Lists are keyset-paged: pass " code { "next_cursor" } " back as " code { "cursor" } "." }
             }
         }
-        nav.panel aria-labelledby="ref-contents" {
-            h2 #ref-contents { "Operations" }
-            @for tag in &tags {
-                @let here: Vec<_> = ops.iter().filter(|(t, ..)| *t == tag.name).collect();
-                @if !here.is_empty() {
-                    h3 { (tag.name) }
-                    @if let Some(d) = &tag.description { p.muted { (d) } }
+        nav.panel aria-labelledby="ref-contents" data-testid="api-contents" {
+            h2 #ref-contents { "Contents" }
+            p {
+                "The JSON API, by subject: "
+                @for (i, (name, _)) in subjects.iter().filter(|(n, _)| api_ops.iter().any(|(t, ..)| t == n)).enumerate() {
+                    @if i > 0 { " · " }
+                    a href={ "#tag-" (name) } { (name) }
+                }
+                ". Then " a href="#ref-pages" { "the pages and their forms" } " (HTML, for the browser)."
+            }
+            p.muted { "Writing an agent? " code { "failpass submit attempt" } " sends attempts from a script or CI "
+                "(see " code { "docs/agents.md" } " in the repository); "
+                a href={ "#" (anchor("POST", "/api/v1/attempts")) } { code { "POST /api/v1/attempts" } } " is what it calls." }
+        }
+        @for (name, about) in &subjects {
+            @let here: Vec<_> = api_ops.iter().filter(|(t, ..)| t == name).collect();
+            @if !here.is_empty() {
+                section.panel id={ "tag-" (name) } {
+                    h2 { (name) }
+                    @if let Some(d) = about { p.muted { (prose(d)) } }
                     ul.status-list {
-                        @for (_, method, path, op) in here {
+                        @for (_, method, path, op) in &here {
                             li {
                                 a href={ "#" (anchor(method, path)) } { code { (method) " " (path) } }
-                                @if let Some(s) = &op.summary { " — " (s) }
+                                @if let Some(s) = &op.summary { " — " (prose(s)) }
                             }
                         }
                     }
                 }
+                @for (_, method, path, op) in here {
+                    (operation(doc, method, path, op))
+                }
             }
         }
-        @for (_, method, path, op) in &ops {
-            (operation(method, path, op))
+        section.panel #ref-pages {
+            h2 { "Pages and their forms" }
+            p.muted { "What the browser loads and posts: HTML pages, and forms answered with a page or a redirect. "
+                "Scripts use the JSON API above." }
+            ul.status-list {
+                @for (_, method, path, op) in &page_ops {
+                    li {
+                        a href={ "#" (anchor(method, path)) } { code { (method) " " (path) } }
+                        @if let Some(s) = &op.summary { " — " (prose(s)) }
+                    }
+                }
+            }
+        }
+        @for (_, method, path, op) in &page_ops {
+            (operation(doc, method, path, op))
         }
     };
     frame("API reference", None, main)
 }
 
-fn operation(method: &str, path: &str, op: &Operation) -> Markup {
+fn operation(doc: &utoipa::openapi::OpenApi, method: &str, path: &str, op: &Operation) -> Markup {
     let params: Vec<&Parameter> = op.parameters.iter().flatten().filter_map(inline).collect();
+    let body = op.request_body.as_ref().and_then(inline);
+    let json_body =
+        body.and_then(|b| b.content.get("application/json")).and_then(inline).and_then(|c| c.schema.as_ref());
+    let fields = json_body.and_then(|s| component(doc, s));
     html! {
         section.panel.api-op id=(anchor(method, path)) aria-label={ (method) " " (path) } {
             h2 { code { (method) " " (path) } }
-            @if let Some(s) = &op.summary { p { strong { (s) } } }
+            @if let Some(s) = &op.summary { p { strong { (prose(s)) } } }
             @if let Some(d) = &op.description {
                 @for para in d.split("\n\n") { p { (prose(&para.replace("**", ""))) } }
             }
@@ -105,7 +148,7 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
                     caption.visually-hidden { "Parameters" }
                     thead { tr { th scope="col" { "Parameter" } th scope="col" { "In" } th scope="col" { "Type" } th scope="col" { "About" } } }
                     tbody {
-                        @for p in params {
+                        @for p in &params {
                             tr {
                                 td { code { (p.name) } @if p.required == Required::True { " (required)" } }
                                 td { (match p.parameter_in { ParameterIn::Path => "path", ParameterIn::Query => "query", ParameterIn::Header => "header", _ => "cookie" }) }
@@ -116,7 +159,7 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
                     }
                 }
             }
-            @if let Some(body) = op.request_body.as_ref().and_then(inline) {
+            @if let Some(body) = body {
                 p {
                     "Body: "
                     @for (i, (ct, content)) in body.content.iter().filter_map(|(ct, c)| Some((ct, inline(c)?))).enumerate() {
@@ -125,6 +168,24 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
                         @if let Some(s) = &content.schema { " (" (schema_name(s)) ")" }
                     }
                 }
+            }
+            @if let Some((name, object)) = &fields {
+                table data-testid="body-fields" {
+                    caption { "The body's fields (" (name) ")" }
+                    thead { tr { th scope="col" { "Field" } th scope="col" { "Type" } th scope="col" { "About" } } }
+                    tbody {
+                        @for (field, schema) in &object.properties {
+                            tr {
+                                td { code { (field) } @if object.required.contains(field) { " (required)" } }
+                                td { (schema_name(schema)) }
+                                td.wrap { (prose(description(schema).unwrap_or_default())) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if path.starts_with("/api/") {
+                pre.curl data-testid="curl" { (curl(method, path, &params, fields.as_ref().and_then(|(_, o)| o.example.as_ref()))) }
             }
             table {
                 caption.visually-hidden { "Responses" }
@@ -151,6 +212,56 @@ fn operation(method: &str, path: &str, op: &Operation) -> Markup {
             }
         }
     }
+}
+
+/// The component a schema refers to, when it is an object: its name and it.
+fn component<'a>(
+    doc: &'a utoipa::openapi::OpenApi,
+    s: &RefOr<utoipa::openapi::schema::Schema>,
+) -> Option<(String, &'a utoipa::openapi::schema::Object)> {
+    let RefOr::Ref(r) = s else { return None };
+    let name = r.ref_location.rsplit('/').next()?.to_owned();
+    match doc.components.as_ref()?.schemas.get(&name)? {
+        RefOr::T(utoipa::openapi::schema::Schema::Object(o)) => Some((name, o)),
+        _ => None,
+    }
+}
+
+/// A field's description, wherever its schema keeps it.
+fn description(s: &RefOr<utoipa::openapi::schema::Schema>) -> Option<&str> {
+    use utoipa::openapi::schema::Schema;
+    match s {
+        RefOr::T(Schema::Object(o)) => o.description.as_deref(),
+        RefOr::T(Schema::Array(a)) => a.description.as_deref(),
+        RefOr::T(Schema::OneOf(o)) => o.description.as_deref(),
+        RefOr::T(Schema::AllOf(o)) => o.description.as_deref(),
+        _ => None,
+    }
+}
+
+/// A `curl` line for an operation: the token from the environment, the
+/// path's parameters as their examples, and the body's example when it has one.
+fn curl(method: &str, path: &str, params: &[&Parameter], example: Option<&serde_json::Value>) -> String {
+    let mut url = path.to_owned();
+    for p in params.iter().filter(|p| matches!(p.parameter_in, ParameterIn::Path)) {
+        // The example is the document's (utoipa keeps the field private).
+        let example = serde_json::to_value(p).ok().map(|v| v["example"].clone()).filter(|v| !v.is_null());
+        let value = example.map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()));
+        url = url.replace(&format!("{{{}}}", p.name), &value.unwrap_or_else(|| p.name.to_uppercase()));
+    }
+    let url = url.replace("{*slug}", "pytorch/pytorch");
+    let mut out = String::from("curl");
+    if method != "GET" {
+        out.push_str(&format!(" -X {method}"));
+    }
+    out.push_str(" -H \"Authorization: Bearer $FAILPASS_TOKEN\"");
+    if let Some(body) = example {
+        out.push_str(" -H 'Content-Type: application/json' \\\n  -d '");
+        out.push_str(&serde_json::to_string(body).unwrap_or_default().replace('\'', "'\\''"));
+        out.push('\'');
+    }
+    out.push_str(&format!(" \\\n  \"$FAILPASS_URL{url}\""));
+    out
 }
 
 /// Text with its `code` spans shown as code (everything else escaped).

@@ -215,6 +215,21 @@ async fn the_reference_page_shows_every_operation_without_script() {
     // Parameters, with their descriptions, and the error shape.
     assert!(html.contains("Free text over title, body and external id"));
     assert!(html.contains("ApiErrorBody"));
+    // Issue 35 item 7: a body's fields with their types, a curl line, the
+    // API apart from the pages, contents, and the way to the agents' command.
+    let attempts = html.split(r#"id="post--api-v1-attempts""#).nth(1).expect("POST /api/v1/attempts");
+    let attempts = attempts.split("</section>").next().unwrap();
+    assert!(
+        attempts.contains(r#"data-testid="body-fields""#) && attempts.contains("<code>agent</code> (required)"),
+        "{attempts}"
+    );
+    assert!(attempts.contains("curl -X POST") && attempts.contains("$FAILPASS_URL/api/v1/attempts"), "{attempts}");
+    assert!(attempts.contains(r#"-d '{"#), "the body's example in the curl line: {attempts}");
+    assert!(html.contains("failpass submit attempt") && html.contains("docs/agents.md"));
+    let (api, pages) = html.split_once(r#"id="ref-pages""#).expect("the pages apart");
+    assert!(api.contains("GET /api/v1/reports") && !api.contains(r#"id="get--settings-projects""#));
+    assert!(pages.contains("POST /settings/projects"));
+    assert!(!html.contains("<h2>`") && !html.contains("<strong>`"), "no literal backticks in headings");
 }
 
 #[tokio::test]

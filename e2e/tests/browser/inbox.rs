@@ -63,3 +63,22 @@ async fn a_maintainer_adds_a_member_from_the_set_up_page() {
         h.finish().await;
     }
 }
+
+/// Issue 35 item 7: the API reference's entry for submitting an attempt has
+/// its body's fields and a curl line, and fits at 1280 and 390 px.
+#[tokio::test]
+async fn the_api_reference_shows_a_bodys_fields_and_curl_and_fits() {
+    let _one = BROWSER.lock().await;
+    for (width, height) in [(1280, 1000), (390, 844)] {
+        let h = start(width, height).await;
+        h.client.goto(&format!("{}/docs/api", h.base)).await.unwrap();
+        h.text("api-contents").await;
+        h.client.execute("document.getElementById('post--api-v1-attempts').scrollIntoView()", vec![]).await.unwrap();
+        let op = h.client.find(Locator::Css("#post--api-v1-attempts")).await.unwrap();
+        let text = op.text().await.unwrap();
+        assert!(text.contains("curl -X POST") && text.contains("agent (required)"), "{text}");
+        assert!(h.sideways().await <= 0, "the reference fits {width} px");
+        h.screenshot(&format!("api-reference-{width}.png")).await;
+        h.finish().await;
+    }
+}

@@ -104,8 +104,8 @@ pub struct CreateAttemptRequest {
     pub attempt_key: Option<String>,
     /// Where the first candidate that reproduced ranked among those the
     /// agent offered (1: its first choice); a study's ranking, kept with the
-    /// attempt. Absent when not ranked. (The dashboard's WebAssembly does not
-    /// send it.)
+    /// attempt. Absent when not ranked.
+    // The dashboard's WebAssembly does not send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub rank: Option<u32>,
@@ -425,12 +425,12 @@ pub struct Attempt {
     pub attempt_key: Option<String>,
     /// Whether its times were stated (or it happened live); false when a
     /// file import gave none and `started_at` is only when it came in.
-    /// (The dashboard's WebAssembly does not read it.)
+    // The dashboard's WebAssembly does not read it.
     #[serde(default = "crate::api::yes")]
     #[cfg(not(target_arch = "wasm32"))]
     pub time_stated: bool,
     /// Where its first success ranked among the candidates (1: the first).
-    /// (The dashboard's WebAssembly does not read it.)
+    // The dashboard's WebAssembly does not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", serde(skip))]
     pub rank: Option<u32>,

@@ -279,7 +279,7 @@ pub struct ReportSummary {
     pub filed_at: DateTime<Utc>,
     /// Whether `filed_at` was stated (or the report came in live); false
     /// when a file import gave none and it is only when failpass took it in.
-    /// (The dashboard's WebAssembly does not read it.)
+    // The dashboard's WebAssembly does not read it.
     #[serde(default = "crate::api::yes")]
     #[cfg(not(target_arch = "wasm32"))]
     pub filed_at_stated: bool,
