@@ -20,7 +20,7 @@ use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
     agents, attempts, authoring, charts, environments, export, facets, figures, health, hooks, import, inbox, jobs,
     members, metrics, oracles, pages, projects, reference, refine, releases, releases_page, reports, reruns,
-    routing_health, runner_envs, setup, signatures, status, webhooks, worklist,
+    routing_health, runner_envs, setup, signatures, status, views, webhooks, worklist,
 };
 
 #[derive(OpenApi)]
@@ -35,7 +35,7 @@ use crate::routes::{
     paths(
         health::healthz,
         pages::signin_page, pages::sign_in, pages::sign_out, pages::tokens_page, pages::create_token,
-        pages::revoke_token, inbox::inbox_page, inbox::review, members::add_member, members::remove_member, members::users_page, members::create_user, setup::projects_page, setup::create_project, setup::project_page, setup::update_project,
+        pages::revoke_token, inbox::inbox_page, inbox::review, members::add_member, members::remove_member, members::users_page, members::create_user, views::views_page, views::save_view, views::forget_view, setup::projects_page, setup::create_project, setup::project_page, setup::update_project,
         setup::save_environment, setup::build_environment, setup::import_page, setup::import_upload, pages::session, reference::api_reference, openapi_json,
         projects::list_projects, projects::create_project, projects::get_project, projects::update_project,
         reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, authoring::oracle_page, authoring::oracle_form, releases_page::releases_page, releases_page::releases_form, worklist::report_table, worklist::bulk, webhooks::github, export::reports, export::attempts, export::figures, export::oracles, export::throughput,

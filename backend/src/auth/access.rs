@@ -250,6 +250,9 @@ pub const ROUTES: &[RouteSpec] = &[
         Body::Form,
         "build an environment now (the set-up page's button)",
     ),
+    route("GET", "/settings/views", Open, Body::None, "your saved views (signed in): named dashboard addresses"),
+    route("POST", "/settings/views", Open, Body::Form, "save a view under a name (signed in)"),
+    route("POST", "/settings/views/{id}/remove", Open, Body::Form, "forget one of your saved views (signed in)"),
     route("GET", "/settings/users", ManageProjects, Body::None, "the accounts page: every account, a new one (admins)"),
     route("POST", "/settings/users", ManageProjects, Body::Form, "make an account, its password shown once (admins)"),
     route(

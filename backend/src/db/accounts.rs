@@ -100,6 +100,15 @@ pub trait AccountStore: Send + Sync {
     /// The projects a user is a member of.
     async fn memberships(&self, user_id: i64) -> StorageResult<Vec<Membership>>;
 
+    /// A person's saved views as (id, name, address), by name.
+    async fn saved_views(&self, user_id: i64) -> StorageResult<Vec<(i64, String, String)>>;
+
+    /// Saves a view under `name` (replacing the address of one so named).
+    async fn save_view(&self, user_id: i64, name: &str, address: &str) -> StorageResult<()>;
+
+    /// Forgets one of the person's views; `NotFound` when they have no such view.
+    async fn forget_view(&self, user_id: i64, id: i64) -> StorageResult<()>;
+
     /// A live session's data (JSON) and expiry by the digest of its id.
     async fn load_session(&self, id_hash: &str, now: DateTime<Utc>) -> StorageResult<Option<(String, DateTime<Utc>)>>;
 

@@ -37,6 +37,7 @@ pub(crate) mod runner_envs;
 pub(crate) mod setup;
 pub(crate) mod signatures;
 pub(crate) mod status;
+pub(crate) mod views;
 pub(crate) mod webhooks;
 pub(crate) mod worklist;
 
@@ -99,6 +100,9 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/settings/projects/{owner}/{name}/members/remove", post(members::remove_member))
         .add("GET", "/settings/users", get(members::users_page))
         .add("POST", "/settings/users", post(members::create_user))
+        .add("GET", "/settings/views", get(views::views_page))
+        .add("POST", "/settings/views", post(views::save_view))
+        .add("POST", "/settings/views/{id}/remove", post(views::forget_view))
         .add("GET", "/inbox", get(inbox::inbox_page))
         .add("POST", "/inbox/{id}/review", post(inbox::review))
         .add("GET", "/settings/import", get(setup::import_page))

@@ -56,6 +56,10 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/settings/projects/{owner}/{name}/environments/{id}/build", "401 403 403 403 303 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/members", "401 403 303 404 303 403 403 403 403 401"),
     ("POST", "/settings/projects/{owner}/{name}/members/remove", "401 403 303 404 303 403 403 403 403 401"),
+    // Saved views belong to a person: tokens are refused, as a page.
+    ("GET", "/settings/views", "303 200 200 200 200 403 403 403 403 401"),
+    ("POST", "/settings/views", "303 303 303 303 303 403 403 403 403 401"),
+    ("POST", "/settings/views/{id}/remove", "303 404 404 404 404 403 403 403 403 401"),
     ("GET", "/settings/users", "303 403 403 403 200 403 403 403 403 401"),
     ("POST", "/settings/users", "401 403 403 403 201 403 403 403 403 401"),
     ("GET", "/inbox", "303 403 200S 200H 200S 403 403 403 403 401"),
@@ -422,6 +426,15 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/settings/projects/{owner}/{name}/members/remove") => (
             "/settings/projects/vault/secret/members/remove".to_owned(),
             (Some("application/x-www-form-urlencoded"), "user=bystander&confirm=yes".to_owned()),
+        ),
+        ("POST", "/settings/views") => (
+            "/settings/views".to_owned(),
+            (Some("application/x-www-form-urlencoded"), format!("name=view-{i}&address=%2Fqueue%3Fstatus%3Dopen")),
+        ),
+        // No caller has view 999999: each is told so.
+        ("POST", "/settings/views/{id}/remove") => (
+            "/settings/views/999999/remove".to_owned(),
+            (Some("application/x-www-form-urlencoded"), String::new()),
         ),
         ("POST", "/settings/users") => (
             "/settings/users".to_owned(),

@@ -128,3 +128,63 @@ async fn an_admin_makes_an_account_whose_password_is_shown_once() {
     }
     assert_eq!(app.storage.list_users().await.unwrap().iter().filter(|(u, _)| u.name.starts_with("bad")).count(), 0);
 }
+
+/// Issue 35 item 2: a person saves a view (a named dashboard address),
+/// opens it as a link, renames nothing by accident, and forgets it; a
+/// foreign address or an empty name is refused on the page.
+#[tokio::test]
+async fn a_person_saves_opens_and_forgets_a_view() {
+    let app = spawn_app().await;
+    let no_follow = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let token = user_token(app.storage.as_ref(), "dana", false).await;
+    let post = |path: &str, fields: Vec<(&'static str, &'static str)>| {
+        let req =
+            no_follow.post(format!("{}{path}", app.base)).header("origin", &app.base).bearer_auth(&token).form(&fields);
+        async move {
+            let r = req.send().await.unwrap();
+            let location = r.headers().get("location").map(|l| l.to_str().unwrap().to_owned());
+            (r.status().as_u16(), location, r.text().await.unwrap())
+        }
+    };
+    let get = |path: &str| {
+        let req = no_follow.get(format!("{}{path}", app.base)).bearer_auth(&token);
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+    // The dashboard's link fills the form with the address.
+    assert!(get("/settings/views?address=%2Fqueue%3Fstatus%3Dopen").await.contains(r#"value="/queue?status=open""#));
+    let (status, location, _) =
+        post("/settings/views", vec![("name", "my open work"), ("address", "/queue?status=open&assignee=me")]).await;
+    assert_eq!((status, location.as_deref()), (303, Some("/queue?status=open&assignee=me")), "saved, then opened");
+    let page = get("/settings/views").await;
+    assert!(page.contains(r#"<a href="/queue?status=open&amp;assignee=me">my open work</a>"#), "{page}");
+    // Saved again under the same name: one view, the new address.
+    post("/settings/views", vec![("name", "my open work"), ("address", "/queue?status=needs_review")]).await;
+    let views = app.storage.saved_views(app.storage.user_by_name("dana").await.unwrap().unwrap().id).await.unwrap();
+    assert_eq!(views.len(), 1);
+    assert_eq!(views[0].2, "/queue?status=needs_review");
+    // Wrong input: said on the page, nothing saved.
+    for (fields, needle) in [
+        (vec![("name", "evil"), ("address", "https://evil.example/queue")], "is not one of the dashboard's pages"),
+        (vec![("name", "api"), ("address", "/api/v1/reports")], "is not one of the dashboard's pages"),
+        (vec![("name", " "), ("address", "/queue")], "name: give the view a name"),
+    ] {
+        let (status, _, html) = post("/settings/views", fields.clone()).await;
+        assert_eq!(status, 400, "{fields:?}");
+        assert!(html.contains(needle), "{fields:?}: {html}");
+    }
+    // Another person cannot forget it; its owner can.
+    let id = views[0].0;
+    let other = client_with_token(&user_token(app.storage.as_ref(), "eve", false).await);
+    let r = other
+        .post(format!("{}/settings/views/{id}/remove", app.base))
+        .header("origin", &app.base)
+        .form(&[("x", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let path: &'static str = Box::leak(format!("/settings/views/{id}/remove").into_boxed_str());
+    let (status, location, _) = post(path, vec![]).await;
+    assert_eq!((status, location.as_deref()), (303, Some("/settings/views")));
+    assert!(get("/settings/views").await.contains("None yet"));
+}

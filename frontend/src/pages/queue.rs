@@ -110,6 +110,8 @@ pub fn QueuePage() -> impl IntoView {
                             view! {
                                 <p class="count" data-testid="queue-count">{format!("{} reports", page.total)}
                                     {q.stuck_days.map(|n| format!(" stuck: open, no activity for {n} days"))}
+                                    " · "
+                                    <a href=format!("/settings/views?{}", failpass_shared::api::query::to_query_string(&[("address", format!("/queue?{}", with_param(&q.pairs(), "cursor", "")))])) data-testid="save-view">"Save this view"</a>
                                     " · export all: "
                                     <a href=export("csv") download data-testid="export-csv">"CSV"</a>" "
                                     <a href=export("json") download>"JSON"</a>" "

@@ -57,6 +57,39 @@ impl AccountStore for Engine {
         Ok(out)
     }
 
+    async fn saved_views(&self, user_id: i64) -> StorageResult<Vec<(i64, String, String)>> {
+        Ok(sqlx::query_as("SELECT id, name, address FROM saved_views WHERE user_id = $1 ORDER BY name")
+            .bind(user_id)
+            .fetch_all(&self.read)
+            .await?)
+    }
+
+    async fn save_view(&self, user_id: i64, name: &str, address: &str) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO saved_views (user_id, name, address, created_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, name) DO UPDATE SET address = excluded.address",
+        )
+        .bind(user_id)
+        .bind(name)
+        .bind(address)
+        .bind(common::now())
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
+    async fn forget_view(&self, user_id: i64, id: i64) -> StorageResult<()> {
+        let done = sqlx::query("DELETE FROM saved_views WHERE id = $1 AND user_id = $2")
+            .bind(id)
+            .bind(user_id)
+            .execute(&self.write)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StorageError::NotFound(format!("view {id}")));
+        }
+        Ok(())
+    }
+
     async fn remove_user(&self, name: &str) -> StorageResult<()> {
         let mut tx = self.write.begin().await?;
         let id: Option<i64> =
@@ -67,6 +100,7 @@ impl AccountStore for Engine {
         for sql in [
             "DELETE FROM sessions WHERE user_id = $1",
             "DELETE FROM memberships WHERE user_id = $1",
+            "DELETE FROM saved_views WHERE user_id = $1",
             "DELETE FROM api_tokens WHERE user_id = $1",
             "DELETE FROM users WHERE id = $1",
         ] {
