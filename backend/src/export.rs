@@ -226,7 +226,8 @@ pub async fn reports<W: AsyncWrite + Unpin>(
                             description: p.as_ref().and_then(|p| p.description.clone()),
                             public: p.as_ref().map(|p| p.public),
                             upstream_url: p.as_ref().and_then(|p| p.upstream_url.clone()),
-                            benchmark: None,
+                            // A benchmark stays one through an export and back.
+                            benchmark: p.as_ref().and_then(|p| p.benchmark.then_some(true)),
                         });
                         out.write_all(&json_line(&record)?).await?;
                     }

@@ -1187,7 +1187,10 @@ async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() 
         let wide = h.client.find(Locator::Css("[data-testid=queue-table] th.wide")).await.unwrap();
         assert!(!wide.is_displayed().await.unwrap(), "the widest columns wait at {width} px");
         h.client.find(Locator::Css(".all-columns summary")).await.unwrap().click().await.unwrap();
-        assert!(labels.is_displayed().await.unwrap() && wide.is_displayed().await.unwrap(), "opened, every column shows");
+        assert!(
+            labels.is_displayed().await.unwrap() && wide.is_displayed().await.unwrap(),
+            "opened, every column shows"
+        );
         h.screenshot(&format!("lead-stuck{suffix}.png")).await;
 
         // Its export holds the same reports, with the view's filters.

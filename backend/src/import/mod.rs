@@ -188,6 +188,10 @@ impl Gate {
                 if p.public.is_some_and(|public| public != existing.public) {
                     return Ok(Some(("public".into(), "only admins change a project's visibility".into())));
                 }
+                // The flag moves the project's backlog: an admin's, as on the set-up page.
+                if p.benchmark.is_some_and(|b| b != existing.benchmark) {
+                    return Ok(Some(("benchmark".into(), "only admins mark a project a benchmark, or not".into())));
+                }
                 self.allow(storage, Action::Import, &p.slug, missing_project(&p.slug)).await
             }
             ImportRecord::Agent(_) => Ok(Some((

@@ -322,14 +322,16 @@ async fn require_sign_in_shows_nothing_to_anonymous_callers_and_private_by_defau
     let r = dora
         .post(format!("{}/api/v1/import?format=ndjson", app.base))
         .header("content-type", "application/x-ndjson")
-        .body("{\"kind\":\"project\",\"slug\":\"quiet/lib\",\"public\":true}\n{\"kind\":\"project\",\"slug\":\"new/one\"}\n")
+        .body("{\"kind\":\"project\",\"slug\":\"quiet/lib\",\"public\":true}\n{\"kind\":\"project\",\"slug\":\"new/one\"}\n{\"kind\":\"project\",\"slug\":\"quiet/lib\",\"benchmark\":true}\n")
         .send()
         .await
         .unwrap();
     let summary: Value = r.json().await.unwrap();
-    assert_eq!(summary["rejected"], 2, "{summary}");
+    assert_eq!(summary["rejected"], 3, "{summary}");
     assert!(summary.to_string().contains("only admins change a project's visibility"), "{summary}");
+    assert!(summary.to_string().contains("only admins mark a project a benchmark"), "{summary}");
     assert_eq!(app.get("/api/v1/projects/quiet/lib").await.body["public"], false);
+    assert_eq!(app.get("/api/v1/projects/quiet/lib").await.body["benchmark"], false);
 }
 
 /// The attacks the issue replayed against `serve --demo`, each refused.

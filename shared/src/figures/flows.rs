@@ -177,6 +177,11 @@ impl FlowFacts {
     pub fn events(&self) -> Vec<(FlowKind, i64)> {
         use ReportStatus::*;
         let mut out = vec![(FlowKind::Reports, 0)];
+        // A benchmark's instance is a report, and no part of the team's flow:
+        // not filed into the intake, not a reproduction of it, not a backlog.
+        if self.benchmark {
+            return out;
+        }
         let filed = (self.filed_day != NO_DAY).then_some(self.filed_day);
         if let Some(d) = filed {
             out.push((FlowKind::Filed, d));
@@ -203,8 +208,6 @@ impl FlowFacts {
                     out.push((FlowKind::NotReproducedWeek, monday_of(d)));
                 }
             }
-            // A benchmark's instances wait for no maintainer.
-            New | InProgress | NeedsReview if self.benchmark => {}
             New | InProgress | NeedsReview => {
                 out.push((FlowKind::Backlog, 0));
                 // Its age is unknown without a filing day.

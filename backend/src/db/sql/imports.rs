@@ -129,6 +129,10 @@ impl ImportStore for Engine {
         let mut tx = self.write.begin().await?;
         let mut out = Vec::with_capacity(reqs.len());
         for req in reqs {
+            if req.benchmark.is_some() {
+                // The flag is read under the figures' lock (see `update_project`).
+                sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
+            }
             type Stored = (i64, String, Option<String>, bool, Option<String>, bool);
             let existing: Option<Stored> = sqlx::query_as(
                 "SELECT id, name, description, public, upstream_url, benchmark FROM projects WHERE slug = $1",
@@ -147,9 +151,6 @@ impl ImportStore for Engine {
                     if (&name, &description, public, &upstream, benchmark) == (&n, &d, p, &u, b) {
                         Outcome::Unchanged
                     } else {
-                        if benchmark != b {
-                            sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
-                        }
                         sqlx::query(
                             "UPDATE projects SET name = $1, description = $2, public = $3, upstream_url = $4, \
                              benchmark = $6 WHERE id = $5",
