@@ -100,6 +100,9 @@ pub trait AccountStore: Send + Sync {
     /// The projects a user is a member of.
     async fn memberships(&self, user_id: i64) -> StorageResult<Vec<Membership>>;
 
+    /// A project's members (by slug) with their roles, by name: one query.
+    async fn project_members(&self, project: &str) -> StorageResult<Vec<(String, ProjectRole)>>;
+
     /// A person's saved views as (id, name, address), by name.
     async fn saved_views(&self, user_id: i64) -> StorageResult<Vec<(i64, String, String)>>;
 

@@ -13,7 +13,6 @@ use serde::Deserialize;
 
 use super::AppState;
 use crate::auth::{Action, Viewer};
-use crate::db::accounts::Membership;
 use crate::error::{ApiError, ApiPath, ApiResult};
 
 /// The members form: a user's name and the role to give (`viewer` or `maintainer`).
@@ -26,13 +25,7 @@ pub struct MemberForm {
 
 /// The project's members, by name, with their roles.
 pub async fn members_of(state: &AppState, project: &str) -> ApiResult<Vec<(String, ProjectRole)>> {
-    let users = state.storage.list_users().await?;
-    Ok(users
-        .into_iter()
-        .filter_map(|(u, ms): (_, Vec<Membership>)| {
-            ms.into_iter().find(|m| m.project == project).map(|m| (u.name, m.role))
-        })
-        .collect())
+    Ok(state.storage.project_members(project).await?)
 }
 
 /// The set-up page's members panel: who, in which role, and (for those who

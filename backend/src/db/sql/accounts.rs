@@ -164,6 +164,17 @@ impl AccountStore for Engine {
             .collect()
     }
 
+    async fn project_members(&self, project: &str) -> StorageResult<Vec<(String, ProjectRole)>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id \
+             JOIN projects p ON p.id = m.project_id WHERE p.slug = $1 ORDER BY u.name",
+        )
+        .bind(project)
+        .fetch_all(&self.read)
+        .await?;
+        rows.into_iter().map(|(name, role)| Ok((name, parse_role(&role)?))).collect()
+    }
+
     async fn load_session(
         &self,
         id_hash: &str,
