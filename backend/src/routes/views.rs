@@ -48,7 +48,7 @@ fn person(viewer: &Viewer) -> Result<i64, Box<Response>> {
 }
 
 /// An address of the dashboard, or what is wrong with it.
-fn check_address(address: &str) -> Result<&str, String> {
+fn check_address(address: &str) -> Result<(), String> {
     let address = address.trim();
     let path = address.split('?').next().unwrap_or_default();
     if address.len() > 2000 || address.chars().any(char::is_control) || !PAGES.contains(&path) {
@@ -57,7 +57,7 @@ fn check_address(address: &str) -> Result<&str, String> {
             PAGES.join(", ")
         ));
     }
-    Ok(address)
+    Ok(())
 }
 
 /// `GET /settings/views`

@@ -3,24 +3,25 @@
 //! from the same rows as `GET /api/v1/figures` (the rate, the costs) and
 //! `GET /api/v1/throughput` (time to reproduction).
 
-use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::api::figures::{FigureRow, FiguresQuery};
 use failpass_shared::api::reports::Dated;
 use failpass_shared::format::{hours, interval, percent, spend_detail, success_cost_detail, thousands, usd};
 use failpass_shared::model::Goal;
 
-use super::{flow_counts, rows_of};
+use super::flow_counts;
 use crate::db::{ProjectScope, Storage};
 use crate::error::ApiResult;
 
-/// The cards for `query` (its period already made days), at `now`; empty
-/// when no report is in the view.
+/// The cards for `query` (its period already made days) from its figure
+/// row `total` (none: no report is in the view, and the cards are empty), at `now`.
 pub async fn cards(
     storage: &dyn Storage,
     scope: &ProjectScope,
     query: &FiguresQuery,
+    total: Option<&FigureRow>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<String> {
-    let Some(t) = rows_of(storage, scope, query).await?.into_iter().next() else {
+    let Some(t) = total else {
         return Ok(String::new());
     };
     let counts = flow_counts(storage, scope, &query.filter, &failpass_shared::figures::throughput_read()).await?;

@@ -69,7 +69,8 @@ pub async fn glance<'a>(
         (cards_q.filter.since, cards_q.filter.until) = (Some(from), Some(to));
         debug_assert_eq!(p.days(today), (from, to));
     }
-    let cards = super::cards::cards(storage, scope, &cards_q, now).await?;
+    let cards_total = rows_of(storage, scope, &cards_q).await?.into_iter().next();
+    let cards = super::cards::cards(storage, scope, &cards_q, cards_total.as_ref(), now).await?;
     // The period as days, so every count below is of the same days, at `now`.
     let windowed = ReportFilter { since: Some(from), until: Some(to), period: None, ..filter.clone() };
     // The page's own filters, window included, for its downloads.
@@ -87,7 +88,9 @@ pub async fn glance<'a>(
     // The same ideas by filing date: the reports filed in the period, as the
     // Overview's cards count them under the same window.
     let cohort_q = FiguresQuery { filter: windowed.clone(), ..Default::default() };
-    let cohort = rows_of(storage, scope, &cohort_q).await?.into_iter().next();
+    // Under the same period (the usual Overview) the cards' row is this one: read once.
+    let cohort =
+        if cohort_q == cards_q { cards_total } else { rows_of(storage, scope, &cohort_q).await?.into_iter().next() };
     let cohort_flows = flow_counts(storage, scope, &windowed, &failpass_shared::figures::cohort_read()).await?;
     let by_filing = failpass_shared::api::figures::FiledCohort {
         reproduced: cohort.as_ref().map_or(0, |r| r.reports_reproduced),
