@@ -24,8 +24,12 @@ pub async fn serve_site(uri: Uri) -> Response {
     if last.contains('.') {
         return (StatusCode::NOT_FOUND, "not found").into_response();
     }
+    // The shell takes this request's header (the one every page shares).
     match Site::get("index.html") {
-        Some(index) => file_response("index.html", index),
+        Some(index) => {
+            let html = crate::routes::frame::shell(&String::from_utf8_lossy(&index.data));
+            ([(header::CACHE_CONTROL, "no-store")], Html(html)).into_response()
+        }
         None => Html(NOT_BUILT).into_response(),
     }
 }

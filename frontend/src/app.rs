@@ -1,8 +1,7 @@
-//! Routes and the page frame.
+//! Routes, and keeping the server's header in step with the address.
 
 use leptos::prelude::*;
 
-use crate::components::figures::SHARED_FILTERS;
 use crate::me::MeSignal;
 use crate::pages::cost::CostPage;
 use crate::pages::oracles::OraclesPage;
@@ -12,16 +11,8 @@ use crate::pages::regimes::RegimesPage;
 use crate::pages::report::ReportPage;
 use crate::pages::runners::RunnersPage;
 use crate::router::{provide_router, use_path, use_query};
-
-/// Each page, and which of the shared filters it understands (and so keeps).
-const NAV: &[(&str, &str, &[&str])] = &[
-    ("/", "Overview", SHARED_FILTERS),
-    ("/queue", "Triage queue", crate::components::figures::QUEUE_FILTERS),
-    ("/regimes", "Regimes", SHARED_FILTERS),
-    ("/cost", "Cost & time", SHARED_FILTERS),
-    ("/oracles", "Oracles", &["project"]),
-    ("/runners", "Runners", &[]),
-];
+use failpass_shared::nav;
+use wasm_bindgen::JsCast;
 
 #[component]
 pub fn App() -> impl IntoView {
@@ -35,81 +26,45 @@ pub fn App() -> impl IntoView {
             me.set(m);
         }
     });
-    // The filters pages share travel with the navigation links, so a team
-    // lead who picked a project and a window keeps them page to page.
-    let carried = move |keys: &[&str]| {
-        query.with(|q| {
-            let kept: Vec<(&str, String)> =
-                q.iter().filter(|(k, _)| keys.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.clone())).collect();
-            failpass_shared::api::query::to_query_string(&kept)
-        })
-    };
-    // The tab says which page this is (history and bookmarks too).
+    // The header is the server's (the same on every page); as the address
+    // changes here, its page links keep the filters their page understands
+    // (a team lead's project and window travel page to page), the current
+    // one is marked, and the tab is named after it.
     Effect::new(move |_| {
-        let title = path.with(|p| {
-            NAV.iter()
-                .find(|(href, _, _)| href == p)
-                .map(|(_, label, _)| *label)
-                .or_else(|| p.starts_with("/reports/").then_some("Report"))
-                .unwrap_or("Not found")
-        });
-        if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
-            doc.set_title(&format!("{title} · failpass"));
-        }
-    });
-    let page = move || {
         let p = path.get();
-        match p.as_str() {
-            "/" => OverviewPage().into_any(),
-            "/queue" => QueuePage().into_any(),
-            "/regimes" => RegimesPage().into_any(),
-            "/cost" => CostPage().into_any(),
-            "/oracles" => OraclesPage().into_any(),
-            "/runners" => RunnersPage().into_any(),
-            p if p.starts_with("/reports/") => ReportPage().into_any(),
-            _ => NotFound().into_any(),
+        let q = query.get();
+        let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+        let mut title = "Not found".to_owned();
+        if let Ok(links) = doc.query_selector_all(".topbar a[data-page]") {
+            for i in 0..links.length() {
+                let Some(a) = links.item(i).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) else { continue };
+                let page = a.get_attribute("data-page").unwrap_or_default();
+                let keep = a.get_attribute("data-keep").unwrap_or_default();
+                let _ = a.set_attribute("href", &nav::link(&page, &keep, &q));
+                if nav::is_current(&page, &p) {
+                    let _ = a.set_attribute("aria-current", "page");
+                    title =
+                        if p.starts_with("/reports/") { "Report".into() } else { a.text_content().unwrap_or_default() };
+                } else {
+                    let _ = a.remove_attribute("aria-current");
+                }
+            }
         }
-    };
-    view! {
-        <a class="skip-link" href="#main">"Skip to content"</a>
-        <header class="topbar">
-            <a class="brand" href="/">"failpass"</a>
-            <nav class="nav" aria-label="Main">
-                {NAV
-                    .iter()
-                    .map(|&(href, label, keys)| {
-                        let current = move || {
-                            path.with(|p| p == href || (href == "/queue" && p.starts_with("/reports/")))
-                        };
-                        let link = move || {
-                            let q = carried(keys);
-                            if q.is_empty() { href.to_owned() } else { format!("{href}?{q}") }
-                        };
-                        view! {
-                            <a href=link aria-current=move || current().then_some("page")>{label}</a>
-                        }
-                    })
-                    .collect_view()}
-            </nav>
-            <div class="account">
-                <a href="/status" data-testid="status-link">"Status pages"</a>
-                <a href="/docs/api" data-testid="api-link">"API"</a>
-                {move || me.with(|m| match &m.user {
-                    Some(name) => view! {
-                        <span class="account-name" data-testid="signed-in-as">{name.clone()}{m.admin.then_some(" (admin)")}</span>
-                        {m.maintains_any().then(|| view! {
-                            <a href="/inbox" data-testid="inbox-link">"Inbox " <span class="badge" data-testid="inbox-count">{m.inbox}</span></a>
-                            <a href="/settings/projects" data-testid="setup-link">"Set-up"</a>
-                        })}
-                        <form class="inline" method="post" action="/signout"><button class="link-button" type="submit">"Sign out"</button></form>
-                    }.into_any(),
-                    None => view! {
-                        <a data-testid="sign-in" href=move || format!("/signin?{}", failpass_shared::api::query::to_query_string(&[("next", path.get())]))>"Sign in"</a>
-                    }.into_any(),
-                })}
-            </div>
-        </header>
-        <main class="page" id="main" tabindex="-1">{page}</main>
+        if let Ok(Some(a)) = doc.query_selector(".topbar [data-testid=sign-in]") {
+            let next = failpass_shared::api::query::to_query_string(&[("next", p.clone())]);
+            let _ = a.set_attribute("href", &format!("/signin?{next}"));
+        }
+        doc.set_title(&format!("{title} · failpass"));
+    });
+    move || match path.get().as_str() {
+        "/" => OverviewPage().into_any(),
+        "/queue" => QueuePage().into_any(),
+        "/regimes" => RegimesPage().into_any(),
+        "/cost" => CostPage().into_any(),
+        "/oracles" => OraclesPage().into_any(),
+        "/runners" => RunnersPage().into_any(),
+        p if p.starts_with("/reports/") => ReportPage().into_any(),
+        _ => NotFound().into_any(),
     }
 }
 

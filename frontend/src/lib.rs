@@ -8,6 +8,7 @@ mod me;
 mod pages;
 mod router;
 
+use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 #[wasm_bindgen(start)]
@@ -16,8 +17,12 @@ pub fn start() {
     // a panic without running any hook: the hook is only for other builds.
     #[cfg(not(erase_components))]
     console_error_panic_hook::set_once();
-    if let Some(boot) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("boot")) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    if let Some(boot) = doc.get_element_by_id("boot") {
         boot.remove();
     }
-    leptos::mount::mount_to_body(app::App);
+    // The page's body goes into the shell's <main>, under the server's header.
+    if let Some(main) = doc.get_element_by_id("main").and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok()) {
+        leptos::mount::mount_to(main, app::App).forget();
+    }
 }

@@ -13,6 +13,7 @@ pub mod grading;
 pub mod hash;
 pub mod highlight;
 pub mod model;
+pub mod nav;
 pub mod routing;
 pub mod time;
 pub mod trajectory;

@@ -11,6 +11,9 @@ use failpass_shared::model::{ProjectRole, TokenScope};
 
 use super::StorageResult;
 
+/// Page loads further apart than this many minutes are two visits.
+pub const VISIT_GAP_MINUTES: i64 = 30;
+
 /// A user as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRecord {
@@ -102,6 +105,15 @@ pub trait AccountStore: Send + Sync {
 
     /// A project's members (by slug) with their roles, by name: one query.
     async fn project_members(&self, project: &str) -> StorageResult<Vec<(String, ProjectRole)>>;
+
+    /// Notes that user `id` loaded a page at `now`: a load 30 minutes or
+    /// more after their last one starts a new visit, and the old visit's
+    /// last load becomes their previous visit (`previous_visit`). Loads
+    /// within a minute of the last are not written again.
+    async fn note_visit(&self, id: i64, now: DateTime<Utc>) -> StorageResult<()>;
+
+    /// When user `id`'s visit before this one ended (`None`: no earlier visit).
+    async fn previous_visit(&self, id: i64) -> StorageResult<Option<DateTime<Utc>>>;
 
     /// A person's saved views as (id, name, address), by name.
     async fn saved_views(&self, user_id: i64) -> StorageResult<Vec<(i64, String, String)>>;

@@ -60,7 +60,7 @@ where
 pub async fn reports(State(state): State<AppState>, viewer: Viewer, query: QueryPairs) -> ApiResult<Response> {
     let (format, rest) = split_format(&query)?;
     let mut q = ReportListQuery::from_pairs(rest)?;
-    super::reports::mine(&viewer, &mut q)?;
+    super::reports::mine(&state, &viewer, &mut q).await?;
     let scope = viewer.scope();
     crate::summaries::known_project(state.storage.as_ref(), &scope, q.filter.project.as_deref()).await?;
     stream(format, "failpass-reports", move |mut w| async move {

@@ -201,7 +201,7 @@ fn item(d: &AttemptDetail, r: &failpass_shared::api::reports::Report, first: boo
             }
             details open[first] {
                 summary { "The report's text" }
-                div.report-body data-testid="inbox-report" { (maud::PreEscaped(crate::markdown::render(&r.body))) }
+                div.report-body.markdown data-testid="inbox-report" { (maud::PreEscaped(crate::markdown::render(&r.body))) }
             }
         }
     }

@@ -16,6 +16,7 @@ pub(crate) mod environments;
 pub(crate) mod export;
 pub(crate) mod facets;
 pub(crate) mod figures;
+pub(crate) mod frame;
 pub mod health;
 pub(crate) mod hooks;
 pub(crate) mod import;
@@ -198,6 +199,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .route("/api/{*rest}", any(api_not_found))
         .fallback(site_or_405)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), frame::header_frame))
         .with_state(state);
     (router, r.registered)
 }

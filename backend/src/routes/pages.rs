@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use failpass_shared::api::session::Me;
 use failpass_shared::model::TokenScope;
-use maud::{DOCTYPE, Markup, html};
+use maud::{Markup, html};
 use serde::Deserialize;
 use tower_sessions::Session;
 
@@ -27,12 +27,7 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
     responses((status = 200, description = "Who you are.", body = failpass_shared::api::session::Me))
 )]
 pub async fn session(State(state): State<AppState>, viewer: Viewer) -> ApiResult<ApiJson<Me>> {
-    let mut me = viewer.me(state.security.require_sign_in);
-    if me.user.is_some() && me.maintains_any() {
-        let scope = viewer.scope_for(crate::auth::Action::Review);
-        me.inbox = state.storage.awaiting_review(&scope, 0).await?.0;
-    }
-    Ok(ApiJson(me))
+    Ok(ApiJson(super::frame::viewer_me(&state, &viewer).await))
 }
 
 /// Where an anonymous visitor of `path` is sent: the sign-in page, then back.
@@ -56,52 +51,7 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-/// The frame every account page shares: the dashboard's top bar and styles.
-pub(crate) fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
-    let me = viewer.me(false);
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · failpass" }
-                link rel="stylesheet" href="/style.css";
-            }
-            body {
-                header.topbar {
-                    a.brand href="/" { "failpass" }
-                    nav.nav aria-label="Main" {
-                        a href="/" { "Dashboard" }
-                        @if me.maintains_any() {
-                            a href="/inbox" data-testid="inbox-link" { "Review inbox" }
-                            a href="/settings/projects" { "Set-up" } a href="/settings/tokens" { "Tokens" }
-                        }
-                        @if me.admin { a href="/settings/hooks" { "Webhooks" } a href="/settings/users" { "Accounts" } }
-                    }
-                    div.account {
-                        @if let Some(user) = &me.user {
-                            span.account-name data-testid="signed-in-as" { (user) @if me.admin { " (admin)" } }
-                            form.inline method="post" action="/signout" { button.link-button type="submit" { "Sign out" } }
-                        } @else {
-                            a href="/signin" { "Sign in" }
-                        }
-                    }
-                }
-                main.page #main { (body) }
-            }
-        }
-    }
-}
-
-pub(crate) fn page(status: StatusCode, title: &str, viewer: &Viewer, body: Markup) -> Response {
-    (
-        status,
-        [(axum::http::header::CACHE_CONTROL, "no-store")],
-        axum::response::Html(layout(title, viewer, body).into_string()),
-    )
-        .into_response()
-}
+pub(crate) use super::frame::page;
 
 /// A page the signed-in viewer may not use: why, as a page (not JSON).
 pub fn refused(viewer: &Viewer, error: &ApiError) -> Response {

@@ -3,12 +3,12 @@ use axum::http::StatusCode;
 use failpass_shared::api::Page;
 use failpass_shared::api::query::FieldError;
 use failpass_shared::api::reports::{
-    AssignRequest, CommentRequest, CorrectRouteRequest, CreateReportRequest, Report, ReportListQuery, ReportSummary,
-    RouteCorrection, SetStatusRequest,
+    Arrived, AssignRequest, CommentRequest, CorrectRouteRequest, CreateReportRequest, Report, ReportListQuery,
+    ReportSummary, RouteCorrection, SetStatusRequest,
 };
 
 use super::AppState;
-use crate::auth::{Action, Viewer};
+use crate::auth::{Action, Principal, Viewer};
 use crate::db::NewReport;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, QueryPairs};
 
@@ -24,14 +24,14 @@ pub async fn list_reports(
     query: QueryPairs,
 ) -> ApiResult<ApiJson<Page<ReportSummary>>> {
     let mut query = ReportListQuery::from_pairs(query.iter())?;
-    mine(&viewer, &mut query)?;
+    mine(&state, &viewer, &mut query).await?;
     crate::summaries::known_project(state.storage.as_ref(), &viewer.scope(), query.filter.project.as_deref()).await?;
     Ok(ApiJson(state.storage.list_reports(&query, &viewer.scope()).await?))
 }
 
 /// `assignee=me` is the caller: their name, or a refusal naming the field
 /// for a caller who is no member (anonymous, or a project token).
-pub(crate) fn mine(viewer: &Viewer, q: &mut ReportListQuery) -> ApiResult<()> {
+pub(crate) async fn mine(state: &AppState, viewer: &Viewer, q: &mut ReportListQuery) -> ApiResult<()> {
     if q.assignee.as_deref() == Some("me") {
         match viewer.me(false).user {
             Some(name) => q.assignee = Some(name),
@@ -41,6 +41,16 @@ pub(crate) fn mine(viewer: &Viewer, q: &mut ReportListQuery) -> ApiResult<()> {
                 ));
             }
         }
+    }
+    // `arrived=visit`: after the reader's previous visit ended (every report
+    // on a first visit); `24h`: the storage reads it as the last 24 hours.
+    if q.arrived == Some(Arrived::Visit) {
+        let Principal::User { id, .. } = &viewer.principal else {
+            return Err(ApiError::BadRequest(
+                "arrived: `visit` is since your last visit, so it needs you signed in; or use `24h`".into(),
+            ));
+        };
+        q.arrived_after = Some(state.storage.previous_visit(*id).await?.unwrap_or(chrono::DateTime::UNIX_EPOCH));
     }
     Ok(())
 }

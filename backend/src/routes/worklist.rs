@@ -35,7 +35,7 @@ pub async fn report_table(
     query: QueryPairs,
 ) -> ApiResult<ApiJson<WorkList>> {
     let mut query = ReportListQuery::from_pairs(query.iter())?;
-    super::reports::mine(&viewer, &mut query)?;
+    super::reports::mine(&state, &viewer, &mut query).await?;
     let scope = viewer.scope();
     crate::summaries::known_project(state.storage.as_ref(), &scope, query.filter.project.as_deref()).await?;
     let page = state.storage.list_reports(&query, &scope).await?;

@@ -201,7 +201,7 @@ pub async fn sign_in(base: &str, name: &str, password: &str) -> String {
     cookie.split(';').next().unwrap().to_owned()
 }
 
-async fn make_user(s: &dyn Storage, name: &str, password: &str, admin: bool, role: Option<(&str, ProjectRole)>) {
+pub async fn make_user(s: &dyn Storage, name: &str, password: &str, admin: bool, role: Option<(&str, ProjectRole)>) {
     s.create_user(name, &failpass::auth::password::hash(password).await.unwrap(), admin).await.unwrap();
     if let Some((project, role)) = role {
         s.set_membership(name, project, Some(role)).await.unwrap();

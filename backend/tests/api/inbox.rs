@@ -162,3 +162,90 @@ async fn comments_read_as_markdown_and_the_no_script_page_has_links() {
     assert!(page.contains("<noscript>") && page.contains(r#"<a href="/status">"#), "{page}");
     assert!(!page.contains(r#"<div id="boot" class="boot">Loading"#), "no stuck loading line without a script");
 }
+
+/// `arrived=24h` and `arrived=visit` (item 2): what is new to the reader. A
+/// visit is a run of page loads less than 30 minutes apart; "since my last
+/// visit" is after the previous run's last load.
+#[tokio::test]
+async fn the_queue_shows_what_arrived_in_a_day_or_since_my_last_visit() {
+    use failpass_shared::model::ProjectRole;
+    let app = spawn_app().await;
+    app.project("o/n").await;
+    let old = app.report(json!({"project": "o/n", "external_id": "1", "title": "three days old"})).await;
+    let hours = app.report(json!({"project": "o/n", "external_id": "2", "title": "two hours old"})).await;
+    let fresh = app.report(json!({"project": "o/n", "external_id": "3", "title": "just now"})).await;
+    let db = sqlx::SqlitePool::connect(&app.data_dir().join("failpass.db").to_string_lossy()).await.unwrap();
+    let now = chrono::Utc::now();
+    for (id, ago) in [(old, chrono::Duration::days(3)), (hours, chrono::Duration::hours(2))] {
+        sqlx::query("UPDATE reports SET created_at = $1 WHERE id = $2")
+            .bind(now - ago)
+            .bind(id)
+            .execute(&db)
+            .await
+            .unwrap();
+    }
+    let ids = |v: Value| {
+        let mut ids: Vec<i64> = v["items"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(app.get("/api/v1/reports?arrived=24h").await.body), [hours, fresh]);
+
+    crate::access::make_user(
+        app.storage.as_ref(),
+        "mia",
+        "a long password 1",
+        false,
+        Some(("o/n", ProjectRole::Maintainer)),
+    )
+    .await;
+    let cookie = crate::access::sign_in(&app.base, "mia", "a long password 1").await;
+    let browser = reqwest::Client::new();
+    let get = |path: &str| browser.get(format!("{}{path}", app.base)).header("cookie", &cookie).send();
+    let visit = || async { ids(get("/api/v1/reports?arrived=visit").await.unwrap().json::<Value>().await.unwrap()) };
+    // A first visit: every report is new.
+    assert_eq!(get("/queue").await.unwrap().status(), 200);
+    assert_eq!(visit().await, [old, hours, fresh]);
+    // Her last page load was three hours ago: this load starts a new visit,
+    // and what arrived since the last one ended is new.
+    sqlx::query("UPDATE users SET last_seen_at = $1 WHERE name = 'mia'")
+        .bind(now - chrono::Duration::hours(3))
+        .execute(&db)
+        .await
+        .unwrap();
+    assert_eq!(get("/queue?arrived=visit").await.unwrap().status(), 200);
+    assert_eq!(visit().await, [hours, fresh]);
+    // More loads within the visit change nothing.
+    assert_eq!(get("/").await.unwrap().status(), 200);
+    assert_eq!(visit().await, [hours, fresh]);
+
+    // Wrong input, named.
+    let anon = app.anon.get(format!("{}/api/v1/reports?arrived=visit", app.base)).send().await.unwrap();
+    assert_eq!(anon.status(), 400);
+    assert!(anon.text().await.unwrap().contains("arrived: `visit` is since your last visit"));
+    let bad = app.get("/api/v1/reports?arrived=week").await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body["message"].as_str().unwrap().starts_with("arrived: "), "{}", bad.body);
+}
+
+/// The visit bookkeeping on both engines: a load 30 minutes after the last
+/// starts a visit, and the last one's end becomes the previous visit.
+#[tokio::test]
+async fn visits_are_runs_of_page_loads_on_both_engines() {
+    crate::helpers::run_storage_test(|s| async move {
+        let user = s.create_user("mia", "x", false).await.unwrap();
+        let t0 = chrono::DateTime::parse_from_rfc3339("2026-03-18T09:00:00Z").unwrap().to_utc();
+        let at = |m: i64| t0 + chrono::Duration::minutes(m);
+        s.note_visit(user.id, at(0)).await.unwrap();
+        assert_eq!(s.previous_visit(user.id).await.unwrap(), None, "a first visit has none before it");
+        s.note_visit(user.id, at(20)).await.unwrap();
+        s.note_visit(user.id, at(45)).await.unwrap();
+        assert_eq!(s.previous_visit(user.id).await.unwrap(), None, "loads 20 and 25 minutes apart are one visit");
+        s.note_visit(user.id, at(45) + chrono::Duration::seconds(30)).await.unwrap();
+        s.note_visit(user.id, at(120)).await.unwrap();
+        assert_eq!(s.previous_visit(user.id).await.unwrap(), Some(at(45)), "a load within the minute is not written");
+        s.note_visit(user.id, at(130)).await.unwrap();
+        assert_eq!(s.previous_visit(user.id).await.unwrap(), Some(at(45)));
+    })
+    .await;
+}

@@ -9,6 +9,7 @@ mod charts;
 mod escape;
 mod export;
 mod figures;
+mod frame;
 mod health;
 mod helpers;
 mod hooks;

@@ -12,13 +12,7 @@ use crate::components::filters::FilterBar;
 use crate::components::{Empty, ErrorPanel, Loading};
 use crate::router::query_pairs;
 
-/// The filters the figure pages share, kept in the address and carried by
-/// the navigation links.
-pub const SHARED_FILTERS: &[&str] =
-    &["project", "since", "until", "period", "dated", "route", "agent", "model", "label", "goal"];
-
-/// The shared filters the queue understands: all but the goal (last).
-pub const QUEUE_FILTERS: &[&str] = SHARED_FILTERS.split_at(SHARED_FILTERS.len() - 1).0;
+pub use failpass_shared::nav::SHARED_FILTERS;
 
 /// The figures query the address asks for (its shared filters only).
 pub fn figures_query(pairs: &[(String, String)]) -> Result<FiguresQuery, ClientError> {
@@ -37,7 +31,7 @@ pub fn chart_width(preferred: u32) -> u32 {
     let viewport = web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|v| v.as_f64()).unwrap_or(1280.0);
     let content = (viewport as u32).min(1200).saturating_sub(32);
     let card = if preferred < 700 && content >= 976 { (content - 16) / 2 } else { content };
-    card.saturating_sub(26).clamp(280, 1600)
+    card.saturating_sub(40).clamp(280, 1600)
 }
 
 /// The address of chart `name` as the server draws it (`GET

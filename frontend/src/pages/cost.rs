@@ -122,10 +122,10 @@ fn body(v: Views) -> Option<AnyView> {
             </table>
         </Figure>
         <div class="chart-pair">
-            <Figure testid="chart-spend" chart=chart("spend", None, GroupBy::Week, 900)
+            <Figure testid="chart-spend" chart=chart("spend", None, GroupBy::Week, 560)
                 caption=spend_caption>
             </Figure>
-            <Figure testid="chart-spend-month" chart=chart("spend", None, GroupBy::Month, 900)
+            <Figure testid="chart-spend-month" chart=chart("spend", None, GroupBy::Month, 560)
                 caption="Spend on attempts started each month (bars), and in all (line).">
             </Figure>
         </div>

@@ -59,6 +59,7 @@ pub fn QueuePage() -> impl IntoView {
                 {choice("Status", "status", "Any", options(["open"].into_iter().chain(ReportStatus::ALL.iter().map(|r| r.as_str()))), pairs, go_status)}
                 {choice("Best verdict", "verdict", "Any", options(Verdict::ALL.iter().map(|r| r.as_str())), pairs, go_verdict)}
                 {choice("Assignee", "assignee", "Anyone", vec![("me".into(), "assigned to me".into()), ("none".into(), "unassigned".into())], pairs, go)}
+                {choice("Arrived", "arrived", "Any time", vec![("24h".into(), "in the last 24 hours".into()), ("visit".into(), "since my last visit".into())], pairs, go)}
                 <label class="field">
                     <span>"Sort by"</span>
                     <select data-testid="sort" on:change=move |ev| go_sort("sort", event_target_value(&ev))>

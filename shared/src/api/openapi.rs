@@ -128,6 +128,11 @@ impl IntoParams for ReportListQuery {
                     .into(),
                 "Reports assigned to this member; `me` for the caller (signed in), `none` for unassigned ones.",
             ),
+            query(
+                "arrived",
+                crate::api::reports::Arrived::schema(),
+                "Reports new to you: arrived in failpass in the last 24 hours (`24h`), or since your last visit ended (`visit`: signed in; a visit ends after 30 minutes without a page load).",
+            ),
         ]);
         out.push(query("sort", ReportSort::schema(), "Order by this; ties break on id. Default `filed_at`."));
         out.push(query("order", Order::schema(), "Default `desc`."));

@@ -4,6 +4,7 @@
 use crate::db::accounts::*;
 use crate::db::{StorageError, common};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 use super::{Db, Engine};
 use crate::db::StorageResult;
@@ -62,6 +63,30 @@ impl AccountStore for Engine {
             .bind(user_id)
             .fetch_all(&self.read)
             .await?)
+    }
+
+    async fn note_visit(&self, id: i64, now: DateTime<Utc>) -> StorageResult<()> {
+        sqlx::query(
+            "UPDATE users SET \
+               previous_visit_at = CASE WHEN last_seen_at < $2 THEN last_seen_at ELSE previous_visit_at END, \
+               last_seen_at = $3 \
+             WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < $4)",
+        )
+        .bind(id)
+        .bind(now - chrono::Duration::minutes(VISIT_GAP_MINUTES))
+        .bind(now)
+        .bind(now - chrono::Duration::minutes(1))
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
+    async fn previous_visit(&self, id: i64) -> StorageResult<Option<DateTime<Utc>>> {
+        let row: Option<(Option<DateTime<Utc>>,)> = sqlx::query_as("SELECT previous_visit_at FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(row.and_then(|r| r.0))
     }
 
     async fn save_view(&self, user_id: i64, name: &str, address: &str) -> StorageResult<()> {

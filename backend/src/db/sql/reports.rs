@@ -487,6 +487,15 @@ impl Engine {
                 qb.push(" AND r.assignee = ").push_bind(name.to_owned());
             }
         }
+        // New to the reader: arrived after their last visit (as the route
+        // worked it out), or in the last 24 hours.
+        let arrived_after = query.arrived_after.or_else(|| {
+            (query.arrived == Some(failpass_shared::api::reports::Arrived::Day))
+                .then(|| common::now() - chrono::Duration::hours(24))
+        });
+        if let Some(t) = arrived_after {
+            qb.push(" AND r.created_at > ").push_bind(t);
+        }
         if let Some(days) = query.stuck_days {
             let cutoff = common::now() - chrono::Duration::days(i64::from(days));
             // SQLite's `+r.status`: the sort's index serves the page, where the

@@ -329,6 +329,15 @@ impl Default for Order {
     }
 }
 
+crate::model::string_enum!(
+    /// Which reports are new to the reader: arrived in failpass in the last
+    /// 24 hours, or since their last visit ended.
+    Arrived, "arrived" {
+        Day => "24h",
+        Visit => "visit",
+    }
+);
+
 /// `GET /api/v1/reports` parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -343,6 +352,12 @@ pub struct ReportListQuery {
     pub stuck_days: Option<u32>,
     /// Reports assigned to this member; `me` is the caller, `none` nobody.
     pub assignee: Option<String>,
+    /// Reports new to the reader (`24h`, or since their last `visit`).
+    pub arrived: Option<Arrived>,
+    /// The time `arrived` stands for, as the server works it out: reports
+    /// that arrived after it (never read from an address).
+    #[serde(skip)]
+    pub arrived_after: Option<chrono::DateTime<chrono::Utc>>,
     pub sort: ReportSort,
     pub order: Order,
     pub limit: u32,
@@ -357,6 +372,8 @@ impl Default for ReportListQuery {
             model: None,
             stuck_days: None,
             assignee: None,
+            arrived: None,
+            arrived_after: None,
             sort: ReportSort::default(),
             order: Order::default(),
             limit: DEFAULT_LIMIT,
@@ -386,6 +403,7 @@ impl ReportListQuery {
                 "agent" => q.agent = val.map(str::to_owned),
                 "model" => q.model = val.map(str::to_owned),
                 "assignee" => q.assignee = val.map(|v| v.trim().to_owned()),
+                "arrived" => q.arrived = val.map(|v| parse_field(k, v)).transpose()?,
                 "stuck_days" => {
                     q.stuck_days = val
                         .map(|v| {
@@ -399,7 +417,7 @@ impl ReportListQuery {
                     return Err(unknown_parameter(
                         k,
                         &format!(
-                            "{}, agent, model, stuck_days, assignee, sort, order, limit, cursor",
+                            "{}, agent, model, stuck_days, assignee, arrived, sort, order, limit, cursor",
                             ReportFilter::PARAMETERS
                         ),
                     ));
@@ -422,6 +440,9 @@ impl ReportListQuery {
         }
         if let Some(v) = &self.assignee {
             out.push(("assignee", v.clone()));
+        }
+        if let Some(v) = self.arrived {
+            out.push(("arrived", v.as_str().to_owned()));
         }
         if self.sort != ReportSort::default() {
             out.push(("sort", self.sort.as_str().to_owned()));
