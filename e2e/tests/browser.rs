@@ -23,6 +23,8 @@ mod chrome;
 mod inbox;
 #[path = "browser/routing.rs"]
 mod routing;
+#[path = "browser/walk.rs"]
+mod walk;
 
 /// One browser at a time: two cores do not carry more.
 static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -235,6 +237,13 @@ impl Harness {
             .unwrap()
             .as_i64()
             .unwrap_or(0)
+    }
+
+    /// What `e2e/layout_check.js` finds on the page: controls off-screen,
+    /// text under 12 px, a page wider than the window. One line each.
+    async fn layout_problems(&self) -> Vec<String> {
+        let found = self.client.execute(include_str!("../layout_check.js"), vec![]).await.unwrap();
+        serde_json::from_value(found).unwrap()
     }
 
     async fn screenshot(&self, name: &str) {
@@ -919,7 +928,7 @@ async fn a_maintainer_closes_a_duplicate_assigns_and_comments_from_the_report_pa
         let refine = h.client.wait().for_element(Locator::Css("[data-testid=refine]")).await.unwrap();
         h.until("the environments check", || async {
             refine.attr("disabled").await.unwrap().is_some()
-                && refine.attr("title").await.unwrap().unwrap_or_default().contains("no buggy and fixed environment")
+                && h.text("actions-why").await.contains("no buggy and fixed environment")
         })
         .await;
         let rerun = h.client.find(Locator::Css("[data-testid=rerun-failed]")).await.unwrap();
@@ -1327,7 +1336,6 @@ async fn a_maintainer_walks_the_morning_end_to_end() {
         let id = hyp.items[0].id;
         c.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
         click(&c, "[data-testid=write-oracle] a").await;
-        click(&c, "[data-testid=oracle-start]").await;
         type_into(
             &c,
             "[data-testid=oracle-script]",
@@ -1394,9 +1402,9 @@ async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
         let id = list["items"][0]["id"].as_i64().expect("the demo has a hypothesis report in fastnum");
         h.client.goto(&format!("{}/reports/{id}", h.base)).await.unwrap();
         h.client.wait().for_element(Locator::Css("[data-testid=write-oracle] a")).await.unwrap().click().await.unwrap();
-        // Opening the page starts nothing; "Start writing" starts the clock.
-        h.client.wait().for_element(Locator::Css("[data-testid=oracle-start]")).await.unwrap().click().await.unwrap();
-        assert!(h.text("oracle-clock").await.ends_with("(running)"));
+        // The form is there at once, beside the report's text; the first try starts the clock.
+        assert!(!h.text("oracle-report").await.trim().is_empty(), "the report in view");
+        assert!(h.client.find(Locator::Css("[data-testid=oracle-clock]")).await.is_err(), "no draft until a try");
         let validate = |script: &'static str| {
             let c = h.client.clone();
             async move {
@@ -1422,6 +1430,7 @@ async fn a_maintainer_writes_and_validates_an_oracle_for_a_hypothesis_report() {
         settled(&h).await;
         assert!(h.text("oracle-result").await.contains("Last validation: not reproduced"));
         assert_eq!(h.text("oracle-tries").await, "1");
+        assert!(h.text("oracle-clock").await.ends_with("(running)"));
         // The real one: 0.3.0 averages over the wrong axis.
         validate(
             "import fastnum\n\nm = fastnum.mean([[1, 2, 3], [4, 5, 6]], axis=0)\nassert m == [2.5, 3.5, 4.5], m\n",

@@ -158,8 +158,14 @@ pub trait OracleDraftStore: Send + Sync {
     async fn open_oracle_draft(&self, report_id: i64, author: &str) -> StorageResult<Option<OracleDraft>>;
 
     /// The author's open draft for the report, or a new one whose clock
-    /// starts now (with the report's current route and category).
-    async fn start_oracle_draft(&self, report_id: i64, author: &str) -> StorageResult<OracleDraft>;
+    /// starts at `since` (when the form was opened; the caller bounds it),
+    /// with the report's current route and category.
+    async fn start_oracle_draft(
+        &self,
+        report_id: i64,
+        author: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> StorageResult<OracleDraft>;
 
     async fn oracle_draft(&self, id: i64) -> StorageResult<Option<OracleDraft>>;
 

@@ -54,13 +54,18 @@ async fn view(
     signatures.dedup();
     let fields = typed.cloned().or_else(|| draft.map(OracleDraft::fields)).unwrap_or_default();
     // A new draft starts from the report's own code, when it has some.
-    let script = if fields.script.is_empty() && draft.is_some_and(|d| d.tries == 0) {
+    let script = if fields.script.is_empty() && draft.is_none_or(|d| d.tries == 0) {
         crate::runner::refine::code_blocks(&report.body).into_iter().next().unwrap_or_default()
     } else {
         fields.script.clone()
     };
     let action = format!("/reports/{}/oracle", s.id);
     let validating = draft.is_some_and(|d| d.status == "validating");
+    // The form: a draft under way, or none yet on a report without an oracle.
+    let editing = match draft {
+        Some(d) => d.status != "validated",
+        None => !has_oracle(report),
+    };
     let body = html! {
         p.muted { a href=(format!("/reports/{}", s.id)) { (s.project) " #" (s.external_id) } " / oracle" }
         h1 { "An oracle for #" (s.external_id) ": " (s.title) }
@@ -72,6 +77,16 @@ async fn view(
             meta http-equiv="refresh" content=(format!("5; url={action}"));
             p.state role="status" data-testid="oracle-validating" { "Validating on buggy and fixed… this page reloads every 5 seconds." }
         }
+        div.authoring {
+        // The report in view while writing (folded away on a phone, if wished).
+        aside.panel.authoring-report data-testid="oracle-report" {
+            details open {
+                summary { h2 { "The report" } }
+                div.markdown { (maud::PreEscaped(crate::markdown::render(&report.body))) }
+                @if let Some(e) = &report.environment { p.env { "Environment: " (e) } }
+            }
+        }
+        div.authoring-work {
         @match (draft, has_oracle(report)) {
             (Some(d), _) if d.status == "validated" => {
                 section.panel data-testid="oracle-validated" {
@@ -88,19 +103,10 @@ async fn view(
                         (report.oracle.as_ref().map_or("", |o| o.kind.as_str())) ")." }
                 }
             }
-            (None, false) => {
-                section.panel {
-                    h2 { "Write one" }
-                    p { "Starting opens the form and starts the authoring clock." }
-                    form.inline method="post" action=(action) {
-                        input type="hidden" name="action" value="start";
-                        button type="submit" data-testid="oracle-start" { "Start writing" }
-                    }
-                }
-            }
             _ => {}
         }
-        @if let Some(d) = draft && d.status != "validated" {
+        @if editing {
+            @if let Some(d) = draft {
             section.panel {
                 h2 { "Authoring" }
                 dl.lifecycle {
@@ -120,7 +126,8 @@ async fn view(
                     button.link-button type="submit" data-testid="oracle-abandon" { "Abandon this draft" }
                 }
             }
-            @if let Some(r) = d.result() {
+            // While a try validates, the last one's result would mislead: it waits.
+            @if let (false, Some(r)) = (validating, d.result()) {
                 section.panel data-testid="oracle-result" {
                     h2 { "Last validation: " (r.verdict.replace('_', " ")) }
                     p { (r.reason) }
@@ -134,10 +141,15 @@ async fn view(
                     }
                 }
             }
+            }
             section.panel {
                 h2 { "The oracle" }
+                @if draft.is_none() {
+                    p.muted data-testid="oracle-opened-note" { "The authoring clock runs from when you opened this page; it is kept from your first try." }
+                }
                 form.stack method="post" action=(action) data-testid="oracle-form" {
                     input type="hidden" name="action" value="validate";
+                    input type="hidden" name="opened" value=(now.to_rfc3339());
                     label.field { span { "Kind" } select name="kind" {
                         option value="fail_to_pass" selected[fields.kind != OracleKind::CrashSignature] { "fail to pass: the test fails on buggy, passes on fixed" }
                         option value="crash_signature" selected[fields.kind == OracleKind::CrashSignature] { "crash signature: buggy shows this error, fixed does not" }
@@ -162,6 +174,8 @@ async fn view(
                     button type="submit" data-testid="oracle-validate" disabled[validating] { "Validate on buggy and fixed" }
                 }
             }
+        }
+        }
         }
     };
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
@@ -203,7 +217,13 @@ pub struct OracleForm {
     pass_to_pass: String,
     repeats: String,
     queue_agents: Option<String>,
+    /// When the form was opened (RFC 3339, from the page): the clock of a
+    /// draft the first try starts runs from then (at most 4 hours back).
+    opened: String,
 }
+
+/// How far back a form's `opened` may start the authoring clock.
+const OPENED_LIMIT_HOURS: i64 = 4;
 
 /// `POST /reports/{id}/oracle`: start a draft (its clock starts), validate
 /// the oracle as written (a job), or pause, resume or abandon the draft.
@@ -235,17 +255,24 @@ pub async fn oracle_form(
             return view(&state, &viewer, &report, open.as_ref(), None, Some(&e)).await;
         }
     };
-    // Starting is a step of its own (a POST), so a followed link starts no clock.
+    // A draft starts with its first post (a followed link starts nothing),
+    // its clock from when the form was opened.
     let draft = match (form.action.as_str(), open) {
-        ("start", _) => {
-            let draft = state.storage.start_oracle_draft(id, &viewer.name()).await?;
-            tracing::info!(report = id, draft = draft.id, by = %viewer.name(), "oracle draft started");
-            return Ok(back);
-        }
-        (_, Some(d)) => d,
-        (_, None) => {
-            let e = "start writing first: this account has no draft oracle for this report";
-            return view(&state, &viewer, &report, None, None, Some(e)).await;
+        (_, Some(d)) if form.action != "start" => d,
+        (action, open) => {
+            let now = chrono::Utc::now();
+            let since = chrono::DateTime::parse_from_rfc3339(form.opened.trim())
+                .map(|t| t.to_utc().clamp(now - chrono::Duration::hours(OPENED_LIMIT_HOURS), now))
+                .unwrap_or(now);
+            let started = open.is_none();
+            let draft = state.storage.start_oracle_draft(id, &viewer.name(), since).await?;
+            if started {
+                tracing::info!(report = id, draft = draft.id, by = %viewer.name(), "oracle draft started");
+            }
+            if action == "start" {
+                return Ok(back);
+            }
+            draft
         }
     };
     match form.action.as_str() {

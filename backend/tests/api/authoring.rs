@@ -51,13 +51,19 @@ async fn a_maintainer_writes_an_oracle_that_is_stored_only_once_it_fails_on_bugg
         "the report page offers it"
     );
     let page = format!("/reports/{id}/oracle");
-    // Opening the page starts nothing: a validation asks for a started draft.
+    // Opening the page stores nothing, and shows the form (no extra click)
+    // beside the report's text, with when it was opened.
     let html = app.get(&page).await.body.as_str().unwrap().to_owned();
-    assert!(html.contains("oracle-start") && !html.contains("oracle-clock"), "{html}");
-    let (status, html, _) = form(&app, &page, &[("action", "validate"), ("script", GOOD)]).await;
-    assert!(status == 400 && html.contains("start writing first"), "{html}");
-    let (_, html, _) = form(&app, &page, &[("action", "start")]).await;
+    assert!(html.contains("oracle-form") && !html.contains("oracle-clock"), "{html}");
+    assert!(html.contains("oracle-report") && html.contains("do not add up since I upgraded"), "the report in view");
+    assert!(html.contains(r#"name="opened""#), "{html}");
+    assert!(app.storage.open_oracle_draft(id, "test-admin").await.unwrap().is_none());
+    // The first post starts the draft, its clock from the page's opening
+    // (three minutes ago here; a day ago is held to four hours).
+    let opened = (common_now() - chrono::Duration::minutes(3)).to_rfc3339();
+    let (_, html, _) = form(&app, &page, &[("action", "start"), ("opened", &opened)]).await;
     assert!(html.contains("(running)") && html.contains("data-testid=\"oracle-tries\">0<"), "{html}");
+    assert!(html.contains(">3.0 min (running)") || html.contains(">3.1 min (running)"), "{html}");
 
     // Paused and resumed: the clock stops and starts.
     let (_, html, _) = form(&app, &page, &[("action", "pause")]).await;
@@ -197,9 +203,13 @@ async fn validations_end_once_per_try_and_never_overwrite_an_oracle() {
             input.oracle = Some(oracle);
             decide(&RoutingConfig::default(), &input)
         };
-        let a = s.start_oracle_draft(report, "alice").await.unwrap();
-        assert_eq!(s.start_oracle_draft(report, "alice").await.unwrap().id, a.id, "one open draft per author");
-        let b = s.start_oracle_draft(report, "bob").await.unwrap();
+        let a = s.start_oracle_draft(report, "alice", chrono::Utc::now()).await.unwrap();
+        assert_eq!(
+            s.start_oracle_draft(report, "alice", chrono::Utc::now()).await.unwrap().id,
+            a.id,
+            "one open draft per author"
+        );
+        let b = s.start_oracle_draft(report, "bob", chrono::Utc::now()).await.unwrap();
         let (a1, _) = s.start_oracle_validation(a.id, &fields, &NewJob::oracle(a.id, report)).await.unwrap();
         assert!(matches!(s.save_oracle_draft(a.id, &fields).await, Err(failpass::db::StorageError::Conflict(_))));
         // The job failed for good: the draft opens again with the error.

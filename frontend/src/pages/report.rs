@@ -208,12 +208,10 @@ fn ReportActions(report: Report) -> impl IntoView {
     };
     view! {
         <div class="actions" data-testid="report-actions">
-            <button type="button" data-testid="rerun-failed" on:click=rerun_failed disabled=move || !graded || !runnable.get()
-                title=move || if !runnable.get() { NO_ENVIRONMENTS } else if graded { "Rerun every failed or errored attempt on buggy and fixed" } else { "Needs a deterministic oracle" }>
+            <button type="button" data-testid="rerun-failed" on:click=rerun_failed disabled=move || !graded || !runnable.get()>
                 "Rerun failed attempts"
             </button>
-            <button type="button" data-testid="refine" on:click=refine disabled=move || !refinable || !runnable.get()
-                title=move || if !runnable.get() { NO_ENVIRONMENTS } else if refinable { "Generate, grade and feed back until it reproduces or gives up" } else { "For agent-first reports with a deterministic oracle" }>
+            <button type="button" data-testid="refine" on:click=refine disabled=move || !refinable || !runnable.get()>
                 "Run refine loop"
             </button>
             <Suspense fallback=|| ()>
@@ -236,6 +234,16 @@ fn ReportActions(report: Report) -> impl IntoView {
                     }
                 })}
             </Suspense>
+            // Why a button is greyed, said on the page (not only in a hover).
+            <p class="hint" data-testid="actions-why">{move || if !runnable.get() {
+                NO_ENVIRONMENTS
+            } else if !graded {
+                "Rerun and refine grade by a deterministic oracle, and this report has none yet: write one (its Oracle panel)."
+            } else if !refinable {
+                "Rerun failed attempts runs every failed or errored attempt on buggy and fixed. The refine loop is for agent-first reports."
+            } else {
+                "Rerun failed attempts runs every failed or errored attempt on buggy and fixed; the refine loop generates, grades and feeds back until it reproduces or gives up."
+            }}</p>
             <span class="message" role="status" aria-live="polite">{move || message.get()}</span>
             <div class="jobs-live" data-testid="jobs-live">{live.map(|l| l.lines(Origin::Actions))}</div>
         </div>
@@ -266,8 +274,13 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 {s.url.clone().filter(|u| u.starts_with("https://") || u.starts_with("http://"))
                     .map(|u| view! { " · " <a href=u rel="noopener noreferrer">"original"</a> })}
             </p>
-            // Reruns, refine and re-checks are the project's maintainers' to start.
-            {move || maintains.get().then(|| view! { <ReportActions report=actions.clone()/> })}
+            // The report first, its life cycle beside it; then what was tried.
+            <div class="report-top">
+            <section class="panel">
+                <h2>"Report"</h2>
+                <div class="markdown" data-testid="report-body" inner_html=report.body_html.clone()></div>
+                {report.environment.clone().map(|e| view! { <p class="env">"Environment: "{e}</p> })}
+            </section>
             <section class="panel" data-testid="lifecycle-panel">
                 <h2>"Life cycle"</h2>
                 // A refused change comes back as `?error=…` (the form posts to the server).
@@ -277,6 +290,33 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 // the maintainers' form that posts to /reports/{id}/lifecycle.
                 <div inner_html=report.lifecycle_html.clone()></div>
             </section>
+            </div>
+            // Reruns, refine and re-checks are the project's maintainers' to start.
+            {move || maintains.get().then(|| view! { <ReportActions report=actions.clone()/> })}
+            <section class="panel">
+                <h2>"Attempts"</h2>
+                {if attempts.is_empty() {
+                    view! { <Empty message="No attempt yet."/> }.into_any()
+                } else {
+                    view! {
+                        <div class="table-wrap">
+                        <crate::components::AllColumns/>
+                        <table class="attempts" data-testid="attempts">
+                            <thead><tr>
+                                <th scope="col">"Agent"</th><th scope="col" class="opt">"Model"</th><th scope="col" class="opt">"Goal"</th>
+                                <th scope="col">"Verdict"</th><th scope="col" class="opt">"Source"</th><th scope="col" class="opt">"Review"</th>
+                                <th scope="col" class="opt">"Counts"</th><th scope="col" class="num">"Cost"</th><th scope="col" class="num opt">"Wall time"</th>
+                                <th scope="col">"Grading"</th>
+                            </tr></thead>
+                            <tbody>
+                                {attempts.into_iter().map(|a| view! { <AttemptRow a=a maintains=maintains/> }).collect_view()}
+                            </tbody>
+                        </table>
+                        </div>
+                    }.into_any()
+                }}
+            </section>
+            <div class="report-pair">
             <section class="panel">
                 <h2>"Why this route"</h2>
                 {report.route_correction.clone().map(|c| view! {
@@ -316,34 +356,7 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                     }.into_any(),
                 }}
             </section>
-            <section class="panel">
-                <h2>"Report"</h2>
-                <div class="markdown" data-testid="report-body" inner_html=report.body_html.clone()></div>
-                {report.environment.clone().map(|e| view! { <p class="env">"Environment: "{e}</p> })}
-            </section>
-            <section class="panel">
-                <h2>"Attempts"</h2>
-                {if attempts.is_empty() {
-                    view! { <Empty message="No attempt yet."/> }.into_any()
-                } else {
-                    view! {
-                        <div class="table-wrap">
-                        <crate::components::AllColumns/>
-                        <table class="attempts" data-testid="attempts">
-                            <thead><tr>
-                                <th scope="col">"Agent"</th><th scope="col" class="opt">"Model"</th><th scope="col" class="opt">"Goal"</th>
-                                <th scope="col">"Verdict"</th><th scope="col" class="opt">"Source"</th><th scope="col" class="opt">"Review"</th>
-                                <th scope="col" class="opt">"Counts"</th><th scope="col" class="num">"Cost"</th><th scope="col" class="num opt">"Wall time"</th>
-                                <th scope="col">"Grading"</th>
-                            </tr></thead>
-                            <tbody>
-                                {attempts.into_iter().map(|a| view! { <AttemptRow a=a maintains=maintains/> }).collect_view()}
-                            </tbody>
-                        </table>
-                        </div>
-                    }.into_any()
-                }}
-            </section>
+            </div>
         </article>
     }
 }

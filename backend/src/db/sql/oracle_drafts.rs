@@ -27,11 +27,16 @@ impl OracleDraftStore for Engine {
         .await?)
     }
 
-    async fn start_oracle_draft(&self, report_id: i64, author: &str) -> StorageResult<OracleDraft> {
+    async fn start_oracle_draft(
+        &self,
+        report_id: i64,
+        author: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> StorageResult<OracleDraft> {
         if let Some(d) = self.open_oracle_draft(report_id, author).await? {
             return Ok(d);
         }
-        let now = common::now();
+        let now = since;
         // Two starts at once (two tabs) meet at the unique index of open drafts: the second reads the first's.
         let inserted: Result<Option<i64>, _> = sqlx::query_scalar(
             "INSERT INTO oracle_drafts (report_id, author, route_before, category, status, started_at, resumed_at) \
