@@ -50,7 +50,7 @@ use crate::routes::{
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,
         hooks::list_hooks, hooks::create_hook, hooks::remove_hook, hooks::hook_deliveries, hooks::redeliver,
-        hooks::hooks_page, hooks::create_hook_form, hooks::hook_log_page, hooks::remove_hook_form, hooks::redeliver_form,
+        hooks::hooks_page, hooks::create_hook_form, hooks::hook_log_page, hooks::remove_hook_form, hooks::test_hook_form, hooks::redeliver_form,
     ),
     components(schemas(
         failpass_shared::error::ApiErrorBody,

@@ -1698,6 +1698,15 @@ async fn webhooks_page_adds_a_hook_and_shows_its_deliveries() {
     // The newest (first) is still being sent (no worker runs here): sent again, it is refused on the page.
     h.client.find(Locator::Css("[data-testid=redeliver]")).await.unwrap().click().await.unwrap();
     assert!(h.text("redeliver-error").await.contains("still being sent"));
+    // A test delivery, from the log page: listed first, its event `test`.
+    h.client.find(Locator::Css("[data-testid=send-test]")).await.unwrap().click().await.unwrap();
+    h.until("the test delivery to be listed", || async {
+        h.client.find_all(Locator::Css("[data-testid=delivery-state]")).await.map(|v| v.len()).unwrap_or(0) == 3
+    })
+    .await;
+    let first = h.client.find(Locator::Css("[data-testid=deliveries] tbody tr")).await.unwrap().text().await.unwrap();
+    assert!(first.contains("test") && first.contains("pending"), "{first}");
+    assert!(!h.client.current_url().await.unwrap().path().ends_with("/test"), "no post address left in the bar");
 
     h.client.set_window_size(390, 844).await.unwrap();
     h.screenshot("hook-log-390.png").await;

@@ -219,6 +219,7 @@ pub const ROUTES: &[RouteSpec] = &[
     route("POST", "/settings/hooks", ManageProjects, Body::Form, "add a hook (its secret shown once)"),
     route("GET", "/settings/hooks/{id}", ManageProjects, Body::None, "a hook's delivery log: states, answers, bodies"),
     route("POST", "/settings/hooks/{id}/remove", ManageProjects, Body::Form, "remove a hook (its log stays)"),
+    route("POST", "/settings/hooks/{id}/test", ManageProjects, Body::Form, "send a hook a test delivery"),
     route("POST", "/settings/deliveries/{id}/redeliver", ManageProjects, Body::Form, "send a delivery again"),
     route("GET", "/settings/projects", ReadEnvironments, Body::None, "the set-up page: your projects, a new project"),
     route("POST", "/settings/projects", ManageProjects, Body::Form, "create a project (the set-up page's form)"),

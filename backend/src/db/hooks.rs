@@ -83,6 +83,10 @@ pub trait HookStore: Send + Sync {
     /// `Invalid` when the hook was removed.
     async fn redeliver(&self, id: i64, now: DateTime<Utc>) -> StorageResult<HookDelivery>;
 
+    /// Queues a test delivery of `body` to hook `hook_id`, with its job.
+    /// `Invalid` when the hook was removed.
+    async fn send_test(&self, hook_id: i64, body: &str, now: DateTime<Utc>) -> StorageResult<HookDelivery>;
+
     /// What the delivery job posts.
     async fn outgoing(&self, delivery_id: i64) -> StorageResult<Option<Outgoing>>;
 

@@ -21,7 +21,7 @@ use crate::db::hooks::Change;
 
 /// The header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "X-Failpass-Signature";
-/// The header naming the event (`verdict`, `route`, `status`).
+/// The header naming the event (`verdict`, `route`, `status`, or `test`).
 pub const EVENT_HEADER: &str = "X-Failpass-Event";
 /// The header carrying the delivery's id (a redelivery has its own).
 pub const DELIVERY_HEADER: &str = "X-Failpass-Delivery";
@@ -64,6 +64,24 @@ pub fn body(format: HookFormat, change: &Change, about: &About<'_>, at: DateTime
     }
 }
 
+/// A test delivery's body in `format`: says what it is, for which hook and
+/// project, so a receiver (or a chat) shows the hook works.
+pub fn test_body(format: HookFormat, hook_id: i64, project: &str, at: DateTime<Utc>) -> String {
+    let text = format!("failpass test delivery from hook #{hook_id} of {project}: this hook works.");
+    match format {
+        HookFormat::Signed => json!({
+            "event": HookEvent::Test,
+            "at": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "project": project,
+            "hook": hook_id,
+            "text": text,
+        })
+        .to_string(),
+        HookFormat::Slack => json!({ "text": slack_escape(&text) }).to_string(),
+        HookFormat::Discord => json!({ "content": text, "allowed_mentions": { "parse": [] } }).to_string(),
+    }
+}
+
 /// One line for a chat: `pytorch/pytorch #123 “title”: verdict hypothesis → reproduced (attempt 7)`.
 fn line(change: &Change, about: &About<'_>, escape: fn(&str) -> String) -> String {
     let title: String = about.title.chars().take(200).collect();
@@ -71,6 +89,7 @@ fn line(change: &Change, about: &About<'_>, escape: fn(&str) -> String) -> Strin
         HookEvent::Verdict => "verdict",
         HookEvent::Route => "route",
         HookEvent::Status => "status",
+        HookEvent::Test => "test",
     };
     let word = |s: &str| s.replace('_', " ");
     let moved = match &change.from {
@@ -143,7 +162,11 @@ pub fn check_request(
         return Err(crate::input::nul_message("url"));
     }
     let url = check_url(url, networks)?;
-    let mut events = events.unwrap_or_else(|| HookEvent::ALL.to_vec());
+    let mut events =
+        events.unwrap_or_else(|| HookEvent::ALL.iter().copied().filter(|e| *e != HookEvent::Test).collect());
+    if events.contains(&HookEvent::Test) {
+        return Err("events: `test` is not subscribed to: a test delivery is sent from the hook's page".into());
+    }
     events.sort_unstable();
     events.dedup();
     if events.is_empty() {

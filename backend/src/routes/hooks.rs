@@ -213,6 +213,9 @@ async fn hooks_view(
                             td { (when(Some(h.created_at))) " by " (h.created_by) }
                             td { @if let Some(r) = h.removed_at { "removed " (when(Some(r))) } @else {
                                 // A removal asks first: the box must be ticked (no script needed).
+                                form.inline method="post" action=(format!("/settings/hooks/{}/test", h.id)) {
+                                    button.link-button type="submit" data-testid="send-test" { "Send test" }
+                                }
                                 form.stack.confirm method="post" action=(format!("/settings/hooks/{}/remove", h.id)) {
                                     label.check { input type="checkbox" name="confirm" value="yes" required data-testid="confirm-remove";
                                         " stop delivering to this address" }
@@ -304,6 +307,32 @@ pub async fn remove_hook_form(
 }
 
 #[utoipa::path(
+    post, path = "/settings/hooks/{id}/test", tag = "pages",
+    params(("id" = i64, Path, example = 1, description = "The hook's id.")),
+    responses((status = 303, description = "Queued: on to the hook's log, where its answer shows."),
+              (status = 409, description = "The hook was removed: its log, saying so.", content_type = "text/html", body = String))
+)]
+pub async fn test_hook_form(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Response> {
+    let hook = managed_hook(&state, &viewer, id).await?;
+    let now = chrono::Utc::now();
+    let body = crate::hooks::test_body(hook.format, hook.id, &hook.project, now);
+    match state.storage.send_test(hook.id, &body, now).await {
+        Ok(d) => {
+            tracing::info!(hook = hook.id, delivery = d.id, by = %viewer.name(), "test delivery queued");
+            Ok(Redirect::to(&format!("/settings/hooks/{}", hook.id)).into_response())
+        }
+        Err(crate::db::StorageError::Invalid { message, .. }) => {
+            hook_log_view(&state, &viewer, id, Some(&message)).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[utoipa::path(
     get, path = "/settings/hooks/{id}", tag = "pages",
     params(("id" = i64, Path, example = 1, description = "The hook's id.")),
     responses((status = 200, description = "A hook's delivery log, each with a button to send it again.", content_type = "text/html", body = String))
@@ -328,6 +357,12 @@ async fn hook_log_view(state: &AppState, viewer: &Viewer, id: i64, error: Option
         p.muted { code { (hook.url) } " · " (hook.format) " · "
             (hook.events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", "))
             @if let Some(r) = hook.removed_at { " · removed " (when(Some(r))) } }
+        @if hook.removed_at.is_none() {
+            // A test delivery: the receiver's answer shows in the log below.
+            form.inline method="post" action=(format!("/settings/hooks/{}/test", hook.id)) {
+                button type="submit" data-testid="send-test" { "Send a test delivery" }
+            }
+        }
         section.panel {
             h2 { "Deliveries" }
             @if deliveries.is_empty() {

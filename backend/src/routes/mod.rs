@@ -90,6 +90,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("POST", "/settings/hooks", post(hooks::create_hook_form))
         .add("GET", "/settings/hooks/{id}", get(hooks::hook_log_page))
         .add("POST", "/settings/hooks/{id}/remove", post(hooks::remove_hook_form))
+        .add("POST", "/settings/hooks/{id}/test", post(hooks::test_hook_form))
         .add("POST", "/settings/deliveries/{id}/redeliver", post(hooks::redeliver_form))
         .add("GET", "/settings/projects", get(setup::projects_page))
         .add("POST", "/settings/projects", post(setup::create_project))

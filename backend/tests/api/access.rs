@@ -47,6 +47,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("POST", "/settings/hooks", "401 403 403 403 201 403 403 403 403 401"),
     ("GET", "/settings/hooks/{id}", "303 403 403 403 200S 403 403 403 403 401"),
     ("POST", "/settings/hooks/{id}/remove", "401 403 403 403 303 403 403 403 403 401"),
+    ("POST", "/settings/hooks/{id}/test", "401 403 403 403 303 403 403 403 403 401"),
     ("POST", "/settings/deliveries/{id}/redeliver", "401 403 403 403 303 403 403 403 403 401"),
     ("GET", "/settings/projects", "303 403 200S 200H 200S 403 403 403 403 401"),
     ("POST", "/settings/projects", "401 403 403 403 303 403 403 403 403 401"),
@@ -388,6 +389,9 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("GET", "/settings/hooks/{id}") => (format!("/settings/hooks/{}", f.hook), (None, String::new())),
         ("POST", "/settings/hooks/{id}/remove") => {
             (format!("/settings/hooks/{}/remove", f.hook_for_page), (Some("application/x-www-form-urlencoded"), String::new()))
+        }
+        ("POST", "/settings/hooks/{id}/test") => {
+            (format!("/settings/hooks/{}/test", f.hook), (Some("application/x-www-form-urlencoded"), String::new()))
         }
         ("POST", "/settings/deliveries/{id}/redeliver") => {
             (format!("/settings/deliveries/{}/redeliver", f.delivery), (Some("application/x-www-form-urlencoded"), String::new()))

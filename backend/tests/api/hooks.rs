@@ -535,3 +535,63 @@ async fn hooks_refuse_loopback_and_private_networks_without_the_allow_list() {
     let heard = tokio::time::timeout(Duration::from_millis(300), listener.accept()).await;
     assert!(heard.is_err(), "the loopback listener was connected to");
 }
+
+/// A hook is sent a test delivery from its page (issue 35 item 6): signed
+/// like any delivery, in the hook's format, in its log with the answer; a
+/// removed hook is sent nothing, and no hook subscribes to tests.
+async fn test_case(app: &TestApp) {
+    let (base, got) = receiver().await;
+    let _workers = Workers::start(app, true);
+    app.project("hooks/demo").await;
+    let signed = hook(app, format!("{base}/test-signed"), "signed", json!(["verdict"])).await;
+    let slack = hook(app, format!("{base}/test-slack"), "slack", json!(["status"])).await;
+    for h in [&signed, &slack] {
+        let id = h["id"].as_i64().unwrap();
+        let (status, html, location) = crate::setup::form(app, &format!("/settings/hooks/{id}/test"), &[]).await;
+        assert_eq!((status, location.as_deref()), (200, Some(format!("/settings/hooks/{id}").as_str())), "{html}");
+        assert!(html.contains("send-test"), "the log page offers it again");
+    }
+    until("both tests to arrive", || got.raw("test-signed").len() == 1 && got.raw("test-slack").len() == 1).await;
+    let (headers, raw) = got.raw("test-signed").remove(0);
+    let body = checked(signed["secret"].as_str().unwrap(), &headers, &raw);
+    assert_eq!((body["event"].as_str(), body["hook"].as_i64()), (Some("test"), signed["id"].as_i64()), "{body}");
+    assert!(body["text"].as_str().unwrap().contains("this hook works"), "{body}");
+    let (_, text) = got.at("test-slack").remove(0);
+    assert!(text["text"].as_str().unwrap().starts_with("failpass test delivery from hook #"), "{text}");
+    let id = signed["id"].as_i64().unwrap();
+    // The log has it, with the receiver's answer once the worker records it.
+    let mut log = deliveries(app, id).await;
+    for _ in 0..100 {
+        if log[0]["state"] == "delivered" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        log = deliveries(app, id).await;
+    }
+    assert_eq!((log[0]["event"].as_str(), log[0]["report_id"].as_i64()), (Some("test"), None), "{log:?}");
+    assert_eq!((log[0]["state"].as_str(), log[0]["status_code"].as_i64()), (Some("delivered"), Some(200)), "{log:?}");
+
+    // A removed hook: its log says so, and nothing is sent.
+    assert_eq!(app.client.delete(format!("{}/api/v1/hooks/{id}", app.base)).send().await.unwrap().status(), 204);
+    let (status, html, _) = crate::setup::form(app, &format!("/settings/hooks/{id}/test"), &[]).await;
+    assert!(status == 409 && html.contains("was removed: it is sent nothing"), "{status} {html}");
+    assert_eq!(deliveries(app, id).await.len(), log.len());
+    // Tests are sent, not subscribed to.
+    let r = app
+        .post("/api/v1/hooks", &json!({"project": "hooks/demo", "url": format!("{base}/x"), "events": ["test"]}))
+        .await;
+    assert_error(&r, 400, "bad_request", "events: `test` is not subscribed to");
+    // A hook made without naming events hears every change, not tests.
+    let all = hook(app, format!("{base}/all"), "signed", Value::Null).await;
+    assert_eq!(all["events"], json!(["verdict", "route", "status"]), "{all}");
+}
+
+#[tokio::test]
+async fn a_hook_is_sent_a_test_from_its_page_on_both_engines() {
+    let app = spawn_configured(false, 0, failpass::runner::refine::Generator::Snippet, loopback_hooks()).await;
+    test_case(&app).await;
+    let (app, pg) = spawn_pg_app(loopback_hooks()).await;
+    test_case(&app).await;
+    drop(app);
+    pg.drop_now().await;
+}

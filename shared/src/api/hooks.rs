@@ -29,6 +29,9 @@ crate::model::string_enum!(
         Route => "route",
         /// A report's status changed.
         Status => "status",
+        /// A test delivery, sent from the webhooks page to see the hook
+        /// works; no hook subscribes to it.
+        Test => "test",
     }
 );
 

@@ -384,6 +384,24 @@ impl HookStore for Engine {
         self.get_delivery(new).await?.ok_or_else(|| StorageError::NotFound(format!("delivery {new}")))
     }
 
+    async fn send_test(&self, hook_id: i64, body: &str, now: DateTime<Utc>) -> StorageResult<HookDelivery> {
+        let mut tx = self.write.begin().await?;
+        let removed: Option<Option<DateTime<Utc>>> = sqlx::query_scalar("SELECT removed_at FROM hooks WHERE id = $1")
+            .bind(hook_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        match removed {
+            None => return Err(StorageError::NotFound(format!("hook {hook_id}"))),
+            Some(Some(_)) => {
+                return Err(StorageError::invalid("hook", format!("hook {hook_id} was removed: it is sent nothing")));
+            }
+            Some(None) => {}
+        }
+        let id = Self::queue_delivery(&mut tx, hook_id, HookEvent::Test, None, body, None, common::secs(now)).await?;
+        tx.commit().await?;
+        self.get_delivery(id).await?.ok_or_else(|| StorageError::NotFound(format!("delivery {id}")))
+    }
+
     async fn outgoing(&self, delivery_id: i64) -> StorageResult<Option<Outgoing>> {
         #[allow(clippy::type_complexity, reason = "one row, read once")]
         let row: Option<(i64, String, String, String, String, String, String, Option<DateTime<Utc>>)> = sqlx::query_as(
