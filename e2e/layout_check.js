@@ -2,6 +2,8 @@
 // edges (outside a container that scrolls sideways) and text drawn smaller
 // than 12 px (SVG text as drawn, after its scaling). Returns one line each.
 return (() => {
+  // A document without a body (an SVG or an image opened on its own) has no layout to check.
+  if (!document.body) return [];
   const width = document.documentElement.clientWidth;
   const found = [];
   const name = (el) => {

@@ -246,7 +246,12 @@ impl Harness {
         serde_json::from_value(found).unwrap()
     }
 
+    /// Saves what the window shows, and fails if the page hides a control
+    /// past its edges or draws text under 12 px (`layout_problems`): every
+    /// screen a walk photographs is also checked.
     async fn screenshot(&self, name: &str) {
+        let problems = self.layout_problems().await;
+        assert!(problems.is_empty(), "{name}: {}", problems.join("; "));
         let png = self.client.screenshot().await.unwrap();
         let path = artifacts().join(name);
         std::fs::write(&path, png).unwrap();
