@@ -1194,17 +1194,25 @@ async fn a_team_lead_reads_the_month_finds_the_stuck_reports_and_exports_them() 
         want.sort();
         got.sort();
         assert_eq!(got, want, "exactly the reports nothing happened to");
-        // at phone width the priority columns show, and "Every column" opens the rest
-        let labels = h.client.find(Locator::Css("[data-testid=queue-table] th.opt:not(.wide)")).await.unwrap();
-        assert_eq!(labels.is_displayed().await.unwrap(), width > 700, "a secondary column at {width} px");
+        // at phone width the priority columns show (each report a card), and "Every column" opens the rest
+        let shown = |css: &'static str| {
+            let c = h.client.clone();
+            async move {
+                c.execute(
+                    "return getComputedStyle(document.querySelector(arguments[0])).display !== 'none'",
+                    vec![css.into()],
+                )
+                .await
+                .unwrap()
+                    == serde_json::Value::Bool(true)
+            }
+        };
+        let (labels, wide) = ("[data-testid=queue-table] td.opt:not(.wide)", "[data-testid=queue-table] td.wide");
+        assert_eq!(shown(labels).await, width > 700, "a secondary column at {width} px");
         // below a wide screen the labels and upstream columns wait behind "Every column"
-        let wide = h.client.find(Locator::Css("[data-testid=queue-table] th.wide")).await.unwrap();
-        assert!(!wide.is_displayed().await.unwrap(), "the widest columns wait at {width} px");
+        assert!(!shown(wide).await, "the widest columns wait at {width} px");
         h.client.find(Locator::Css(".all-columns summary")).await.unwrap().click().await.unwrap();
-        assert!(
-            labels.is_displayed().await.unwrap() && wide.is_displayed().await.unwrap(),
-            "opened, every column shows"
-        );
+        assert!(shown(labels).await && shown(wide).await, "opened, every column shows");
         h.screenshot(&format!("lead-stuck{suffix}.png")).await;
 
         // Its export holds the same reports, with the view's filters.
@@ -1541,6 +1549,10 @@ async fn only_what_a_user_may_use_is_offered_and_a_token_is_shown_once() {
     let listed = h.text("tokens").await;
     assert!(listed.contains(&token[..11]) && !listed.contains(&token), "{listed}");
     assert!(h.client.find(Locator::Css("[data-testid=new-token]")).await.is_err());
+    // Revoking asks first: unticked, the click does nothing.
+    h.client.find(Locator::Css("[data-testid=revoke]")).await.unwrap().click().await.unwrap();
+    assert!(!h.text("tokens").await.contains("revoked"), "revoked without the box ticked");
+    h.client.find(Locator::Css("[data-testid=confirm-revoke]")).await.unwrap().click().await.unwrap();
     h.client.find(Locator::Css("[data-testid=revoke]")).await.unwrap().click().await.unwrap();
     h.until("the token to be revoked", || async { h.text("tokens").await.contains("revoked") }).await;
     let r = agent.get(format!("{}/api/v1/session", h.base)).bearer_auth(&token).send().await.unwrap();

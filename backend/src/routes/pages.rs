@@ -278,8 +278,10 @@ async fn tokens_view(
                                  @else if let Some(e) = t.expires_at { "expires " (when(Some(e))) }
                                  @else { "live" } }
                             td { @if t.revoked_at.is_none() {
-                                form.inline method="post" action=(format!("/settings/tokens/{}/revoke", t.id)) {
-                                    button.link-button type="submit" data-testid="revoke" { "Revoke" }
+                                // A revoked token cannot be brought back: the box must be ticked.
+                                form.inline.confirm method="post" action=(format!("/settings/tokens/{}/revoke", t.id)) {
+                                    label.check { input type="checkbox" name="confirm" value="yes" required data-testid="confirm-revoke"; " its callers stop" }
+                                    button.danger type="submit" data-testid="revoke" { "Revoke" }
                                 }
                             } }
                         }

@@ -121,13 +121,13 @@ fn table(
                         td { span class=(format!("badge badge-{}", r.route.as_str())) { (words(r.route.as_str())) } }
                         td data-testid="row-status" { (words(r.status.as_str())) }
                         td.opt.wide { @for l in &r.labels { span.badge.badge-label { (l) } " " } }
-                        td.opt.wide data-testid="row-upstream" { (r.upstream_state.map_or("", |u| u.as_str())) }
+                        td.opt.wide data-testid="row-upstream" data-label="upstream" { (r.upstream_state.map_or("", |u| u.as_str())) }
                         td.opt { @if let Some(v) = r.best_verdict { span class=(format!("badge badge-{}", v.as_str())) { (words(v.as_str())) } } }
-                        td.num.opt { (r.attempts) }
-                        td.num.opt { (usd(Some(r.cost_usd))) }
-                        td.opt data-testid="row-assignee" { @match &r.assignee { Some(a) => (a), None => span.muted { "nobody" } } }
-                        td.num { (days(now, r.filed_at)) }
-                        td.num.opt { (days(now, r.last_activity_at.unwrap_or(r.created_at))) }
+                        td.num.opt data-label="attempts" { (r.attempts) }
+                        td.num.opt data-label="cost" { (usd(Some(r.cost_usd))) }
+                        td.opt data-testid="row-assignee" data-label="assignee" { @match &r.assignee { Some(a) => (a), None => span.muted { "nobody" } } }
+                        td.num data-label="filed" { (days(now, r.filed_at)) }
+                        td.num.opt data-label="last activity" { (days(now, r.last_activity_at.unwrap_or(r.created_at))) }
                     }
                 } }
             }

@@ -68,11 +68,11 @@ fn body(v: Views) -> AnyView {
         <p class="hint">"A report counts in every cell one of its attempts falls in. Rate: reports with a reproduced or confirmed attempt over reports with a graded one; per-attempt success beside it; LLM leads never count."</p>
         <div class="table-wrap">
             <AllColumns/>
-            <table class="data" data-testid="regime-table">
+            <table class="chart-table" data-testid="regime-table">
                 <thead><tr>
                     <th scope="col">"Route"</th><th scope="col">"Agent"</th><th scope="col">"Model"</th>
-                    <th scope="col" class="num opt">"Attempts"</th><th scope="col" class="num">"Graded reports"</th>
-                    <th scope="col" class="num">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col" class="opt">"95% interval"</th>
+                    <th scope="col" class="num opt">"Attempts"</th><th scope="col" class="num opt">"Graded reports"</th>
+                    <th scope="col" class="num opt">"Reproduced"</th><th scope="col" class="num">"Rate"</th><th scope="col" class="opt">"95% interval"</th>
                     <th scope="col" class="num opt">"Per attempt"</th><th scope="col" class="num opt">"Leads"</th>
                 </tr></thead>
                 <tbody>
@@ -81,8 +81,8 @@ fn body(v: Views) -> AnyView {
                         view! {
                             <tr data-testid="regime-row" data-key=r.key.clone()>
                                 <td>{part(0).replace('_', " ")}</td><td>{part(1)}</td><td>{part(2)}</td>
-                                <td class="num opt">{r.attempts}</td><td class="num">{r.reports_graded}</td>
-                                <td class="num">{r.reports_reproduced}</td><td class="num" data-testid="regime-rate">{percent(r.rate)}</td>
+                                <td class="num opt">{r.attempts}</td><td class="num opt">{r.reports_graded}</td>
+                                <td class="num opt">{r.reports_reproduced}</td><td class="num" data-testid="regime-rate">{percent(r.rate)}</td>
                                 <td class="opt">{interval(r.rate_low, r.rate_high)}</td>
                                 <td class="num opt">{percent(r.attempt_rate)}</td><td class="num opt">{r.attempts_lead}</td>
                             </tr>
