@@ -416,6 +416,7 @@ fn build_frontend() -> Result<Bundle> {
 
     fs::copy(root().join("frontend/index.html"), site.join("index.html"))?;
     fs::copy(root().join("frontend/boot.js"), site.join("boot.js"))?;
+    fs::copy(root().join("frontend/frame.js"), site.join("frame.js"))?;
     let mut css = String::new();
     let mut sheets: Vec<PathBuf> = fs::read_dir(root().join("style"))?
         .flatten()

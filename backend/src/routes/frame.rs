@@ -23,15 +23,18 @@ struct Frame {
     me: Me,
     path: String,
     query: Vec<(String, String)>,
+    /// A form's post answered with a page (a refusal, or what is shown
+    /// once): the address bar is put back to the form's page.
+    posted: bool,
 }
 
 tokio::task_local! {
     static FRAME: Frame;
 }
 
-/// Whether a request asks for a page (not the API or a file).
+/// Whether a request asks for a page or posts a page's form (not the API or a file).
 fn is_page(method: &Method, path: &str) -> bool {
-    (method == Method::GET || method == Method::HEAD)
+    (method == Method::GET || method == Method::HEAD || method == Method::POST)
         && !path.starts_with("/api/")
         && !path.starts_with("/pkg/")
         && !path.rsplit('/').next().unwrap_or_default().contains('.')
@@ -49,8 +52,10 @@ pub async fn header_frame(State(state): State<AppState>, req: Request, next: Nex
         Ok(v) => v,
         Err(_) => return next.run(Request::from_parts(parts, body)).await,
     };
+    let posted = parts.method == Method::POST;
     // A signed-in person's page load is part of a visit ("since my last visit").
-    if let (crate::auth::Principal::User { id, .. }, crate::auth::Via::Session) = (&viewer.principal, &viewer.via)
+    if !posted
+        && let (crate::auth::Principal::User { id, .. }, crate::auth::Via::Session) = (&viewer.principal, &viewer.via)
         && let Err(e) = state.storage.note_visit(*id, crate::db::common::now()).await
     {
         tracing::warn!(error = %e, "noting a visit");
@@ -60,6 +65,7 @@ pub async fn header_frame(State(state): State<AppState>, req: Request, next: Nex
         me,
         path: parts.uri.path().to_owned(),
         query: parse_query_string(parts.uri.query().unwrap_or_default()),
+        posted,
     };
     FRAME.scope(frame, next.run(Request::from_parts(parts, body))).await
 }
@@ -139,6 +145,12 @@ fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · failpass" }
                 link rel="stylesheet" href="/style.css";
+                // Answered to a form's post: the bar goes back to the form's page
+                // (a reload then shows the page, not the post again).
+                @if let Ok(Some(page)) = FRAME.try_with(|f| f.posted.then(|| form_page(&f.path))) {
+                    meta name="failpass-page" content=(page);
+                    script src="/frame.js" defer {}
+                }
             }
             body {
                 (current_header(viewer))
@@ -166,4 +178,21 @@ pub fn shell(index: &str) -> String {
     let header =
         FRAME.try_with(|f| topbar(&f.me, &f.path, &f.query)).unwrap_or_else(|_| topbar(&Me::default(), "", &[]));
     index.replacen(HEADER_SLOT, &header.into_string(), 1)
+}
+
+/// The page whose form posts to `path`.
+pub(crate) fn form_page(path: &str) -> String {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["signin", ..] => "/signin".into(),
+        ["reports", id, "oracle"] => format!("/reports/{id}/oracle"),
+        ["inbox", ..] => "/inbox".into(),
+        ["queue", ..] => "/queue".into(),
+        ["reports", id, ..] => format!("/reports/{id}"),
+        ["settings", "projects", owner, name, ..] => format!("/settings/projects/{owner}/{name}"),
+        ["settings", "hooks" | "deliveries", ..] => "/settings/hooks".into(),
+        ["settings", page, ..] => format!("/settings/{page}"),
+        ["signout", ..] => "/".into(),
+        _ => "/".into(),
+    }
 }

@@ -320,7 +320,7 @@ async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): Origin
     // A visit to a form's address (a reload after a post, a bookmark) is
     // answered as a page that leads to the form's own page, never as JSON.
     if !path.starts_with("/api/") && (method == axum::http::Method::GET || method == axum::http::Method::HEAD) {
-        let page = form_page(path);
+        let page = frame::form_page(path);
         let body = maud::html! {
             section.panel.narrow data-testid="form-address" {
                 h1 { "This address takes a form" }
@@ -336,19 +336,4 @@ async fn method_not_allowed(method: axum::http::Method, OriginalUri(uri): Origin
         );
     }
     ApiError::MethodNotAllowed(format!("`{method}` is not allowed on `{path}`")).into_response()
-}
-
-/// The page whose form posts to `path`.
-fn form_page(path: &str) -> String {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    match segs.as_slice() {
-        ["inbox", ..] => "/inbox".into(),
-        ["queue", ..] => "/queue".into(),
-        ["reports", id, ..] => format!("/reports/{id}"),
-        ["settings", "projects", owner, name, ..] => format!("/settings/projects/{owner}/{name}"),
-        ["settings", "hooks" | "deliveries", ..] => "/settings/hooks".into(),
-        ["settings", page, ..] => format!("/settings/{page}"),
-        ["signout", ..] => "/".into(),
-        _ => "/".into(),
-    }
 }

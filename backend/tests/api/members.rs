@@ -22,6 +22,16 @@ async fn maintainers_manage_their_projects_members_from_the_set_up_page() {
         form(&app, "/settings/projects/o/n/members", &[("user", "ana"), ("role", "maintainer")]).await;
     assert_eq!((status, location.as_deref()), (200, Some("/settings/projects/o/n")), "{html}");
     assert!(html.contains(r#"data-testid="member" data-name="ana""#) && html.contains("maintainer"), "{}", page(&html));
+    assert!(!html.contains("failpass-page"), "a redirect's page is a page of its own address");
+    // A refusal is answered in place, and names the form's page for the address bar.
+    let (status, html, location) =
+        form(&app, "/settings/projects/o/n/members", &[("user", "nobody-here"), ("role", "viewer")]).await;
+    assert_eq!((status, location.as_deref()), (400, Some("/settings/projects/o/n/members")), "{html}");
+    assert!(
+        html.contains(r#"<meta name="failpass-page" content="/settings/projects/o/n">"#)
+            && html.contains(r#"<script src="/frame.js" defer>"#),
+        "{html}"
+    );
     // Assignment offers the members.
     let id = app.report(json!({"project": "o/n", "external_id": "1", "title": "t"})).await;
     let report = app.get(&format!("/api/v1/reports/{id}")).await.body;

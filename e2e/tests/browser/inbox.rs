@@ -47,8 +47,19 @@ async fn a_maintainer_adds_a_member_from_the_set_up_page() {
         h.sign_in("demo-maintainer").await;
         h.client.goto(&format!("{}/settings/projects/jax-ml/jax", h.base)).await.unwrap();
         h.text("members").await;
+        // A refusal is said on the form's page, and the bar is back at that page's address.
         let form = h.client.find(Locator::Css("[data-testid=add-member]")).await.unwrap();
-        form.find(Locator::Css("input[name=user]")).await.unwrap().send_keys("demo-viewer").await.unwrap();
+        form.find(Locator::Css("input[name=user]")).await.unwrap().send_keys("nobody-here").await.unwrap();
+        form.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        h.until("the refusal", || async {
+            h.client.find(Locator::Css(".state-error")).await.is_ok()
+                && h.client.current_url().await.unwrap().path() == "/settings/projects/jax-ml/jax"
+        })
+        .await;
+        let form = h.client.find(Locator::Css("[data-testid=add-member]")).await.unwrap();
+        let user = form.find(Locator::Css("input[name=user]")).await.unwrap();
+        user.clear().await.unwrap();
+        user.send_keys("demo-viewer").await.unwrap();
         form.find(Locator::Css("select[name=role]")).await.unwrap().select_by_value("viewer").await.unwrap();
         form.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
         h.until("the new member", || async { h.text("members").await.contains("demo-viewer") }).await;

@@ -285,7 +285,7 @@ fn ReportView(report: Report, attempts: Vec<Attempt>) -> impl IntoView {
                 <h2>"Life cycle"</h2>
                 // A refused change comes back as `?error=…` (the form posts to the server).
                 {move || crate::router::use_query().with(|q| q.iter().find(|(k, _)| k == "error").map(|(_, e)| e.clone()))
-                    .map(|e| view! { <p class="message" role="alert" data-testid="lifecycle-error">{e}</p> })}
+                    .map(|e| view! { <p class="state state-error" role="alert" data-testid="lifecycle-error">{e}</p> })}
                 // Rendered and escaped by the server (`lifecycle_html`), with
                 // the maintainers' form that posts to /reports/{id}/lifecycle.
                 <div inner_html=report.lifecycle_html.clone()></div>
