@@ -145,7 +145,7 @@ fn draw_rate_rows<DB: DrawingBackend>(
 
 /// Counts per category as labelled bars (each bar carries its number).
 pub fn count_bars(title: &str, x_desc: &str, y_desc: &str, rows: &[(String, i64)], width: u32, height: u32) -> String {
-    svg(width, height, |root| draw_count_bars(root, title, x_desc, y_desc, rows))
+    svg(width, height, |root| draw_count_bars(root, title, x_desc, y_desc, rows, width))
 }
 
 fn draw_count_bars<DB: DrawingBackend>(
@@ -154,8 +154,12 @@ fn draw_count_bars<DB: DrawingBackend>(
     x_desc: &str,
     y_desc: &str,
     rows: &[(String, i64)],
+    width: u32,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
+    // Each label gets its bar's width (about 7 px a character at 12 px);
+    // a longer one is cut in the middle rather than run into its neighbour.
+    let chars = ((width.saturating_sub(70) as usize / rows.len().max(1)) / 7).max(4);
     let last = (rows.len() as i32 - 1).max(0);
     let top = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64 * 1.18;
     let mut chart = frame(root, title, 52).build_cartesian_2d((0..last).into_segmented(), 0f64..top)?;
@@ -167,7 +171,9 @@ fn draw_count_bars<DB: DrawingBackend>(
         .x_desc(x_desc)
         .y_label_formatter(&|v| whole(*v))
         .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => rows.get(*i as usize).map(|r| r.0.replace('_', " ")).unwrap_or_default(),
+            SegmentValue::CenterOf(i) => {
+                rows.get(*i as usize).map(|r| cut(&r.0.replace('_', " "), chars)).unwrap_or_default()
+            }
             _ => String::new(),
         })
         .label_style(font(12))

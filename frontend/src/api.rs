@@ -128,21 +128,6 @@ pub async fn environments(project: &str) -> Result<Vec<failpass_shared::api::job
     get_json(&format!("/api/v1/environments?{}", to_query_string(&[("project", project.to_owned())]))).await
 }
 
-fn project_query(path: &str, project: Option<&str>) -> String {
-    match project {
-        Some(p) => format!("{path}?{}", to_query_string(&[("project", p.to_owned())])),
-        None => path.to_owned(),
-    }
-}
-
-pub async fn oracles(project: Option<&str>) -> Result<failpass_shared::api::oracles::OracleSummary, ClientError> {
-    get_json(&project_query("/api/v1/oracles", project)).await
-}
-
-pub async fn signatures(project: Option<&str>) -> Result<Vec<failpass_shared::api::jobs::SignatureGroup>, ClientError> {
-    get_json(&project_query("/api/v1/signatures", project)).await
-}
-
 pub async fn projects() -> Result<Vec<Project>, ClientError> {
     get_json("/api/v1/projects").await
 }

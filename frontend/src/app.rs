@@ -4,7 +4,6 @@ use leptos::prelude::*;
 
 use crate::me::MeSignal;
 use crate::pages::cost::CostPage;
-use crate::pages::oracles::OraclesPage;
 use crate::pages::overview::OverviewPage;
 use crate::pages::queue::QueuePage;
 use crate::pages::regimes::RegimesPage;
@@ -61,7 +60,6 @@ pub fn App() -> impl IntoView {
         "/queue" => QueuePage().into_any(),
         "/regimes" => RegimesPage().into_any(),
         "/cost" => CostPage().into_any(),
-        "/oracles" => OraclesPage().into_any(),
         "/runners" => RunnersPage().into_any(),
         p if p.starts_with("/reports/") => ReportPage().into_any(),
         _ => NotFound().into_any(),

@@ -505,6 +505,7 @@ pub const ROUTES: &[RouteSpec] = &[
         "the environments the workers keep built (releases named only to who may read a project that builds them)",
     ),
     route("GET", "/runners/environments", Read, Body::None, "the environment cache, as a page"),
+    route("GET", "/oracles", Read, Body::None, "the Oracles page: coverage, sources, authoring, failures"),
     route("GET", "/api/v1/jobs/{id}", Read, Body::None, "one job"),
     route("GET", "/api/v1/jobs/{id}/events", Read, Body::None, "a job's progress as server-sent events"),
     route(

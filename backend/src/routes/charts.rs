@@ -243,28 +243,11 @@ pub async fn get_chart(
         }
         "oracle-kinds" => {
             let s = oracle_summary(state.storage.as_ref(), &scope, pairs.iter().copied()).await.map_err(with_width)?;
-            let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
-            charts::count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, w(640), 300)
+            oracle_kinds_svg(&s, w(640))
         }
         "oracle-sources" => {
             let s = oracle_summary(state.storage.as_ref(), &scope, pairs.iter().copied()).await.map_err(with_width)?;
-            let shares: Vec<(String, f64, i64)> = s
-                .by_source
-                .iter()
-                .map(|k| {
-                    let source = k.source.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "not stated".into());
-                    (source, k.reports as f64 / s.reports.max(1) as f64, k.reports)
-                })
-                .collect();
-            let reference = format!("in-patch reference {:.2}%", s.in_patch_reference * 100.0);
-            charts::share_bars(
-                "Share of all reports, by oracle source",
-                "Oracle source",
-                &shares,
-                (s.in_patch_reference, &reference),
-                w(640),
-                300,
-            )
+            oracle_sources_svg(&s, w(640))
         }
         other => return Err(ApiError::NotFound(format!("no chart `{other}`; known: {CHARTS}"))),
     };
@@ -439,6 +422,34 @@ fn contiguous(rows: Vec<(String, f64)>, month: bool) -> Vec<(String, f64)> {
 
 /// The most periods a spend chart draws (ten years of weeks).
 const MAX_PERIODS: usize = 520;
+
+/// Reports by oracle kind, as bars (the chart `oracle-kinds`).
+pub(crate) fn oracle_kinds_svg(s: &failpass_shared::api::oracles::OracleSummary, width: u32) -> String {
+    let kinds: Vec<(String, i64)> = s.by_kind.iter().map(|k| (k.kind.as_str().to_owned(), k.reports)).collect();
+    charts::count_bars("Reports by oracle kind", "Oracle kind", "Reports", &kinds, width, 300)
+}
+
+/// Each oracle source's share of all reports, with the in-patch reference
+/// (the chart `oracle-sources`).
+pub(crate) fn oracle_sources_svg(s: &failpass_shared::api::oracles::OracleSummary, width: u32) -> String {
+    let shares: Vec<(String, f64, i64)> = s
+        .by_source
+        .iter()
+        .map(|k| {
+            let source = k.source.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "not stated".into());
+            (source, k.reports as f64 / s.reports.max(1) as f64, k.reports)
+        })
+        .collect();
+    let reference = format!("in-patch reference {:.2}%", s.in_patch_reference * 100.0);
+    charts::share_bars(
+        "Share of all reports, by oracle source",
+        "Oracle source",
+        &shares,
+        (s.in_patch_reference, &reference),
+        width,
+        300,
+    )
+}
 
 #[cfg(test)]
 mod tests {

@@ -149,8 +149,8 @@ fn layout(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                 // (a reload then shows the page, not the post again).
                 @if let Ok(Some(page)) = FRAME.try_with(|f| f.posted.then(|| form_page(&f.path))) {
                     meta name="failpass-page" content=(page);
-                    script src="/frame.js" defer {}
                 }
+                script src="/frame.js" defer {}
             }
             body {
                 (current_header(viewer))

@@ -25,6 +25,7 @@ pub(crate) mod jobs;
 pub(crate) mod members;
 pub(crate) mod metrics;
 pub(crate) mod oracles;
+pub(crate) mod oracles_page;
 pub mod pages;
 pub(crate) mod projects;
 pub(crate) mod reference;
@@ -171,6 +172,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/jobs", get(jobs::queue))
         .add("GET", "/api/v1/runners/environments", get(runner_envs::environments))
         .add("GET", "/runners/environments", get(runner_envs::environments_page))
+        .add("GET", "/oracles", get(oracles_page::oracles_page))
         .add("GET", "/api/v1/jobs/{id}", get(jobs::get_job))
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
         .add("GET", "/api/v1/releases", get(releases::list_releases))

@@ -18,6 +18,11 @@ pub async fn oracles(
     viewer: Viewer,
     query: QueryPairs,
 ) -> ApiResult<ApiJson<OracleSummary>> {
+    Ok(ApiJson(summary(&state, &viewer, &query).await?))
+}
+
+/// The figures of `GET /api/v1/oracles` (and of the Oracles page).
+pub(crate) async fn summary(state: &AppState, viewer: &Viewer, query: &QueryPairs) -> ApiResult<OracleSummary> {
     let scope = viewer.scope();
     let project = crate::summaries::project_param(query.iter())?;
     let mut summary = crate::summaries::oracle_summary(state.storage.as_ref(), &scope, query.iter()).await?;
@@ -27,7 +32,7 @@ pub async fn oracles(
     summary.validated_within_hour =
         (started > 0).then(|| Share::new(summary.authoring.iter().map(|g| g.within_hour).sum(), started));
     summary.authoring_html = authoring_html(&summary, project.as_deref());
-    Ok(ApiJson(summary))
+    Ok(summary)
 }
 
 /// The Oracles page's authoring table: the rule's "can one be written in

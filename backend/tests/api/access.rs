@@ -127,6 +127,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     // The fixture builds nothing: the cache is empty for everyone.
     ("GET", "/api/v1/runners/environments", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/runners/environments", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
+    ("GET", "/oracles", "404 200S 200S 404 200S 200S 200S 200S 404 401"),
     ("GET", "/api/v1/jobs/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/jobs/{id}/events", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/releases", "404 200 200 404 200 200 200 200 404 401"),
@@ -525,6 +526,7 @@ fn request(route: &str, method: &str, f: &Fixture, i: usize) -> (String, Option<
         ("POST", "/api/v1/reruns") => ("/api/v1/reruns".to_owned(), json(json!({"report_id": f.report}))),
         ("POST", "/api/v1/refine") => ("/api/v1/refine".to_owned(), json(json!({"report_id": f.report}))),
         ("GET", "/api/v1/oracles") => ("/api/v1/oracles?project=vault%2Fsecret".to_owned(), (None, String::new())),
+        ("GET", "/oracles") => ("/oracles?project=vault%2Fsecret".to_owned(), (None, String::new())),
         ("GET", "/api/v1/export/oracles") => ("/api/v1/export/oracles?table=kinds&project=vault%2Fsecret".to_owned(), (None, String::new())),
         ("GET", "/api/v1/jobs/{id}") => (format!("/api/v1/jobs/{}", f.job), (None, String::new())),
         ("GET", "/api/v1/jobs/{id}/events") => (format!("/api/v1/jobs/{}/events", f.job), (None, String::new())),

@@ -7,7 +7,6 @@ pub mod filters;
 pub mod progress;
 pub mod trajectory;
 
-use failpass_shared::api::projects::Project;
 use leptos::prelude::*;
 
 use crate::api::ClientError;
@@ -70,30 +69,4 @@ pub fn AllColumns() -> impl IntoView {
 #[component]
 pub fn Badge(#[prop(into)] kind: String, #[prop(into)] text: String) -> impl IntoView {
     view! { <span class=format!("badge badge-{kind}")>{text}</span> }
-}
-
-/// `<select>` of projects; `""` means all.
-#[component]
-pub fn ProjectSelect(
-    projects: Vec<Project>,
-    selected: Option<String>,
-    on_change: impl Fn(String) + 'static,
-) -> impl IntoView {
-    let selected = selected.unwrap_or_default();
-    view! {
-        <label class="field">
-            <span>"Project"</span>
-            <select data-testid="filter-project" on:change=move |ev| on_change(event_target_value(&ev))>
-                <option value="" selected=selected.is_empty()>"All projects"</option>
-                {projects
-                    .into_iter()
-                    .map(|p| {
-                        let is = p.slug == selected;
-                        let label = if p.public { p.slug.clone() } else { format!("{} (private)", p.slug) };
-                        view! { <option value=p.slug.clone() selected=is>{label}</option> }
-                    })
-                    .collect_view()}
-            </select>
-        </label>
-    }
 }

@@ -1,7 +1,6 @@
 //! One module per page of the dashboard.
 
 pub mod cost;
-pub mod oracles;
 pub mod overview;
 pub mod queue;
 pub mod regimes;
