@@ -7,3 +7,20 @@ if (page && window.history && history.replaceState) history.replaceState(null, '
 for (const choice of document.querySelectorAll('[data-autosubmit]')) {
   choice.addEventListener('change', () => choice.form && choice.form.submit());
 }
+// A region marked data-refresh="MS" (the Runners page's figures) is fetched again every
+// MS milliseconds while the tab is shown, and swapped in place: the page stays put.
+for (const region of document.querySelectorAll('[data-refresh][id]')) {
+  const every = Math.max(1000, Number(region.dataset.refresh) || 0);
+  setInterval(async () => {
+    if (document.hidden) return;
+    try {
+      const r = await fetch(location.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' });
+      if (!r.ok) return;
+      const fresh = new DOMParser().parseFromString(await r.text(), 'text/html').getElementById(region.id);
+      // Keep what a reader opened ("Every column") across the swap.
+      const open = [...region.querySelectorAll('details')].map((d) => d.open);
+      if (fresh) region.replaceChildren(...fresh.childNodes);
+      region.querySelectorAll('details').forEach((d, i) => { if (open[i]) d.open = true; });
+    } catch (_) { /* the next tick tries again */ }
+  }, every);
+}

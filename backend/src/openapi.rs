@@ -20,7 +20,7 @@ use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
     agents, attempts, authoring, charts, environments, export, facets, figures, health, hooks, import, inbox, jobs,
     members, metrics, oracles, oracles_page, pages, projects, reference, refine, releases, releases_page, reports,
-    reruns, routing_health, runner_envs, setup, signatures, status, views, webhooks, worklist,
+    reruns, routing_health, runner_envs, runners_page, setup, signatures, status, views, webhooks, worklist,
 };
 
 #[derive(OpenApi)]
@@ -45,7 +45,7 @@ use crate::routes::{
         oracles::oracles, jobs::queue, jobs::get_job, jobs::job_events, jobs::attempt_events,
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,
         releases::list_releases, releases::set_template, releases::get_versions, releases::set_versions, releases::bisect,
-        runner_envs::environments, runner_envs::environments_page, oracles_page::oracles_page,
+        runner_envs::environments, runner_envs::environments_page, oracles_page::oracles_page, runners_page::runners_page,
         routing_health::routing_health, routing_health::routing_page, routing_health::confirm_route,
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,

@@ -662,6 +662,22 @@ async fn runners_page_and_a_live_rerun_from_the_report_page() {
     let runners = h.client.find_all(Locator::Css("[data-testid=runners] tbody tr")).await.unwrap();
     assert_eq!(runners.len(), q["runners"].as_array().unwrap().len());
     assert!(h.text("runners").await.contains("live"), "a live runner is shown as live");
+    // The figures are fetched again every two seconds and swapped in place, without a reload.
+    h.client
+        .execute("window.stayed = true; document.querySelector('[data-testid=queue-done]').dataset.old = 'yes'", vec![])
+        .await
+        .unwrap();
+    h.until("the figures to be swapped in place", || async {
+        h.client
+            .execute(
+                "return window.stayed === true && !document.querySelector('[data-testid=queue-done]').dataset.old",
+                vec![],
+            )
+            .await
+            .is_ok_and(|v| v == serde_json::Value::Bool(true))
+    })
+    .await;
+    assert_eq!(h.text("queue-done").await, done);
     h.screenshot("runners.png").await;
 
     // The softmax report: open an attempt's grading, then rerun it and follow it live (a maintainer's to do).

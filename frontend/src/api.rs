@@ -85,10 +85,6 @@ pub async fn me() -> Result<failpass_shared::api::session::Me, ClientError> {
     get_json("/api/v1/session").await
 }
 
-pub async fn queue() -> Result<failpass_shared::api::jobs::QueueOverview, ClientError> {
-    get_json("/api/v1/jobs").await
-}
-
 /// An attempt's runs, beside its own fields in `GET /api/v1/attempts/{id}`.
 #[derive(serde::Deserialize)]
 struct Runs {

@@ -8,7 +8,6 @@ use crate::pages::overview::OverviewPage;
 use crate::pages::queue::QueuePage;
 use crate::pages::regimes::RegimesPage;
 use crate::pages::report::ReportPage;
-use crate::pages::runners::RunnersPage;
 use crate::router::{provide_router, use_path, use_query};
 use failpass_shared::nav;
 use wasm_bindgen::JsCast;
@@ -60,7 +59,6 @@ pub fn App() -> impl IntoView {
         "/queue" => QueuePage().into_any(),
         "/regimes" => RegimesPage().into_any(),
         "/cost" => CostPage().into_any(),
-        "/runners" => RunnersPage().into_any(),
         p if p.starts_with("/reports/") => ReportPage().into_any(),
         _ => NotFound().into_any(),
     }

@@ -64,9 +64,20 @@ pub fn provide_router() {
         // account pages (sign-in, tokens) load for real.
         let own = href.starts_with('/') && !href.starts_with("//") && !href.contains('\\');
         if !own
-            || ["/api/", "/pkg/", "/signin", "/settings/", "/status", "/badge/", "/docs/", "/inbox", "/oracles"]
-                .iter()
-                .any(|p| href.starts_with(p))
+            || [
+                "/api/",
+                "/pkg/",
+                "/signin",
+                "/settings/",
+                "/status",
+                "/badge/",
+                "/docs/",
+                "/inbox",
+                "/oracles",
+                "/runners",
+            ]
+            .iter()
+            .any(|p| href.starts_with(p))
         {
             return;
         }

@@ -506,6 +506,7 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     route("GET", "/runners/environments", Read, Body::None, "the environment cache, as a page"),
     route("GET", "/oracles", Read, Body::None, "the Oracles page: coverage, sources, authoring, failures"),
+    route("GET", "/runners", Read, Body::None, "the Runners page: jobs, runners, failures, the wait"),
     route("GET", "/api/v1/jobs/{id}", Read, Body::None, "one job"),
     route("GET", "/api/v1/jobs/{id}/events", Read, Body::None, "a job's progress as server-sent events"),
     route(

@@ -27,6 +27,11 @@ pub async fn queue(
     if let Some((k, _)) = query.iter().next() {
         return Err(ApiError::BadRequest(format!("{k}: unknown query parameter `{k}`; this list takes none")));
     }
+    Ok(ApiJson(overview(&state, &viewer).await?))
+}
+
+/// The queue as the viewer may see it (`GET /api/v1/jobs`, the Runners page).
+pub(crate) async fn overview(state: &AppState, viewer: &Viewer) -> ApiResult<QueueOverview> {
     let mut overview = state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?;
     // An attempt's job names its report too, so the Runners page can link it.
     let ids: Vec<i64> = overview
@@ -45,7 +50,7 @@ pub async fn queue(
             }
         }
     }
-    Ok(ApiJson(overview))
+    Ok(overview)
 }
 
 #[utoipa::path(

@@ -36,6 +36,7 @@ pub(crate) mod reports;
 pub(crate) mod reruns;
 pub(crate) mod routing_health;
 pub(crate) mod runner_envs;
+pub(crate) mod runners_page;
 pub(crate) mod setup;
 pub(crate) mod signatures;
 pub(crate) mod status;
@@ -173,6 +174,7 @@ pub fn router(state: AppState) -> (Router, Vec<&'static RouteSpec>) {
         .add("GET", "/api/v1/runners/environments", get(runner_envs::environments))
         .add("GET", "/runners/environments", get(runner_envs::environments_page))
         .add("GET", "/oracles", get(oracles_page::oracles_page))
+        .add("GET", "/runners", get(runners_page::runners_page))
         .add("GET", "/api/v1/jobs/{id}", get(jobs::get_job))
         .add("GET", "/api/v1/jobs/{id}/events", get(jobs::job_events))
         .add("GET", "/api/v1/releases", get(releases::list_releases))

@@ -128,6 +128,7 @@ const MATRIX: &[(&str, &str, &str)] = &[
     ("GET", "/api/v1/runners/environments", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/runners/environments", "200H 200H 200H 200H 200H 200H 200H 200H 200H 401"),
     ("GET", "/oracles", "404 200S 200S 404 200S 200S 200S 200S 404 401"),
+    ("GET", "/runners", "200 200 200 200 200 200 200 200 200 401"),
     ("GET", "/api/v1/jobs/{id}", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/jobs/{id}/events", "404 200 200 404 200 200 200 200 404 401"),
     ("GET", "/api/v1/releases", "404 200 200 404 200 200 200 200 404 401"),

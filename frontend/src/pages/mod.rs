@@ -5,4 +5,3 @@ pub mod overview;
 pub mod queue;
 pub mod regimes;
 pub mod report;
-pub mod runners;
