@@ -339,8 +339,11 @@ struct Bundle {
     css_gz: u64,
 }
 
-/// The dashboard's WebAssembly and its glue, gzip-compressed, at most (300 KiB).
-const BUNDLE_BUDGET: u64 = 300 * 1024;
+/// The dashboard's WebAssembly and its glue, gzip-compressed, at most
+/// (285 KiB). It was 300 KiB until the header, the Oracles page and the
+/// Runners page moved to the server (306,791 -> 280,438 B); the budget
+/// follows, so what was saved stays saved.
+const BUNDLE_BUDGET: u64 = 285 * 1024;
 
 fn gzip_len(bytes: &[u8]) -> Result<u64> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
