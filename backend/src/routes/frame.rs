@@ -53,6 +53,12 @@ pub async fn header_frame(State(state): State<AppState>, req: Request, next: Nex
         Err(_) => return next.run(Request::from_parts(parts, body)).await,
     };
     let posted = parts.method == Method::POST;
+    // A browser's visit (it asks for HTML) never gets a JSON error back.
+    let wants_html = parts
+        .headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
     // A signed-in person's page load is part of a visit ("since my last visit").
     if !posted
         && let (crate::auth::Principal::User { id, .. }, crate::auth::Via::Session) = (&viewer.principal, &viewer.via)
@@ -67,7 +73,39 @@ pub async fn header_frame(State(state): State<AppState>, req: Request, next: Nex
         query: parse_query_string(parts.uri.query().unwrap_or_default()),
         posted,
     };
-    FRAME.scope(frame, next.run(Request::from_parts(parts, body))).await
+    FRAME
+        .scope(frame, async move {
+            let res = next.run(Request::from_parts(parts, body)).await;
+            if wants_html { as_page(res, &viewer).await } else { res }
+        })
+        .await
+}
+
+/// A JSON error answered to a browser's page request, as a page saying the
+/// same (with the header, and a way back).
+async fn as_page(res: Response, viewer: &Viewer) -> Response {
+    let json = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    if !json || !(res.status().is_client_error() || res.status().is_server_error()) {
+        return res;
+    }
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 64 * 1024).await.unwrap_or_default();
+    let message = serde_json::from_slice::<failpass_shared::error::ApiErrorBody>(&bytes)
+        .map(|e| e.message)
+        .unwrap_or_else(|_| status.canonical_reason().unwrap_or("error").to_lowercase());
+    let title = status.canonical_reason().unwrap_or("Error");
+    let body = html! {
+        section.panel.narrow data-testid="page-error" {
+            h1 { (title) }
+            p.state.state-error role="alert" { (message) }
+            p { a href="/" { "Back to the dashboard" } }
+        }
+    };
+    page(status, title, viewer, body)
 }
 
 /// Who `viewer` is, with the number of attempts waiting for their review.

@@ -61,3 +61,26 @@ async fn every_page_has_the_one_header_with_the_inbox_count_and_the_filters_it_k
     assert!(!top.contains("inbox-link") && !top.contains("/settings/"), "{top}");
     assert!(top.contains(r#"aria-current="page">Regimes<"#), "{top}");
 }
+
+/// A page route's error reaches a browser as a page with the header, never
+/// as JSON; a client that asks for anything gets the JSON it can parse.
+#[tokio::test]
+async fn a_page_routes_error_is_a_page_for_a_browser_and_json_for_a_client() {
+    let app = spawn_app().await;
+    let r = app
+        .client
+        .get(format!("{}/reports/999999/oracle", app.base))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let html = r.text().await.unwrap();
+    assert!(html.contains(r#"data-testid="page-error""#) && html.contains("report 999999"), "{html}");
+    header(&html);
+    let r = app.client.get(format!("{}/reports/999999/oracle", app.base)).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "not_found", "{body}");
+}
