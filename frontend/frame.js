@@ -14,7 +14,7 @@ for (const region of document.querySelectorAll('[data-refresh][id]')) {
   setInterval(async () => {
     if (document.hidden) return;
     try {
-      const r = await fetch(location.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' });
+      const r = await fetch(location.href, { headers: { accept: 'text/html', 'x-failpass-refresh': '1' }, credentials: 'same-origin' });
       if (!r.ok) return;
       const fresh = new DOMParser().parseFromString(await r.text(), 'text/html').getElementById(region.id);
       // Keep what a reader opened ("Every column") across the swap.

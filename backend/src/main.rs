@@ -250,6 +250,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let n = match args.what.as_str() {
                 "reports" => {
                     let q = failpass_shared::api::reports::ReportListQuery::from_pairs(pairs).map_err(bad)?;
+                    if q.arrived == Some(failpass_shared::api::reports::Arrived::Visit) {
+                        anyhow::bail!(
+                            "--query: `arrived=visit` is since a person's last visit; the command line has none: use `arrived=24h`"
+                        );
+                    }
                     failpass::export::reports(s, &q, &scope, format, &mut out).await?
                 }
                 "attempts" => {

@@ -259,6 +259,10 @@ pub async fn oracle_form(
     // its clock from when the form was opened.
     let draft = match (form.action.as_str(), open) {
         (_, Some(d)) if form.action != "start" => d,
+        ("pause" | "resume" | "abandon", None) => {
+            let e = "this account has no draft oracle for this report: a try starts one";
+            return view(&state, &viewer, &report, None, None, Some(e)).await;
+        }
         (action, open) => {
             let now = chrono::Utc::now();
             let since = chrono::DateTime::parse_from_rfc3339(form.opened.trim())

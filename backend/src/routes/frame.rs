@@ -37,8 +37,23 @@ fn is_page(method: &Method, path: &str) -> bool {
     (method == Method::GET || method == Method::HEAD || method == Method::POST)
         && !path.starts_with("/api/")
         && !path.starts_with("/pkg/")
-        && !path.rsplit('/').next().unwrap_or_default().contains('.')
+        && path != "/metrics"
+        && !path.starts_with("/health")
+        && !is_asset(path)
 }
+
+/// A file, not a page: a project's slug may hold a dot (`vercel/next.js`),
+/// so a file is known by its kind.
+fn is_asset(path: &str) -> bool {
+    let last = path.rsplit('/').next().unwrap_or_default();
+    [".js", ".css", ".wasm", ".svg", ".png", ".ico", ".txt", ".map", ".json", ".webmanifest"]
+        .iter()
+        .any(|ext| last.ends_with(ext))
+}
+
+/// The header `/frame.js` sends when it fetches a page's figures again
+/// (not a visit: an open tab is not a person reading).
+const REFRESH_HEADER: &str = "x-failpass-refresh";
 
 /// Middleware: for a page request, works out the header once (the viewer and
 /// the count of attempts waiting for their review) before the handler runs,
@@ -61,6 +76,7 @@ pub async fn header_frame(State(state): State<AppState>, req: Request, next: Nex
         .is_some_and(|a| a.contains("text/html"));
     // A signed-in person's page load is part of a visit ("since my last visit").
     if !posted
+        && !parts.headers.contains_key(REFRESH_HEADER)
         && let (crate::auth::Principal::User { id, .. }, crate::auth::Via::Session) = (&viewer.principal, &viewer.via)
         && let Err(e) = state.storage.note_visit(*id, crate::db::common::now()).await
     {
@@ -224,6 +240,8 @@ pub(crate) fn form_page(path: &str) -> String {
     match segs.as_slice() {
         ["signin", ..] => "/signin".into(),
         ["reports", id, "oracle"] => format!("/reports/{id}/oracle"),
+        ["reports", id, "releases"] => format!("/reports/{id}/releases"),
+        ["settings", "hooks", id, "test"] => format!("/settings/hooks/{id}"),
         ["inbox", ..] => "/inbox".into(),
         ["queue", ..] => "/queue".into(),
         ["reports", id, ..] => format!("/reports/{id}"),

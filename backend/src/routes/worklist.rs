@@ -195,6 +195,8 @@ async fn chosen(state: &AppState, viewer: &Viewer, bulk: &Bulk) -> Result<Vec<Re
     let pairs: Vec<_> = form_urlencoded::parse(bulk.view.as_bytes()).collect();
     let mut query = ReportListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_ref())))
         .map_err(|e| format!("view: {e}"))?;
+    // `assignee=me` and `arrived=visit` mean this caller, as on the queue.
+    super::reports::mine(state, viewer, &mut query).await.map_err(|e| format!("view: {e}"))?;
     let mut out = Vec::new();
     match bulk.scope.as_str() {
         "selected" => {

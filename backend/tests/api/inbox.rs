@@ -136,7 +136,10 @@ async fn the_queue_filters_by_assignee_and_shows_it() {
     assert_eq!(ids(app.get("/api/v1/reports?assignee=none").await.body), [other]);
     let table = app.get("/api/v1/reports/table?assignee=me").await.body;
     let html = table["html"].as_str().unwrap();
-    assert!(html.contains(&format!(r#"data-testid="row-assignee">{me}<"#)) && table["total"] == 1, "{html}");
+    assert!(
+        html.contains(&format!(r#"data-testid="row-assignee" data-label="assignee">{me}<"#)) && table["total"] == 1,
+        "{html}"
+    );
     // `me` is nobody for an anonymous caller: said, by field.
     let anon = app.anon.get(format!("{}/api/v1/reports?assignee=me", app.base)).send().await.unwrap();
     assert_eq!(anon.status(), 400);
@@ -215,9 +218,25 @@ async fn the_queue_shows_what_arrived_in_a_day_or_since_my_last_visit() {
         .unwrap();
     assert_eq!(get("/queue?arrived=visit").await.unwrap().status(), 200);
     assert_eq!(visit().await, [hours, fresh]);
-    // More loads within the visit change nothing.
+    // More loads within the visit (ten minutes on) change nothing.
+    sqlx::query("UPDATE users SET last_seen_at = $1 WHERE name = 'mia'")
+        .bind(now - chrono::Duration::minutes(10))
+        .execute(&db)
+        .await
+        .unwrap();
     assert_eq!(get("/").await.unwrap().status(), 200);
     assert_eq!(visit().await, [hours, fresh]);
+    // A bulk action on "this view" acts on the same reports, since her visit.
+    let bulk = browser
+        .post(format!("{}/queue/bulk", app.base))
+        .header("cookie", &cookie)
+        .header("origin", &app.base)
+        .form(&[("view", "arrived=visit"), ("scope", "view"), ("action", "closed")])
+        .send()
+        .await
+        .unwrap();
+    let html = bulk.text().await.unwrap();
+    assert!(html.contains("2 reports?"), "the view's two reports, not all three: {html}");
 
     // Wrong input, named.
     let anon = app.anon.get(format!("{}/api/v1/reports?arrived=visit", app.base)).send().await.unwrap();

@@ -36,7 +36,7 @@ impl OracleDraftStore for Engine {
         if let Some(d) = self.open_oracle_draft(report_id, author).await? {
             return Ok(d);
         }
-        let now = since;
+        let now = common::secs(since);
         // Two starts at once (two tabs) meet at the unique index of open drafts: the second reads the first's.
         let inserted: Result<Option<i64>, _> = sqlx::query_scalar(
             "INSERT INTO oracle_drafts (report_id, author, route_before, category, status, started_at, resumed_at) \

@@ -495,6 +495,9 @@ impl Engine {
         });
         if let Some(t) = arrived_after {
             qb.push(" AND r.created_at > ").push_bind(t);
+        } else if query.arrived.is_some() {
+            // Since whose visit? Unresolved (no reader), it selects nothing rather than everything.
+            qb.push(" AND 1 = 0");
         }
         if let Some(days) = query.stuck_days {
             let cutoff = common::now() - chrono::Duration::days(i64::from(days));
