@@ -52,9 +52,9 @@ pub enum Command {
     Submit(SubmitArgs),
     /// Search a report's releases for the first where its reproduction
     /// passes ("fixed in pandas 2.0.1"), here and now, printing each step.
-    Bisect(crate::releases_cli::BisectArgs),
+    Bisect(BisectArgs),
     /// Benchmarks that print figures: `realbugs` grades the corpus of real bugs.
-    Bench(crate::releases_cli::BenchArgs),
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -757,4 +757,58 @@ mod tests {
         assert_eq!(args.data_dir, std::env::current_dir().unwrap().join("data"));
         assert!(Cli::try_parse_from(["failpass", "migrate", "--data-dir", ""]).is_err());
     }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BisectArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(flatten)]
+    pub runs: RunArgs,
+    /// The report whose releases are searched (it names its buggy release).
+    #[arg(long)]
+    pub report: i64,
+    /// The attempt whose candidate runs (default: the report's newest reproduced one).
+    #[arg(long)]
+    pub attempt: Option<i64>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchWhat {
+    /// Grade the corpus of real bugs on their own releases and print the figures.
+    Realbugs(RealbugsArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RealbugsArgs {
+    /// The corpus: a directory of one TOML file per library.
+    #[arg(long, default_value = "corpus/realbugs")]
+    pub corpus: PathBuf,
+    /// Where the bench keeps its database (made afresh), environments and wheels.
+    #[arg(long, default_value = "target/realbugs-bench", value_parser = absolute_path)]
+    pub dir: PathBuf,
+    /// Start with an empty wheel cache too (else only the environments are built afresh).
+    #[arg(long)]
+    pub cold: bool,
+    /// Keep the environments built by an earlier run and skip the build
+    /// figures: grading and bisects with every environment already built.
+    #[arg(long, conflicts_with = "cold")]
+    pub keep_envs: bool,
+    /// Only the bugs marked `small` (the test command's).
+    #[arg(long)]
+    pub small: bool,
+    /// Only these libraries (repeatable).
+    #[arg(long)]
+    pub library: Vec<String>,
+    /// Workers grading at once.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    #[command(flatten)]
+    pub runs: RunArgs,
 }

@@ -1,10 +1,9 @@
 //! failpass: triage and verification of agent-generated bug reproductions.
 
-pub mod accounts_cli;
 pub mod assets;
 pub mod auth;
-pub mod backup;
 pub mod charts;
+pub mod cli;
 pub mod config;
 pub mod db;
 pub mod demo;
@@ -12,25 +11,18 @@ pub mod error;
 pub mod export;
 pub mod hooks;
 pub mod import;
-pub mod import_cli;
 pub mod input;
 pub mod markdown;
 pub mod metrics;
 pub mod networks;
 pub mod openapi;
-pub mod realbugs_bench;
 pub mod releases;
-pub mod releases_cli;
-pub mod reroute;
 pub mod routes;
-pub mod routing_eval;
 pub mod routing_health;
 pub mod runner;
 pub mod security;
 pub mod startup;
 pub mod status;
-pub mod submit;
 pub mod summaries;
-pub mod sync;
 pub mod telemetry;
 pub mod triage;

@@ -63,15 +63,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Import(args) => {
-            let code = failpass::import_cli::import(args).await?;
+            let code = failpass::cli::import::import(args).await?;
             std::process::exit(code);
         }
-        Command::Submit(args) => std::process::exit(failpass::submit::run(args).await),
-        Command::Bisect(args) => std::process::exit(failpass::releases_cli::bisect(args).await?),
-        Command::Bench(args) => std::process::exit(failpass::releases_cli::bench(args).await?),
-        Command::Backup(args) => failpass::backup::backup(&args.database.url(), &args.to).await,
+        Command::Submit(args) => std::process::exit(failpass::cli::submit::run(args).await),
+        Command::Bisect(args) => std::process::exit(failpass::cli::releases::bisect(args).await?),
+        Command::Bench(args) => match args.what {
+            failpass::config::BenchWhat::Realbugs(a) => {
+                std::process::exit(failpass::cli::realbugs_bench::run(a).await?)
+            }
+        },
+        Command::Backup(args) => failpass::cli::backup::backup(&args.database.url(), &args.to).await,
         Command::Demo(args) => {
-            let code = failpass::import_cli::demo(args).await?;
+            let code = failpass::cli::import::demo(args).await?;
             std::process::exit(code);
         }
         Command::Reroute(args) => {
@@ -79,7 +83,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let url = args.database.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
             storage.migrate().await.context("applying migrations")?;
-            let s = failpass::reroute::reroute(storage.as_ref(), &cfg, args.dry_run).await?;
+            let s = failpass::cli::reroute::reroute(storage.as_ref(), &cfg, args.dry_run).await?;
             println!(
                 "{} reports: {} routes {}changed, {} with other routing changes (flags, category or evidence)",
                 s.reports,
@@ -163,9 +167,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::User(args) => failpass::accounts_cli::user(args).await,
-        Command::Token(args) => failpass::accounts_cli::token(args).await,
-        Command::Hook(args) => failpass::accounts_cli::hook(args).await,
+        Command::User(args) => failpass::cli::accounts::user(args).await,
+        Command::Token(args) => failpass::cli::accounts::token(args).await,
+        Command::Hook(args) => failpass::cli::accounts::hook(args).await,
         Command::Webhook(args) => {
             let url = args.database.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
@@ -188,11 +192,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sync(args) => {
             let failpass::config::SyncCommand::Github(gh) = args.command;
             let cfg = failpass::config::load_routing(gh.routing_config.as_deref())?;
-            failpass::sync::check_repo(&gh.repo)?;
+            failpass::cli::sync::check_repo(&gh.repo)?;
             let url = args.database.url();
             let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
             storage.migrate().await.context("applying migrations")?;
-            let opts = failpass::sync::SyncOptions {
+            let opts = failpass::cli::sync::SyncOptions {
                 project: gh.project.clone().unwrap_or_else(|| gh.repo.clone()),
                 repo: gh.repo,
                 token: gh.token.filter(|t| !t.trim().is_empty()),
@@ -203,10 +207,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if opts.token.is_none() {
                 eprintln!("failpass: no GITHUB_TOKEN: GitHub allows 60 requests an hour without one");
             }
-            let client = failpass::sync::client()?;
+            let client = failpass::cli::sync::client()?;
             let models = failpass::triage::Models::default();
             loop {
-                let result = failpass::sync::github(storage.as_ref(), &models, &cfg, &client, &opts).await;
+                let result = failpass::cli::sync::github(storage.as_ref(), &models, &cfg, &client, &opts).await;
                 match result {
                     Ok(summary) => println!("sync {} → {}: {summary}", opts.repo, opts.project),
                     // Once: the error is the exit status. Polling: said, and tried again next time.
@@ -289,7 +293,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Routing(args) => match args.command {
             failpass::config::RoutingCommand::Eval(args) => {
                 let cfg = failpass::config::load_routing(args.routing_config.as_deref())?;
-                let report = failpass::routing_eval::run(&args, &cfg)?;
+                let report = failpass::cli::routing_eval::run(&args, &cfg)?;
                 print!("{report}");
                 Ok(())
             }
@@ -298,7 +302,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 let storage = failpass::db::connect(&url).await.with_context(|| format!("opening {}", redact(&url)))?;
                 storage.migrate().await.context("applying migrations")?;
                 let rows = storage.corrected_routes(&args.project).await?;
-                let text = failpass::routing_eval::corrections_truth(&args.project, &rows);
+                let text = failpass::cli::routing_eval::corrections_truth(&args.project, &rows);
                 match &args.output {
                     Some(path) => {
                         std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;

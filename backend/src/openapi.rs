@@ -19,8 +19,8 @@ use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 use crate::auth::access::{Action, Body, ROUTES, RouteSpec};
 use crate::routes::{
     agents, attempts, authoring, charts, environments, export, facets, figures, health, hooks, import, inbox, jobs,
-    members, metrics, oracles, oracles_page, pages, projects, reference, refine, releases, releases_page, reports,
-    reruns, routing_health, runner_envs, runners_page, setup, signatures, status, views, webhooks, worklist,
+    members, metrics, oracles, oracles_page, pages, projects, refine, releases, releases_page, reports, reruns,
+    routing_health, runner_envs, runners_page, setup, signatures, status, views, webhooks, worklist,
 };
 
 #[derive(OpenApi)]
@@ -36,7 +36,7 @@ use crate::routes::{
         health::healthz,
         pages::signin_page, pages::sign_in, pages::sign_out, pages::tokens_page, pages::create_token,
         pages::revoke_token, inbox::inbox_page, inbox::review, members::add_member, members::remove_member, members::users_page, members::create_user, views::views_page, views::save_view, views::forget_view, setup::projects_page, setup::create_project, setup::project_page, setup::update_project,
-        setup::save_environment, setup::build_environment, setup::import_page, setup::import_upload, pages::session, reference::api_reference, openapi_json,
+        setup::save_environment, setup::build_environment, setup::import_page, setup::import_upload, pages::session, api_reference, openapi_json,
         projects::list_projects, projects::create_project, projects::get_project, projects::update_project,
         reports::list_reports, reports::create_report, reports::get_report, reports::correct_route, reports::set_status, reports::assign, reports::comment, reports::lifecycle_form, authoring::oracle_page, authoring::oracle_form, releases_page::releases_page, releases_page::releases_form, worklist::report_table, worklist::bulk, webhooks::github, export::reports, export::attempts, export::figures, export::oracles, export::throughput,
         attempts::list_attempts, attempts::create_attempt, attempts::get_attempt, attempts::review_attempt, attempts::put_trajectory, attempts::get_trajectory,
@@ -46,7 +46,7 @@ use crate::routes::{
         environments::list_environments, environments::create_environment, environments::build_environment, environments::latest_build, import::import,
         releases::list_releases, releases::set_template, releases::get_versions, releases::set_versions, releases::bisect,
         runner_envs::environments, runner_envs::environments_page, oracles_page::oracles_page, runners_page::runners_page,
-        routing_health::routing_health, routing_health::routing_page, routing_health::confirm_route,
+        routing_health::routing_health, routing_health::routing_page, reports::confirm_route,
         metrics::metrics, status::status_json, status::status_index, status::status_page, status::status_trend, status::status_trend_png,
         status::badge,
         hooks::list_hooks, hooks::create_hook, hooks::remove_hook, hooks::hook_deliveries, hooks::redeliver,
@@ -80,6 +80,19 @@ pub struct ApiDoc;
 pub fn document() -> &'static str {
     static DOC: OnceLock<String> = OnceLock::new();
     DOC.get_or_init(|| ApiDoc::openapi().to_pretty_json().expect("the OpenAPI document serialises"))
+}
+
+/// `GET /docs/api`: the reference page, drawn from this document.
+#[utoipa::path(
+    get, path = "/docs/api", tag = "pages",
+    responses((status = 200, description = "The API reference, from the OpenAPI document.", content_type = "text/html", body = String))
+)]
+pub async fn api_reference() -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::{Html, IntoResponse};
+    static PAGE: OnceLock<String> = OnceLock::new();
+    let page = PAGE.get_or_init(|| crate::routes::reference::render(&ApiDoc::openapi()).into_string());
+    ([(header::CACHE_CONTROL, "public, max-age=300")], Html(page.as_str())).into_response()
 }
 
 /// `GET /api/v1/openapi.json`

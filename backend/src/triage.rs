@@ -27,7 +27,7 @@ pub async fn project_model(
     if corrected.is_empty() || corrected.len() < cfg.classifier_min_corrections as usize {
         return Ok(None);
     }
-    let mut examples = crate::routing_eval::shipped_examples();
+    let mut examples = crate::cli::routing_eval::shipped_examples();
     examples.extend(corrected.into_iter().map(|c| Example {
         title: c.title,
         body: c.body,

@@ -288,6 +288,14 @@ pub async fn user_viewer(storage: &dyn Storage, id: i64, via: Via) -> Result<Opt
     }))
 }
 
+/// A user name: 1 to 64 ASCII letters, digits, `.`, `_` or `-` (the
+/// command line's `failpass user add` and the Accounts page both hold to it).
+pub fn check_user_name(name: &str) -> Result<(), String> {
+    let ok =
+        !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok { Ok(()) } else { Err(format!("user name `{name}`: 1 to 64 ASCII letters, digits, `.`, `_` or `-`")) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

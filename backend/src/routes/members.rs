@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::extract::rejection::FormRejection;
 use axum::response::{IntoResponse, Redirect, Response};
 use failpass_shared::model::ProjectRole;
-use maud::{Markup, html};
+use maud::html;
 use serde::Deserialize;
 
 use super::AppState;
@@ -21,52 +21,6 @@ use crate::error::{ApiError, ApiPath, ApiResult};
 pub struct MemberForm {
     user: String,
     role: String,
-}
-
-/// The project's members, by name, with their roles.
-pub async fn members_of(state: &AppState, project: &str) -> ApiResult<Vec<(String, ProjectRole)>> {
-    Ok(state.storage.project_members(project).await?)
-}
-
-/// The set-up page's members panel: who, in which role, and (for those who
-/// may) the forms to add and take away.
-pub fn panel(slug: &str, members: &[(String, ProjectRole)], may_manage: bool) -> Markup {
-    let action = format!("/settings/projects/{slug}/members");
-    html! {
-        section.panel data-testid="members" {
-            h2 { "Members" }
-            @if members.is_empty() { p.muted { "No member yet: only admins work on it." } }
-            @else {
-                table.chart-table {
-                    thead { tr { th { "Member" } th { "Role" } @if may_manage { th { span.visually-hidden { "Remove" } } } } }
-                    tbody { @for (name, role) in members {
-                        tr data-testid="member" data-name=(name) {
-                            td { (name) }
-                            td { (role.as_str()) }
-                            @if may_manage { td {
-                                form.inline.confirm method="post" action=(format!("{action}/remove")) {
-                                    input type="hidden" name="user" value=(name);
-                                    label.check { input type="checkbox" name="confirm" value="yes" required; " take away" }
-                                    button.danger type="submit" data-testid="remove-member" { "Remove" }
-                                }
-                            } }
-                        }
-                    } }
-                }
-            }
-            @if may_manage {
-                form.stack method="post" action=(action) data-testid="add-member" {
-                    label.field { span { "Account name" } input type="text" name="user" required maxlength="100" autocomplete="off"; }
-                    label.field { span { "Role" } select name="role" {
-                        option value="viewer" { "viewer: reads the project, private or not" }
-                        option value="maintainer" { "maintainer: reviews, reruns, assigns, imports, tokens, members" }
-                    } }
-                    button type="submit" { "Add, or change the role" }
-                }
-                p.muted { "An account is made by an admin (" code { "failpass user add" } ")." }
-            }
-        }
-    }
 }
 
 /// `POST /settings/projects/{owner}/{name}/members`
@@ -196,7 +150,7 @@ pub async fn create_user(
         }
     };
     let name = form.name.trim();
-    if let Err(e) = crate::accounts_cli::check_name(name) {
+    if let Err(e) = crate::auth::check_user_name(name) {
         return users_view(&state, &viewer, StatusCode::BAD_REQUEST, None, Some(&e.to_string())).await;
     }
     if state.storage.user_by_name(name).await?.is_some() {

@@ -1,28 +1,12 @@
-//! `GET /docs/api`: a small API reference, rendered on the server from the
-//! OpenAPI document (so it cannot say something the document does not).
+//! The API reference page (`GET /docs/api`, served by `openapi`), rendered
+//! on the server from the OpenAPI document (so it cannot say something the
+//! document does not); this file draws, the document comes to it.
 
-use std::sync::OnceLock;
-
-use axum::http::header;
-use axum::response::{Html, IntoResponse, Response};
 use maud::{Markup, html};
-use utoipa::OpenApi;
 use utoipa::openapi::path::{Operation, Parameter, ParameterIn};
 use utoipa::openapi::{RefOr, Required};
 
 use super::status::frame;
-use crate::openapi::ApiDoc;
-
-/// `GET /docs/api`
-#[utoipa::path(
-    get, path = "/docs/api", tag = "pages",
-    responses((status = 200, description = "The API reference, from the OpenAPI document.", content_type = "text/html", body = String))
-)]
-pub async fn api_reference() -> Response {
-    static PAGE: OnceLock<String> = OnceLock::new();
-    let page = PAGE.get_or_init(|| render(&ApiDoc::openapi()).into_string());
-    ([(header::CACHE_CONTROL, "public, max-age=300")], Html(page.as_str())).into_response()
-}
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
@@ -48,7 +32,7 @@ fn anchor(method: &str, path: &str) -> String {
     id.replace('/', "-")
 }
 
-fn render(doc: &utoipa::openapi::OpenApi) -> Markup {
+pub(crate) fn render(doc: &utoipa::openapi::OpenApi) -> Markup {
     let ops = operations(doc);
     let tags: Vec<&utoipa::openapi::tag::Tag> = doc.tags.iter().flatten().collect();
     // The JSON API apart from the pages and their forms.

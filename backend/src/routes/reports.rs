@@ -160,6 +160,44 @@ pub(super) async fn reread(state: &AppState, viewer: &Viewer, id: i64) -> ApiRes
     Ok(ApiJson(with_html(state, report, viewer).await?))
 }
 
+/// `POST /api/v1/reports/{id}/route/confirm`: a maintainer says the route is right.
+#[utoipa::path(
+    post, path = "/api/v1/reports/{id}/route/confirm", tag = "reports",
+    params(("id" = i64, Path, example = 1, description = "The report's id.")),
+    request_body = failpass_shared::api::routing::ConfirmRouteRequest,
+    responses((status = 200, description = "The report, its route confirmed and its route check cleared.", body = Report))
+)]
+#[tracing::instrument(skip_all, fields(report_id = id))]
+pub async fn confirm_route(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(req): ApiJson<failpass_shared::api::routing::ConfirmRouteRequest>,
+) -> ApiResult<ApiJson<Report>> {
+    req.validate()?;
+    let report = reviewable(&state, &viewer, id).await?;
+    let route = report.summary.route;
+    if let Some(seen) = req.route.filter(|r| *r != route) {
+        return Err(failpass_shared::api::query::FieldError::new(
+            "route",
+            format!(
+                "the report is now routed {}, not {}: look at it again",
+                route.as_str().replace('_', " "),
+                seen.as_str().replace('_', " ")
+            ),
+        )
+        .into());
+    }
+    let c = crate::db::routing::RouteConfirmation {
+        route,
+        by: viewer.name(),
+        at: chrono::Utc::now(),
+        reason: req.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),
+    };
+    state.storage.confirm_route(id, &c, viewer.origin().via).await?;
+    reread(&state, &viewer, id).await
+}
+
 /// A maintainer closes a report, marks it a duplicate (of another report of
 /// the project, by its upstream number), won't fix or not a bug, or reopens
 /// it. A member's resolution stands over what upstream says; reopening
@@ -320,7 +358,7 @@ pub async fn lifecycle_form(
         "confirm_route" => {
             let route = form.route.parse().ok();
             let req = failpass_shared::api::routing::ConfirmRouteRequest { route, reason: opt(&form.reason) };
-            super::routing_health::confirm_route(state2, viewer, ApiPath(id), ApiJson(req)).await.map(|_| ())
+            confirm_route(state2, viewer, ApiPath(id), ApiJson(req)).await.map(|_| ())
         }
         other => Err(ApiError::BadRequest(format!(
             "action: `{other}` is not one of status, route, confirm_route, assign, comment"
@@ -346,7 +384,7 @@ async fn with_html(state: &AppState, mut report: Report, viewer: &Viewer) -> Api
     };
     // Assignment picks from the project's members (those who may assign see them).
     let members: Vec<String> = if may_change {
-        super::members::members_of(state, &report.summary.project).await?.into_iter().map(|(n, _)| n).collect()
+        state.storage.project_members(&report.summary.project).await?.into_iter().map(|(n, _)| n).collect()
     } else {
         Vec::new()
     };

@@ -4,16 +4,12 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use failpass_shared::api::reports::Report;
-use failpass_shared::api::routing::{
-    ALARM_CORRECTED_SHARE, ALARM_HUMAN_SHARE, ALARM_MIN_ROUTED, ConfirmRouteRequest, RoutingHealth,
-};
+use failpass_shared::api::routing::{ALARM_CORRECTED_SHARE, ALARM_HUMAN_SHARE, ALARM_MIN_ROUTED, RoutingHealth};
 use maud::html;
 
 use super::AppState;
 use super::pages::page;
 use crate::auth::Viewer;
-use crate::db::routing::RouteConfirmation;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult};
 
 async fn readable(state: &AppState, viewer: &Viewer, owner: &str, name: &str) -> ApiResult<RoutingHealth> {
@@ -125,42 +121,4 @@ pub async fn routing_page(
         }
     };
     Ok(page(StatusCode::OK, &format!("Routing health · {}", h.project), &viewer, body))
-}
-
-/// `POST /api/v1/reports/{id}/route/confirm`: a maintainer says the route is right.
-#[utoipa::path(
-    post, path = "/api/v1/reports/{id}/route/confirm", tag = "reports",
-    params(("id" = i64, Path, example = 1, description = "The report's id.")),
-    request_body = ConfirmRouteRequest,
-    responses((status = 200, description = "The report, its route confirmed and its route check cleared.", body = Report))
-)]
-#[tracing::instrument(skip_all, fields(report_id = id))]
-pub async fn confirm_route(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    ApiPath(id): ApiPath<i64>,
-    ApiJson(req): ApiJson<ConfirmRouteRequest>,
-) -> ApiResult<ApiJson<Report>> {
-    req.validate()?;
-    let report = super::reports::reviewable(&state, &viewer, id).await?;
-    let route = report.summary.route;
-    if let Some(seen) = req.route.filter(|r| *r != route) {
-        return Err(failpass_shared::api::query::FieldError::new(
-            "route",
-            format!(
-                "the report is now routed {}, not {}: look at it again",
-                route.as_str().replace('_', " "),
-                seen.as_str().replace('_', " ")
-            ),
-        )
-        .into());
-    }
-    let c = RouteConfirmation {
-        route,
-        by: viewer.name(),
-        at: chrono::Utc::now(),
-        reason: req.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),
-    };
-    state.storage.confirm_route(id, &c, viewer.origin().via).await?;
-    super::reports::reread(&state, &viewer, id).await
 }

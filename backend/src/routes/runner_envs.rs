@@ -31,7 +31,7 @@ async fn visible_cache(state: &AppState, viewer: &Viewer) -> ApiResult<Environme
     }
     let envs = state.envs.clone();
     let (all, wheels) = tokio::task::spawn_blocking(move || {
-        (crate::runner::env_evict::list(&envs), crate::runner::release_env::dir_size(&envs.wheels))
+        (crate::runner::env_evict::list(envs.root()), crate::runner::env_evict::dir_size(&envs.wheels))
     })
     .await
     .map_err(|e| ApiError::Internal(anyhow::anyhow!("listing the environment cache: {e}")))?;

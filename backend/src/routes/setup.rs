@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use failpass_shared::api::import::ImportSummary;
 use failpass_shared::api::jobs::{CreateEnvironmentRequest, Environment, EnvironmentBuild, GitSource, Recipe};
 use failpass_shared::api::projects::{CreateProjectRequest, Project, UpdateProjectRequest};
-use failpass_shared::model::{BuildStatus, EnvironmentRole};
+use failpass_shared::model::{BuildStatus, EnvironmentRole, ProjectRole};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -304,7 +304,7 @@ async fn project_view(state: &AppState, viewer: &Viewer, slug: &str, said: Said,
     let may_envs = viewer.role_in(&project.slug).may(Action::ManageEnvironments);
     let may_import = viewer.role_in(&project.slug).may(Action::Import);
     let may_members = viewer.role_in(&project.slug).may(Action::ManageMembers);
-    let members = super::members::members_of(state, &project.slug).await?;
+    let members = state.storage.project_members(&project.slug).await?;
     // A build waiting for a runner or running: the page reloads until it ends.
     let queue = state.storage.queue_overview(chrono::Utc::now(), &viewer.scope()).await?;
     let running = builds.iter().any(|b| b.status == BuildStatus::Running)
@@ -362,7 +362,7 @@ async fn project_view(state: &AppState, viewer: &Viewer, slug: &str, said: Said,
                 @if may_import { a href=(format!("/settings/import?project={}", project.slug)) data-testid="import-link" { "Import into it" } " · " }
                 @if project.public { a href=(format!("/status/{}", project.slug)) { "Status page" } } }
         }
-        (super::members::panel(&project.slug, &members, may_members))
+        (members_panel(&project.slug, &members, may_members))
         section.panel {
             h2 { "Environments" }
             @if running { meta http-equiv="refresh" content=(format!("5; url=/settings/projects/{}", project.slug)); p.muted data-testid="build-running" { "A build is running; this page reloads every 5 seconds." } }
@@ -848,4 +848,45 @@ async fn upload(
     let summary = importer.finish().await?;
     tracing::info!(by = %viewer.name(), format = %typed.format, records = summary.records, rejected = summary.rejected, "import from the browser");
     Ok(summary)
+}
+
+/// The set-up page's members panel: who, in which role, and (for those who
+/// may) the forms to add and take away.
+fn members_panel(slug: &str, members: &[(String, ProjectRole)], may_manage: bool) -> Markup {
+    let action = format!("/settings/projects/{slug}/members");
+    html! {
+        section.panel data-testid="members" {
+            h2 { "Members" }
+            @if members.is_empty() { p.muted { "No member yet: only admins work on it." } }
+            @else {
+                table.chart-table {
+                    thead { tr { th { "Member" } th { "Role" } @if may_manage { th { span.visually-hidden { "Remove" } } } } }
+                    tbody { @for (name, role) in members {
+                        tr data-testid="member" data-name=(name) {
+                            td { (name) }
+                            td { (role.as_str()) }
+                            @if may_manage { td {
+                                form.inline.confirm method="post" action=(format!("{action}/remove")) {
+                                    input type="hidden" name="user" value=(name);
+                                    label.check { input type="checkbox" name="confirm" value="yes" required; " take away" }
+                                    button.danger type="submit" data-testid="remove-member" { "Remove" }
+                                }
+                            } }
+                        }
+                    } }
+                }
+            }
+            @if may_manage {
+                form.stack method="post" action=(action) data-testid="add-member" {
+                    label.field { span { "Account name" } input type="text" name="user" required maxlength="100" autocomplete="off"; }
+                    label.field { span { "Role" } select name="role" {
+                        option value="viewer" { "viewer: reads the project, private or not" }
+                        option value="maintainer" { "maintainer: reviews, reruns, assigns, imports, tokens, members" }
+                    } }
+                    button type="submit" { "Add, or change the role" }
+                }
+                p.muted { "An account is made by an admin (" code { "failpass user add" } ")." }
+            }
+        }
+    }
 }

@@ -132,7 +132,7 @@ impl EnvCache {
         let _ = std::fs::write(done.join(".used"), b"");
         drop(_file_lock);
         if built_now {
-            super::env_evict::evict(self, hash);
+            super::env_evict::evict(self.root(), self.cap_bytes, hash);
         }
         Ok(built_now)
     }

@@ -3,18 +3,45 @@
 //! environment used in the last half hour is never removed (a run may be in
 //! it), nor one being built (its lock is held); the wheel cache is not
 //! counted, since it is what rebuilds an evicted environment with no network.
+//! The cache's own records (`meta.json`, sizes) are here too: the bottom of
+//! the cache, which imports none of its users.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use failpass_shared::api::releases::CachedEnvironment;
 
-use super::env::EnvCache;
-use super::release_env::dir_size;
+/// What the cache records beside a built environment (`meta.json`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct EnvMeta {
+    pub label: String,
+    pub hash: String,
+    pub built_seconds: f64,
+    pub size_bytes: u64,
+    /// `uv pip freeze`: what the requirement lines resolved to.
+    #[serde(default)]
+    pub resolved: Vec<String>,
+    /// Whether the install needed the index (false: all from the wheel cache).
+    #[serde(default)]
+    pub fetched: bool,
+}
 
-/// What the cache holds, most recently used first.
-pub fn list(cache: &EnvCache) -> Vec<CachedEnvironment> {
-    let Ok(entries) = std::fs::read_dir(cache.root()) else { return Vec::new() };
+/// Bytes of the files under `dir` (links not followed).
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// What the cache at `root` holds, most recently used first.
+pub fn list(root: &Path) -> Vec<CachedEnvironment> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
     let mut out: Vec<CachedEnvironment> =
         entries.flatten().filter(|e| e.path().join(".built").exists()).map(|e| describe(&e.path())).collect();
     out.sort_by_key(|e| std::cmp::Reverse(e.last_used));
@@ -22,8 +49,7 @@ pub fn list(cache: &EnvCache) -> Vec<CachedEnvironment> {
 }
 
 fn describe(dir: &Path) -> CachedEnvironment {
-    let meta: Option<super::release_env::EnvMeta> =
-        std::fs::read(dir.join("meta.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let meta: Option<EnvMeta> = std::fs::read(dir.join("meta.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let hash = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let label = meta.as_ref().map(|m| m.label.clone()).unwrap_or_else(|| format!("recipe {hash}"));
     let size_bytes = meta.as_ref().map(|m| m.size_bytes).unwrap_or_else(|| dir_size(dir));
@@ -42,17 +68,17 @@ fn used_at(dir: &Path) -> Option<SystemTime> {
     m(dir.join(".used")).or_else(|| m(dir.join(".built")))
 }
 
-/// Removes least recently used environments (never `keep`) until the cache
-/// is under its cap; what it removed, by label.
-pub fn evict(cache: &EnvCache, keep: &str) -> Vec<String> {
-    let Some(cap) = cache.cap_bytes else { return Vec::new() };
-    let mut envs = list(cache);
+/// Removes least recently used environments of the cache at `root` (never
+/// `keep`) until it is under `cap` bytes; what it removed, by label.
+pub fn evict(root: &Path, cap: Option<u64>, keep: &str) -> Vec<String> {
+    let Some(cap) = cap else { return Vec::new() };
+    let mut envs = list(root);
     let mut total: u64 = envs.iter().map(|e| e.size_bytes).sum();
     let mut removed = Vec::new();
     let recent = SystemTime::now() - Duration::from_secs(1800);
     while total > cap {
         let Some(e) = envs.pop() else { break };
-        let dir = cache.root().join(&e.hash);
+        let dir = root.join(&e.hash);
         if e.hash == keep || used_at(&dir).is_some_and(|t| t > recent) {
             continue;
         }

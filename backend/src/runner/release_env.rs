@@ -25,26 +25,12 @@ use std::time::Instant;
 use failpass_shared::api::jobs::Recipe;
 
 use super::env::{BuiltEnv, EnvCache, SetupFailed, Step, own_tree};
+use super::env_evict::{EnvMeta, dir_size};
 use super::sandbox::{self, Command};
 use crate::releases::ResolvedRelease;
 
 /// The Python environments are built on (its wheels are what the index is asked for).
 pub const PYTHON: &str = "/usr/bin/python3.11";
-
-/// What the cache records beside a built environment (`meta.json`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct EnvMeta {
-    pub label: String,
-    pub hash: String,
-    pub built_seconds: f64,
-    pub size_bytes: u64,
-    /// `uv pip freeze`: what the requirement lines resolved to.
-    #[serde(default)]
-    pub resolved: Vec<String>,
-    /// Whether the install needed the index (false: all from the wheel cache).
-    #[serde(default)]
-    pub fetched: bool,
-}
 
 /// The `uv` binary: `FAILPASS_UV`, else the first `uv` on `PATH`.
 pub fn uv_path() -> Option<PathBuf> {
@@ -273,19 +259,6 @@ fn frozen(log: &str) -> Vec<String> {
 
 fn shell_word(p: &Path) -> String {
     format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))
-}
-
-/// Bytes of the files under `dir` (links not followed).
-pub fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_size(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
-            _ => 0,
-        })
-        .sum()
 }
 
 #[cfg(test)]

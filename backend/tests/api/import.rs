@@ -283,26 +283,26 @@ async fn reroute_applies_a_changed_configuration_and_counts_route_changes() {
     let defaults = RoutingConfig::default();
     // The first reroute learns the project's boilerplate (its issue templates'
     // lines) and reads the reports without it; a few routings change.
-    let first = failpass::reroute::reroute(s.as_ref(), &defaults, false).await.unwrap();
+    let first = failpass::cli::reroute::reroute(s.as_ref(), &defaults, false).await.unwrap();
     assert_eq!(first.reports, 514);
     assert!(first.boilerplate["huggingface/datasets"] > 0, "{first:?}");
     assert!(first.changed <= 10, "{first:?}");
-    let settled = failpass::reroute::reroute(s.as_ref(), &defaults, false).await.unwrap();
+    let settled = failpass::cli::reroute::reroute(s.as_ref(), &defaults, false).await.unwrap();
     assert_eq!((settled.reports, settled.changed), (514, 0), "the stored routing is the default rule's");
     // Treat "streaming" as harness plumbing: reports mentioning it go to a human first.
     let mut cfg = defaults.clone();
     cfg.harness_keywords.push("streaming".into());
-    let dry = failpass::reroute::reroute(s.as_ref(), &cfg, true).await.unwrap();
+    let dry = failpass::cli::reroute::reroute(s.as_ref(), &cfg, true).await.unwrap();
     assert!(dry.routes_changed > 0, "{dry:?}");
     let mut q = ReportListQuery { limit: 500, ..Default::default() };
     q.filter.route = Some(failpass_shared::model::Route::HumanFirst);
     let before = s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len();
-    let real = failpass::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
+    let real = failpass::cli::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
     assert_eq!(real.routes_changed, dry.routes_changed, "a dry run counts what a real one changes");
     let after = s.list_reports(&q, &ProjectScope::All).await.unwrap().items.len();
     let into_human: u64 = real.transitions.iter().filter(|(t, _)| t.ends_with("→ human_first")).map(|(_, n)| n).sum();
     assert_eq!(after - before, into_human as usize);
-    let again = failpass::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
+    let again = failpass::cli::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
     assert_eq!(again.changed, 0, "rerouting twice changes nothing");
     let stored = s.list_reports(&q, &ProjectScope::All).await.unwrap().items;
     let one = s.get_report(stored[0].id, &ProjectScope::All).await.unwrap().unwrap();

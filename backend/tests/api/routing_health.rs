@@ -137,7 +137,7 @@ async fn reroute_learns_the_boilerplate_a_projects_reports_share() {
         app.report(json!({"project": "o/tmpl", "external_id": i.to_string(), "title": format!("mean wrong {i}"), "body": body}))
             .await;
     }
-    let summary = failpass::reroute::reroute(app.storage.as_ref(), &Default::default(), false).await.unwrap();
+    let summary = failpass::cli::reroute::reroute(app.storage.as_ref(), &Default::default(), false).await.unwrap();
     assert_eq!(summary.boilerplate["o/tmpl"], 3, "{summary:?}");
     let h = app.get("/api/v1/routing/o/tmpl").await.body;
     let lines: Vec<&str> = h["boilerplate"].as_array().unwrap().iter().map(|l| l["line"].as_str().unwrap()).collect();

@@ -895,7 +895,7 @@ async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_cl
         let r = s.get_report(id, &ProjectScope::All).await.unwrap().unwrap();
         assert_eq!((r.summary.title.as_str(), r.summary.route), ("f crashes (updated)", Route::HumanFirst));
         // So does `failpass reroute`, and it finds nothing to change.
-        let summary = failpass::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
+        let summary = failpass::cli::reroute::reroute(s.as_ref(), &cfg, false).await.unwrap();
         assert_eq!(summary.routes_changed, 0, "{summary:?}");
         assert_eq!(s.get_report(id, &ProjectScope::All).await.unwrap().unwrap().summary.route, Route::HumanFirst);
 
@@ -906,7 +906,7 @@ async fn a_corrected_route_sticks_through_reimport_and_reroute_and_trains_the_cl
         assert!(failpass::triage::project_model(s.as_ref(), &cfg, "a/one").await.unwrap().is_none());
         let few = RoutingConfig { classifier_min_corrections: 1, ..RoutingConfig::default() };
         let model = failpass::triage::project_model(s.as_ref(), &few, "a/one").await.unwrap().unwrap();
-        assert_eq!(model.trained_on.0 + model.trained_on.1, failpass::routing_eval::shipped_examples().len() + 1);
+        assert_eq!(model.trained_on.0 + model.trained_on.1, failpass::cli::routing_eval::shipped_examples().len() + 1);
         assert!(s.corrected_routes("no/such").await.unwrap().is_empty());
     })
     .await;

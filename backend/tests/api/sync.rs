@@ -12,9 +12,9 @@ use std::time::Duration;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use failpass::cli::sync::{SyncOptions, SyncSummary};
 use failpass::db::Storage;
 use failpass::db::projects::GithubSync;
-use failpass::sync::{SyncOptions, SyncSummary};
 use failpass_shared::routing::RoutingConfig;
 use serde_json::{Value, json};
 
@@ -178,7 +178,14 @@ fn options(gh: &Github) -> SyncOptions {
 
 async fn sync(storage: &dyn Storage, opts: &SyncOptions) -> anyhow::Result<SyncSummary> {
     let models = failpass::triage::Models::default();
-    failpass::sync::github(storage, &models, &RoutingConfig::default(), &failpass::sync::client().unwrap(), opts).await
+    failpass::cli::sync::github(
+        storage,
+        &models,
+        &RoutingConfig::default(),
+        &failpass::cli::sync::client().unwrap(),
+        opts,
+    )
+    .await
 }
 
 async fn labels_of(storage: &dyn Storage, number: &str) -> Option<Vec<String>> {

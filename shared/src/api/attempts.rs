@@ -134,7 +134,7 @@ pub const MAX_RANK: u32 = 100_000;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReportKey {
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::projects::slug))]
     pub project: String,
     pub external_id: String,
 }

@@ -30,7 +30,7 @@ pub enum ImportRecord {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LifeCycleRecord {
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::projects::slug))]
     pub project: String,
     pub external_id: String,
     /// A maintainer's route correction (left out: the stored one stays).

@@ -221,7 +221,7 @@ impl Recipe {
 pub struct CreateEnvironmentRequest {
     /// The project's slug (taken from the body on `POST /api/v1/environments`).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::projects::slug))]
     pub project: String,
     pub name: String,
     pub role: EnvironmentRole,

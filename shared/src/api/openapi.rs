@@ -14,6 +14,7 @@ use utoipa::{IntoParams, PartialSchema};
 use super::MAX_LIMIT;
 use super::attempts::AttemptListQuery;
 use super::figures::{DistributionQuery, FiguresQuery, MAX_GROUP_DIMENSIONS};
+use super::projects::slug;
 use super::reports::{Order, ReportFilter, ReportListQuery, ReportSort};
 use crate::api::figures::Metric;
 use crate::model::{Goal, GroupBy, Route, Verdict};
@@ -40,15 +41,6 @@ fn day() -> RefOr<Schema> {
         .schema_type(Type::String)
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
         .examples([serde_json::json!("2026-11-30")])
-        .into()
-}
-
-/// A project slug, `owner/name`.
-pub fn slug() -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some(super::projects::SLUG_PATTERN))
-        .examples([serde_json::json!("pytorch/pytorch")])
         .into()
 }
 

@@ -11,7 +11,7 @@ use super::query::FieldError;
 #[cfg_attr(feature = "openapi", schema(example = json!({"slug": "pytorch/pytorch", "name": "PyTorch", "public": true})))]
 pub struct CreateProjectRequest {
     /// `owner/name`, as on the forge (`pytorch/pytorch`).
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::projects::slug))]
     pub slug: String,
     #[serde(default)]
     pub name: Option<String>,
@@ -124,6 +124,16 @@ pub fn validate_upstream_url(url: &str) -> Result<(), FieldError> {
 /// A slug's shape for the OpenAPI document (besides: not only dots, not both
 /// parts all digits).
 pub const SLUG_PATTERN: &str = r"^[A-Za-z0-9._-]{1,100}/[A-Za-z0-9._-]{1,100}$";
+
+/// A project slug, `owner/name`, as the OpenAPI document describes it.
+#[cfg(feature = "openapi")]
+pub fn slug() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(SLUG_PATTERN))
+        .examples([serde_json::json!("pytorch/pytorch")])
+        .into()
+}
 
 /// A slug is `owner/name` as on the forge: each part 1 to 100 ASCII letters,
 /// digits, `.`, `_` or `-`, not only dots, and not both parts all digits.

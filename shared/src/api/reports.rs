@@ -112,7 +112,7 @@ impl Oracle {
 })))]
 pub struct CreateReportRequest {
     /// The project's slug.
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::openapi::slug))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::api::projects::slug))]
     pub project: String,
     /// Issue number or benchmark instance id; unique within the project.
     pub external_id: String,

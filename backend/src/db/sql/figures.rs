@@ -272,7 +272,7 @@ impl Engine {
             GroupBy::Category => "r.category",
             GroupBy::Agent => "a.agent",
             GroupBy::Model => "COALESCE(a.model, 'unknown')",
-            GroupBy::Cutoff => super::rollups::CUTOFF_KEY,
+            GroupBy::Cutoff => super::rollup_sums::CUTOFF_KEY,
             GroupBy::Week => Self::WEEK_KEY,
             GroupBy::Month => Self::MONTH_KEY,
             GroupBy::Vagueness => "CASE WHEN r.vague THEN 'vague' ELSE 'clear' END",

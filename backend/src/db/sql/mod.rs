@@ -22,6 +22,7 @@ mod releases;
 mod report_writes;
 mod reports;
 mod rollup_reads;
+mod rollup_sums;
 mod rollups;
 mod routing;
 mod storage;

@@ -15,7 +15,7 @@ use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
 use super::rollup_reads::{summed_totals, totals_of};
-use super::rollups::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, sums};
+use super::rollup_sums::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, sums};
 use super::{Db, Engine, Tx};
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{has_window, narrows_reports};
@@ -71,7 +71,7 @@ pub(super) type PeriodDelta = BTreeMap<GroupKey, Change>;
 impl Engine {
     /// The cells of the reports `reports` selects (on `r`), from their attempts.
     fn period_cells_select(reports: &str) -> String {
-        let on_a = super::rollups::on_attempts(reports, "a");
+        let on_a = super::rollup_sums::on_attempts(reports, "a");
         let part = |kind: &str, key: &str| {
             format!(
                 "SELECT r.id AS report_id, a.goal AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \

@@ -3,7 +3,7 @@
 //! ends, summed into each group's totals (written once for both engines, see
 //! `mod.rs`).
 
-use super::rollups::{BLOCK, COST_SUMS, COUNTS, INT_SUMS};
+use super::rollup_sums::{BLOCK, COST_SUMS, COUNTS, INT_SUMS};
 use crate::db::figures::{FiledDays, figure_level};
 use crate::db::{ProjectScope, StorageResult};
 use failpass_shared::api::figures::FiguresQuery;

@@ -22,29 +22,8 @@ use crate::db::StorageResult;
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, FigureCheck, MODEL};
 
+use super::rollup_sums::{ATTEMPT_SUMS, BLOCK, COUNTS, CUTOFF_KEY, INT_SUMS, Sums, on_attempts, sums};
 use super::{Engine, Tx};
-
-/// A cell's sums that count, as they are added up at every level.
-pub(super) const INT_SUMS: [&str; 10] = [
-    "attempts",
-    "graded",
-    "counting",
-    "leads",
-    "errors",
-    "awaiting",
-    "without_cost",
-    "counting_without_cost",
-    "api_calls",
-    "with_api_calls",
-];
-
-/// A cell's sums of costs, after [`INT_SUMS`].
-pub(super) const COST_SUMS: [&str; 2] = ["cost_usd", "cost_counting_usd"];
-
-/// Every sum of a cell: [`INT_SUMS`], then [`COST_SUMS`].
-pub(super) fn sums() -> impl Iterator<Item = &'static str> {
-    INT_SUMS.iter().chain(&COST_SUMS).copied()
-}
 
 /// A cell's columns, in the order of [`Cell`] and of [`cells_select`].
 const CELL_COLUMNS: &str = "report_id, goal, agent, model, cutoff, project_id, route, category, vague, det, in_patch, filed_day, \
@@ -58,10 +37,6 @@ const KEY: &str = "goal, level, span, filed, project_id, route, category, vague,
 /// a block of [`BLOCK`] days, one day.
 const SPANS: [u8; 3] = [0, 1, 2];
 
-/// Days in a block of span 1; blocks start on multiples of it (days since
-/// 1970-01-01).
-pub(super) const BLOCK: i64 = 32;
-
 /// The first day of the span `span` that `day` is in (`filed` of its group).
 fn span_start(span: u8, day: i64) -> i64 {
     match span {
@@ -70,14 +45,6 @@ fn span_start(span: u8, day: i64) -> i64 {
         _ => day,
     }
 }
-
-/// A group's per-report counts, then its [`sums`].
-pub(super) const COUNTS: [&str; 6] =
-    ["reports", "reports_graded", "reports_reproduced", "reports_awaiting", "reports_with_oracle", "reports_in_patch"];
-
-/// An attempt's cutoff class, as the exact figures compute it.
-pub(in crate::db) const CUTOFF_KEY: &str = "CASE WHEN a.model_cutoff IS NULL OR NOT r.filed_at_stated THEN 'unknown' \
-     WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END";
 
 impl Engine {
     /// Recomputes the figures' cells of `ids` and moves their groups by the
@@ -400,32 +367,10 @@ impl Engine {
     }
 }
 
-/// `reports` (a condition on `r.id`: `r.id IN (…)`, `r.id BETWEEN …` or
-/// `TRUE`) restated on the attempts `alias`, to be added beside it where
-/// attempts are joined: PostgreSQL, whose statistics lag a bulk import,
-/// otherwise plans a scan of every attempt for a batch of reports (2 to 3 s
-/// a batch at 1,000,000 attempts), which made imports slow down as they grew.
-pub(super) fn on_attempts(reports: &str, alias: &str) -> String {
-    reports.replace("r.id", &format!("{alias}.report_id"))
-}
-
 /// `INSERT` of the cells of the reports `reports` selects (on `r`).
 fn cells_sql(reports: &str) -> String {
     format!("INSERT INTO figure_cells ({CELL_COLUMNS}) {}", cells_select(reports))
 }
-
-/// A cell's sums ([`sums`]' order) over the attempts `a` of its group.
-pub(super) const ATTEMPT_SUMS: &str = "COUNT(*) AS attempts, \
-     CAST(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END) AS BIGINT) AS graded, \
-     CAST(SUM(CASE WHEN a.counts THEN 1 ELSE 0 END) AS BIGINT) AS counting, \
-     CAST(SUM(CASE WHEN a.verdict = 'lead' THEN 1 ELSE 0 END) AS BIGINT) AS leads, \
-     CAST(SUM(CASE WHEN a.verdict = 'error' THEN 1 ELSE 0 END) AS BIGINT) AS errors, \
-     CAST(SUM(CASE WHEN a.awaiting THEN 1 ELSE 0 END) AS BIGINT) AS awaiting, \
-     CAST(SUM(CASE WHEN a.cost_known THEN 0 ELSE 1 END) AS BIGINT) AS without_cost, \
-     CAST(SUM(CASE WHEN a.counts AND NOT a.cost_known THEN 1 ELSE 0 END) AS BIGINT) AS counting_without_cost, \
-     CAST(COALESCE(SUM(a.api_calls), 0) AS BIGINT) AS api_calls, COUNT(a.api_calls) AS with_api_calls, \
-     CAST(SUM(a.cost_usd) AS DOUBLE PRECISION) AS cost_usd, \
-     CAST(SUM(CASE WHEN a.counts THEN a.cost_usd ELSE 0.0 END) AS DOUBLE PRECISION) AS cost_counting_usd";
 
 /// The cells of the reports `reports` selects (on `r`), computed from the
 /// reports and their attempts, in [`CELL_COLUMNS`]' order.
@@ -540,47 +485,6 @@ struct Cell {
     filed_day: i64,
     #[sqlx(flatten)]
     sums: Sums,
-}
-
-/// A cell's sums, as its columns name them: [`INT_SUMS`], then [`COST_SUMS`].
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub(super) struct Sums {
-    pub(super) attempts: i64,
-    pub(super) graded: i64,
-    pub(super) counting: i64,
-    pub(super) leads: i64,
-    pub(super) errors: i64,
-    pub(super) awaiting: i64,
-    pub(super) without_cost: i64,
-    pub(super) counting_without_cost: i64,
-    pub(super) api_calls: i64,
-    pub(super) with_api_calls: i64,
-    pub(super) cost_usd: f64,
-    pub(super) cost_counting_usd: f64,
-}
-
-impl Sums {
-    /// The counting sums, in [`INT_SUMS`]' order.
-    pub(super) fn ints(&self) -> [i64; 10] {
-        [
-            self.attempts,
-            self.graded,
-            self.counting,
-            self.leads,
-            self.errors,
-            self.awaiting,
-            self.without_cost,
-            self.counting_without_cost,
-            self.api_calls,
-            self.with_api_calls,
-        ]
-    }
-
-    /// The sums as a written row's values, in [`sums`]' order.
-    pub(super) fn params(&self, values: &mut Vec<Param<'_>>) {
-        values.extend(self.ints().map(Param::Int));
-        values.extend([Param::Real(self.cost_usd), Param::Real(self.cost_counting_usd)]);
-    }
 }
 
 /// The reports whose cells differ between `old` and `new` (both as the

@@ -12,7 +12,7 @@ use failpass_shared::figures::{ValueBins, value_bin};
 use failpass_shared::model::GroupBy;
 
 use super::rollup_reads::push_group_filters;
-use super::rollups::CUTOFF_KEY;
+use super::rollup_sums::CUTOFF_KEY;
 use super::{Db, Engine, Tx};
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, MODEL, rollup_level};
@@ -73,7 +73,7 @@ fn attempts_select(reports: &str) -> String {
          CAST(CASE WHEN a.cost_known THEN a.cost_usd END AS DOUBLE PRECISION) AS cost_usd, \
          CAST(a.wall_seconds AS DOUBLE PRECISION) AS wall_seconds \
          FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} ORDER BY a.id",
-        on_a = super::rollups::on_attempts(reports, "a")
+        on_a = super::rollup_sums::on_attempts(reports, "a")
     )
 }
 

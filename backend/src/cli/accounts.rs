@@ -36,13 +36,8 @@ fn read_password(from_stdin: bool) -> anyhow::Result<String> {
     Ok(password)
 }
 
-pub(crate) fn check_name(name: &str) -> anyhow::Result<()> {
-    let ok =
-        !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !ok {
-        bail!("user name `{name}`: 1 to 64 ASCII letters, digits, `.`, `_` or `-`");
-    }
-    Ok(())
+fn check_name(name: &str) -> anyhow::Result<()> {
+    crate::auth::check_user_name(name).map_err(anyhow::Error::msg)
 }
 
 /// Names what storage could not find, as the user typed it.

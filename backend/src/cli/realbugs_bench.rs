@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use failpass_shared::model::Verdict;
 
+use crate::config::RealbugsArgs;
 use crate::db::{ProjectScope, Storage};
 use crate::demo::realbugs::{self, Library, Seeded};
-use crate::releases_cli::RealbugsArgs;
+use crate::runner::env_evict::dir_size;
 use crate::runner::executors::ByKind;
-use crate::runner::release_env::dir_size;
 
 pub async fn run(a: RealbugsArgs) -> anyhow::Result<i32> {
     let mut libs = realbugs::load_dir(&a.corpus)?;
@@ -43,7 +43,7 @@ pub async fn run(a: RealbugsArgs) -> anyhow::Result<i32> {
     let url = a.dir.join("failpass.db").to_string_lossy().into_owned();
     let storage = crate::db::connect(&url).await.with_context(|| format!("opening {url}"))?;
     storage.migrate().await?;
-    let ex = super::releases_cli::executor_for(storage.clone(), &a.dir, &a.runs)?;
+    let ex = super::releases::executor_for(storage.clone(), &a.dir, &a.runs)?;
     ex.bench.preflight().await.map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("failpass bench realbugs: {bugs} bugs of {} libraries from {}", libs.len(), a.corpus.display());
     let routing = failpass_shared::routing::RoutingConfig::default();

@@ -1,72 +1,15 @@
-//! `failpass bisect` (a report's releases, searched here and now, each step
-//! printed) and `failpass bench realbugs` (the corpus of real bugs graded on
-//! their own releases, with the figures the README quotes).
+//! `failpass bisect`: a report's releases, searched here and now, each step
+//! printed; and the runner `failpass bench realbugs` grades with.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
 use failpass_shared::api::jobs::{Job, JobPayload};
 use failpass_shared::model::{JobKind, JobStatus};
 
-use crate::config::{DatabaseArgs, RunArgs};
+use crate::config::{BisectArgs, RunArgs};
 use crate::db::{ProjectScope, Storage};
 use crate::runner::executors::{ByKind, RunnerConfig};
-
-#[derive(Debug, Clone, Args)]
-pub struct BisectArgs {
-    #[command(flatten)]
-    pub database: DatabaseArgs,
-    #[command(flatten)]
-    pub runs: RunArgs,
-    /// The report whose releases are searched (it names its buggy release).
-    #[arg(long)]
-    pub report: i64,
-    /// The attempt whose candidate runs (default: the report's newest reproduced one).
-    #[arg(long)]
-    pub attempt: Option<i64>,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    #[command(subcommand)]
-    pub what: BenchWhat,
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum BenchWhat {
-    /// Grade the corpus of real bugs on their own releases and print the figures.
-    Realbugs(RealbugsArgs),
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct RealbugsArgs {
-    /// The corpus: a directory of one TOML file per library.
-    #[arg(long, default_value = "corpus/realbugs")]
-    pub corpus: PathBuf,
-    /// Where the bench keeps its database (made afresh), environments and wheels.
-    #[arg(long, default_value = "target/realbugs-bench", value_parser = crate::config::absolute_path)]
-    pub dir: PathBuf,
-    /// Start with an empty wheel cache too (else only the environments are built afresh).
-    #[arg(long)]
-    pub cold: bool,
-    /// Keep the environments built by an earlier run and skip the build
-    /// figures: grading and bisects with every environment already built.
-    #[arg(long, conflicts_with = "cold")]
-    pub keep_envs: bool,
-    /// Only the bugs marked `small` (the test command's).
-    #[arg(long)]
-    pub small: bool,
-    /// Only these libraries (repeatable).
-    #[arg(long)]
-    pub library: Vec<String>,
-    /// Workers grading at once.
-    #[arg(long, default_value_t = 2)]
-    pub workers: usize,
-    #[command(flatten)]
-    pub runs: RunArgs,
-}
 
 pub fn executor_for(storage: Arc<dyn Storage>, data_dir: &std::path::Path, runs: &RunArgs) -> anyhow::Result<ByKind> {
     let config = RunnerConfig {
@@ -128,12 +71,5 @@ fn synthetic_job(kind: JobKind, payload: JobPayload) -> Job {
         created_at: now,
         started_at: Some(now),
         finished_at: None,
-    }
-}
-
-/// `failpass bench realbugs`.
-pub async fn bench(args: BenchArgs) -> anyhow::Result<i32> {
-    match args.what {
-        BenchWhat::Realbugs(a) => super::realbugs_bench::run(a).await,
     }
 }

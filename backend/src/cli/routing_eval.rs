@@ -22,7 +22,7 @@ use crate::config::RoutingEvalArgs;
 
 /// The examples failpass ships for its classifier: hand-written reports of
 /// many libraries, none taken from the data it is measured on.
-pub const SHIPPED_EXAMPLES: &str = include_str!("../routing-examples.csv");
+pub const SHIPPED_EXAMPLES: &str = include_str!("../../routing-examples.csv");
 
 /// One labelled report.
 #[derive(Debug, Clone, PartialEq)]

@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn the_documented_file_is_the_default() {
-        let text = include_str!("../../docs/routing.toml");
+        let text = include_str!("../../../docs/routing.toml");
         let parsed: RoutingConfig = toml::from_str(text).unwrap();
         assert_eq!(parsed, RoutingConfig::default(), "docs/routing.toml and RoutingConfig::default() must agree");
     }
