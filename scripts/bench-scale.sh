@@ -9,11 +9,18 @@
 #   - a static file of the server (the one closest in size to the route
 #     figures' response), timed alike: the practical limit;
 #   - the ratios; server RSS at rest and under load;
-#   - 30 s of wrk at 32 connections against the Overview's calls.
+#   - 30 s of wrk at 32 connections against the Overview's calls;
+#   - live writes (scripts/bench-writes.sh): agents posting attempts through
+#     the API with a token, at 64 and 256 connections, spread over 43 of a
+#     project's reports and all on one, on a copy of the database (so the
+#     read figures of the next run see the same data);
+#   - the bulk NDJSON import of scripts/gen_attempts.py ATTEMPTS into an empty
+#     database (IMPORT=0 skips it): records/s and peak RSS.
 # Loopback only. Prints figures; asserts nothing (these machines are noisy).
 #
 #   scripts/bench-scale.sh [REPORTS] [ATTEMPTS] [ENGINES]
-#   default: 100000 1000000 "sqlite postgres"; RUNS=20, WRK_SECONDS=30
+#   default: 100000 1000000 "sqlite postgres"; RUNS=20, WRK_SECONDS=30,
+#   WRITE_SECONDS=20, CONNECTIONS="64 256", IMPORT=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reports="${1:-100000}"
@@ -37,7 +44,12 @@ work=target/bench-scale
 mkdir -p "$work"
 tmp=$(mktemp -d)
 pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
+copy=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  [ -n "$copy" ] && psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $copy WITH (FORCE)" 2>/dev/null
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 port=18461
 base="http://127.0.0.1:$port"
@@ -157,4 +169,45 @@ for engine in $engines; do
   grep -E "Requests/sec|Socket errors|Non-2xx|requests in|99%|50%" "$tmp/wrk" | sed 's/^/  /'
   grep -qE "Socket errors|Non-2xx" "$tmp/wrk" || echo "  errors: 0"
   kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""
+
+  # Live writes, on a copy: the read figures above stay those of the demo's data.
+  if [ "$engine" = sqlite ]; then
+    write_url="$tmp/writes.db"
+    sqlite3 "$url" ".backup '$write_url'"
+  else
+    copy="failpass_scale_writes_$$"
+    psql "$pg_admin" -qc "CREATE DATABASE $copy TEMPLATE $name"
+    write_url="${pg_admin%/*}/$copy"
+  fi
+  slug=pytorch/pytorch
+  token=$("$bin" token create --project "$slug" --scope agent --name bench-writes --database-url "$write_url" 2>/dev/null |
+    grep -o 'fp_[A-Za-z0-9_-]*' | head -1)
+  ids_sql="SELECT r.id FROM reports r JOIN projects p ON p.id = r.project_id WHERE p.slug = '$slug' ORDER BY r.id LIMIT 43"
+  if [ "$engine" = sqlite ]; then ids=$(sqlite3 "$write_url" "$ids_sql"); else ids=$(psql "$write_url" -tAc "$ids_sql"); fi
+  "$bin" serve --bind "127.0.0.1:$port" --database-url "$write_url" --data-dir "$tmp/data" --workers 0 > "$tmp/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 400); do curl -fs "$base/healthz" > /dev/null && break; sleep 0.05; done
+  # shellcheck disable=SC2086 # the ids are words
+  scripts/bench-writes.sh "$base" "$token" "$pid" $ids
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""
+  if [ "$engine" = sqlite ]; then rm -f "$write_url" "$write_url-wal" "$write_url-shm"; else
+    psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $copy WITH (FORCE)"; copy=""
+  fi
+
+  if [ "${IMPORT:-1}" = 1 ]; then
+    python3 scripts/gen_attempts.py "$attempts" > "$tmp/import.ndjson"
+    if [ "$engine" = sqlite ]; then import_url="$tmp/import.db"; else
+      copy="failpass_scale_import_$$"
+      psql "$pg_admin" -qc "CREATE DATABASE $copy"
+      import_url="${pg_admin%/*}/$copy"
+    fi
+    /usr/bin/time -f '%e %M' -o "$tmp/time" "$bin" import --format ndjson --database-url "$import_url" \
+      "$tmp/import.ndjson" > "$tmp/import.out" 2> /dev/null || true
+    read -r secs peak < "$tmp/time"
+    lines=$(wc -l < "$tmp/import.ndjson")
+    printf 'bulk import (NDJSON, %s records): %.1f s, %.0f records/s, peak RSS %.0f MB (%s)\n' "$lines" "$secs" \
+      "$(echo "$lines / $secs" | bc -l)" "$(echo "$peak / 1024" | bc -l)" "$(tail -1 "$tmp/import.out")"
+    rm -f "$tmp/import.ndjson" "$tmp/import.db"*
+    if [ "$engine" = postgres ]; then psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $copy WITH (FORCE)"; copy=""; fi
+  fi
 done

@@ -50,6 +50,10 @@ fn describe() {
     describe_histogram!("failpass_http_request_duration_seconds", "HTTP request latency by method and route template.");
     describe_histogram!("failpass_job_duration_seconds", "Verification job run time by kind and outcome.");
     describe_counter!("failpass_import_records_total", "Imported records by outcome.");
+    describe_histogram!(
+        "failpass_live_write_batch_size",
+        "Live writes (attempts, runs, reviews, comments) committed together, per transaction."
+    );
     describe_gauge!("failpass_jobs", "Jobs by state (failed: in the last day).");
     describe_gauge!("failpass_runner_last_heartbeat_seconds", "Each runner's last heartbeat, Unix seconds.");
     describe_gauge!("failpass_runners_alive", "Runners that sent a heartbeat within the liveness window.");

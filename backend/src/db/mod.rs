@@ -33,6 +33,7 @@ pub mod reports;
 pub mod routing;
 mod rows;
 mod sqlite;
+pub(crate) mod write_queue;
 
 use std::sync::Arc;
 

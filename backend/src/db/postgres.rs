@@ -8,10 +8,13 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::StorageResult;
+use super::write_queue::WriteQueue;
 
 pub struct PgStorage {
     pub(super) read: PgPool,
     pub(super) write: PgPool,
+    /// Live writes' group commit (`write_queue.rs`), on `write`.
+    pub(super) writer: WriteQueue,
 }
 
 // The SQL of every domain (`sql/`), compiled for this engine; `sqlite.rs`
@@ -49,6 +52,8 @@ impl PgStorage {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Self { read: pool.clone(), write: pool })
+        let write = pool.clone();
+        let writer = WriteQueue::start(Box::new(move |batch| Box::pin(Self::apply_batch(write.clone(), batch))));
+        Ok(Self { read: pool.clone(), write: pool, writer })
     }
 }

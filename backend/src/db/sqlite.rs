@@ -11,11 +11,14 @@ use sqlx::{Sqlite, SqlitePool};
 
 use super::common::{ATTEMPT_INSERT, LABEL_INSERT, ORACLE_INSERT, PreparedAttempt, REPORT_INSERT, clean_labels, secs};
 use super::reports::NewReport;
+use super::write_queue::WriteQueue;
 use super::{StorageError, StorageResult};
 
 pub struct SqliteStorage {
     pub(super) read: SqlitePool,
     pub(super) write: SqlitePool,
+    /// Live writes' group commit (`write_queue.rs`), on `write`.
+    pub(super) writer: WriteQueue,
 }
 
 // The SQL of every domain (`sql/`), compiled for this engine; `postgres.rs`
@@ -62,7 +65,9 @@ impl SqliteStorage {
         // (issue 16's budget is 100 MB).
         let read_options = options.read_only(true).pragma("cache_size", "-4096");
         let read = SqlitePoolOptions::new().max_connections(4).connect_with(read_options).await?;
-        Ok(Self { read, write })
+        let pool = write.clone();
+        let writer = WriteQueue::start(Box::new(move |batch| Box::pin(Self::apply_batch(pool.clone(), batch))));
+        Ok(Self { read, write, writer })
     }
 }
 

@@ -17,6 +17,7 @@ mod import;
 mod inbox;
 mod input;
 mod lifecycle;
+mod live_writes;
 mod mappings;
 mod members;
 mod metrics;

@@ -4,7 +4,6 @@
 use crate::db::attempts::*;
 use crate::db::common::{ATTEMPT_COLUMNS, ATTEMPT_INSERT, PreparedAttempt};
 use crate::db::hooks::Change;
-use crate::db::queue::NewJob;
 use crate::db::rows::{AttemptRow, RunRow};
 use crate::db::{RERUN_LIMIT, common, rows};
 use async_trait::async_trait;
@@ -12,14 +11,14 @@ use failpass_shared::api::Page;
 use failpass_shared::api::attempts::{Attempt, AttemptDetail, AttemptListQuery, CreateAttemptRequest, ReviewRequest};
 use failpass_shared::api::hooks::HookEvent;
 use failpass_shared::api::import::Outcome;
-use failpass_shared::api::jobs::PRIORITY_INITIAL;
 use failpass_shared::api::reports::ReportFilter;
 use failpass_shared::api::status::{GradedBy, LatestVerdict};
+use failpass_shared::grading;
 use failpass_shared::model::Verdict;
 use failpass_shared::model::{EnvironmentRole, OracleKind};
-use failpass_shared::{grading, hash};
 
 use super::{Db, Engine, Tx};
+use crate::db::write_queue::{Answer, Write, mismatch};
 
 /// What a verification's writer reads of the attempt it grades: report id,
 /// goal, review, whether the report is vague, the stored grade, verdict and
@@ -76,57 +75,10 @@ impl AttemptStore for Engine {
     }
 
     async fn create_attempt(&self, req: &CreateAttemptRequest) -> StorageResult<(Attempt, Outcome)> {
-        let mut tx = self.write.begin().await?;
-        let (report_id, vague, _) = Self::resolve_report(&mut tx, req).await?;
-        let row = PreparedAttempt::new(req, report_id, vague, req.attempt_key.clone());
-        if let Some(key) = &req.attempt_key {
-            let taken: Option<(i64, Option<String>)> = sqlx::query_as(
-                "SELECT id, content_hash FROM attempts WHERE agent = $1 AND report_id = $2 AND attempt_key = $3",
-            )
-            .bind(&row.agent)
-            .bind(report_id)
-            .bind(key)
-            .fetch_optional(&mut *tx)
-            .await?;
-            match taken {
-                // The same attempt again (a retry): answer with what is stored.
-                Some((id, Some(hash))) if hash == row.content_hash => {
-                    tx.rollback().await?;
-                    let stored = self.get_attempt(id, &ProjectScope::All).await?;
-                    let stored = stored.ok_or_else(|| StorageError::NotFound(format!("attempt {id}")))?;
-                    return Ok((stored.attempt, Outcome::Unchanged));
-                }
-                Some(_) => {
-                    return Err(StorageError::Conflict(format!(
-                        "agent `{}` already has a different attempt `{key}` on report {report_id}",
-                        row.agent
-                    )));
-                }
-                None => {}
-            }
+        match self.writer.submit(Write::Attempt(Box::new(req.clone()))).await? {
+            Answer::Attempt(attempt, outcome) => Ok((attempt, outcome)),
+            _ => Err(mismatch("attempt")),
         }
-        if req.verify {
-            Self::check_verifiable(&mut tx, req, report_id).await?;
-        }
-        let ids = Self::insert_attempts(&mut tx, std::slice::from_ref(&row), true).await?;
-        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
-        Self::refresh_reports(&mut tx, &[report_id]).await?;
-        Self::tell_status_changes(&mut tx, &watched).await?;
-        if req.verify {
-            // Queued in the same transaction: no attempt without its job, no job without its attempt.
-            let job = NewJob::verify(ids[0], PRIORITY_INITIAL, false);
-            Self::enqueue_tx(&mut tx, &job, common::now()).await?;
-        }
-        let row: AttemptRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {} FROM attempts a JOIN reports r ON r.id = a.report_id JOIN projects p ON p.id = r.project_id \
-             WHERE a.id = $1",
-            ATTEMPT_COLUMNS
-        )))
-        .bind(ids[0])
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok((row.into_attempt()?, Outcome::Created))
     }
 
     async fn attempt_reports(&self, ids: &[i64]) -> StorageResult<Vec<(i64, i64)>> {
@@ -216,42 +168,10 @@ impl AttemptStore for Engine {
     }
 
     async fn create_run(&self, new: &NewRun) -> StorageResult<(i64, Outcome)> {
-        let mut tx = self.write.begin().await?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM attempts WHERE id = $1")
-            .bind(new.attempt_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if exists.is_none() {
-            return Err(StorageError::NotFound(format!("attempt {}", new.attempt_id)));
+        match self.writer.submit(Write::Run(Box::new(new.clone()))).await? {
+            Answer::Run(id, outcome) => Ok((id, outcome)),
+            _ => Err(mismatch("run")),
         }
-        let hash = hash::content_hash(&(
-            new.trigger.as_str(),
-            new.environment.as_str(),
-            new.exit_status,
-            new.timed_out,
-            new.duration_ms,
-            &new.output,
-            new.output_truncated,
-            new.output_bytes,
-            &new.failing_tests,
-            &new.passing_tests,
-            &new.runner_id,
-            new.started_at,
-        ));
-        let inserted = Self::insert_run_tx(&mut tx, new, common::now(), Some(&hash)).await?;
-        let out = match inserted {
-            Some(id) => (id, Outcome::Created),
-            None => {
-                let id: i64 = sqlx::query_scalar("SELECT id FROM runs WHERE attempt_id = $1 AND content_hash = $2")
-                    .bind(new.attempt_id)
-                    .bind(&hash)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                (id, Outcome::Unchanged)
-            }
-        };
-        tx.commit().await?;
-        Ok(out)
     }
 
     async fn latest_verdicts(&self, project: &str, limit: usize) -> StorageResult<Vec<LatestVerdict>> {
@@ -365,75 +285,11 @@ impl AttemptStore for Engine {
         origin: &crate::db::Origin,
         scope: &ProjectScope,
     ) -> StorageResult<Attempt> {
-        let reviewer = origin.actor.as_str();
-        use failpass_shared::model::{Goal, Review, VerdictSource, attempt_awaits_review, attempt_counts};
-        let mut tx = self.write.begin().await?;
-        let row: Option<(i64, String, String, String, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT a.report_id, a.goal, a.verdict, a.verdict_source, r.vague FROM attempts a JOIN reports r ON r.id = a.report_id \
-             JOIN projects p ON p.id = r.project_id WHERE a.id = $1 AND {}",
-            scope.sql("p")
-        )))
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((report_id, goal, verdict, source, vague)) = row else {
-            return Err(StorageError::NotFound(format!("attempt {id}")));
-        };
-        use crate::db::rows::parse;
-        let goal: Goal = parse(&goal, "attempts.goal")?;
-        let mut verdict: Verdict = parse(&verdict, "attempts.verdict")?;
-        let source: VerdictSource = parse(&source, "attempts.verdict_source")?;
-        let before = verdict;
-        // The verdict rules: an accepted lead is confirmed; a rejected confirmation is a lead again.
-        match (verdict, req.review) {
-            (Verdict::Lead, Review::Accepted) => verdict = Verdict::Confirmed,
-            (Verdict::Confirmed, Review::Rejected) => verdict = Verdict::Lead,
-            (Verdict::Hypothesis | Verdict::Error, _) => {
-                return Err(StorageError::invalid(
-                    "review",
-                    format!(
-                        "attempt {id} is `{verdict}`: nothing was judged to accept or reject; grade it first (verify or rerun)"
-                    ),
-                ));
-            }
-            _ => {}
+        let write = Write::Review { id, req: req.clone(), origin: origin.clone(), scope: scope.clone() };
+        match self.writer.submit(write).await? {
+            Answer::Reviewed(attempt) => Ok(attempt),
+            _ => Err(mismatch("review")),
         }
-        sqlx::query(
-            "UPDATE attempts SET verdict = $1, review = $2, reviewer = $3, review_comment = $4, graded = $5, counts = $6, awaiting = $7 WHERE id = $8",
-        )
-        .bind(verdict.as_str())
-        .bind(req.review.as_str())
-        .bind(reviewer)
-        .bind(&req.comment)
-        .bind(verdict.is_graded())
-        .bind(attempt_counts(goal, verdict, source, Some(req.review), vague))
-        .bind(attempt_awaits_review(goal, verdict, source, Some(req.review), vague))
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        if verdict != before {
-            let change = Change {
-                event: HookEvent::Verdict,
-                report_id,
-                attempt_id: Some(id),
-                from: Some(before.as_str().to_owned()),
-                to: verdict.as_str().to_owned(),
-            };
-            Self::tell_hooks(&mut tx, &[change]).await?;
-        }
-        // The review in the report's timeline, with what it changed and why.
-        let moved = if verdict != before { format!(" ({before} → {verdict})") } else { String::new() };
-        let why = req.comment.as_deref().map(|c| format!(": {}", c.trim())).unwrap_or_default();
-        let text = format!("{} attempt {id}{moved}{why}", req.review.as_str());
-        Self::add_activity(&mut tx, report_id, origin, "review", &text).await?;
-        let watched = Self::watched_statuses(&mut tx, &[report_id]).await?;
-        Self::refresh_reports(&mut tx, &[report_id]).await?;
-        Self::tell_status_changes(&mut tx, &watched).await?;
-        tx.commit().await?;
-        self.get_attempt(id, scope)
-            .await?
-            .map(|d| d.attempt)
-            .ok_or_else(|| StorageError::NotFound(format!("attempt {id}")))
     }
 }
 

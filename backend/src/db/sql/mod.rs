@@ -8,6 +8,7 @@ use super::{Db, Engine, Tx};
 
 mod accounts;
 mod attempts;
+mod batch;
 mod environments;
 mod figures;
 mod flows;

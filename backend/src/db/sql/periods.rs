@@ -71,7 +71,12 @@ pub(super) type PeriodDelta = BTreeMap<GroupKey, Change>;
 impl Engine {
     /// The cells of the reports `reports` selects (on `r`), from their attempts.
     fn period_cells_select(reports: &str) -> String {
-        let on_a = super::rollup_sums::on_attempts(reports, "a");
+        Self::period_cells_select_of(reports, None)
+    }
+
+    /// [`Self::period_cells_select`], narrowed to the attempts `appended` names (ids, comma-separated).
+    fn period_cells_select_of(reports: &str, appended: Option<&str>) -> String {
+        let on_a = super::rollup_sums::on_attempts_of(reports, "a", appended);
         let part = |kind: &str, key: &str| {
             format!(
                 "SELECT r.id AS report_id, a.goal AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \
@@ -92,16 +97,39 @@ impl Engine {
     /// Recomputes the period cells of the reports in `list` (ids,
     /// comma-separated) and adds what their groups move by to `delta`, in
     /// `tx` (which holds the figures' lock); [`Self::move_periods`] applies it.
-    pub(super) async fn period_changes(tx: &mut Tx, list: &str, delta: &mut PeriodDelta) -> StorageResult<()> {
+    /// With `appended` (attempt ids, comma-separated), those attempts' sums
+    /// are added to the stored cells instead.
+    pub(super) async fn period_changes(
+        tx: &mut Tx,
+        list: &str,
+        appended: Option<&str>,
+        delta: &mut PeriodDelta,
+    ) -> StorageResult<()> {
         let old: Vec<PeriodCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {CELL_COLUMNS} FROM period_cells WHERE report_id IN ({list})"
         )))
         .fetch_all(&mut **tx)
         .await?;
-        let new: Vec<PeriodCell> =
-            sqlx::query_as(sqlx::AssertSqlSafe(Self::period_cells_select(&format!("r.id IN ({list})"))))
+        let part: Vec<PeriodCell> =
+            sqlx::query_as(sqlx::AssertSqlSafe(Self::period_cells_select_of(&format!("r.id IN ({list})"), appended)))
                 .fetch_all(&mut **tx)
                 .await?;
+        let new = match appended {
+            None => part,
+            Some(_) => {
+                let mut cells = old.clone();
+                for p in part {
+                    let same = |c: &&mut PeriodCell| {
+                        (c.report_id, &c.goal, &c.kind, &c.period) == (p.report_id, &p.goal, &p.kind, &p.period)
+                    };
+                    match cells.iter_mut().find(same) {
+                        Some(c) => c.sums.add(&p.sums),
+                        None => cells.push(p),
+                    }
+                }
+                cells
+            }
+        };
         let per_report = |cells: Vec<PeriodCell>| {
             let mut m: BTreeMap<i64, Vec<PeriodCell>> = BTreeMap::new();
             for c in cells {

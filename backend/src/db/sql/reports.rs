@@ -19,6 +19,7 @@ use failpass_shared::model::Resolution;
 use failpass_shared::routing::RoutingDecision;
 
 use super::{Db, Engine, Tx};
+use crate::db::write_queue::{Answer, Write, mismatch};
 
 /// A query returning one id.
 pub(super) type ScalarQuery<'q> = sqlx::query::QueryScalar<'q, Db, i64, <Db as sqlx::Database>::Arguments>;
@@ -197,15 +198,11 @@ impl ReportStore for Engine {
     }
 
     async fn comment_report(&self, report_id: i64, text: &str, origin: &Origin) -> StorageResult<()> {
-        let mut tx = self.write.begin().await?;
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM reports WHERE id = $1").bind(report_id).fetch_optional(&mut *tx).await?;
-        if found.is_none() {
-            return Err(StorageError::NotFound(format!("report {report_id}")));
+        let write = Write::Comment { report_id, text: text.to_owned(), origin: origin.clone() };
+        match self.writer.submit(write).await? {
+            Answer::Commented => Ok(()),
+            _ => Err(mismatch("comment")),
         }
-        Self::add_activity(&mut tx, report_id, origin, "comment", text.trim()).await?;
-        tx.commit().await?;
-        Ok(())
     }
 
     async fn life_cycle(&self, report_id: i64) -> StorageResult<Option<LifeCycleRecord>> {

@@ -48,6 +48,15 @@ pub(super) fn on_attempts(reports: &str, alias: &str) -> String {
     reports.replace("r.id", &format!("{alias}.report_id"))
 }
 
+/// [`on_attempts`], narrowed to the attempts `appended` names (ids,
+/// comma-separated) when the write only appended attempts to its reports.
+pub(super) fn on_attempts_of(reports: &str, alias: &str, appended: Option<&str>) -> String {
+    match appended {
+        None => on_attempts(reports, alias),
+        Some(ids) => format!("{} AND {alias}.id IN ({ids})", on_attempts(reports, alias)),
+    }
+}
+
 /// A cell's sums ([`sums`]' order) over the attempts `a` of its group.
 pub(super) const ATTEMPT_SUMS: &str = "COUNT(*) AS attempts, \
      CAST(SUM(CASE WHEN a.graded THEN 1 ELSE 0 END) AS BIGINT) AS graded, \
@@ -93,6 +102,22 @@ impl Sums {
             self.api_calls,
             self.with_api_calls,
         ]
+    }
+
+    /// Adds `other`'s sums to these (a cell's part of attempts appended to it).
+    pub(super) fn add(&mut self, other: &Sums) {
+        self.attempts += other.attempts;
+        self.graded += other.graded;
+        self.counting += other.counting;
+        self.leads += other.leads;
+        self.errors += other.errors;
+        self.awaiting += other.awaiting;
+        self.without_cost += other.without_cost;
+        self.counting_without_cost += other.counting_without_cost;
+        self.api_calls += other.api_calls;
+        self.with_api_calls += other.with_api_calls;
+        self.cost_usd += other.cost_usd;
+        self.cost_counting_usd += other.cost_counting_usd;
     }
 
     /// The sums as a written row's values, in [`sums`]' order.

@@ -67,13 +67,18 @@ struct AttemptValues {
 /// The attempts of the reports `reports` selects (on `r`), with what their
 /// cells are keyed by.
 fn attempts_select(reports: &str) -> String {
+    attempts_select_of(reports, None)
+}
+
+/// [`attempts_select`], narrowed to the attempts `appended` names (ids, comma-separated).
+fn attempts_select_of(reports: &str, appended: Option<&str>) -> String {
     format!(
         "SELECT r.id AS report_id, a.goal AS goal, a.agent AS agent, COALESCE(a.model, 'unknown') AS model, \
          {CUTOFF_KEY} AS cutoff, r.project_id AS project_id, r.route AS route, \
          CAST(CASE WHEN a.cost_known THEN a.cost_usd END AS DOUBLE PRECISION) AS cost_usd, \
          CAST(a.wall_seconds AS DOUBLE PRECISION) AS wall_seconds \
          FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} ORDER BY a.id",
-        on_a = super::rollup_sums::on_attempts(reports, "a")
+        on_a = super::rollup_sums::on_attempts_of(reports, "a", appended)
     )
 }
 
@@ -170,17 +175,24 @@ impl Engine {
     /// Recomputes the value cells of the reports in `list` (ids,
     /// comma-separated) and adds what their groups move by to `delta`, in
     /// `tx` (which holds the figures' lock); [`Self::move_values`] applies it.
-    pub(super) async fn value_changes(tx: &mut Tx, list: &str, delta: &mut ValueDelta) -> StorageResult<()> {
+    /// With `appended` (attempt ids, comma-separated), those attempts' values
+    /// are added to the stored cells instead.
+    pub(super) async fn value_changes(
+        tx: &mut Tx,
+        list: &str,
+        appended: Option<&str>,
+        delta: &mut ValueDelta,
+    ) -> StorageResult<()> {
         let old: Vec<StoredCell> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {CELL_COLUMNS} FROM value_cells WHERE report_id IN ({list})"
         )))
         .fetch_all(&mut **tx)
         .await?;
         let attempts: Vec<AttemptValues> =
-            sqlx::query_as(sqlx::AssertSqlSafe(attempts_select(&format!("r.id IN ({list})"))))
+            sqlx::query_as(sqlx::AssertSqlSafe(attempts_select_of(&format!("r.id IN ({list})"), appended)))
                 .fetch_all(&mut **tx)
                 .await?;
-        let new = cells_of(attempts);
+        let part = cells_of(attempts);
         let mut old_cells: BTreeMap<CellKey, CellValue> = BTreeMap::new();
         for c in old {
             let metric = METRICS.iter().find(|m| m.as_str() == c.metric).map_or("", |m| m.as_str());
@@ -189,6 +201,18 @@ impl Engine {
                 (c.project_id, c.route, c.n, c.total),
             );
         }
+        let new = match appended {
+            None => part,
+            Some(_) => {
+                let mut cells = old_cells.clone();
+                for (k, (project, route, n, total)) in part {
+                    let cell = cells.entry(k).or_insert_with(|| (project, route, 0, 0.0));
+                    cell.2 += n;
+                    cell.3 += total;
+                }
+                cells
+            }
+        };
         // A report's cells change together: compare them per report.
         let (before, after) = (per_report(&old_cells), per_report(&new));
         let changed: std::collections::BTreeSet<i64> =
