@@ -75,27 +75,49 @@ impl Engine {
     /// included), or the error that failed the transaction as a whole.
     async fn commit_batch(pool: &sqlx::Pool<Db>, writes: &[&Write]) -> StorageResult<Vec<StorageResult<Answer>>> {
         let mut tx = pool.begin().await?;
-        let mut done = Vec::with_capacity(writes.len());
         let (mut full, mut appended) = (Vec::new(), Vec::new());
-        for write in writes {
+        let mut record = |touch: &Touch| match touch {
+            Touch::None => {}
+            Touch::Full(report) => full.push(*report),
+            Touch::Appended(report, attempt) => appended.push((*report, *attempt)),
+        };
+        // New attempts that queue no job (what agents send most) are written
+        // as a set: their reports read at once, their keys checked at once,
+        // one insert. The rest, each in a savepoint of its own.
+        let together: Vec<(usize, &CreateAttemptRequest)> = writes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| match w {
+                Write::Attempt(req) if !req.verify => Some((i, req.as_ref())),
+                _ => None,
+            })
+            .collect();
+        let mut done: Vec<Option<StorageResult<Done>>> = (0..writes.len()).map(|_| None).collect();
+        let reqs: Vec<&CreateAttemptRequest> = together.iter().map(|(_, r)| *r).collect();
+        for ((i, _), answer) in together.iter().zip(Self::write_attempts_together(&mut tx, &reqs).await?) {
+            done[*i] = Some(answer.map(|(d, touch)| {
+                record(&touch);
+                d
+            }));
+        }
+        let alone: Vec<usize> = (0..writes.len()).filter(|i| done[*i].is_none()).collect();
+        for i in alone {
+            let write = writes[i];
             sqlx::query("SAVEPOINT live_write").execute(&mut *tx).await?;
             match Self::apply_write(&mut tx, write).await {
                 Ok((d, touch)) => {
                     sqlx::query("RELEASE SAVEPOINT live_write").execute(&mut *tx).await?;
-                    match touch {
-                        Touch::None => {}
-                        Touch::Full(report) => full.push(report),
-                        Touch::Appended(report, attempt) => appended.push((report, attempt)),
-                    }
-                    done.push(Ok(d));
+                    record(&touch);
+                    done[i] = Some(Ok(d));
                 }
                 Err(e) => {
                     sqlx::query("ROLLBACK TO SAVEPOINT live_write").execute(&mut *tx).await?;
                     sqlx::query("RELEASE SAVEPOINT live_write").execute(&mut *tx).await?;
-                    done.push(Err(e));
+                    done[i] = Some(Err(e));
                 }
             }
         }
+        let done: Vec<StorageResult<Done>> = done.into_iter().flatten().collect();
         full.sort_unstable();
         full.dedup();
         // A report recounted in full needs no appending besides.
@@ -154,6 +176,123 @@ impl Engine {
         }
     }
 
+    /// New attempts (none of them queueing a job) written as a set, each
+    /// answered as [`Self::write_attempt`] would: the stored attempt again
+    /// for a retry (also of an attempt earlier in the set), a conflict for a
+    /// taken key with other content, its own error for a report it cannot
+    /// name or grade.
+    async fn write_attempts_together(
+        tx: &mut Tx,
+        reqs: &[&CreateAttemptRequest],
+    ) -> StorageResult<Vec<StorageResult<(Done, Touch)>>> {
+        use std::collections::HashMap;
+        if reqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let resolved = Self::resolve_reports(tx, reqs).await?;
+        let rows: Vec<StorageResult<PreparedAttempt>> = reqs
+            .iter()
+            .zip(resolved)
+            .map(|(req, r)| {
+                r.map(|(report, vague, _)| PreparedAttempt::new(req, report, vague, req.attempt_key.clone()))
+            })
+            .collect();
+        // The keys already taken, in one read.
+        type Key = (String, i64, String);
+        let mut taken: HashMap<Key, (i64, Option<String>)> = HashMap::new();
+        let keyed: Vec<&PreparedAttempt> =
+            rows.iter().filter_map(|r| r.as_ref().ok()).filter(|p| p.attempt_key.is_some()).collect();
+        for chunk in keyed.chunks(400) {
+            let mut qb = sqlx::QueryBuilder::<Db>::new(
+                "SELECT agent, report_id, attempt_key, id, content_hash FROM attempts WHERE report_id IN (",
+            );
+            let mut sep = qb.separated(", ");
+            for p in chunk {
+                sep.push_bind(p.report_id);
+            }
+            qb.push(") AND attempt_key IN (");
+            let mut sep = qb.separated(", ");
+            for p in chunk {
+                sep.push_bind(p.attempt_key.clone());
+            }
+            qb.push(")");
+            type Row = (String, i64, String, i64, Option<String>);
+            for (agent, report, key, id, hash) in qb.build_query_as::<Row>().fetch_all(&mut **tx).await? {
+                taken.insert((agent, report, key), (id, hash));
+            }
+        }
+        // What each write becomes: inserted (its index among the inserts), a
+        // retry of a stored attempt or of an insert, or its error.
+        enum Fate {
+            Insert(usize),
+            Stored(i64),
+            SameAs(usize),
+            Refused(StorageError),
+        }
+        let mut fresh: HashMap<Key, (usize, String)> = HashMap::new();
+        let mut inserts: Vec<PreparedAttempt> = Vec::new();
+        let mut fates = Vec::with_capacity(rows.len());
+        for row in rows {
+            let p = match row {
+                Ok(p) => p,
+                Err(e) => {
+                    fates.push(Fate::Refused(e));
+                    continue;
+                }
+            };
+            if let Some(key) = p.attempt_key.clone() {
+                let k: Key = (p.agent.clone(), p.report_id, key.clone());
+                let clash = || {
+                    StorageError::Conflict(format!(
+                        "agent `{}` already has a different attempt `{key}` on report {}",
+                        p.agent, p.report_id
+                    ))
+                };
+                if let Some((id, hash)) = taken.get(&k) {
+                    fates.push(if hash.as_deref() == Some(p.content_hash.as_str()) {
+                        Fate::Stored(*id)
+                    } else {
+                        Fate::Refused(clash())
+                    });
+                    continue;
+                }
+                if let Some((at, hash)) = fresh.get(&k) {
+                    fates.push(if *hash == p.content_hash { Fate::SameAs(*at) } else { Fate::Refused(clash()) });
+                    continue;
+                }
+                fresh.insert(k, (inserts.len(), p.content_hash.clone()));
+            }
+            fates.push(Fate::Insert(inserts.len()));
+            inserts.push(p);
+        }
+        let mut ids = Vec::with_capacity(inserts.len());
+        for chunk in inserts.chunks(crate::db::common::ATTEMPT_INSERT_CHUNK) {
+            ids.extend(Self::insert_attempts(tx, chunk, true).await?);
+        }
+        Ok(fates
+            .into_iter()
+            .map(|fate| match fate {
+                Fate::Insert(n) => {
+                    let (p, id) = (&inserts[n], ids[n]);
+                    Ok((Done::Attempt(id, Outcome::Created), Self::touch(&p.req, p.report_id, id)))
+                }
+                Fate::Stored(id) => Ok((Done::Attempt(id, Outcome::Unchanged), Touch::None)),
+                Fate::SameAs(n) => Ok((Done::Attempt(ids[n], Outcome::Unchanged), Touch::None)),
+                Fate::Refused(e) => Err(e),
+            })
+            .collect())
+    }
+
+    /// What a new attempt asks of its report: a deterministic grade can
+    /// make earlier LLM leads checked ones, so its report's oracle figures
+    /// are counted again in full; anything else moves them by itself.
+    fn touch(req: &CreateAttemptRequest, report_id: i64, id: i64) -> Touch {
+        let grades = req.goal == Goal::Reproduce
+            && req.verdict_source == VerdictSource::Deterministic
+            && matches!(req.verdict, Verdict::Reproduced | Verdict::NotReproduced);
+        if grades { Touch::Full(report_id) } else { Touch::Appended(report_id, id) }
+    }
+
     async fn write_attempt(tx: &mut Tx, req: &CreateAttemptRequest) -> StorageResult<(Done, Touch)> {
         let (report_id, vague, _) = Self::resolve_report(tx, req).await?;
         let row = PreparedAttempt::new(req, report_id, vague, req.attempt_key.clone());
@@ -188,13 +327,7 @@ impl Engine {
             // Queued in the same transaction: no attempt without its job, no job without its attempt.
             Self::enqueue_tx(tx, &NewJob::verify(id, PRIORITY_INITIAL, false), common::now()).await?;
         }
-        // A deterministic grade can make earlier LLM leads checked ones:
-        // their report's oracle figures are counted again in full.
-        let grades = req.goal == Goal::Reproduce
-            && req.verdict_source == VerdictSource::Deterministic
-            && matches!(req.verdict, Verdict::Reproduced | Verdict::NotReproduced);
-        let touch = if grades { Touch::Full(report_id) } else { Touch::Appended(report_id, id) };
-        Ok((Done::Attempt(id, Outcome::Created), touch))
+        Ok((Done::Attempt(id, Outcome::Created), Self::touch(req, report_id, id)))
     }
 
     async fn write_run(tx: &mut Tx, new: &NewRun) -> StorageResult<Done> {

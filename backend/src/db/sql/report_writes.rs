@@ -272,9 +272,10 @@ impl Engine {
     /// Resolves each request's report; a missing one is that request's error.
     pub(in crate::db) async fn resolve_reports(
         tx: &mut Tx,
-        reqs: &[CreateAttemptRequest],
+        reqs: &[impl std::borrow::Borrow<CreateAttemptRequest>],
     ) -> StorageResult<Vec<StorageResult<(i64, bool, bool)>>> {
         use std::collections::HashMap;
+        let reqs: Vec<&CreateAttemptRequest> = reqs.iter().map(|r| r.borrow()).collect();
         let mut by_id: HashMap<i64, (i64, bool, bool)> = HashMap::new();
         let mut by_key: HashMap<(String, String), (i64, bool, bool)> = HashMap::new();
         let ids: Vec<i64> = reqs.iter().filter_map(|r| r.report_id).collect();
