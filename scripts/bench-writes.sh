@@ -41,7 +41,7 @@ function request()
   local body = string.format(
     '{"report_id":%d,"agent":"wrk-agent","model":"wrk-model","verdict":"lead","verdict_source":"llm",' ..
     '"cost_usd":0.02,"wall_seconds":12.5,"tokens_in":1000,"tokens_out":200,' ..
-    '"candidate":"import torch\\\\nassert False","attempt_key":"$nonce-$label-%d-%d"}',
+    '"candidate":"import torch\\\\nassert False","attempt_key":"$nonce-$label-$conns-%d-%d"}',
     ids[n % #ids + 1], tid, n)
   return wrk.format("POST", "/api/v1/attempts",
     { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token }, body)

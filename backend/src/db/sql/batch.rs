@@ -202,10 +202,17 @@ impl Engine {
         let mut taken: HashMap<Key, (i64, Option<String>)> = HashMap::new();
         let keyed: Vec<&PreparedAttempt> =
             rows.iter().filter_map(|r| r.as_ref().ok()).filter(|p| p.attempt_key.is_some()).collect();
-        for chunk in keyed.chunks(400) {
+        for chunk in keyed.chunks(300) {
+            // All three key columns narrowed, so the key's own index answers
+            // (by report alone it read every attempt of a busy report).
             let mut qb = sqlx::QueryBuilder::<Db>::new(
-                "SELECT agent, report_id, attempt_key, id, content_hash FROM attempts WHERE report_id IN (",
+                "SELECT agent, report_id, attempt_key, id, content_hash FROM attempts WHERE agent IN (",
             );
+            let mut sep = qb.separated(", ");
+            for p in chunk {
+                sep.push_bind(p.agent.clone());
+            }
+            qb.push(") AND report_id IN (");
             let mut sep = qb.separated(", ");
             for p in chunk {
                 sep.push_bind(p.report_id);
@@ -471,7 +478,9 @@ impl Engine {
                 pick("first_counting_at", "first_counting_at", "<"),
                 pick("first_attempt_at", "first_attempt_at", "<"),
                 pick("last_graded_at", "last_graded_at", ">"),
-                crate::db::attempts::report_aggregate_sql(),
+                // Read by attempt id, not by report (see `on_attempts_of`).
+                crate::db::attempts::report_aggregate_sql()
+                    .replace("WHERE a.report_id IN (", "WHERE +a.report_id IN ("),
                 list(&mut chunk.iter().copied()),
                 best = best.join(" "),
             );

@@ -77,12 +77,13 @@ impl Engine {
     /// [`Self::period_cells_select`], narrowed to the attempts `appended` names (ids, comma-separated).
     fn period_cells_select_of(reports: &str, appended: Option<&str>) -> String {
         let on_a = super::rollup_sums::on_attempts_of(reports, "a", appended);
+        let narrowed = super::rollup_sums::reports_of(reports, appended);
         let part = |kind: &str, key: &str| {
             format!(
                 "SELECT r.id AS report_id, a.goal AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \
                  r.route AS route, CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT) AS det, \
                  CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT) AS in_patch, \
-                 {ATTEMPT_SUMS} FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} \
+                 {ATTEMPT_SUMS} FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {narrowed} AND {on_a} \
                  GROUP BY r.id, a.goal, {key}, r.project_id, r.route, r.has_det_oracle, r.oracle_source"
             )
         };

@@ -50,10 +50,23 @@ pub(super) fn on_attempts(reports: &str, alias: &str) -> String {
 
 /// [`on_attempts`], narrowed to the attempts `appended` names (ids,
 /// comma-separated) when the write only appended attempts to its reports.
+/// Then the attempts are read by id and their reports by key: both report
+/// conditions are written so that no index serves them (`+`, see
+/// [`reports_of`]), or the planner read every attempt of a busy report to
+/// find the few new ones (90 ms for 43 reports of 1,400 attempts).
 pub(super) fn on_attempts_of(reports: &str, alias: &str, appended: Option<&str>) -> String {
     match appended {
         None => on_attempts(reports, alias),
-        Some(ids) => format!("{} AND {alias}.id IN ({ids})", on_attempts(reports, alias)),
+        Some(ids) => format!("+{} AND {alias}.id IN ({ids})", on_attempts(reports, alias)),
+    }
+}
+
+/// `reports` (on `r`) where the attempts it is read beside are the
+/// appended ones (see [`on_attempts_of`]).
+pub(super) fn reports_of(reports: &str, appended: Option<&str>) -> String {
+    match appended {
+        None => reports.to_owned(),
+        Some(_) => format!("+{reports}"),
     }
 }
 

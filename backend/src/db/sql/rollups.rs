@@ -22,7 +22,9 @@ use crate::db::StorageResult;
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, FigureCheck, MODEL};
 
-use super::rollup_sums::{ATTEMPT_SUMS, BLOCK, COUNTS, CUTOFF_KEY, INT_SUMS, Sums, on_attempts, on_attempts_of, sums};
+use super::rollup_sums::{
+    ATTEMPT_SUMS, BLOCK, COUNTS, CUTOFF_KEY, INT_SUMS, Sums, on_attempts, on_attempts_of, reports_of, sums,
+};
 use super::{Engine, Tx};
 
 /// A cell's columns, in the order of [`Cell`] and of [`cells_select`].
@@ -90,7 +92,8 @@ impl Engine {
                 None => sqlx::query_as(sqlx::AssertSqlSafe(cells_select(&reports))).fetch_all(&mut **tx).await?,
                 Some(added) => {
                     let on_a = on_attempts_of(&reports, "a", Some(added));
-                    let part: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(attempt_cells_select(&reports, &on_a)))
+                    let narrowed = reports_of(&reports, Some(added));
+                    let part: Vec<Cell> = sqlx::query_as(sqlx::AssertSqlSafe(attempt_cells_select(&narrowed, &on_a)))
                         .fetch_all(&mut **tx)
                         .await?;
                     with_appended(&old, part)
@@ -721,20 +724,21 @@ fn facts_select_of(reports: &str, appended: Option<&str>) -> String {
          UNION ALL "
         )
     };
+    let narrowed = reports_of(reports, appended);
     format!(
         "{oracles}SELECT r.id AS report_id, r.project_id AS project_id, 'cause:' || a.failure_cause AS fact, \
          CAST(COUNT(*) AS BIGINT) AS n \
          FROM reports r JOIN attempts a ON a.report_id = r.id \
-         WHERE {reports} AND {on_a} AND a.failure_cause IS NOT NULL AND a.goal = 'reproduce' \
+         WHERE {narrowed} AND {on_a} AND a.failure_cause IS NOT NULL AND a.goal = 'reproduce' \
          GROUP BY r.id, r.project_id, a.failure_cause \
          UNION ALL \
          SELECT x.report_id, x.project_id, x.fact, x.n FROM ( \
            SELECT r.id AS report_id, r.project_id AS project_id, 'llm_judged' AS fact, CAST(COUNT(*) AS BIGINT) AS n \
-           FROM reports r JOIN attempts l ON l.report_id = r.id {newest} WHERE {reports} AND {on_l} AND {judged} \
+           FROM reports r JOIN attempts l ON l.report_id = r.id {newest} WHERE {narrowed} AND {on_l} AND {judged} \
            GROUP BY r.id, r.project_id \
            UNION ALL \
            SELECT r.id, r.project_id, 'llm_right', CAST(SUM({right}) AS BIGINT) \
-           FROM reports r JOIN attempts l ON l.report_id = r.id {newest} WHERE {reports} AND {on_l} AND {judged} \
+           FROM reports r JOIN attempts l ON l.report_id = r.id {newest} WHERE {narrowed} AND {on_l} AND {judged} \
            GROUP BY r.id, r.project_id) x WHERE x.n <> 0"
     )
 }

@@ -77,7 +77,8 @@ fn attempts_select_of(reports: &str, appended: Option<&str>) -> String {
          {CUTOFF_KEY} AS cutoff, r.project_id AS project_id, r.route AS route, \
          CAST(CASE WHEN a.cost_known THEN a.cost_usd END AS DOUBLE PRECISION) AS cost_usd, \
          CAST(a.wall_seconds AS DOUBLE PRECISION) AS wall_seconds \
-         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {reports} AND {on_a} ORDER BY a.id",
+         FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {narrowed} AND {on_a} ORDER BY a.id",
+        narrowed = super::rollup_sums::reports_of(reports, appended),
         on_a = super::rollup_sums::on_attempts_of(reports, "a", appended)
     )
 }
