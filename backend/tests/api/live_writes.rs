@@ -85,7 +85,7 @@ async fn writes_sent_together_are_grouped_and_each_answered_on_both_engines() {
         let (_, [r1, r2]) = setup(s.as_ref()).await;
         let mut sent = Vec::new();
         let mut reqs = Vec::new();
-        let report_of = |i: usize| if i % 2 == 0 { r1 } else { r2 };
+        let report_of = |i: usize| if i.is_multiple_of(2) { r1 } else { r2 };
         for i in 0..150usize {
             let (what, req) = match i % 5 {
                 0 | 1 => (Sent::New(report_of(i)), lead(report_of(i), &format!("k{i}"), 0.5)),

@@ -54,7 +54,9 @@ impl Engine {
                 }
             }
             Err(e) if batch.len() == 1 => {
-                let _ = batch.into_iter().next().map(|q| q.reply.send(Err(e)));
+                if let Some(q) = batch.into_iter().next() {
+                    let _ = q.reply.send(Err(e));
+                }
             }
             Err(e) => {
                 tracing::warn!(writes = batch.len(), error = %e, "a batch failed as a whole; its writes are tried one by one");
