@@ -40,10 +40,17 @@ enum Touch {
     Appended(i64, i64),
 }
 
+/// Why a batch's transaction failed as a whole, and whether at its commit.
+struct Failed {
+    error: StorageError,
+    at_commit: bool,
+}
+
 impl Engine {
     /// Applies a batch and answers each write. When the batch's shared part
-    /// (the recount, the commit) fails, each write is tried again alone, so
-    /// one write's trouble is its own error and never its batch-mates'.
+    /// (the recount) fails, each write is tried again alone, so one write's
+    /// trouble is its own error and never its batch-mates'. A failed commit
+    /// is told to every write of the batch, not tried again.
     pub(in crate::db) async fn apply_batch(pool: sqlx::Pool<Db>, batch: Vec<Queued>) {
         metrics::histogram!("failpass_live_write_batch_size").record(batch.len() as f64);
         let writes: Vec<&Write> = batch.iter().map(|q| &q.write).collect();
@@ -53,19 +60,26 @@ impl Engine {
                     let _ = q.reply.send(answer);
                 }
             }
-            Err(e) if batch.len() == 1 => {
-                if let Some(q) = batch.into_iter().next() {
+            // A lone write's failure is its own; and a failed commit may
+            // still have committed (a connection lost after COMMIT was
+            // sent), so its writes are not made again: each is told.
+            Err(Failed { error, at_commit }) if batch.len() == 1 || at_commit => {
+                let message = error.to_string();
+                let mut error = Some(error);
+                for q in batch {
+                    let e =
+                        error.take().unwrap_or_else(|| StorageError::Database(sqlx::Error::Protocol(message.clone())));
                     let _ = q.reply.send(Err(e));
                 }
             }
-            Err(e) => {
+            Err(Failed { error: e, .. }) => {
                 tracing::warn!(writes = batch.len(), error = %e, "a batch failed as a whole; its writes are tried one by one");
                 for q in batch {
                     let answer = match Self::commit_batch(&pool, &[&q.write]).await {
                         Ok(mut answers) => {
                             answers.pop().unwrap_or_else(|| Err(StorageError::Corrupt("no answer".into())))
                         }
-                        Err(e) => Err(e),
+                        Err(failed) => Err(failed.error),
                     };
                     let _ = q.reply.send(answer);
                 }
@@ -75,7 +89,14 @@ impl Engine {
 
     /// One transaction for `writes`: each one's answer (its own refusal
     /// included), or the error that failed the transaction as a whole.
-    async fn commit_batch(pool: &sqlx::Pool<Db>, writes: &[&Write]) -> StorageResult<Vec<StorageResult<Answer>>> {
+    async fn commit_batch(pool: &sqlx::Pool<Db>, writes: &[&Write]) -> Result<Vec<StorageResult<Answer>>, Failed> {
+        let (tx, done) = Self::stage_batch(pool, writes).await.map_err(|error| Failed { error, at_commit: false })?;
+        tx.commit().await.map_err(|e| Failed { error: e.into(), at_commit: true })?;
+        Ok(done)
+    }
+
+    /// `writes` applied in a transaction left open for the commit, with each one's answer.
+    async fn stage_batch(pool: &sqlx::Pool<Db>, writes: &[&Write]) -> StorageResult<(Tx, Vec<StorageResult<Answer>>)> {
         let mut tx = pool.begin().await?;
         let (mut full, mut appended) = (Vec::new(), Vec::new());
         let mut record = |touch: &Touch| match touch {
@@ -129,9 +150,15 @@ impl Engine {
         touched.dedup();
         // One recount and one rollup move for every report the batch touched;
         // hooks hear of each report's status change once.
+        // Every report row is written before the figures' lock is taken (as
+        // every other writer does), or a PostgreSQL writer holding the lock
+        // and a verification holding a row would wait on each other.
         let watched = Self::watched_statuses(&mut tx, &touched).await?;
+        let appended_to = Self::append_report_rows(&mut tx, &appended).await?;
         Self::refresh_reports(&mut tx, &full).await?;
-        Self::append_reports(&mut tx, &appended).await?;
+        if let Some((reports, attempts)) = appended_to {
+            Self::append_figures(&mut tx, &reports, &attempts).await?;
+        }
         Self::tell_status_changes(&mut tx, &watched).await?;
         let wanted: Vec<i64> = done
             .iter()
@@ -141,8 +168,7 @@ impl Engine {
             })
             .collect();
         let rows = Self::attempts_by_id(&mut tx, &wanted).await?;
-        tx.commit().await?;
-        Ok(done
+        let answers = done
             .into_iter()
             .map(|d| {
                 // Two writes of a batch may answer with one attempt (a retry beside its first try).
@@ -155,7 +181,8 @@ impl Engine {
                     Done::Commented => Answer::Commented,
                 })
             })
-            .collect())
+            .collect();
+        Ok((tx, answers))
     }
 
     /// One write's own statements, inside its savepoint, and what it asks of its report.
@@ -276,7 +303,11 @@ impl Engine {
         }
         let mut ids = Vec::with_capacity(inserts.len());
         for chunk in inserts.chunks(crate::db::common::ATTEMPT_INSERT_CHUNK) {
-            ids.extend(Self::insert_attempts(tx, chunk, true).await?);
+            // One insert numbers its rows in the order of its values, but
+            // RETURNING may hand them back in any order: sorted, they line up.
+            let mut chunk_ids = Self::insert_attempts(tx, chunk, true).await?;
+            chunk_ids.sort_unstable();
+            ids.extend(chunk_ids);
         }
         Ok(fates
             .into_iter()
@@ -443,13 +474,16 @@ impl Engine {
         Ok((Done::Reviewed(id), Touch::Full(report_id)))
     }
 
-    /// [`Self::refresh_reports`] for reports whose only change is the new
-    /// attempts `appended` (report, attempt): their counters, spend, best
-    /// verdict and times move by those attempts' aggregate, read from them
-    /// alone; then their status and (by [`Self::append_figures`]) figures.
-    async fn append_reports(tx: &mut Tx, appended: &[(i64, i64)]) -> StorageResult<()> {
+    /// [`Self::refresh_reports`]' row part for reports whose only change is
+    /// the new attempts `appended` (report, attempt): their counters, spend,
+    /// best verdict and times move by those attempts' aggregate, read from
+    /// them alone; then their status.
+    /// Returns the reports and the attempts (ids, comma-separated) for
+    /// [`Self::append_figures`], which the caller runs once every report row
+    /// of the batch is written.
+    async fn append_report_rows(tx: &mut Tx, appended: &[(i64, i64)]) -> StorageResult<Option<(Vec<i64>, String)>> {
         if appended.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let mut reports: Vec<i64> = appended.iter().map(|(r, _)| *r).collect();
         reports.sort_unstable();
@@ -489,7 +523,7 @@ impl Engine {
             sqlx::query(sqlx::AssertSqlSafe(sql)).bind(common::now()).execute(&mut **tx).await?;
             Self::set_status(tx, chunk).await?;
         }
-        Self::append_figures(tx, &reports, &attempts).await
+        Ok(Some((reports, attempts)))
     }
 
     /// The attempts `ids` as they stand in the transaction, by id.
