@@ -237,12 +237,26 @@ pub fn describe_attempt_ref(req: &CreateRunRequest) -> String {
     }
 }
 
-/// Per-report sums over attempts, to be completed with `) GROUP BY a.report_id`
-/// after the bound ids. Ranks come from `Verdict::rank` so SQL and Rust agree.
-pub fn report_aggregate_sql() -> String {
+/// `expr` (a verdict's text) as its rank, `Verdict::rank`'s, so SQL and Rust agree.
+pub fn verdict_rank_sql(expr: &str) -> String {
     use failpass_shared::model::Verdict;
-    let rank =
-        Verdict::ALL.iter().map(|v| format!("WHEN '{}' THEN {}", v.as_str(), v.rank())).collect::<Vec<_>>().join(" ");
+    let arms = Verdict::ALL.iter().map(|v| format!("WHEN '{}' THEN {}", v.as_str(), v.rank())).collect::<Vec<_>>();
+    format!("CASE {expr} {} END", arms.join(" "))
+}
+
+/// `expr` (a rank) as its verdict's text: [`verdict_rank_sql`] undone.
+pub fn rank_verdict_sql(expr: &str) -> String {
+    use failpass_shared::model::Verdict;
+    let arms = Verdict::ALL.iter().map(|v| format!("WHEN {} THEN '{}'", v.rank(), v.as_str())).collect::<Vec<_>>();
+    format!("CASE {expr} {} END", arms.join(" "))
+}
+
+/// Per-report sums over attempts, to be completed with `) GROUP BY a.report_id`
+/// after the bound ids, which `report_column` (`a.report_id`, or `+a.report_id`
+/// where the attempts are narrowed by id and no index should serve the
+/// report list) is tested against.
+pub fn report_aggregate_sql(report_column: &str) -> String {
+    let rank = verdict_rank_sql("a.verdict");
     format!(
         "SELECT a.report_id AS report_id, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' THEN 1 ELSE 0 END), 0) AS attempts, \
@@ -250,10 +264,10 @@ pub fn report_aggregate_sql() -> String {
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.counts THEN 1 ELSE 0 END), 0) AS counting, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' AND a.awaiting THEN 1 ELSE 0 END), 0) AS awaiting, \
          COALESCE(SUM(CASE WHEN a.goal = 'reproduce' THEN a.cost_usd ELSE 0.0 END), 0.0) AS cost, \
-         CAST(MAX(CASE WHEN a.goal = 'reproduce' THEN CASE a.verdict {rank} END END) AS BIGINT) AS best_rank, \
+         CAST(MAX(CASE WHEN a.goal = 'reproduce' THEN {rank} END) AS BIGINT) AS best_rank, \
          MIN(CASE WHEN a.goal = 'reproduce' AND a.counts AND a.time_stated THEN COALESCE(a.ended_at, a.started_at) END) AS first_counting_at, \
          MIN(CASE WHEN a.goal = 'reproduce' AND a.time_stated THEN a.started_at END) AS first_attempt_at, \
          MAX(CASE WHEN a.goal = 'reproduce' AND a.graded AND a.time_stated THEN COALESCE(a.ended_at, a.started_at) END) AS last_graded_at \
-         FROM attempts a WHERE a.report_id IN ("
+         FROM attempts a WHERE {report_column} IN ("
     )
 }

@@ -8,54 +8,24 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use failpass::db::{NewReport, Origin, ProjectScope, Storage, StorageError};
+use failpass::db::{Origin, ProjectScope, Storage, StorageError};
 use failpass_shared::api::attempts::{AttemptListQuery, CreateAttemptRequest};
 use failpass_shared::api::import::Outcome;
-use failpass_shared::api::projects::CreateProjectRequest;
-use failpass_shared::api::reports::CreateReportRequest;
 use failpass_shared::model::{TokenScope, Verdict, VerdictSource};
-use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 use futures_util::future::join_all;
 
 use crate::helpers::{pg_storage, run_storage_test};
+use crate::storage::{CRASH, project, report};
 
+/// A public project with two reports: the first with a crash's signature to
+/// grade by, the second vague (nothing to grade by); its id and theirs.
 async fn setup(s: &dyn Storage) -> (i64, [i64; 2]) {
-    let project = s
-        .create_project(&CreateProjectRequest {
-            slug: "live/writes".into(),
-            name: None,
-            description: None,
-            public: Some(true),
-            upstream_url: None,
-            benchmark: None,
-        })
-        .await
-        .unwrap();
-    let mut ids = [0; 2];
-    for (i, id) in ids.iter_mut().enumerate() {
-        let request = CreateReportRequest {
-            project: "live/writes".into(),
-            external_id: format!("{}", i + 1),
-            url: None,
-            // The first with a crash's signature to grade by, the second vague (nothing to grade by).
-            title: if i == 0 { "f crashes".into() } else { "pmap slow".into() },
-            body: if i == 0 {
-                "```python\nimport torch\nf(x)\n```\nValueError: bad shape (3, 4)\n".into()
-            } else {
-                "slow".into()
-            },
-            labels: vec!["bug".into()],
-            filed_at: Some("2026-11-01T00:00:00Z".parse().unwrap()),
-            reporter: None,
-            environment: None,
-            paths: vec![],
-            oracle: None,
-            upstream: None,
-        };
-        let decision = decide(&RoutingConfig::default(), &RoutingInput::from_request(&request));
-        *id = s.create_report(&NewReport { request, decision, origin: Default::default() }).await.unwrap().summary.id;
-    }
-    (project.id, ids)
+    project(s, "live/writes", true).await;
+    let filed = "2026-11-01T00:00:00Z";
+    let r1 = report(s, "live/writes", "1", "f crashes", CRASH, filed, None).await;
+    let r2 = report(s, "live/writes", "2", "pmap slow", "slow", filed, None).await;
+    let project = s.get_project("live/writes", &ProjectScope::All).await.unwrap().expect("the project");
+    (project.id, [r1, r2])
 }
 
 fn lead(report_id: i64, key: &str, cost: f64) -> CreateAttemptRequest {

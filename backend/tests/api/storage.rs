@@ -14,7 +14,7 @@ use failpass_shared::routing::{RoutingConfig, RoutingInput, decide};
 
 use crate::helpers::{pg_storage, run_storage_test, sqlite_storage};
 
-const CRASH: &str =
+pub(crate) const CRASH: &str =
     "```python\nimport torch\nf(x)\n```\nTraceback (most recent call last):\nValueError: bad shape (3, 4)\n";
 
 fn t(s: &str) -> DateTime<Utc> {
@@ -26,7 +26,7 @@ fn flat(groups: std::collections::BTreeMap<String, Vec<f64>>) -> Vec<(String, f6
     groups.into_iter().flat_map(|(k, vs)| vs.into_iter().map(move |v| (k.clone(), v))).collect()
 }
 
-async fn project(s: &dyn Storage, slug: &str, public: bool) {
+pub(crate) async fn project(s: &dyn Storage, slug: &str, public: bool) {
     s.create_project(&CreateProjectRequest {
         slug: slug.into(),
         name: None,
@@ -39,7 +39,7 @@ async fn project(s: &dyn Storage, slug: &str, public: bool) {
     .unwrap();
 }
 
-async fn report(
+pub(crate) async fn report(
     s: &dyn Storage,
     project: &str,
     id: &str,

@@ -487,24 +487,20 @@ impl Engine {
     /// their attempts: one `UPDATE … FROM` of the aggregate per chunk of ids;
     /// then their figures' rollups.
     pub(in crate::db) async fn refresh_reports(tx: &mut Tx, ids: &[i64]) -> StorageResult<()> {
-        let best = Verdict::ALL
-            .iter()
-            .map(|v| format!("WHEN {} THEN '{}'", v.rank(), v.as_str()))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let best = rank_verdict_sql("agg.best_rank");
         for chunk in ids.chunks(500) {
             let mut qb = sqlx::QueryBuilder::<Db>::new(
                 "UPDATE reports SET attempts = agg.attempts, attempts_graded = agg.graded, \
                  attempts_counting = agg.counting, attempts_awaiting = agg.awaiting, ",
             );
-            qb.push(format!("best_verdict = CASE agg.best_rank {best} END, "));
+            qb.push(format!("best_verdict = {best}, "));
             qb.push(
                 "cost_usd = agg.cost, first_counting_at = agg.first_counting_at, first_attempt_at = agg.first_attempt_at, \
                  last_graded_at = agg.last_graded_at, last_activity_at = ",
             );
             qb.push_bind(common::now());
             qb.push(" FROM (");
-            qb.push(report_aggregate_sql());
+            qb.push(report_aggregate_sql("a.report_id"));
             let mut sep = qb.separated(", ");
             for id in chunk {
                 sep.push_bind(*id);

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crate::db::attempts::{rank_verdict_sql, report_aggregate_sql, verdict_rank_sql};
 use crate::db::common::{ATTEMPT_COLUMNS, PreparedAttempt};
 use crate::db::hooks::Change;
 use crate::db::queue::NewJob;
@@ -488,17 +489,15 @@ impl Engine {
         let mut reports: Vec<i64> = appended.iter().map(|(r, _)| *r).collect();
         reports.sort_unstable();
         reports.dedup();
-        let list = |ids: &mut dyn Iterator<Item = i64>| ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
-        let attempts = list(&mut appended.iter().map(|(_, a)| *a));
-        let rank_of =
-            Verdict::ALL.iter().map(|v| format!("WHEN '{}' THEN {}", v.as_str(), v.rank())).collect::<Vec<_>>();
-        let stored_rank = format!("CASE reports.best_verdict {} END", rank_of.join(" "));
-        let best = Verdict::ALL.iter().map(|v| format!("WHEN {} THEN '{}'", v.rank(), v.as_str())).collect::<Vec<_>>();
+        let list = |ids: &[i64]| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let attempts = list(&appended.iter().map(|(_, a)| *a).collect::<Vec<_>>());
+        let stored_rank = verdict_rank_sql("reports.best_verdict");
+        let best = rank_verdict_sql("agg.best_rank");
         // The earlier (`<`) or later (`>`) of a stored time and the new attempts'.
-        let pick = |column: &str, new: &str, op: &str| {
+        let pick = |column: &str, op: &str| {
             format!(
-                "{column} = CASE WHEN agg.{new} IS NOT NULL AND (reports.{column} IS NULL OR agg.{new} {op} reports.{column}) \
-                 THEN agg.{new} ELSE reports.{column} END"
+                "{column} = CASE WHEN agg.{column} IS NOT NULL AND (reports.{column} IS NULL OR agg.{column} {op} reports.{column}) \
+                 THEN agg.{column} ELSE reports.{column} END"
             )
         };
         for chunk in reports.chunks(500) {
@@ -508,17 +507,15 @@ impl Engine {
                  attempts_counting = reports.attempts_counting + agg.counting, \
                  attempts_awaiting = reports.attempts_awaiting + agg.awaiting, \
                  best_verdict = CASE WHEN agg.best_rank IS NOT NULL AND ({stored_rank} IS NULL OR agg.best_rank > {stored_rank}) \
-                 THEN CASE agg.best_rank {best} END ELSE reports.best_verdict END, \
+                 THEN {best} ELSE reports.best_verdict END, \
                  cost_usd = reports.cost_usd + agg.cost, {}, {}, {}, last_activity_at = $1 \
                  FROM ({}{}) AND a.id IN ({attempts}) GROUP BY a.report_id) agg WHERE reports.id = agg.report_id",
-                pick("first_counting_at", "first_counting_at", "<"),
-                pick("first_attempt_at", "first_attempt_at", "<"),
-                pick("last_graded_at", "last_graded_at", ">"),
+                pick("first_counting_at", "<"),
+                pick("first_attempt_at", "<"),
+                pick("last_graded_at", ">"),
                 // Read by attempt id, not by report (see `on_attempts_of`).
-                crate::db::attempts::report_aggregate_sql()
-                    .replace("WHERE a.report_id IN (", "WHERE +a.report_id IN ("),
-                list(&mut chunk.iter().copied()),
-                best = best.join(" "),
+                report_aggregate_sql("+a.report_id"),
+                list(chunk),
             );
             sqlx::query(sqlx::AssertSqlSafe(sql)).bind(common::now()).execute(&mut **tx).await?;
             Self::set_status(tx, chunk).await?;
