@@ -77,7 +77,11 @@ pub async fn glance<'a>(
     let asked = filter.pairs();
     let base = ReportFilter { period: None, since: None, until: None, ..filter };
     // Whole days, as the counts keep them.
-    let counts = flow_counts(storage, scope, &base, &failpass_shared::figures::glance_read(from, to)).await?;
+    // The reports filed in the period, as their filing days keep them, read
+    // in the same call.
+    let mut read = failpass_shared::figures::glance_read(from, to);
+    read.extend(failpass_shared::figures::cohort_read(from, to));
+    let counts = flow_counts(storage, scope, &base, &read).await?;
     let reproduced = counts.within(FlowKind::Counted, from, to);
     let not_reproduced = counts.within(FlowKind::NotReproduced, from, to);
     // Filed in the period, as the throughput and the period's list count it.
@@ -91,10 +95,10 @@ pub async fn glance<'a>(
     // Under the same period (the usual Overview) the cards' row is this one: read once.
     let cohort =
         if cohort_q == cards_q { cards_total } else { rows_of(storage, scope, &cohort_q).await?.into_iter().next() };
-    let cohort_flows = flow_counts(storage, scope, &windowed, &failpass_shared::figures::cohort_read()).await?;
     let by_filing = failpass_shared::api::figures::FiledCohort {
         reproduced: cohort.as_ref().map_or(0, |r| r.reports_reproduced),
-        finished: cohort_flows.total(FlowKind::Counted) + cohort_flows.total(FlowKind::NotReproduced),
+        finished: counts.within(FlowKind::FiledCounted, from, to)
+            + counts.within(FlowKind::FiledNotReproduced, from, to),
         spend_usd: cohort.as_ref().map_or(0.0, |r| r.cost_total_usd),
         cost_per_reproduction_usd: cohort.as_ref().and_then(|r| r.cost_per_reproduction_usd),
     };

@@ -189,6 +189,38 @@ fn queries(projects: &[&str]) -> Vec<(FiguresQuery, ProjectScope)> {
             out.push((q, ProjectScope::PublicOnly));
         }
     }
+    // Spend windows (`dated=spent`): whole months, days at either end, open
+    // ends, one day, across a month's end, a period; by nothing, project or route.
+    let spent = |since: Option<&str>, until: Option<&str>| ReportFilter {
+        dated: failpass_shared::api::reports::Dated::Spent,
+        ..window(since, until)
+    };
+    for dims in [None, Project, Route] {
+        for goal in [Goal::Reproduce, Goal::Fix] {
+            let base = FiguresQuery { group_by: dims, goal, ..FiguresQuery::default() };
+            for filter in [
+                spent(Some("2026-01-04"), Some("2026-04-10")),
+                spent(Some("2026-02-01"), Some("2026-03-31")),
+                spent(Some("2026-01-09"), Option::None),
+                spent(Option::None, Some("2026-01-20")),
+                spent(Some("2026-01-12"), Some("2026-01-12")),
+                spent(Some("2026-01-20"), Some("2026-02-03")),
+                ReportFilter {
+                    period: Some(failpass_shared::api::reports::Period::ThisYear),
+                    ..spent(Option::None, Option::None)
+                },
+                ReportFilter { project: Some(projects[0].into()), ..spent(Some("2026-01-15"), Some("2026-03-02")) },
+                ReportFilter {
+                    route: Some(failpass_shared::model::Route::AgentFirst),
+                    ..spent(Some("2026-01-06"), Option::None)
+                },
+            ] {
+                let q = FiguresQuery { filter, ..base.clone() };
+                out.push((q.clone(), ProjectScope::All));
+                out.push((q, ProjectScope::PublicOnly));
+            }
+        }
+    }
     // The week or month attempts started in, alone, by project or route.
     for period in [Week, Month] {
         for goal in [Goal::Reproduce, Goal::Fix] {

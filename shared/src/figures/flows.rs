@@ -45,6 +45,11 @@ crate::model::string_enum!(
         Open => "open",
         /// Reproduced, in the bin of its time to reproduction.
         TimeToReproduction => "time_to_reproduction",
+        /// On its filing day, once its first counting attempt has ended
+        /// (whatever its status): the glance's reports by filing date.
+        FiledCounted => "filed_counted",
+        /// On its filing day, once graded and not reproduced.
+        FiledNotReproduced => "filed_not_reproduced",
     }
 );
 
@@ -74,10 +79,11 @@ pub fn glance_read(from: chrono::NaiveDate, to: chrono::NaiveDate) -> FlowRead {
     ]
 }
 
-/// What a glance reads of the reports filed in its period: how many were
-/// reproduced, and how many reached a final state, whenever.
-pub fn cohort_read() -> FlowRead {
-    vec![(FlowKind::Counted, None), (FlowKind::NotReproduced, None)]
+/// What a glance reads of the reports filed on the days `from..=to`: how
+/// many were reproduced, and how many reached a final state, whenever.
+pub fn cohort_read(from: chrono::NaiveDate, to: chrono::NaiveDate) -> FlowRead {
+    let days = Some((day_of_date(from), day_of_date(to)));
+    vec![(FlowKind::FiledCounted, days), (FlowKind::FiledNotReproduced, days)]
 }
 
 /// Every kind, whole.
@@ -189,6 +195,9 @@ impl FlowFacts {
         }
         if let Some(d) = self.counted_day {
             out.push((FlowKind::Counted, d));
+            if let Some(f) = filed {
+                out.push((FlowKind::FiledCounted, f));
+            }
         }
         match self.status {
             Reproduced | Regressed => {
@@ -206,6 +215,9 @@ impl FlowFacts {
                 if let Some(d) = self.graded_day {
                     out.push((FlowKind::NotReproduced, d));
                     out.push((FlowKind::NotReproducedWeek, monday_of(d)));
+                    if let Some(f) = filed {
+                        out.push((FlowKind::FiledNotReproduced, f));
+                    }
                 }
             }
             New | InProgress | NeedsReview => {

@@ -97,7 +97,10 @@ impl FigureStore for Engine {
     ) -> StorageResult<Option<Vec<(String, failpass_shared::figures::GroupTotals)>>> {
         match self.rollup_totals(query, scope).await? {
             Some(totals) => Ok(Some(totals)),
-            None => self.period_totals(query, scope).await,
+            None => match self.period_totals(query, scope).await? {
+                Some(totals) => Ok(Some(totals)),
+                None => self.spent_totals(query, scope).await,
+            },
         }
     }
 

@@ -26,5 +26,6 @@ mod rollup_reads;
 mod rollup_sums;
 mod rollups;
 mod routing;
+mod spent;
 mod storage;
 mod values;

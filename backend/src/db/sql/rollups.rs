@@ -224,15 +224,20 @@ impl Engine {
     }
 
     /// Builds the rollups of a database that has reports but none yet (one
-    /// written before migrations 22 to 25); does nothing otherwise.
+    /// written before migrations 22 to 25), and the throughput rollups of one
+    /// whose migration emptied them (41); does nothing otherwise.
     pub(in crate::db) async fn ensure_figures(&self) -> StorageResult<()> {
         let missing = "SELECT EXISTS (SELECT 1 FROM reports) \
-                       AND (NOT EXISTS (SELECT 1 FROM figure_cells) OR NOT EXISTS (SELECT 1 FROM flow_cells) \
+                       AND (NOT EXISTS (SELECT 1 FROM figure_cells) \
                        OR (NOT EXISTS (SELECT 1 FROM value_cells) AND EXISTS (SELECT 1 FROM attempts \
                        WHERE wall_seconds IS NOT NULL OR (cost_known AND cost_usd IS NOT NULL))) \
                        OR (NOT EXISTS (SELECT 1 FROM period_cells) AND EXISTS (SELECT 1 FROM attempts)))";
+        // The throughput rollups alone (a migration that changed what they
+        // keep empties them) are rebuilt alone.
+        let flows_missing = "SELECT EXISTS (SELECT 1 FROM reports) AND NOT EXISTS (SELECT 1 FROM flow_cells)";
         let missing_now: bool = sqlx::query_scalar(missing).fetch_one(&self.write).await?;
-        if !missing_now {
+        let flows_missing_now: bool = sqlx::query_scalar(flows_missing).fetch_one(&self.write).await?;
+        if !missing_now && !flows_missing_now {
             return Ok(());
         }
         let mut tx = self.write.begin().await?;
@@ -240,6 +245,8 @@ impl Engine {
         // Another process may have built them while this one waited.
         if sqlx::query_scalar::<_, bool>(missing).fetch_one(&mut *tx).await? {
             Self::rebuild_figures(&mut tx).await?;
+        } else if sqlx::query_scalar::<_, bool>(flows_missing).fetch_one(&mut *tx).await? {
+            Self::rebuild_flows(&mut tx).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -1,0 +1,221 @@
+//! Figures of a spend window (`dated=spent`: the reports with attempts
+//! started in the window, those attempts only) read from the period cells
+//! (issue 36): each report's sums per month and per day its attempts
+//! started in. The window's whole months are read from the month cells and
+//! its days at either end from the day cells, so every attempt in it is
+//! read once, and each report's part is summed before it is counted: a
+//! report with attempts in three of the window's months is one report.
+
+use chrono::{Datelike, NaiveDate};
+use failpass_shared::api::figures::FiguresQuery;
+use failpass_shared::api::reports::Dated;
+use failpass_shared::figures::GroupTotals;
+use failpass_shared::model::GroupBy;
+
+use super::{Db, Engine};
+use crate::db::figures::narrows_reports;
+use crate::db::rows::ContributionRow;
+use crate::db::{ProjectScope, StorageResult};
+
+/// The period cells that hold a window's attempts: `(kind, from, to)`,
+/// each a half-open range of period keys, `None` at an open end.
+type Ranges = Vec<(&'static str, Option<String>, Option<String>)>;
+
+/// The first day of the month after `d`'s.
+fn next_month(d: NaiveDate) -> Option<NaiveDate> {
+    let (y, m) = if d.month() == 12 { (d.year() + 1, 1) } else { (d.year(), d.month() + 1) };
+    NaiveDate::from_ymd_opt(y, m, 1)
+}
+
+/// The cells of the days `[since, until)` (either end open): whole months
+/// as month cells, the rest as day cells. `None` for an empty window.
+pub(in crate::db) fn window_ranges(since: Option<NaiveDate>, until: Option<NaiveDate>) -> Option<Ranges> {
+    if let (Some(s), Some(u)) = (since, until)
+        && s >= u
+    {
+        return None;
+    }
+    let month = |d: NaiveDate| d.format("%Y-%m").to_string();
+    let day = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
+    // The first whole month's first day, and the first day after the last whole month.
+    let first = match since {
+        Some(s) if s.day() == 1 => Some(s),
+        Some(s) => Some(next_month(s)?),
+        None => None,
+    };
+    let end = until.and_then(|u| u.with_day(1));
+    let mut out: Ranges = Vec::new();
+    let whole = match (first, end) {
+        (Some(f), Some(e)) => f < e,
+        _ => true,
+    };
+    if whole {
+        out.push(("month", first.map(month), end.map(month)));
+        if let (Some(s), Some(f)) = (since, first)
+            && s < f
+        {
+            out.push(("day", Some(day(s)), Some(day(f))));
+        }
+        if let (Some(e), Some(u)) = (end, until)
+            && e < u
+        {
+            out.push(("day", Some(day(e)), Some(day(u))));
+        }
+    } else {
+        out.push(("day", since.map(day), until.map(day)));
+    }
+    Some(out)
+}
+
+impl Engine {
+    /// The totals per group of a `dated=spent` window, grouped by nothing,
+    /// the project or the route, from the period cells; `None` when the
+    /// query needs what they do not keep (another grouping, an agent or
+    /// model, a status, label, verdict, text or route check).
+    pub(in crate::db) async fn spent_totals(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+    ) -> StorageResult<Option<Vec<(String, GroupTotals)>>> {
+        let f = &query.filter;
+        let (since, until) = f.window(crate::db::common::now().date_naive());
+        let kept = f.dated == Dated::Spent
+            && (since.is_some() || until.is_some())
+            && !narrows_reports(f)
+            && f.route_check.is_none()
+            && query.agent.is_none()
+            && query.model.is_none();
+        let dims = query.dimensions();
+        let key = match dims[..] {
+            [GroupBy::None] => "'all'",
+            [GroupBy::Project] => "p.slug",
+            [GroupBy::Route] => "c.route",
+            _ => return Ok(None),
+        };
+        // A window's ends are midnights (days), as the filter gives them.
+        let midnight = |t: Option<chrono::DateTime<chrono::Utc>>| match t {
+            Some(t) if t.time() == chrono::NaiveTime::MIN => Ok(Some(t.date_naive())),
+            Some(_) => Err(()),
+            None => Ok(None),
+        };
+        let (Ok(since), Ok(until)) = (midnight(since), midnight(until)) else { return Ok(None) };
+        if !kept {
+            return Ok(None);
+        }
+        let Some(ranges) = window_ranges(since, until) else { return Ok(Some(Vec::new())) };
+        let goal = query.goal.as_str();
+        let sum = |column: &str, name: &str, zero: &str, ty: &str| {
+            format!("CAST(SUM(CASE WHEN c.goal = '{goal}' THEN c.{column} ELSE {zero} END) AS {ty}) AS {name}")
+        };
+        let mut sums: Vec<String> = [
+            ("attempts", "attempts"),
+            ("graded", "graded"),
+            ("counting", "counting"),
+            ("leads", "leads"),
+            ("errors", "errors"),
+            ("awaiting", "awaiting"),
+            ("without_cost", "without_cost"),
+            ("counting_without_cost", "counting_without_cost"),
+            ("api_calls", "api_calls"),
+            ("with_api_calls", "with_api_calls"),
+        ]
+        .iter()
+        .map(|(c, n)| sum(c, n, "0", "BIGINT"))
+        .collect();
+        sums.push(sum("cost_usd", "cost", "0.0", "DOUBLE PRECISION"));
+        sums.push(sum("cost_counting_usd", "cost_counting", "0.0", "DOUBLE PRECISION"));
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {key} AS key, CAST(NULL AS TEXT) AS key1, CAST(NULL AS TEXT) AS key2, \
+             CASE WHEN MAX(c.det) > 0 THEN TRUE ELSE FALSE END AS det, \
+             CASE WHEN MAX(c.in_patch) > 0 THEN TRUE ELSE FALSE END AS in_patch, {} \
+             FROM period_cells c JOIN projects p ON p.id = c.project_id WHERE (",
+            sums.join(", ")
+        ));
+        for (i, (kind, from, to)) in ranges.into_iter().enumerate() {
+            if i > 0 {
+                qb.push(" OR ");
+            }
+            qb.push("(c.kind = ").push_bind(kind).push(" AND c.period <> 'unknown'");
+            if let Some(v) = from {
+                qb.push(" AND c.period >= ").push_bind(v);
+            }
+            if let Some(v) = to {
+                qb.push(" AND c.period < ").push_bind(v);
+            }
+            qb.push(")");
+        }
+        qb.push(") AND ").push(scope.sql("p"));
+        if let Some(v) = &f.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = f.route {
+            qb.push(" AND c.route = ").push_bind(v.as_str());
+        }
+        qb.push(" GROUP BY c.report_id, p.slug, c.route");
+        use futures_util::TryStreamExt;
+        let mut rows = qb.build_query_as::<ContributionRow>().fetch(&self.read);
+        let mut groups = std::collections::BTreeMap::new();
+        while let Some(row) = rows.try_next().await? {
+            failpass_shared::figures::fold_contribution(&mut groups, row.into_contribution());
+        }
+        Ok(Some(groups.into_iter().collect()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window_ranges;
+
+    fn d(s: &str) -> Option<chrono::NaiveDate> {
+        Some(s.parse().unwrap())
+    }
+
+    fn owned(r: &[(&'static str, Option<&str>, Option<&str>)]) -> super::Ranges {
+        r.iter().map(|(k, f, t)| (*k, f.map(str::to_owned), t.map(str::to_owned))).collect()
+    }
+
+    #[test]
+    fn a_window_is_its_whole_months_and_the_days_at_its_ends() {
+        // 2026-01-04 to 2026-04-10 (until is the day after): February and March whole.
+        assert_eq!(
+            window_ranges(d("2026-01-04"), d("2026-04-11")),
+            Some(owned(&[
+                ("month", Some("2026-02"), Some("2026-04")),
+                ("day", Some("2026-01-04"), Some("2026-02-01")),
+                ("day", Some("2026-04-01"), Some("2026-04-11")),
+            ]))
+        );
+        // A year: its months, no days.
+        assert_eq!(
+            window_ranges(d("2026-01-01"), d("2027-01-01")),
+            Some(owned(&[("month", Some("2026-01"), Some("2027-01"))]))
+        );
+        // Inside one month: days only, also across a month's end.
+        assert_eq!(
+            window_ranges(d("2026-01-12"), d("2026-01-14")),
+            Some(owned(&[("day", Some("2026-01-12"), Some("2026-01-14"))]))
+        );
+        assert_eq!(
+            window_ranges(d("2026-01-20"), d("2026-02-03")),
+            Some(owned(&[("day", Some("2026-01-20"), Some("2026-02-03"))]))
+        );
+        // December into January.
+        assert_eq!(
+            window_ranges(d("2025-12-15"), d("2026-02-01")),
+            Some(owned(&[
+                ("month", Some("2026-01"), Some("2026-02")),
+                ("day", Some("2025-12-15"), Some("2026-01-01"))
+            ]))
+        );
+        // Open ends.
+        assert_eq!(
+            window_ranges(None, d("2026-01-21")),
+            Some(owned(&[("month", None, Some("2026-01")), ("day", Some("2026-01-01"), Some("2026-01-21"))]))
+        );
+        assert_eq!(
+            window_ranges(d("2026-01-09"), None),
+            Some(owned(&[("month", Some("2026-02"), None), ("day", Some("2026-01-09"), Some("2026-02-01"))]))
+        );
+        assert_eq!(window_ranges(d("2026-01-09"), d("2026-01-09")), None);
+    }
+}
