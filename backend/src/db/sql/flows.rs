@@ -262,41 +262,29 @@ impl Engine {
         if has_window(filter) || narrows_reports(filter) {
             return Ok(None);
         }
-        let level =
+        let mut level =
             if filter.route.is_some() { ROUTE } else { 0 } | if filter.route_check.is_some() { CHECK } else { 0 };
-        // A caller who sees every project reads the levels that sum them,
-        // with no project to join per group. One who may not see some reads
-        // them too while every project is visible to it (all public, say):
-        // each kind is read both ways in one statement, and whether a project
-        // is hidden from it, asked in the same statement, keeps one.
-        let hidden = format!("EXISTS (SELECT 1 FROM projects hp WHERE NOT ({}))", scope.sql("hp"));
-        let ways: Vec<(bool, Option<&str>)> = match (scope, &filter.project) {
-            (ProjectScope::All, None) => vec![(false, None)],
-            (_, Some(_)) => vec![(true, None)],
-            (_, None) => vec![(false, Some("NOT ")), (true, Some(""))],
-        };
-        // One part per kind and way, each a range of the key (level, kind, at).
+        // A caller who sees every project reads the levels that sum them.
+        let every_project = matches!(scope, ProjectScope::All) && filter.project.is_none();
+        if !every_project {
+            level |= PROJECT;
+        }
+        // One part per kind, each a range of the key (level, kind, at).
         let mut qb = sqlx::QueryBuilder::<Db>::new("");
-        for (i, ((kind, days), (by_project, gate))) in
-            read.iter().flat_map(|k| ways.iter().map(move |w| (k, w))).enumerate()
-        {
+        for (i, (kind, days)) in read.iter().enumerate() {
             if i > 0 {
                 qb.push(" UNION ALL ");
             }
             qb.push("SELECT g.kind, g.at, CAST(SUM(g.n) AS BIGINT) FROM flow_groups g");
-            if *by_project {
+            if !every_project {
                 qb.push(" JOIN projects p ON p.id = g.project_id");
             }
-            let level = if *by_project { level | PROJECT } else { level };
             qb.push(" WHERE g.level = ").push_bind(i64::from(level));
             qb.push(" AND g.kind = ").push_bind(kind.as_str());
             if let Some((from, to)) = days {
                 qb.push(" AND g.at >= ").push_bind(*from).push(" AND g.at <= ").push_bind(*to);
             }
-            if let Some(gate) = gate {
-                qb.push(format!(" AND {gate}{hidden}"));
-            }
-            if *by_project {
+            if !every_project {
                 qb.push(" AND ").push(scope.sql("p"));
             }
             if let Some(v) = &filter.project {
