@@ -232,11 +232,20 @@ impl Engine {
                        OR (NOT EXISTS (SELECT 1 FROM value_cells) AND EXISTS (SELECT 1 FROM attempts \
                        WHERE wall_seconds IS NOT NULL OR (cost_known AND cost_usd IS NOT NULL))) \
                        OR (NOT EXISTS (SELECT 1 FROM period_cells) AND EXISTS (SELECT 1 FROM attempts)))";
-        // The throughput rollups alone (a migration that changed what they
-        // keep empties them) are rebuilt alone.
-        let flows_missing = "SELECT EXISTS (SELECT 1 FROM reports) AND NOT EXISTS (SELECT 1 FROM flow_cells)";
+        // The throughput rollups alone are rebuilt alone: when a migration
+        // that changed what they keep emptied them, or when they lack the
+        // filing-day kinds (migration 41) that a counted report adds (a
+        // process of an earlier version wrote a cell after the migration).
+        let flows_missing = format!(
+            "SELECT EXISTS (SELECT 1 FROM reports) AND (NOT EXISTS (SELECT 1 FROM flow_cells) \
+             OR (EXISTS (SELECT 1 FROM flow_cells WHERE counted_day IS NOT NULL AND benchmark = 0 AND filed_day <> {}) \
+             AND NOT EXISTS (SELECT 1 FROM flow_groups WHERE kind = '{}')))",
+            failpass_shared::figures::NO_DAY,
+            failpass_shared::figures::FlowKind::FiledCounted.as_str()
+        );
         let missing_now: bool = sqlx::query_scalar(missing).fetch_one(&self.write).await?;
-        let flows_missing_now: bool = sqlx::query_scalar(flows_missing).fetch_one(&self.write).await?;
+        let flows_missing_now: bool =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(flows_missing.clone())).fetch_one(&self.write).await?;
         if !missing_now && !flows_missing_now {
             return Ok(());
         }
@@ -245,7 +254,7 @@ impl Engine {
         // Another process may have built them while this one waited.
         if sqlx::query_scalar::<_, bool>(missing).fetch_one(&mut *tx).await? {
             Self::rebuild_figures(&mut tx).await?;
-        } else if sqlx::query_scalar::<_, bool>(flows_missing).fetch_one(&mut *tx).await? {
+        } else if sqlx::query_scalar::<_, bool>(sqlx::AssertSqlSafe(flows_missing)).fetch_one(&mut *tx).await? {
             Self::rebuild_flows(&mut tx).await?;
         }
         tx.commit().await?;

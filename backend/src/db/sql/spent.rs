@@ -86,10 +86,11 @@ impl Engine {
             && query.agent.is_none()
             && query.model.is_none();
         let dims = query.dimensions();
+        // One row per report: its key read once from its cells.
         let key = match dims[..] {
             [GroupBy::None] => "'all'",
-            [GroupBy::Project] => "p.slug",
-            [GroupBy::Route] => "c.route",
+            [GroupBy::Project] => "MAX(p.slug)",
+            [GroupBy::Route] => "MAX(c.route)",
             _ => return Ok(None),
         };
         // A window's ends are midnights (days), as the filter gives them.
@@ -99,7 +100,9 @@ impl Engine {
             None => Ok(None),
         };
         let (Ok(since), Ok(until)) = (midnight(since), midnight(until)) else { return Ok(None) };
-        if !kept {
+        // Period keys are four-digit years: a window reaching past 9999 goes the exact way.
+        let four_digits = |d: Option<NaiveDate>| d.is_none_or(|d| (0..=9999).contains(&d.year()));
+        if !kept || !four_digits(since) || !four_digits(until) {
             return Ok(None);
         }
         let Some(ranges) = window_ranges(since, until) else { return Ok(Some(Vec::new())) };
@@ -151,7 +154,7 @@ impl Engine {
         if let Some(v) = f.route {
             qb.push(" AND c.route = ").push_bind(v.as_str());
         }
-        qb.push(" GROUP BY c.report_id, p.slug, c.route");
+        qb.push(" GROUP BY c.report_id");
         use futures_util::TryStreamExt;
         let mut rows = qb.build_query_as::<ContributionRow>().fetch(&self.read);
         let mut groups = std::collections::BTreeMap::new();
