@@ -7,11 +7,9 @@
 DELETE FROM flow_groups;
 DELETE FROM flow_cells;
 -- The routing alarm counts the reports of the last 30 days by route and
--- correction: the filing-date indexes carry the route (not the correction:
+-- correction: the project's filing-date index carries the route (not the correction:
 -- an included column is stored whole in the index row, and a correction's
 -- reason may be longer than a B-tree row may be).
-DROP INDEX reports_filed;
-CREATE INDEX reports_filed ON reports (filed_at, id) INCLUDE (project_id, route);
 DROP INDEX reports_project_filed;
 CREATE INDEX reports_project_filed ON reports (project_id, filed_at, id) INCLUDE (route);
 -- The figures of a spend window (dated=spent) read the period cells of its

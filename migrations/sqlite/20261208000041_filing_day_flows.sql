@@ -7,9 +7,7 @@
 DELETE FROM flow_groups;
 DELETE FROM flow_cells;
 -- The routing alarm counts the reports of the last 30 days by route and
--- correction: the filing-date indexes carry both, so it reads no report row.
-DROP INDEX reports_filed;
-CREATE INDEX reports_filed ON reports (filed_at, id, project_id, route, route_correction);
+-- correction: the project's filing-date index carries both, so it reads no report row.
 DROP INDEX reports_project_filed;
 CREATE INDEX reports_project_filed ON reports (project_id, filed_at, id, route, route_correction);
 -- The figures of a spend window (dated=spent) read the period cells of its
