@@ -69,6 +69,22 @@ type Change = ([i64; 6], [i64; 10], [f64; 2]);
 pub(super) type PeriodDelta = BTreeMap<GroupKey, Change>;
 
 impl Engine {
+    /// `AND` the scope (on `p`), the filter's project and its route (on `{alias}.route`).
+    pub(super) fn push_scope_project_route(
+        qb: &mut sqlx::QueryBuilder<Db>,
+        scope: &ProjectScope,
+        filter: &ReportFilter,
+        alias: &str,
+    ) {
+        qb.push(" AND ").push(scope.sql("p"));
+        if let Some(v) = &filter.project {
+            qb.push(" AND p.slug = ").push_bind(v.clone());
+        }
+        if let Some(v) = filter.route {
+            qb.push(format!(" AND {alias}.route = ")).push_bind(v.as_str());
+        }
+    }
+
     /// The cells of the reports `reports` selects (on `r`), from their attempts.
     fn period_cells_select(reports: &str) -> String {
         Self::period_cells_select_of(reports, None)
@@ -287,13 +303,7 @@ impl Engine {
         if let Some(t) = until {
             qb.push(" AND g.period < ").push_bind(day(t));
         }
-        qb.push(" AND ").push(scope.sql("p"));
-        if let Some(v) = &filter.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
-        }
-        if let Some(v) = filter.route {
-            qb.push(" AND g.route = ").push_bind(v.as_str());
-        }
+        Self::push_scope_project_route(&mut qb, scope, filter, "g");
         Ok(Some(qb.build_query_scalar().fetch_one(&self.read).await?))
     }
 
@@ -325,13 +335,7 @@ impl Engine {
         ));
         qb.push_bind(query.goal.as_str());
         qb.push(" AND g.kind = ").push_bind(kind);
-        qb.push(" AND ").push(scope.sql("p"));
-        if let Some(v) = &f.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
-        }
-        if let Some(v) = f.route {
-            qb.push(" AND g.route = ").push_bind(v.as_str());
-        }
+        Self::push_scope_project_route(&mut qb, scope, f, "g");
         qb.push(" GROUP BY g.period HAVING SUM(g.reports) > 0 ORDER BY g.period");
         use sqlx::Row;
         let mut out = Vec::new();

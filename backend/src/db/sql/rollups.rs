@@ -239,7 +239,7 @@ impl Engine {
         let flows_missing = format!(
             "SELECT EXISTS (SELECT 1 FROM reports) AND (NOT EXISTS (SELECT 1 FROM flow_cells) \
              OR (EXISTS (SELECT 1 FROM flow_cells WHERE counted_day IS NOT NULL AND benchmark = 0 AND filed_day <> {}) \
-             AND NOT EXISTS (SELECT 1 FROM flow_groups WHERE kind = '{}')))",
+             AND NOT EXISTS (SELECT 1 FROM flow_groups WHERE level = 0 AND kind = '{}')))",
             failpass_shared::figures::NO_DAY,
             failpass_shared::figures::FlowKind::FiledCounted.as_str()
         );

@@ -12,6 +12,7 @@ use failpass_shared::api::reports::Dated;
 use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
+use super::rollup_sums::{COST_SUMS, INT_SUMS};
 use super::{Db, Engine};
 use crate::db::figures::narrows_reports;
 use crate::db::rows::ContributionRow;
@@ -78,31 +79,31 @@ impl Engine {
         scope: &ProjectScope,
     ) -> StorageResult<Option<Vec<(String, GroupTotals)>>> {
         let f = &query.filter;
-        let (since, until) = f.window(crate::db::common::now().date_naive());
         let kept = f.dated == Dated::Spent
-            && (since.is_some() || until.is_some())
             && !narrows_reports(f)
             && f.route_check.is_none()
             && query.agent.is_none()
             && query.model.is_none();
-        let dims = query.dimensions();
         // One row per report: its key read once from its cells.
-        let key = match dims[..] {
+        let key = match query.dimensions()[..] {
             [GroupBy::None] => "'all'",
             [GroupBy::Project] => "MAX(p.slug)",
             [GroupBy::Route] => "MAX(c.route)",
             _ => return Ok(None),
         };
-        // A window's ends are midnights (days), as the filter gives them.
-        let midnight = |t: Option<chrono::DateTime<chrono::Utc>>| match t {
-            Some(t) if t.time() == chrono::NaiveTime::MIN => Ok(Some(t.date_naive())),
+        if !kept {
+            return Ok(None);
+        }
+        // A window's ends are midnights (days), as the filter gives them, in
+        // four-digit years, as period keys write them; any other goes the exact way.
+        let day = |t: Option<chrono::DateTime<chrono::Utc>>| match t {
+            Some(t) if t.time() == chrono::NaiveTime::MIN && (0..=9999).contains(&t.year()) => Ok(Some(t.date_naive())),
             Some(_) => Err(()),
             None => Ok(None),
         };
-        let (Ok(since), Ok(until)) = (midnight(since), midnight(until)) else { return Ok(None) };
-        // Period keys are four-digit years: a window reaching past 9999 goes the exact way.
-        let four_digits = |d: Option<NaiveDate>| d.is_none_or(|d| (0..=9999).contains(&d.year()));
-        if !kept || !four_digits(since) || !four_digits(until) {
+        let (since, until) = f.window(crate::db::common::now().date_naive());
+        let (Ok(since), Ok(until)) = (day(since), day(until)) else { return Ok(None) };
+        if since.is_none() && until.is_none() {
             return Ok(None);
         }
         let Some(ranges) = window_ranges(since, until) else { return Ok(Some(Vec::new())) };
@@ -110,23 +111,12 @@ impl Engine {
         let sum = |column: &str, name: &str, zero: &str, ty: &str| {
             format!("CAST(SUM(CASE WHEN c.goal = '{goal}' THEN c.{column} ELSE {zero} END) AS {ty}) AS {name}")
         };
-        let mut sums: Vec<String> = [
-            ("attempts", "attempts"),
-            ("graded", "graded"),
-            ("counting", "counting"),
-            ("leads", "leads"),
-            ("errors", "errors"),
-            ("awaiting", "awaiting"),
-            ("without_cost", "without_cost"),
-            ("counting_without_cost", "counting_without_cost"),
-            ("api_calls", "api_calls"),
-            ("with_api_calls", "with_api_calls"),
-        ]
-        .iter()
-        .map(|(c, n)| sum(c, n, "0", "BIGINT"))
-        .collect();
-        sums.push(sum("cost_usd", "cost", "0.0", "DOUBLE PRECISION"));
-        sums.push(sum("cost_counting_usd", "cost_counting", "0.0", "DOUBLE PRECISION"));
+        // The cells' sums under the names a contribution row reads.
+        let sums: Vec<String> = INT_SUMS
+            .iter()
+            .map(|c| sum(c, c, "0", "BIGINT"))
+            .chain(COST_SUMS.iter().zip(["cost", "cost_counting"]).map(|(c, n)| sum(c, n, "0.0", "DOUBLE PRECISION")))
+            .collect();
         let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
             "SELECT {key} AS key, CAST(NULL AS TEXT) AS key1, CAST(NULL AS TEXT) AS key2, \
              CASE WHEN MAX(c.det) > 0 THEN TRUE ELSE FALSE END AS det, \
@@ -147,13 +137,8 @@ impl Engine {
             }
             qb.push(")");
         }
-        qb.push(") AND ").push(scope.sql("p"));
-        if let Some(v) = &f.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
-        }
-        if let Some(v) = f.route {
-            qb.push(" AND c.route = ").push_bind(v.as_str());
-        }
+        qb.push(")");
+        Self::push_scope_project_route(&mut qb, scope, f, "c");
         qb.push(" GROUP BY c.report_id");
         use futures_util::TryStreamExt;
         let mut rows = qb.build_query_as::<ContributionRow>().fetch(&self.read);
