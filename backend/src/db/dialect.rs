@@ -77,6 +77,17 @@ pub(crate) trait Dialect {
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>>;
 
+    /// Runs `sql` in `tx` and hands its rows to `each` as they are read,
+    /// in order. A bulk import reads 50,000 attempts a batch to bin their
+    /// values: on SQLite this reads them through rusqlite on the
+    /// transaction's own connection, strings in place; on PostgreSQL it
+    /// streams them.
+    async fn each_row(
+        tx: &mut Transaction<'static, Self::Db>,
+        sql: &str,
+        each: &mut (dyn FnMut(&dyn ReadRow) -> StorageResult<()> + Send),
+    ) -> StorageResult<()>;
+
     /// Writes rows into `table` in `tx`: `INSERT INTO table (columns) …
     /// conflict`, where `values` holds the rows one after another, each
     /// `columns.len()` values, every row's values of a column of one kind;
@@ -99,6 +110,43 @@ pub(crate) enum Param<'a> {
     MaybeInt(Option<i64>),
     Real(f64),
     Text(&'a str),
+}
+
+/// A row [`Dialect::each_row`] hands over, its columns read by position.
+pub(crate) trait ReadRow {
+    fn int(&self, column: usize) -> StorageResult<i64>;
+    /// A text column, read in place.
+    fn text(&self, column: usize) -> StorageResult<&str>;
+    fn real(&self, column: usize) -> StorageResult<Option<f64>>;
+}
+
+impl ReadRow for rusqlite::Row<'_> {
+    fn int(&self, column: usize) -> StorageResult<i64> {
+        Ok(self.get(column)?)
+    }
+
+    fn text(&self, column: usize) -> StorageResult<&str> {
+        let value = self.get_ref(column)?;
+        value.as_str().map_err(|e| StorageError::Corrupt(format!("column {column}: {e}")))
+    }
+
+    fn real(&self, column: usize) -> StorageResult<Option<f64>> {
+        Ok(self.get(column)?)
+    }
+}
+
+impl ReadRow for sqlx::postgres::PgRow {
+    fn int(&self, column: usize) -> StorageResult<i64> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+
+    fn text(&self, column: usize) -> StorageResult<&str> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+
+    fn real(&self, column: usize) -> StorageResult<Option<f64>> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
 }
 
 impl rusqlite::ToSql for Param<'_> {
@@ -167,6 +215,23 @@ impl Dialect for SqliteStorage {
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>> {
         Self::with_raw(tx, |conn| super::sqlite::insert_reports_raw(conn, rows)).await
+    }
+
+    /// Through rusqlite on the transaction's own connection.
+    async fn each_row(
+        tx: &mut Transaction<'static, Sqlite>,
+        sql: &str,
+        each: &mut (dyn FnMut(&dyn ReadRow) -> StorageResult<()> + Send),
+    ) -> StorageResult<()> {
+        Self::with_raw(tx, |conn| {
+            let mut stmt = conn.prepare(sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                each(row)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// One statement of one row, prepared once and run per row on the
@@ -244,6 +309,20 @@ impl Dialect for PgStorage {
         rows: &[(i64, &NewReport, &str)],
     ) -> StorageResult<Vec<i64>> {
         Self::insert_reports_multi(tx, rows).await
+    }
+
+    /// Streamed through sqlx.
+    async fn each_row(
+        tx: &mut Transaction<'static, Postgres>,
+        sql: &str,
+        each: &mut (dyn FnMut(&dyn ReadRow) -> StorageResult<()> + Send),
+    ) -> StorageResult<()> {
+        use futures_util::TryStreamExt;
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).fetch(&mut **tx);
+        while let Some(row) = rows.try_next().await? {
+            each(&row)?;
+        }
+        Ok(())
     }
 
     /// A statement per [`ROWS_PER_STATEMENT`] rows, each column bound as

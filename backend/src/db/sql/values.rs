@@ -49,21 +49,6 @@ struct StoredCell {
 /// The metrics, as the cells name them.
 const METRICS: [Metric; 2] = [Metric::CostUsd, Metric::WallSeconds];
 
-/// One attempt's values with the dimensions its cell is keyed by.
-#[derive(sqlx::FromRow)]
-struct AttemptValues {
-    report_id: i64,
-    goal: String,
-    agent: String,
-    model: String,
-    cutoff: String,
-    project_id: i64,
-    route: String,
-    /// `NULL` when the cost is unknown: an unknown cost is not a $0 attempt.
-    cost_usd: Option<f64>,
-    wall_seconds: Option<f64>,
-}
-
 /// The attempts of the reports `reports` selects (on `r`), with what their
 /// cells are keyed by.
 fn attempts_select(reports: &str) -> String {
@@ -83,27 +68,62 @@ fn attempts_select_of(reports: &str, appended: Option<&str>) -> String {
     )
 }
 
-/// The cells of `attempts`.
-fn cells_of(attempts: Vec<AttemptValues>) -> BTreeMap<CellKey, CellValue> {
-    let mut cells: BTreeMap<CellKey, CellValue> = BTreeMap::new();
-    for a in attempts {
-        for (metric, value) in [(Metric::CostUsd, a.cost_usd), (Metric::WallSeconds, a.wall_seconds)] {
-            let Some(v) = value.filter(|v| v.is_finite()) else { continue };
-            let key = (
-                a.report_id,
-                a.goal.clone(),
-                a.agent.clone(),
-                a.model.clone(),
-                a.cutoff.clone(),
-                metric.as_str(),
-                value_bin(metric, v),
-            );
-            let cell = cells.entry(key).or_insert_with(|| (a.project_id, a.route.clone(), 0, 0.0));
+/// The value cells of the attempts `sql` ([`attempts_select_of`]) reads,
+/// as its rows come ([`Dialect::each_row`]): a row's strings are read in
+/// place and interned, and its cell found by integer key (a batch of an
+/// import reads 50,000 attempts, two values each). Each cell's sum adds its
+/// attempts in the order of their ids, as every computation of it does.
+async fn cells_of(tx: &mut Tx, sql: String) -> StorageResult<BTreeMap<CellKey, CellValue>> {
+    type Key = (i64, [u32; 4], u8, i64);
+    let mut names = Interner::default();
+    let mut cells: rustc_hash::FxHashMap<Key, (i64, u32, i64, f64)> = rustc_hash::FxHashMap::default();
+    Engine::each_row(tx, &sql, &mut |row| {
+        let report = row.int(0)?;
+        let mut dims = [0u32; 4];
+        for (i, dim) in dims.iter_mut().enumerate() {
+            *dim = names.id(row.text(i + 1)?);
+        }
+        for (m, metric) in METRICS.iter().enumerate() {
+            let Some(v) = row.real(7 + m)?.filter(|v| v.is_finite()) else { continue };
+            let cell = match cells.entry((report, dims, m as u8, value_bin(*metric, v))) {
+                std::collections::hash_map::Entry::Occupied(cell) => cell.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert((row.int(5)?, names.id(row.text(6)?), 0, 0.0))
+                }
+            };
             cell.2 += 1;
             cell.3 += v;
         }
+        Ok(())
+    })
+    .await?;
+    let name = |id: u32| names.names[id as usize].clone();
+    Ok(cells
+        .into_iter()
+        .map(|((report, [goal, agent, model, cutoff], m, bin), (project, route, n, total))| {
+            let key = (report, name(goal), name(agent), name(model), name(cutoff), METRICS[m as usize].as_str(), bin);
+            (key, (project, name(route), n, total))
+        })
+        .collect())
+}
+
+/// Strings numbered in the order they are first seen.
+#[derive(Default)]
+struct Interner {
+    ids: rustc_hash::FxHashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        id
     }
-    cells
 }
 
 /// Cells per report, in key order.
@@ -189,11 +209,7 @@ impl Engine {
         )))
         .fetch_all(&mut **tx)
         .await?;
-        let attempts: Vec<AttemptValues> =
-            sqlx::query_as(sqlx::AssertSqlSafe(attempts_select_of(&format!("r.id IN ({list})"), appended)))
-                .fetch_all(&mut **tx)
-                .await?;
-        let part = cells_of(attempts);
+        let part = cells_of(tx, attempts_select_of(&format!("r.id IN ({list})"), appended)).await?;
         let mut old_cells: BTreeMap<CellKey, CellValue> = BTreeMap::new();
         for c in old {
             let metric = METRICS.iter().find(|m| m.as_str() == c.metric).map_or("", |m| m.as_str());
@@ -302,11 +318,7 @@ impl Engine {
         let mut delta = ValueDelta::default();
         for chunk in ids.chunks(5000) {
             let (lo, hi) = (chunk[0], chunk[chunk.len() - 1]);
-            let attempts: Vec<AttemptValues> =
-                sqlx::query_as(sqlx::AssertSqlSafe(attempts_select(&format!("r.id BETWEEN {lo} AND {hi}"))))
-                    .fetch_all(&mut **tx)
-                    .await?;
-            let cells = cells_of(attempts);
+            let cells = cells_of(tx, attempts_select(&format!("r.id BETWEEN {lo} AND {hi}"))).await?;
             for (k, v) in &cells {
                 delta.add(k, v, 1);
             }
