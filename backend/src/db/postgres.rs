@@ -7,8 +7,11 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use super::StorageResult;
+use chrono::{DateTime, Utc};
+
+use super::common::{self, ATTEMPT_INSERT, PreparedAttempt};
 use super::write_queue::WriteQueue;
+use super::{StorageError, StorageResult};
 
 pub struct PgStorage {
     pub(super) read: PgPool,
@@ -55,5 +58,143 @@ impl PgStorage {
         let write = pool.clone();
         let writer = WriteQueue::start(Box::new(move |batch| Box::pin(Self::apply_batch(write.clone(), batch))));
         Ok(Self { read: pool.clone(), write: pool, writer })
+    }
+}
+
+/// An import batch's new attempts as the text of `COPY attempts (…) FROM
+/// STDIN` (PostgreSQL's text format: a row a line, columns split by tabs,
+/// `\N` for `NULL`), in the columns of `ATTEMPT_INSERT`. A multi-row `INSERT`
+/// binds thirty parameters a row and PostgreSQL plans a statement of
+/// 30,000 for every thousand rows: 74 µs a row, most of an import's time.
+/// `None` when a value has no text the server reads back as the bound
+/// value would be: a float that is not finite, a date outside years 1 to
+/// 9999, a string holding NUL (which PostgreSQL refuses either way); the
+/// caller then inserts the rows with bound parameters.
+pub(super) fn attempts_copy_text(rows: &[PreparedAttempt]) -> StorageResult<Option<String>> {
+    use chrono::{Datelike, SecondsFormat};
+    use std::fmt::Write;
+    let mut out = String::with_capacity(rows.len() * 256);
+    let time =
+        |t: DateTime<Utc>| (1..=9999).contains(&t.year()).then(|| t.to_rfc3339_opts(SecondsFormat::Micros, true));
+    for p in rows {
+        let r = &p.req;
+        let floats = [r.effective_wall_seconds(), Some(r.cost_usd.unwrap_or(0.0))];
+        if floats.iter().flatten().any(|x| !x.is_finite()) {
+            return Ok(None);
+        }
+        let cutoff = match r.model_cutoff {
+            Some(d) if !(1..=9999).contains(&d.year()) => return Ok(None),
+            d => d.map(|d| d.format("%F").to_string()),
+        };
+        let (Some(started), Some(created)) = (time(p.started_at), time(p.created_at)) else { return Ok(None) };
+        let ended = match r.ended_at.map(|t| time(common::secs(t))) {
+            Some(None) => return Ok(None),
+            e => e.flatten(),
+        };
+        let signals = serde_json::to_string(&r.signals).map_err(|e| StorageError::Corrupt(format!("signals: {e}")))?;
+        let num = |n: Option<i64>| n.map(|n| n.to_string());
+        let float = |x: Option<f64>| x.map(|x| x.to_string());
+        let flag = |b: bool| Some(if b { "t" } else { "f" }.to_owned());
+        let text = |s: Option<&str>| s.map(str::to_owned);
+        let row: [Option<String>; 30] = [
+            num(Some(p.report_id)),
+            text(Some(r.goal.as_str())),
+            text(Some(&p.agent)),
+            r.model.clone(),
+            cutoff,
+            Some(started),
+            ended,
+            float(r.effective_wall_seconds()),
+            float(Some(r.cost_usd.unwrap_or(0.0))),
+            num(Some(r.tokens_in)),
+            num(Some(r.tokens_out)),
+            num(r.api_calls),
+            num(Some(i64::from(r.iterations.min(i32::MAX as u32)))),
+            r.candidate.clone(),
+            Some(signals),
+            text(Some(r.verdict.as_str())),
+            text(Some(r.verdict_source.as_str())),
+            text(r.failure_cause.map(|c| c.as_str())),
+            text(r.review.map(|v| v.as_str())),
+            r.reviewer.clone(),
+            r.review_comment.clone(),
+            p.attempt_key.clone(),
+            flag(p.graded),
+            flag(p.counts),
+            flag(p.awaiting),
+            Some(p.content_hash.clone()),
+            Some(created),
+            flag(r.cost_usd.is_some()),
+            num(r.rank.map(i64::from)),
+            flag(p.time_stated),
+        ];
+        for (i, value) in row.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            match value {
+                None => out.push_str("\\N"),
+                Some(v) if v.contains('\0') => return Ok(None),
+                Some(v) => {
+                    for c in v.chars() {
+                        match c {
+                            '\\' => out.push_str("\\\\"),
+                            '\n' => out.push_str("\\n"),
+                            '\r' => out.push_str("\\r"),
+                            '\t' => out.push_str("\\t"),
+                            c => out.push(c),
+                        }
+                    }
+                }
+            }
+        }
+        let _ = writeln!(out);
+    }
+    Ok(Some(out))
+}
+
+/// The `COPY` of [`attempts_copy_text`]: the columns of `ATTEMPT_INSERT`.
+pub(super) fn attempts_copy_statement() -> String {
+    let columns = ATTEMPT_INSERT.trim().trim_start_matches("INSERT INTO attempts ").trim();
+    format!("COPY attempts {columns} FROM STDIN")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use failpass_shared::api::attempts::CreateAttemptRequest;
+
+    fn prepared(req: CreateAttemptRequest) -> PreparedAttempt {
+        PreparedAttempt::new(&req, 7, false, Some("k\t1".into()))
+    }
+
+    #[test]
+    fn copy_text_escapes_what_the_format_splits_on_and_writes_null_as_backslash_n() {
+        let req: CreateAttemptRequest = serde_json::from_value(serde_json::json!({
+            "report_id": 7, "agent": "a", "candidate": "line 1\nline\t2 \\ end\r", "verdict": "lead",
+            "verdict_source": "llm", "cost_usd": 0.1
+        }))
+        .unwrap();
+        let text = attempts_copy_text(&[prepared(req)]).unwrap().unwrap();
+        assert_eq!(text.matches('\n').count(), 1, "one line: {text}");
+        let columns: Vec<&str> = text.trim_end_matches('\n').split('\t').collect();
+        assert_eq!(columns.len(), 30);
+        assert_eq!(columns[0], "7");
+        assert_eq!(columns[3], "\\N", "no model");
+        assert_eq!(columns[8], "0.1");
+        assert_eq!(columns[13], "line 1\\nline\\t2 \\\\ end\\r");
+        assert_eq!(columns[21], "k\\t1");
+        assert_eq!(columns[27], "t", "the cost was stated");
+        assert!(attempts_copy_statement().starts_with("COPY attempts (report_id, goal, agent,"));
+        assert!(attempts_copy_statement().ends_with("time_stated) FROM STDIN"));
+    }
+
+    #[test]
+    fn a_value_with_no_faithful_text_leaves_the_batch_to_bound_parameters() {
+        let req: CreateAttemptRequest = serde_json::from_value(serde_json::json!({
+            "report_id": 7, "agent": "a", "candidate": "nul \u{0} here", "verdict": "lead", "verdict_source": "llm"
+        }))
+        .unwrap();
+        assert!(attempts_copy_text(&[prepared(req)]).unwrap().is_none());
     }
 }

@@ -513,6 +513,49 @@ async fn attempts_runs_and_natural_keys() {
 }
 
 #[tokio::test]
+async fn imported_attempts_equal_created_ones_whatever_their_text_holds() {
+    // PostgreSQL imports attempts with COPY's text format: every value the
+    // format splits or escapes on must come back as a live write stores it.
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        project(s.as_ref(), "a/one", true).await;
+        let r = report(s.as_ref(), "a/one", "1", "f crashes", CRASH, "2026-01-01T00:00:00Z", None).await;
+        let record = |key: &str| -> CreateAttemptRequest {
+            serde_json::from_value(serde_json::json!({
+                "report_id": r, "agent": "agent \\ one", "model": "m\\1 \u{e9}\u{6f22}", "model_cutoff": "2025-06-30",
+                "started_at": "2026-02-01T10:00:00.123456789Z", "ended_at": "2026-02-01T10:01:00.5Z",
+                "cost_usd": 0.1 + 0.2, "tokens_in": 9007199254740993_i64, "api_calls": 3,
+                "candidate": "line 1\nline\t2\r\\N not null \\. end\n", "verdict": "lead", "verdict_source": "llm",
+                "failure_cause": "env_setup", "review_comment": "\\N", "signals": {"syntax": {"passed": true, "source": "static", "detail": "a\tb\nc\\"}},
+                "attempt_key": key
+            }))
+            .unwrap()
+        };
+        let (live, _) = s.create_attempt(&record("live")).await.unwrap();
+        let out = s.import_attempts(&[record("imported"), record("imported two")]).await.unwrap();
+        assert!(out.iter().all(|o| matches!(o, Ok(failpass_shared::api::import::Outcome::Created))), "{out:?}");
+        let stored = s.list_attempts(&AttemptListQuery { report_id: Some(r), ..Default::default() }, &ProjectScope::All).await.unwrap();
+        assert_eq!(stored.items.len(), 3);
+        for a in stored.items.iter().filter(|a| a.id != live.id) {
+            let detail = s.get_attempt(a.id, &ProjectScope::All).await.unwrap().unwrap().attempt;
+            let live = s.get_attempt(live.id, &ProjectScope::All).await.unwrap().unwrap().attempt;
+            let mut same = serde_json::to_value(&detail).unwrap();
+            let mut want = serde_json::to_value(&live).unwrap();
+            for v in [&mut same, &mut want] {
+                for field in ["id", "attempt_key", "created_at"] {
+                    v.as_object_mut().unwrap().remove(field);
+                }
+            }
+            assert_eq!(same, want, "an imported attempt reads as a created one");
+            assert_eq!(detail.candidate.as_deref(), Some("line 1\nline\t2\r\\N not null \\. end\n"));
+        }
+        // The same lines again change nothing; a changed one is an update.
+        let again = s.import_attempts(&[record("imported")]).await.unwrap();
+        assert!(matches!(again[0], Ok(failpass_shared::api::import::Outcome::Unchanged)), "{again:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn imported_reports_equal_created_ones_and_later_lines_win() {
     use failpass_shared::api::import::Outcome;
     run_storage_test(|s: Arc<dyn Storage>| async move {
