@@ -17,6 +17,9 @@ pub fn secs(t: DateTime<Utc>) -> DateTime<Utc> {
     t.trunc_subsecs(0)
 }
 
+/// What a new attempt under a taken (agent, report, attempt key) is refused with.
+pub const ATTEMPT_KEY_TAKEN: &str = "an attempt with the same agent, report and attempt_key exists";
+
 /// Maps a unique-constraint violation to `Conflict` with `message`.
 pub fn conflict_on_unique(message: impl Into<String>) -> impl FnOnce(sqlx::Error) -> StorageError {
     let message = message.into();

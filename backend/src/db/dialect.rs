@@ -303,8 +303,7 @@ impl Dialect for PgStorage {
             return Ok(());
         }
         if let Some(text) = super::postgres::attempts_copy_text(rows)? {
-            let conflict =
-                super::common::conflict_on_unique("an attempt with the same agent, report and attempt_key exists");
+            let conflict = super::common::conflict_on_unique(super::common::ATTEMPT_KEY_TAKEN);
             let mut copy = tx.copy_in_raw(&super::postgres::attempts_copy_statement()).await?;
             if let Err(e) = copy.send(text.into_bytes()).await {
                 return Err(conflict(e));

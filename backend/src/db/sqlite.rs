@@ -221,9 +221,7 @@ pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedA
             r.rank.map(|k| k as i64),
             p.time_stated,
         ]);
-        inserted.map_err(|e| {
-            unique_to_conflict(e, || "an attempt with the same agent, report and attempt_key exists".into())
-        })?;
+        inserted.map_err(|e| unique_to_conflict(e, || super::common::ATTEMPT_KEY_TAKEN.into()))?;
     }
     Ok(())
 }

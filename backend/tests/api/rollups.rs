@@ -662,19 +662,11 @@ async fn execute(url: &str, sql: &str) {
 
 /// Empties every rollup, through a connection of its own.
 async fn empty_rollups(url: &str) {
-    use sqlx::Connection;
     let tables = ["figure_cells", "figure_groups", "figure_facts", "figure_project_facts", "flow_cells", "flow_groups"]
         .into_iter()
         .chain(["value_cells", "value_groups", "period_cells", "period_groups"]);
     for table in tables {
-        let sql = format!("DELETE FROM {table}");
-        if url.starts_with("postgres") {
-            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut c).await.unwrap();
-        } else {
-            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{url}")).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut c).await.unwrap();
-        }
+        execute(url, &format!("DELETE FROM {table}")).await;
     }
 }
 

@@ -340,7 +340,7 @@ impl Engine {
                 .push_bind(r.rank.map(|k| k as i32))
                 .push_bind(p.time_stated);
         });
-        let conflict = common::conflict_on_unique("an attempt with the same agent, report and attempt_key exists");
+        let conflict = common::conflict_on_unique(common::ATTEMPT_KEY_TAKEN);
         if !want_ids {
             qb.build().execute(&mut **tx).await.map_err(conflict)?;
             return Ok(Vec::new());

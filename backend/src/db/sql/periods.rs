@@ -69,22 +69,6 @@ type Change = ([i64; 6], [i64; 10], [f64; 2]);
 pub(super) type PeriodDelta = BTreeMap<GroupKey, Change>;
 
 impl Engine {
-    /// `AND` the scope (on `p`), the filter's project and its route (on `{alias}.route`).
-    pub(super) fn push_scope_project_route(
-        qb: &mut sqlx::QueryBuilder<Db>,
-        scope: &ProjectScope,
-        filter: &ReportFilter,
-        alias: &str,
-    ) {
-        qb.push(" AND ").push(scope.sql("p"));
-        if let Some(v) = &filter.project {
-            qb.push(" AND p.slug = ").push_bind(v.clone());
-        }
-        if let Some(v) = filter.route {
-            qb.push(format!(" AND {alias}.route = ")).push_bind(v.as_str());
-        }
-    }
-
     /// The cells of the reports `reports` selects (on `r`), from their attempts.
     fn period_cells_select(reports: &str) -> String {
         Self::period_cells_select_of(reports, None)

@@ -546,19 +546,29 @@ impl Engine {
         }
     }
 
-    /// Appends `AND …` for the scope and the report filter.
-    pub(in crate::db) fn push_report_filter(
+    /// `AND` the scope (on `p`), the filter's project and its route (on `{alias}.route`).
+    pub(in crate::db) fn push_scope_project_route(
         qb: &mut sqlx::QueryBuilder<Db>,
-        filter: &ReportFilter,
         scope: &ProjectScope,
+        filter: &ReportFilter,
+        alias: &str,
     ) {
         qb.push(" AND ").push(scope.sql("p"));
         if let Some(v) = &filter.project {
             qb.push(" AND p.slug = ").push_bind(v.clone());
         }
         if let Some(v) = filter.route {
-            qb.push(" AND r.route = ").push_bind(v.as_str());
+            qb.push(format!(" AND {alias}.route = ")).push_bind(v.as_str());
         }
+    }
+
+    /// Appends `AND …` for the scope and the report filter.
+    pub(in crate::db) fn push_report_filter(
+        qb: &mut sqlx::QueryBuilder<Db>,
+        filter: &ReportFilter,
+        scope: &ProjectScope,
+    ) {
+        Self::push_scope_project_route(qb, scope, filter, "r");
         if !filter.status.is_empty() {
             qb.push(" AND r.status IN (");
             let mut sep = qb.separated(", ");

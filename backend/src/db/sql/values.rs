@@ -97,7 +97,7 @@ async fn cells_of(tx: &mut Tx, sql: String) -> StorageResult<BTreeMap<CellKey, C
         Ok(())
     })
     .await?;
-    let name = |id: u32| names.names[id as usize].clone();
+    let name = |id: u32| names.name(id).to_owned();
     Ok(cells
         .into_iter()
         .map(|((report, [goal, agent, model, cutoff], m, bin), (project, route, n, total))| {
@@ -107,11 +107,17 @@ async fn cells_of(tx: &mut Tx, sql: String) -> StorageResult<BTreeMap<CellKey, C
         .collect())
 }
 
-/// Strings numbered in the order they are first seen.
-#[derive(Default)]
+/// Strings numbered in the order they are first seen; id 0 is `''` (a
+/// summed dimension, in [`ValueDelta`]'s keys).
 struct Interner {
     ids: rustc_hash::FxHashMap<String, u32>,
     names: Vec<String>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Self { ids: [(String::new(), 0)].into_iter().collect(), names: vec![String::new()] }
+    }
 }
 
 impl Interner {
@@ -123,6 +129,10 @@ impl Interner {
         self.names.push(name.to_owned());
         self.ids.insert(name.to_owned(), id);
         id
+    }
+
+    fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
     }
 }
 
@@ -141,31 +151,15 @@ fn per_report(cells: &BTreeMap<CellKey, CellValue>) -> BTreeMap<i64, Vec<(&CellK
 #[derive(Default)]
 pub(super) struct ValueDelta {
     groups: rustc_hash::FxHashMap<GroupKey, (i64, f64)>,
-    ids: rustc_hash::FxHashMap<String, u32>,
-    /// The interned strings, by id; id 0 is `''`, a summed dimension.
-    names: Vec<String>,
+    names: Interner,
 }
 
 impl ValueDelta {
-    fn id(&mut self, name: &str) -> u32 {
-        if self.names.is_empty() {
-            self.names.push(String::new());
-            self.ids.insert(String::new(), 0);
-        }
-        if let Some(id) = self.ids.get(name) {
-            return *id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(name.to_owned());
-        self.ids.insert(name.to_owned(), id);
-        id
-    }
-
     fn add(&mut self, key: &CellKey, value: &CellValue, sign: i64) {
         let (_, goal, agent, model, cutoff, metric, bin) = key;
         let (project, route, n, total) = value;
         let [goal, metric, route, agent, model, cutoff] =
-            [goal, *metric, route, agent, model, cutoff].map(|s| self.id(s));
+            [goal, *metric, route, agent, model, cutoff].map(|s| self.names.id(s));
         for level in 0..8u8 {
             let keep = |bit: u8, id: u32| if level & bit != 0 { id } else { 0 };
             let key = (
@@ -275,7 +269,7 @@ impl Engine {
 
     /// Adds `delta` to the groups, in the order of their key.
     pub(super) async fn move_values(tx: &mut Tx, delta: &ValueDelta) -> StorageResult<()> {
-        let name = |id: &u32| delta.names[*id as usize].as_str();
+        let name = |id: &u32| delta.names.name(*id);
         let mut moves = delta.moves();
         moves.sort_by(|(a, _), (b, _)| {
             let key =
