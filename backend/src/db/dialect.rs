@@ -67,7 +67,7 @@ pub(crate) trait Dialect {
     /// Inserts an import batch's new attempts (already prepared) in `tx`.
     async fn bulk_insert_attempts(
         tx: &mut Transaction<'static, Self::Db>,
-        rows: &[PreparedAttempt],
+        rows: &[PreparedAttempt<'_>],
     ) -> StorageResult<()>;
 
     /// Inserts an import batch's new reports (project id, report, content
@@ -78,7 +78,7 @@ pub(crate) trait Dialect {
     ) -> StorageResult<Vec<i64>>;
 
     /// Runs `sql` in `tx` and hands its rows to `each` as they are read,
-    /// in order. A bulk import reads 50,000 attempts a batch to bin their
+    /// in order. A bulk import reads 25,000 attempts a batch to bin their
     /// values: on SQLite this reads them through rusqlite on the
     /// transaction's own connection, strings in place; on PostgreSQL it
     /// streams them.
@@ -202,7 +202,7 @@ impl Dialect for SqliteStorage {
     /// connection (see `SqliteStorage::with_raw`).
     async fn bulk_insert_attempts(
         tx: &mut Transaction<'static, Sqlite>,
-        rows: &[PreparedAttempt],
+        rows: &[PreparedAttempt<'_>],
     ) -> StorageResult<()> {
         if rows.is_empty() {
             return Ok(());
@@ -297,7 +297,7 @@ impl Dialect for PgStorage {
     /// `ATTEMPT_INSERT_CHUNK` rows when a value has no faithful text.
     async fn bulk_insert_attempts(
         tx: &mut Transaction<'static, Postgres>,
-        rows: &[PreparedAttempt],
+        rows: &[PreparedAttempt<'_>],
     ) -> StorageResult<()> {
         if rows.is_empty() {
             return Ok(());

@@ -70,7 +70,7 @@ impl PgStorage {
 /// value would be: a float that is not finite, a date outside years 1 to
 /// 9999, a string holding NUL (which PostgreSQL refuses either way); the
 /// caller then inserts the rows with bound parameters.
-pub(super) fn attempts_copy_text(rows: &[PreparedAttempt]) -> StorageResult<Option<String>> {
+pub(super) fn attempts_copy_text(rows: &[PreparedAttempt<'_>]) -> StorageResult<Option<String>> {
     use chrono::{Datelike, SecondsFormat};
     use std::fmt::Write;
     let mut out = String::with_capacity(rows.len() * 256);
@@ -164,8 +164,8 @@ mod tests {
     use super::*;
     use failpass_shared::api::attempts::CreateAttemptRequest;
 
-    fn prepared(req: CreateAttemptRequest) -> PreparedAttempt {
-        PreparedAttempt::new(&req, 7, false, Some("k\t1".into()))
+    fn prepared(req: &CreateAttemptRequest) -> PreparedAttempt<'_> {
+        PreparedAttempt::new(req, 7, false, Some("k\t1".into()))
     }
 
     #[test]
@@ -175,7 +175,7 @@ mod tests {
             "verdict_source": "llm", "cost_usd": 0.1
         }))
         .unwrap();
-        let text = attempts_copy_text(&[prepared(req)]).unwrap().unwrap();
+        let text = attempts_copy_text(&[prepared(&req)]).unwrap().unwrap();
         assert_eq!(text.matches('\n').count(), 1, "one line: {text}");
         let columns: Vec<&str> = text.trim_end_matches('\n').split('\t').collect();
         assert_eq!(columns.len(), 30);
@@ -195,6 +195,6 @@ mod tests {
             "report_id": 7, "agent": "a", "candidate": "nul \u{0} here", "verdict": "lead", "verdict_source": "llm"
         }))
         .unwrap();
-        assert!(attempts_copy_text(&[prepared(req)]).unwrap().is_none());
+        assert!(attempts_copy_text(&[prepared(&req)]).unwrap().is_none());
     }
 }

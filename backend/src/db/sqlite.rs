@@ -43,8 +43,11 @@ impl SqliteStorage {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
-            // 64 MiB of page cache for the writer: bulk imports touch many index pages.
-            .pragma("cache_size", "-65536");
+            // 16 MiB of page cache for the writer. A bulk import touches many
+            // index pages, but the operating system keeps the file's pages
+            // too: 64 MiB made the import no faster (1M records: 25.6 to
+            // 30.3 s against 26.9 to 27.9 s) and added 50 MB to its peak.
+            .pragma("cache_size", "-16384");
         let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
         // The database is the worker's alone: sandboxed runs (as another
         // user) must not read it. SQLite gives the -wal and -shm files the
@@ -181,7 +184,7 @@ fn unique_to_conflict(e: rusqlite::Error, message: impl FnOnce() -> String) -> S
     }
 }
 
-pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt]) -> StorageResult<()> {
+pub(super) fn insert_attempts_raw(conn: &rusqlite::Connection, rows: &[PreparedAttempt<'_>]) -> StorageResult<()> {
     use rusqlite::params;
     let time = time_text;
     let sql =

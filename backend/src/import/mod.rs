@@ -25,9 +25,11 @@ use crate::db::{NewReport, Storage, StorageError};
 
 /// Attempts per storage transaction, from the command line. A write moves
 /// each rollup group it touches once, so larger batches write fewer group
-/// rows per attempt (10,000 reports and 100,000 attempts into SQLite: 13.1 s
-/// at 20,000, 10.7 s at 50,000), and hold more in memory (271 and 395 MB).
-pub const ATTEMPT_BATCH: usize = 50000;
+/// rows per attempt, and hold more in memory: the 1,010,001 records of
+/// `gen_attempts.py 1000000` into SQLite took 25.6 to 30.3 s at 50,000 (peak
+/// RSS 245 MB) and 26.9 to 27.9 s at 25,000 (135 MB, with the writer's
+/// 16 MiB page cache); issue 36's budget is 150 MB.
+pub const ATTEMPT_BATCH: usize = 25000;
 /// Reports per storage transaction, from the command line.
 pub const REPORT_BATCH: usize = 5000;
 /// Attempts and reports per storage transaction in the server, which keeps
@@ -86,7 +88,9 @@ pub struct Importer<'a> {
     models: HashMap<String, Option<failpass_shared::routing::Classifier>>,
     boilerplate: HashMap<String, failpass_shared::routing::Boilerplate>,
     summary: ImportSummary,
-    attempts: Vec<(u64, CreateAttemptRequest)>,
+    /// The batch's attempts, and the input record each came from.
+    attempts: Vec<CreateAttemptRequest>,
+    attempt_records: Vec<u64>,
     reports: Vec<(u64, failpass_shared::api::reports::CreateReportRequest)>,
     progress: Option<Progress<'a>>,
     gate: Gate,
@@ -287,6 +291,7 @@ impl<'a> Importer<'a> {
             boilerplate: HashMap::new(),
             summary: ImportSummary::default(),
             attempts: Vec::new(),
+            attempt_records: Vec::new(),
             reports: Vec::new(),
             progress: None,
             nul_checked: false,
@@ -395,7 +400,8 @@ impl<'a> Importer<'a> {
             // stores what is pending, so input order is kept.
             ImportRecord::Attempt(a) => {
                 self.flush_reports().await?;
-                self.attempts.push((n, a));
+                self.attempts.push(a);
+                self.attempt_records.push(n);
                 if self.attempts.len() >= self.batches.0 {
                     self.flush().await?;
                 }
@@ -587,8 +593,8 @@ impl<'a> Importer<'a> {
         if self.attempts.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::take(&mut self.attempts);
-        let (numbers, reqs): (Vec<u64>, Vec<CreateAttemptRequest>) = batch.into_iter().unzip();
+        let reqs = std::mem::take(&mut self.attempts);
+        let numbers = std::mem::take(&mut self.attempt_records);
         let out = batch_or_each(self.storage, &reqs, |s, batch| s.import_attempts(batch), "attempt").await?;
         for ((n, o), req) in numbers.into_iter().zip(out).zip(&reqs) {
             if matches!(o, Ok(Outcome::Created | Outcome::Updated)) {

@@ -299,7 +299,7 @@ impl Engine {
     /// returned row is a hand-off between threads).
     pub(in crate::db) async fn insert_attempts(
         tx: &mut Tx,
-        rows: &[PreparedAttempt],
+        rows: &[PreparedAttempt<'_>],
         want_ids: bool,
     ) -> StorageResult<Vec<i64>> {
         use sqlx::types::Json;
@@ -350,7 +350,7 @@ impl Engine {
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
-    pub(in crate::db) async fn update_attempt(tx: &mut Tx, id: i64, p: &PreparedAttempt) -> StorageResult<()> {
+    pub(in crate::db) async fn update_attempt(tx: &mut Tx, id: i64, p: &PreparedAttempt<'_>) -> StorageResult<()> {
         use sqlx::types::Json;
         let r = &p.req;
         sqlx::query(

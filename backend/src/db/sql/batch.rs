@@ -315,7 +315,7 @@ impl Engine {
             .map(|fate| match fate {
                 Fate::Insert(n) => {
                     let (p, id) = (&inserts[n], ids[n]);
-                    Ok((Done::Attempt(id, Outcome::Created), Self::touch(&p.req, p.report_id, id)))
+                    Ok((Done::Attempt(id, Outcome::Created), Self::touch(p.req, p.report_id, id)))
                 }
                 Fate::Stored(id) => Ok((Done::Attempt(id, Outcome::Unchanged), Touch::None)),
                 Fate::SameAs(n) => Ok((Done::Attempt(ids[n], Outcome::Unchanged), Touch::None)),

@@ -292,7 +292,7 @@ impl ImportStore for Engine {
         }
         // New attempts to insert; a key repeated inside the batch replaces its
         // pending row (the later line wins), so only the last version is stored.
-        let mut to_insert: Vec<PreparedAttempt> = Vec::new();
+        let mut to_insert: Vec<PreparedAttempt> = Vec::with_capacity(prepared.len());
         let mut pending: HashMap<(String, i64, String), usize> = HashMap::new();
         // Which input record each pending row answers for.
         let mut slot_record: Vec<usize> = Vec::new();
@@ -333,7 +333,7 @@ impl ImportStore for Engine {
             let mut keep = vec![true; to_insert.len()];
             for &slot in &verified {
                 let p = &to_insert[slot];
-                if let Err(e) = Self::check_verifiable(&mut tx, &p.req, p.report_id).await {
+                if let Err(e) = Self::check_verifiable(&mut tx, p.req, p.report_id).await {
                     keep[slot] = false;
                     results[slot_record[slot]] = Err(e);
                 }

@@ -71,7 +71,7 @@ fn attempts_select_of(reports: &str, appended: Option<&str>) -> String {
 /// The value cells of the attempts `sql` ([`attempts_select_of`]) reads,
 /// as its rows come ([`Dialect::each_row`]): a row's strings are read in
 /// place and interned, and its cell found by integer key (a batch of an
-/// import reads 50,000 attempts, two values each). Each cell's sum adds its
+/// import reads 25,000 attempts, two values each). Each cell's sum adds its
 /// attempts in the order of their ids, as every computation of it does.
 async fn cells_of(tx: &mut Tx, sql: String) -> StorageResult<BTreeMap<CellKey, CellValue>> {
     type Key = (i64, [u32; 4], u8, i64);
