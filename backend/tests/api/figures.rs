@@ -120,6 +120,10 @@ pub fn assert_rows_close(
             )
         };
         assert_eq!(ints(x), ints(y), "{what}");
+        let waiting = |r: &failpass_shared::api::figures::FigureRow| {
+            (r.attempts_awaiting_review, r.reports_awaiting_review, r.attempts_without_cost)
+        };
+        assert_eq!(waiting(x), waiting(y), "{what} {}: awaiting review, without cost", x.key);
         let floats = |r: &failpass_shared::api::figures::FigureRow| {
             [
                 r.rate,
@@ -128,6 +132,8 @@ pub fn assert_rows_close(
                 r.attempt_rate,
                 r.lead_rate,
                 Some(r.cost_total_usd),
+                r.cost_mean_attempt_usd,
+                r.api_calls_mean,
                 r.cost_per_reproduction_usd,
                 r.cost_mean_success_usd,
                 r.cost_ratio,

@@ -523,6 +523,68 @@ async fn maintained_figures_equal_a_recomputation_after_every_write() {
     }
 }
 
+/// A spend window counts a report as awaiting review only when none of
+/// its attempts in the window counts, as the exact fold does: the figures
+/// are summed per report in the database, and the random writes rarely put
+/// both kinds of attempt on one report in one window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spend_window_counts_a_report_awaiting_review_only_when_nothing_counts() {
+    run_storage_test(|s: Arc<dyn Storage>| async move {
+        let project = CreateProjectRequest {
+            slug: "acme/open".into(),
+            name: None,
+            description: None,
+            public: Some(true),
+            upstream_url: None,
+            benchmark: None,
+        };
+        s.create_project(&project).await.unwrap();
+        let mut rng = Rng(7);
+        let mut ids = Vec::new();
+        for external in ["both", "lead-only"] {
+            let mut new = new_report(&mut rng, external);
+            new.request.project = "acme/open".into();
+            new.request.body =
+                "```python\nimport torch\nf(x)\n```\nTraceback (most recent call last):\nValueError: bad shape\n"
+                    .into();
+            new.request.oracle = Some(Oracle {
+                kind: OracleKind::FailToPass,
+                source: Some(OracleSource::Reporter),
+                command: Some("pytest tests/test_x.py".into()),
+                fail_to_pass: vec!["tests/test_x.py::test_shape".into()],
+                ..Default::default()
+            });
+            new.decision = decide(&RoutingConfig::default(), &RoutingInput::from_request(&new.request));
+            ids.push(s.create_report(&new).await.unwrap().summary.id);
+        }
+        let at = "2026-02-10T12:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let attempt = |report: i64, key: &str, verdict: Verdict, source: VerdictSource| CreateAttemptRequest {
+            started_at: Some(at),
+            wall_seconds: Some(60.0),
+            cost_usd: Some(0.25),
+            attempt_key: Some(key.into()),
+            ..CreateAttemptRequest::new(report, "repgen", verdict, source)
+        };
+        s.create_attempt(&attempt(ids[0], "a", Verdict::Lead, VerdictSource::Llm)).await.unwrap();
+        s.create_attempt(&attempt(ids[0], "b", Verdict::Reproduced, VerdictSource::Human)).await.unwrap();
+        s.create_attempt(&attempt(ids[1], "c", Verdict::Lead, VerdictSource::Llm)).await.unwrap();
+        let filter = ReportFilter {
+            dated: failpass_shared::api::reports::Dated::Spent,
+            since: "2026-02-01".parse().ok(),
+            until: "2026-02-27".parse().ok(),
+            ..Default::default()
+        };
+        let q = FiguresQuery { filter, ..Default::default() };
+        let exact = figure_rows(s.figure_contributions(&q, &ProjectScope::All).await.unwrap());
+        assert_eq!(exact.len(), 1);
+        assert_eq!((exact[0].reports, exact[0].reports_reproduced), (2, 1));
+        assert_eq!(exact[0].reports_awaiting_review, 1, "the report with a counting attempt awaits nothing");
+        let totals = s.figure_totals(&q, &ProjectScope::All).await.unwrap().expect("the period cells keep this window");
+        crate::figures::assert_rows_close(&exact, &rows_from_totals(totals), "a spend window");
+    })
+    .await;
+}
+
 /// The queries the rollups do not keep are answered exactly, not wrongly.
 #[test]
 fn what_the_rollups_do_not_keep_goes_the_exact_way() {
