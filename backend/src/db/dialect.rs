@@ -305,7 +305,7 @@ impl Dialect for PgStorage {
         if let Some(text) = super::postgres::attempts_copy_text(rows)? {
             let conflict = super::common::conflict_on_unique(super::common::ATTEMPT_KEY_TAKEN);
             // Each row's foreign-key check is a cached plan of its own. The
-            // sessions force custom plans (see `PostgresStorage::connect`),
+            // sessions force custom plans (see `PgStorage::connect`),
             // which planned that check again for every row: 38% of the
             // server's time in an import. For the COPY the server chooses,
             // and it keeps the check's one generic plan.

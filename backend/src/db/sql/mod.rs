@@ -20,6 +20,7 @@ mod periods;
 mod projects;
 mod queue;
 mod releases;
+mod report_filters;
 mod report_writes;
 mod reports;
 mod rollup_reads;

@@ -15,7 +15,7 @@ use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
 use super::rollup_reads::{summed_totals, totals_of};
-use super::rollup_sums::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, sums};
+use super::rollup_sums::{ATTEMPT_SUMS, COST_SUMS, COUNTS, INT_SUMS, Sums, report_counts, sums};
 use super::{Db, Engine, Tx};
 use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{has_window, narrows_reports};
@@ -238,8 +238,7 @@ impl Engine {
         )))
         .execute(&mut **tx)
         .await?;
-        let counts = "COUNT(*), SUM(CASE WHEN graded > 0 THEN 1 ELSE 0 END), SUM(CASE WHEN counting > 0 THEN 1 ELSE 0 END), \
-             SUM(CASE WHEN awaiting > 0 AND counting = 0 THEN 1 ELSE 0 END), SUM(det), SUM(in_patch)";
+        let counts = report_counts("");
         let summed: Vec<String> = sums().map(|c| format!("SUM({c})")).collect();
         let columns: Vec<&str> = COUNTS.iter().copied().chain(sums()).collect();
         sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -35,6 +35,25 @@ pub(super) const BLOCK: i64 = 32;
 pub(super) const COUNTS: [&str; 6] =
     ["reports", "reports_graded", "reports_reproduced", "reports_awaiting", "reports_with_oracle", "reports_in_patch"];
 
+/// The [`COUNTS`] of a group summed over rows of one report each (their
+/// columns `{x}graded`, `counting`, `awaiting`, `det`, `in_patch`), as
+/// `failpass_shared::figures::fold_contribution` counts them: a report
+/// awaits review only when none of its attempts counts.
+pub(super) fn report_counts(x: &str) -> String {
+    let counted = |condition: String, name: &str| {
+        format!("CAST(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END) AS BIGINT) AS {name}")
+    };
+    [
+        "CAST(COUNT(*) AS BIGINT) AS reports".to_owned(),
+        counted(format!("{x}graded > 0"), "reports_graded"),
+        counted(format!("{x}counting > 0"), "reports_reproduced"),
+        counted(format!("{x}awaiting > 0 AND {x}counting = 0"), "reports_awaiting"),
+        format!("CAST(SUM({x}det) AS BIGINT) AS reports_with_oracle"),
+        format!("CAST(SUM({x}in_patch) AS BIGINT) AS reports_in_patch"),
+    ]
+    .join(", ")
+}
+
 /// An attempt's cutoff class, as the exact figures compute it.
 pub(in crate::db) const CUTOFF_KEY: &str = "CASE WHEN a.model_cutoff IS NULL OR NOT r.filed_at_stated THEN 'unknown' \
      WHEN r.filed_at < a.model_cutoff THEN 'before_cutoff' ELSE 'after_cutoff' END";

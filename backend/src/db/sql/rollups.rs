@@ -23,7 +23,8 @@ use crate::db::dialect::{Dialect, Param};
 use crate::db::figures::{AGENT, CUTOFF, FigureCheck, MODEL};
 
 use super::rollup_sums::{
-    ATTEMPT_SUMS, BLOCK, COUNTS, CUTOFF_KEY, INT_SUMS, Sums, on_attempts, on_attempts_of, reports_of, sums,
+    ATTEMPT_SUMS, BLOCK, COUNTS, CUTOFF_KEY, INT_SUMS, Sums, on_attempts, on_attempts_of, report_counts, reports_of,
+    sums,
 };
 use super::{Engine, Tx};
 
@@ -524,15 +525,12 @@ fn groups_sql(cells: &str) -> String {
                 "SELECT x.goal AS goal, {level} AS level, {span} AS span, {filed} AS filed, x.project_id AS project_id, \
                  x.route AS route, \
                  x.category AS category, x.vague AS vague, x.agent AS agent, x.model AS model, x.cutoff AS cutoff, \
-                 COUNT(*) AS reports, SUM(CASE WHEN x.graded > 0 THEN 1 ELSE 0 END) AS reports_graded, \
-                 SUM(CASE WHEN x.counting > 0 THEN 1 ELSE 0 END) AS reports_reproduced, \
-                 SUM(CASE WHEN x.awaiting > 0 AND x.counting = 0 THEN 1 ELSE 0 END) AS reports_awaiting, \
-                 CAST(SUM(x.det) AS BIGINT) AS reports_with_oracle, CAST(SUM(x.in_patch) AS BIGINT) AS reports_in_patch, \
-                 {outer_sums} \
+                 {counts}, {outer_sums} \
                  FROM (SELECT c.report_id, {dims}, {agent} AS agent, {model} AS model, {cutoff} AS cutoff, {inner_sums} \
                  FROM figure_cells c WHERE {cells}{base} GROUP BY c.report_id, {dims}{kept}) x \
                  GROUP BY x.goal{by_filed}, x.project_id, x.route, x.category, x.vague, x.agent, x.model, x.cutoff",
                 dims = report_dims.split(", ").map(|d| format!("c.{d}")).collect::<Vec<_>>().join(", "),
+                counts = report_counts("x."),
                 agent = keep(AGENT, "agent"),
                 model = keep(MODEL, "model"),
                 cutoff = keep(CUTOFF, "cutoff"),

@@ -13,7 +13,7 @@ use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
 use super::rollup_reads::totals_of;
-use super::rollup_sums::{COST_SUMS, INT_SUMS};
+use super::rollup_sums::{COST_SUMS, INT_SUMS, report_counts};
 use super::{Db, Engine};
 use crate::db::figures::narrows_reports;
 use crate::db::{ProjectScope, StorageResult};
@@ -121,21 +121,10 @@ impl Engine {
         // `failpass_shared::figures::fold_contribution` counts them, so
         // the database hands over a row a group rather than one a report
         // (48,331 rows took 570 ms to read at a million attempts).
-        let counted = |condition: &str, name: &str| {
-            format!("CAST(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END) AS BIGINT) AS {name}")
-        };
-        let totals: Vec<String> = [
-            "CAST(COUNT(*) AS BIGINT) AS reports".to_owned(),
-            counted("s.graded > 0", "reports_graded"),
-            counted("s.counting > 0", "reports_reproduced"),
-            counted("s.awaiting > 0 AND s.counting = 0", "reports_awaiting"),
-            counted("s.det > 0", "reports_with_oracle"),
-            counted("s.in_patch > 0", "reports_in_patch"),
-        ]
-        .into_iter()
-        .chain(INT_SUMS.iter().map(|c| format!("CAST(SUM(s.{c}) AS BIGINT) AS {c}")))
-        .chain(COST_SUMS.iter().map(|c| format!("CAST(SUM(s.{c}) AS DOUBLE PRECISION) AS {c}")))
-        .collect();
+        let totals: Vec<String> = std::iter::once(report_counts("s."))
+            .chain(INT_SUMS.iter().map(|c| format!("CAST(SUM(s.{c}) AS BIGINT) AS {c}")))
+            .chain(COST_SUMS.iter().map(|c| format!("CAST(SUM(s.{c}) AS DOUBLE PRECISION) AS {c}")))
+            .collect();
         let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
             "SELECT s.key AS key, {} FROM (SELECT {key} AS key, MAX(c.det) AS det, MAX(c.in_patch) AS in_patch, {} \
              FROM period_cells c JOIN projects p ON p.id = c.project_id WHERE (",
