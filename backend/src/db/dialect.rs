@@ -163,6 +163,9 @@ impl rusqlite::ToSql for Param<'_> {
 
 /// Rows of [`Dialect::write_rows`] per PostgreSQL statement.
 const ROWS_PER_STATEMENT: usize = 5000;
+/// Rows from which [`Dialect::write_rows`] copies them into PostgreSQL
+/// instead (a `COPY` without a conflict clause).
+const COPY_MIN_ROWS: usize = 1000;
 
 impl Dialect for SqliteStorage {
     type Db = Sqlite;
@@ -358,6 +361,18 @@ impl Dialect for PgStorage {
         values: &[Param<'_>],
     ) -> StorageResult<()> {
         let width = columns.len();
+        // New rows in number (an import's cells) go in by one `COPY`: the
+        // 1.47 million value cells of a million attempts took 6.3 s of
+        // `UNNEST` inserts here.
+        if conflict.is_empty()
+            && values.len() >= width * COPY_MIN_ROWS
+            && let Some(text) = super::postgres::params_copy_text(values, width)
+        {
+            let mut copy = tx.copy_in_raw(&format!("COPY {table} ({}) FROM STDIN", columns.join(", "))).await?;
+            copy.send(text.into_bytes()).await?;
+            copy.finish().await?;
+            return Ok(());
+        }
         for chunk in values.chunks(width * ROWS_PER_STATEMENT) {
             let mut qb = sqlx::QueryBuilder::<Postgres>::new(format!(
                 "INSERT INTO {table} ({}) SELECT * FROM UNNEST(",

@@ -10,6 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use chrono::{DateTime, Utc};
 
 use super::common::{self, ATTEMPT_INSERT, PreparedAttempt};
+use super::dialect::Param;
 use super::write_queue::WriteQueue;
 use super::{StorageError, StorageResult};
 
@@ -134,16 +135,9 @@ pub(super) fn attempts_copy_text(rows: &[PreparedAttempt<'_>]) -> StorageResult<
             }
             match value {
                 None => out.push_str("\\N"),
-                Some(v) if v.contains('\0') => return Ok(None),
                 Some(v) => {
-                    for c in v.chars() {
-                        match c {
-                            '\\' => out.push_str("\\\\"),
-                            '\n' => out.push_str("\\n"),
-                            '\r' => out.push_str("\\r"),
-                            '\t' => out.push_str("\\t"),
-                            c => out.push(c),
-                        }
+                    if !push_copy_field(&mut out, v) {
+                        return Ok(None);
                     }
                 }
             }
@@ -151,6 +145,59 @@ pub(super) fn attempts_copy_text(rows: &[PreparedAttempt<'_>]) -> StorageResult<
         let _ = writeln!(out);
     }
     Ok(Some(out))
+}
+
+/// Appends `v` as a field of `COPY`'s text format: the backslash and the
+/// characters the format splits on escaped. `false` (nothing written) for a
+/// string holding NUL, which PostgreSQL's text refuses.
+fn push_copy_field(out: &mut String, v: &str) -> bool {
+    if v.contains('\0') {
+        return false;
+    }
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    true
+}
+
+/// Rows of `width` values (`Dialect::write_rows`' order) as the text of a
+/// `COPY … FROM STDIN`, or `None` when a value has no text read back as
+/// its bound value would be (a float that is not finite, a string with NUL).
+/// A float is written as Rust's shortest text that reads back to it, which
+/// PostgreSQL's `float8` input reads back exactly.
+pub(super) fn params_copy_text(values: &[Param<'_>], width: usize) -> Option<String> {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(values.len() * 12);
+    for row in values.chunks(width) {
+        for (i, value) in row.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            match value {
+                Param::Int(n) | Param::MaybeInt(Some(n)) => {
+                    let _ = write!(out, "{n}");
+                }
+                Param::MaybeInt(None) => out.push_str("\\N"),
+                Param::Real(x) if x.is_finite() => {
+                    let _ = write!(out, "{x}");
+                }
+                Param::Real(_) => return None,
+                Param::Text(s) => {
+                    if !push_copy_field(&mut out, s) {
+                        return None;
+                    }
+                }
+            }
+        }
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// The `COPY` of [`attempts_copy_text`]: the columns of `ATTEMPT_INSERT`.
@@ -187,6 +234,18 @@ mod tests {
         assert_eq!(columns[27], "t", "the cost was stated");
         assert!(attempts_copy_statement().starts_with("COPY attempts (report_id, goal, agent,"));
         assert!(attempts_copy_statement().ends_with("time_stated) FROM STDIN"));
+    }
+
+    #[test]
+    fn rows_copy_as_lines_of_fields_and_fall_back_when_a_value_has_no_faithful_text() {
+        let row = [Param::Int(-3), Param::MaybeInt(None), Param::Real(0.1 + 0.2), Param::Text("a\tb\\c\nd")];
+        let text = params_copy_text(&[row, row].concat(), 4).unwrap();
+        assert_eq!(text, "-3\t\\N\t0.30000000000000004\ta\\tb\\\\c\\nd\n".repeat(2));
+        let read_back: f64 = text.split('\t').nth(2).unwrap().parse().unwrap();
+        assert_eq!(read_back, 0.1 + 0.2, "the shortest text reads back to the same float");
+        assert!(params_copy_text(&[Param::Real(f64::NAN)], 1).is_none());
+        assert!(params_copy_text(&[Param::Real(f64::INFINITY)], 1).is_none());
+        assert!(params_copy_text(&[Param::Text("nul \u{0}")], 1).is_none());
     }
 
     #[test]

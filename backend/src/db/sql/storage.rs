@@ -31,7 +31,9 @@ impl Storage for Engine {
     async fn refresh_statistics(&self) -> StorageResult<()> {
         if Self::BACKEND == Backend::Postgres {
             sqlx::query(
-                "ANALYZE reports, attempts, report_labels, report_activity, oracles, figure_cells, figure_groups, figure_facts",
+                "ANALYZE reports, attempts, report_labels, report_activity, oracles, figure_cells, figure_groups, \
+                 figure_facts, figure_project_facts, flow_cells, flow_groups, value_cells, value_groups, period_cells, \
+                 period_groups",
             )
             .execute(&self.write)
             .await?;
