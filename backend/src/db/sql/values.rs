@@ -251,8 +251,9 @@ impl Engine {
     }
 
     /// Adds `cells` to the stored cells of the same key (a new key is stored
-    /// as it is). A cell's sum is its stored sum plus theirs, as a
-    /// recount in the order of the attempts' ids adds them.
+    /// as it is). A cell's sum becomes its stored sum plus theirs; a recount
+    /// adds the same values one at a time, equal within rounding, which is
+    /// how `check-figures` compares them.
     async fn add_value_cells(tx: &mut Tx, cells: &[(&CellKey, &CellValue)]) -> StorageResult<()> {
         Self::write_value_cells(
             tx,
