@@ -264,6 +264,14 @@ impl Dialect for SqliteStorage {
     }
 }
 
+/// Sends `text` to a `COPY … FROM STDIN` (`statement`) in `tx`.
+async fn copy_in(tx: &mut Transaction<'static, Postgres>, statement: &str, text: String) -> Result<(), sqlx::Error> {
+    let mut copy = tx.copy_in_raw(statement).await?;
+    copy.send(text.into_bytes()).await?;
+    copy.finish().await?;
+    Ok(())
+}
+
 impl Dialect for PgStorage {
     type Db = Postgres;
 
@@ -313,11 +321,7 @@ impl Dialect for PgStorage {
             // server's time in an import. For the COPY the server chooses,
             // and it keeps the check's one generic plan.
             sqlx::query("SET LOCAL plan_cache_mode = auto").execute(&mut **tx).await?;
-            let mut copy = tx.copy_in_raw(&super::postgres::attempts_copy_statement()).await?;
-            if let Err(e) = copy.send(text.into_bytes()).await {
-                return Err(conflict(e));
-            }
-            copy.finish().await.map_err(conflict)?;
+            copy_in(tx, &super::postgres::attempts_copy_statement(), text).await.map_err(conflict)?;
             sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan").execute(&mut **tx).await?;
             return Ok(());
         }
@@ -368,9 +372,7 @@ impl Dialect for PgStorage {
             && values.len() >= width * COPY_MIN_ROWS
             && let Some(text) = super::postgres::params_copy_text(values, width)
         {
-            let mut copy = tx.copy_in_raw(&format!("COPY {table} ({}) FROM STDIN", columns.join(", "))).await?;
-            copy.send(text.into_bytes()).await?;
-            copy.finish().await?;
+            copy_in(tx, &format!("COPY {table} ({}) FROM STDIN", columns.join(", ")), text).await?;
             return Ok(());
         }
         for chunk in values.chunks(width * ROWS_PER_STATEMENT) {
