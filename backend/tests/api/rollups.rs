@@ -272,7 +272,9 @@ async fn compare_spend(s: &dyn Storage, step: &str) {
 
 /// The throughput counts read from the rollups equal every report's flow
 /// folded, for the filters the rollups keep, and the throughput and the
-/// glance read from them answer as the exact counts do.
+/// glance read from them answer as the exact counts do, in every kind of
+/// scope: the levels without a project sum the public projects, and a
+/// caller who sees a private one adds it.
 async fn compare_flows(s: &dyn Storage, step: &str) {
     use failpass_shared::figures::{FlowCounts, FlowKind, throughput_of};
     let f = |project: Option<&str>, route: Option<Route>, check: Option<bool>| ReportFilter {
@@ -288,8 +290,15 @@ async fn compare_flows(s: &dyn Storage, step: &str) {
         f(None, None, Some(true)),
         f(Some(PROJECTS[1]), Some(Route::HumanFirst), Some(false)),
     ];
+    let private = s.get_project(PROJECTS[2], &ProjectScope::All).await.unwrap().unwrap().id;
+    let scopes = [
+        ProjectScope::All,
+        ProjectScope::PublicOnly,
+        ProjectScope::PublicAnd(vec![private]),
+        ProjectScope::Only(vec![private]),
+    ];
     for filter in filters {
-        for scope in [ProjectScope::All, ProjectScope::PublicOnly] {
+        for scope in scopes.clone() {
             let exact = FlowCounts::from(s.report_flows(&filter, &scope).await.unwrap().as_slice());
             let everything = failpass_shared::figures::everything();
             let rolled =
@@ -371,10 +380,10 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
     let mut attempts: Vec<i64> = Vec::new();
     let mut externals = 0usize;
     let mut keys = 0usize;
-    let mut kinds = [0usize; 9];
+    let mut kinds = [0usize; 10];
     let now = Utc::now();
     for step in 0..steps {
-        let kind = if reports.is_empty() { 0 } else { rng.below(9) };
+        let kind = if reports.is_empty() { 0 } else { rng.below(10) };
         let what = match kind {
             0 => {
                 externals += 1;
@@ -470,6 +479,16 @@ async fn random_writes(s: Arc<dyn Storage>, seed: u64, steps: usize) {
                 let origin = failpass::db::reports::Origin { actor: "maintainer".into(), via: "api" };
                 s.set_resolution(id, resolution, None, None, &origin).await.unwrap();
                 "a report closed or reopened"
+            }
+            9 => {
+                // An admin makes a project public or private: the
+                // throughput's sums of the public projects move with it.
+                let slug = *rng.pick(&PROJECTS);
+                let public = !s.get_project(slug, &ProjectScope::All).await.unwrap().unwrap().public;
+                let change =
+                    failpass_shared::api::projects::UpdateProjectRequest { public: Some(public), ..Default::default() };
+                assert_eq!(s.update_project(slug, &change).await.unwrap().public, public);
+                "a project's visibility changed"
             }
             _ if !attempts.is_empty() => {
                 // A rerun's verification through the job queue.

@@ -129,8 +129,8 @@ impl ImportStore for Engine {
         let mut tx = self.write.begin().await?;
         let mut out = Vec::with_capacity(reqs.len());
         for req in reqs {
-            if req.benchmark.is_some() {
-                // The flag is read under the figures' lock (see `update_project`).
+            if req.benchmark.is_some() || req.public.is_some() {
+                // The flags are read under the figures' lock (see `update_project`).
                 sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
             }
             type Stored = (i64, String, Option<String>, bool, Option<String>, bool);
@@ -163,7 +163,7 @@ impl ImportStore for Engine {
                         .bind(benchmark)
                         .execute(&mut *tx)
                         .await?;
-                        if benchmark != b {
+                        if benchmark != b || public != p {
                             Self::refresh_project_flows(&mut tx, id).await?;
                         }
                         Outcome::Updated

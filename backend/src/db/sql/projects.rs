@@ -112,22 +112,26 @@ impl ProjectStore for Engine {
             |v: &Option<String>| v.as_ref().map(|v| Some(v.trim().to_owned()).filter(|v| !v.is_empty()));
         let (description, upstream) = (blank_is_none(&req.description), blank_is_none(&req.upstream_url));
         let mut tx = self.write.begin().await?;
-        if req.benchmark.is_some() {
-            // The backlog's counts move with the flag: the figures' lock
+        let moves_flows = req.benchmark.is_some() || req.public.is_some();
+        if moves_flows {
+            // The backlog's counts move with the flag, and the throughput's
+            // sums of the public projects with the visibility: the figures' lock
             // first (as every writer takes it before a project's row), and
             // the flag read under it, so two changes never cross.
             sqlx::query(Self::FIGURES_LOCK).execute(&mut *tx).await?;
         }
-        let before: Option<bool> = match req.benchmark {
-            Some(_) => {
-                sqlx::query_scalar("SELECT benchmark FROM projects WHERE slug = $1")
+        let before: Option<(bool, bool)> = match moves_flows {
+            true => {
+                sqlx::query_as("SELECT benchmark, public FROM projects WHERE slug = $1")
                     .bind(slug)
                     .fetch_optional(&mut *tx)
                     .await?
             }
-            None => None,
+            false => None,
         };
-        let flips = before.zip(req.benchmark).is_some_and(|(b, n)| b != n);
+        let flips = before.is_some_and(|(benchmark, public)| {
+            req.benchmark.is_some_and(|n| n != benchmark) || req.public.is_some_and(|n| n != public)
+        });
         let id: Option<i64> = sqlx::query_scalar(
             "UPDATE projects SET data_version = data_version + 1, name = COALESCE($1, name), \
              description = CASE WHEN $2 THEN $3 ELSE description END, public = COALESCE($4, public), \
