@@ -87,7 +87,6 @@ impl App {
                 None => tracing::info!("database already has data; demo data not loaded"),
             }
         }
-        storage.bound_memory().await.context("bounding the database's memory")?;
         let listener = TcpListener::bind(cfg.bind).await.with_context(|| format!("binding {}", cfg.bind))?;
         let bound = listener.local_addr().context("reading the bound address")?;
         let security = Arc::new(crate::security::Security::new(&cfg.security, bound)?);

@@ -213,14 +213,6 @@ pub trait Storage:
     /// cells scanned all 1.4 million (60 ms a batch at a million attempts).
     async fn refresh_statistics(&self) -> StorageResult<()>;
 
-    /// Bounds what the engine keeps in memory for a long-running server.
-    /// SQLite: a soft limit of 64 MiB on its heap, shared by every
-    /// connection of the process (page caches, sorts), beyond which it
-    /// reuses pages instead of growing; an exact figure over a million
-    /// attempts otherwise left the server above 120 MB. Imports run without
-    /// it. PostgreSQL keeps its caches in its own processes: nothing.
-    async fn bound_memory(&self) -> StorageResult<()>;
-
     /// True when no project exists yet (the demo only fills an empty database).
     async fn is_empty(&self) -> StorageResult<bool>;
 

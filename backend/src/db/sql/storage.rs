@@ -41,13 +41,6 @@ impl Storage for Engine {
         Ok(())
     }
 
-    async fn bound_memory(&self) -> StorageResult<()> {
-        if Self::BACKEND == Backend::Sqlite {
-            sqlx::query("PRAGMA soft_heap_limit = 67108864").execute(&self.read).await?;
-        }
-        Ok(())
-    }
-
     async fn backup_into(&self, path: &std::path::Path) -> StorageResult<()> {
         if Self::BACKEND != Backend::Sqlite {
             return Err(StorageError::invalid("database", "a PostgreSQL database is backed up with pg_dump"));
