@@ -138,6 +138,31 @@ pub struct GroupTotals {
     pub attempts_with_api_calls: u64,
 }
 
+impl GroupTotals {
+    /// Adds `other`'s counts and sums: the totals of two disjoint parts of
+    /// a group (the rollups' spans of filing days) are the group's.
+    pub fn add(&mut self, other: &GroupTotals) {
+        self.reports += other.reports;
+        self.reports_graded += other.reports_graded;
+        self.reports_reproduced += other.reports_reproduced;
+        self.reports_with_oracle += other.reports_with_oracle;
+        self.reports_in_patch_test += other.reports_in_patch_test;
+        self.attempts += other.attempts;
+        self.attempts_graded += other.attempts_graded;
+        self.attempts_counting += other.attempts_counting;
+        self.attempts_lead += other.attempts_lead;
+        self.attempts_error += other.attempts_error;
+        self.attempts_awaiting_review += other.attempts_awaiting_review;
+        self.reports_awaiting_review += other.reports_awaiting_review;
+        self.cost_usd += other.cost_usd;
+        self.cost_counting_usd += other.cost_counting_usd;
+        self.attempts_without_cost += other.attempts_without_cost;
+        self.attempts_counting_without_cost += other.attempts_counting_without_cost;
+        self.api_calls += other.api_calls;
+        self.attempts_with_api_calls += other.attempts_with_api_calls;
+    }
+}
+
 /// Folds contributions into one row per key, sorted by key.
 ///
 /// A report is graded in a group when at least one of its attempts there is

@@ -38,21 +38,36 @@ impl Engine {
             })
         };
         let select = summed_totals();
-        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
-            "SELECT {} AS key, {} AS key1, {} AS key2, {} FROM ",
-            part(0),
-            part(1),
-            part(2),
-            select.join(", ")
-        ));
-        push_spans(&mut qb, query.goal.as_str(), level, window);
-        qb.push(" g JOIN projects p ON p.id = g.project_id WHERE g.goal = ");
-        qb.push_bind(query.goal.as_str());
-        push_group_filters(&mut qb, query, level, scope);
-        qb.push(" GROUP BY 1, 2, 3 HAVING SUM(g.reports) > 0");
+        // One grouped part per span of filing days, summed here: grouped
+        // apart, each part sorts its own rows (an agent's window of 106 days
+        // sorted 5,385 rows in one piece: 10 ms of SQL, 5 to 6 ms in parts).
+        let mut qb = sqlx::QueryBuilder::<Db>::new("");
+        for (i, (span, from, to)) in span_parts(window).into_iter().enumerate() {
+            if i > 0 {
+                qb.push(" UNION ALL ");
+            }
+            qb.push(format!(
+                "SELECT {} AS key, {} AS key1, {} AS key2, {} FROM figure_groups g JOIN projects p ON p.id = g.project_id \
+                 WHERE g.goal = ",
+                part(0),
+                part(1),
+                part(2),
+                select.join(", ")
+            ));
+            qb.push_bind(query.goal.as_str());
+            qb.push(" AND g.span = ").push_bind(i64::from(span));
+            if let Some(from) = from {
+                qb.push(" AND g.filed >= ").push_bind(from);
+            }
+            if let Some(to) = to {
+                qb.push(" AND g.filed < ").push_bind(to);
+            }
+            push_group_filters(&mut qb, query, level, scope);
+            qb.push(" GROUP BY 1, 2, 3");
+        }
         use sqlx::Row;
         let rows = qb.build().fetch_all(&self.read).await?;
-        let mut out = Vec::with_capacity(rows.len());
+        let mut groups: std::collections::BTreeMap<String, GroupTotals> = std::collections::BTreeMap::new();
         for row in rows {
             let totals = totals_of(&row)?;
             let key = failpass_shared::figures::join_key_parts(
@@ -60,33 +75,20 @@ impl Engine {
                 row.try_get("key1")?,
                 row.try_get("key2")?,
             );
-            out.push((key, totals));
+            groups.entry(key).or_default().add(&totals);
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        // A group whose reports all left keeps a row of zeros: no group.
+        let out: Vec<(String, GroupTotals)> = groups.into_iter().filter(|(_, t)| t.reports > 0).collect();
         Ok(Some(out))
     }
 }
 
-/// The figure groups of `goal` at `level` whose filing days make up
-/// `window` (every day without one), as a table to read from: the whole
-/// blocks inside it and the days at its ends, each a range of the key.
-fn push_spans(qb: &mut sqlx::QueryBuilder<Db>, goal: &str, level: u8, window: Option<FiledDays>) {
-    let mut part = |first: bool, span: u8, from: Option<i64>, to: Option<i64>| {
-        qb.push(if first { "(" } else { " UNION ALL " });
-        qb.push("SELECT * FROM figure_groups WHERE goal = ").push_bind(goal.to_owned());
-        qb.push(" AND level = ").push_bind(i64::from(level));
-        qb.push(" AND span = ").push_bind(i64::from(span));
-        if let Some(from) = from {
-            qb.push(" AND filed >= ").push_bind(from);
-        }
-        if let Some(to) = to {
-            qb.push(" AND filed < ").push_bind(to);
-        }
-    };
+/// The spans of filing days that make up `window` (every day without
+/// one), each `(span, from, to)` a range of the groups' key: the whole
+/// blocks inside it and the days at its ends.
+fn span_parts(window: Option<FiledDays>) -> Vec<(u8, Option<i64>, Option<i64>)> {
     let Some((from, to)) = window else {
-        part(true, 0, None, None);
-        qb.push(")");
-        return;
+        return vec![(0, None, None)];
     };
     // A window starts after the day of reports filed on no stated day.
     let from = Some(from.unwrap_or(failpass_shared::figures::NO_DAY + 1));
@@ -95,18 +97,18 @@ fn push_spans(qb: &mut sqlx::QueryBuilder<Db>, goal: &str, level: u8, window: Op
     let first_block = from.map(|d| (d + BLOCK - 1).div_euclid(BLOCK) * BLOCK);
     let end_block = to.map(|d| d.div_euclid(BLOCK) * BLOCK);
     match (first_block, end_block) {
-        (Some(a), Some(b)) if a >= b => part(true, 2, from, to),
+        (Some(a), Some(b)) if a >= b => vec![(2, from, to)],
         _ => {
-            part(true, 1, first_block, end_block);
+            let mut parts = vec![(1, first_block, end_block)];
             if from.is_some() {
-                part(false, 2, from, first_block);
+                parts.push((2, from, first_block));
             }
             if to.is_some() {
-                part(false, 2, end_block, to);
+                parts.push((2, end_block, to));
             }
+            parts
         }
     }
-    qb.push(")");
 }
 
 /// `AND …` for a level's groups `g` (with projects `p`) that `query`'s

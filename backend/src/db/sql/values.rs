@@ -392,14 +392,26 @@ impl Engine {
         qb.push_bind(q.goal.as_str());
         qb.push(" AND g.metric = ").push_bind(query.metric.as_str());
         push_group_filters(&mut qb, q, level, scope);
-        qb.push(" GROUP BY 1, 2");
+        // Grouped in the key's order (migration 44) where the key is among
+        // its first columns, so the rows are summed as they are read; a
+        // filter by agent or model keeps that column too, so a key's bin can
+        // come in more than one row, added here.
+        qb.push(match q.group_by {
+            GroupBy::Project | GroupBy::Route => " GROUP BY 1, 2",
+            _ => " GROUP BY g.agent, g.model, g.cutoff, g.bin",
+        });
         let rows: Vec<(String, i64, i64, f64)> = qb.build_query_as().fetch_all(&self.read).await?;
         let mut out: BTreeMap<String, ValueBins> = BTreeMap::new();
         for (key, bin, n, total) in rows {
-            if n > 0 {
-                out.entry(key).or_default().0.insert(bin, (n as u64, total));
-            }
+            let cell = out.entry(key).or_default().0.entry(bin).or_insert((0, 0.0));
+            cell.0 += n.max(0) as u64;
+            cell.1 += total;
         }
+        // A bin whose values all left (a group's row of zeros) is no bin.
+        for bins in out.values_mut() {
+            bins.0.retain(|_, (n, _)| *n > 0);
+        }
+        out.retain(|_, bins| !bins.0.is_empty());
         Ok(Some(out))
     }
 }
