@@ -52,6 +52,9 @@ pub(crate) trait Dialect {
     /// The day (UTC) an attempt `a` started, as `YYYY-MM-DD`.
     const DAY_KEY: &'static str;
 
+    /// The year (UTC) an attempt `a` started, as `YYYY` (`unknown` without a start).
+    const YEAR_KEY: &'static str;
+
     /// The day (UTC) report `r` was filed, as days since 1970-01-01
     /// ([`failpass_shared::figures::NO_DAY`] when nobody stated it).
     const FILED_DAY: &'static str;
@@ -192,6 +195,8 @@ impl Dialect for SqliteStorage {
     const DAY_KEY: &'static str =
         "COALESCE(strftime('%Y-%m-%d', CASE WHEN a.time_stated THEN a.started_at END), 'unknown')";
 
+    const YEAR_KEY: &'static str = "COALESCE(strftime('%Y', CASE WHEN a.time_stated THEN a.started_at END), 'unknown')";
+
     const FILED_DAY: &'static str = "CASE WHEN r.filed_at_stated THEN CAST(CAST(strftime('%s', r.filed_at) AS INTEGER) / 86400 AS INTEGER) ELSE -1000000000 END";
 
     const FIGURES_LOCK: &'static str = "SELECT 1";
@@ -292,6 +297,9 @@ impl Dialect for PgStorage {
         "COALESCE(to_char((CASE WHEN a.time_stated THEN a.started_at END) AT TIME ZONE 'UTC', 'YYYY-MM'), 'unknown')";
 
     const DAY_KEY: &'static str = "COALESCE(to_char((CASE WHEN a.time_stated THEN a.started_at END) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 'unknown')";
+
+    const YEAR_KEY: &'static str =
+        "COALESCE(to_char((CASE WHEN a.time_stated THEN a.started_at END) AT TIME ZONE 'UTC', 'YYYY'), 'unknown')";
 
     const FILED_DAY: &'static str = "CASE WHEN r.filed_at_stated THEN CAST(FLOOR(EXTRACT(EPOCH FROM r.filed_at) / 86400) AS BIGINT) ELSE -1000000000 END";
 

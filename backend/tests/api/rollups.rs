@@ -209,6 +209,11 @@ fn queries(projects: &[&str]) -> Vec<(FiguresQuery, ProjectScope)> {
                     period: Some(failpass_shared::api::reports::Period::ThisYear),
                     ..spent(Option::None, Option::None)
                 },
+                // Whole years, from their year's groups.
+                spent(Some("2025-01-01"), Some("2025-12-31")),
+                spent(Some("2026-01-01"), Some("2026-12-31")),
+                // From a year's start, with attempts after its end in the year: the cells.
+                spent(Some("2026-01-01"), Some("2026-02-14")),
                 ReportFilter { project: Some(projects[0].into()), ..spent(Some("2026-01-15"), Some("2026-03-02")) },
                 ReportFilter {
                     route: Some(failpass_shared::model::Route::AgentFirst),

@@ -29,6 +29,12 @@ const CELL_COLUMNS: &str = "report_id, goal, kind, period, project_id, route, de
 /// A group's key columns.
 const KEY: &str = "goal, kind, period, project_id, route";
 
+/// The goal of a year's cells that sum all of a report's attempts in it,
+/// whatever their goal: a spend window counts a report with an attempt of
+/// any goal in it (migration 45), so a year's groups of this goal count the
+/// reports (and their oracles) and the goal's own groups the rest.
+pub(super) const EVERY_GOAL: &str = "*";
+
 /// One row of `period_cells`.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 struct PeriodCell {
@@ -76,24 +82,30 @@ impl Engine {
 
     /// [`Self::period_cells_select`], narrowed to the attempts `appended` names (ids, comma-separated).
     fn period_cells_select_of(reports: &str, appended: Option<&str>) -> String {
-        format!(
-            "{} UNION ALL {} UNION ALL {}",
-            Self::period_part(reports, appended, "week", Self::WEEK_KEY),
-            Self::period_part(reports, appended, "month", Self::MONTH_KEY),
-            Self::period_part(reports, appended, "day", Self::DAY_KEY)
-        )
+        [
+            Self::period_part(reports, appended, "week", Self::WEEK_KEY, false),
+            Self::period_part(reports, appended, "month", Self::MONTH_KEY, false),
+            Self::period_part(reports, appended, "day", Self::DAY_KEY, false),
+            Self::period_part(reports, appended, "year", Self::YEAR_KEY, false),
+            Self::period_part(reports, appended, "year", Self::YEAR_KEY, true),
+        ]
+        .join(" UNION ALL ")
     }
 
-    /// The cells of one kind of period, keyed by `key` (see [`Self::period_cells_select_of`]).
-    fn period_part(reports: &str, appended: Option<&str>, kind: &str, key: &str) -> String {
+    /// The cells of one kind of period, keyed by `key` (see
+    /// [`Self::period_cells_select_of`]); with `every_goal`, one cell a
+    /// report and period of all its attempts, goal [`EVERY_GOAL`].
+    fn period_part(reports: &str, appended: Option<&str>, kind: &str, key: &str, every_goal: bool) -> String {
         let on_a = super::rollup_sums::on_attempts_of(reports, "a", appended);
         let narrowed = super::rollup_sums::reports_of(reports, appended);
+        let (goal, by_goal) =
+            if every_goal { (format!("'{EVERY_GOAL}'"), "") } else { ("a.goal".to_owned(), "a.goal, ") };
         format!(
-            "SELECT r.id AS report_id, a.goal AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \
+            "SELECT r.id AS report_id, {goal} AS goal, '{kind}' AS kind, {key} AS period, r.project_id AS project_id, \
              r.route AS route, CAST(CASE WHEN r.has_det_oracle THEN 1 ELSE 0 END AS BIGINT) AS det, \
              CAST(CASE WHEN r.oracle_source = 'in_patch_test' THEN 1 ELSE 0 END AS BIGINT) AS in_patch, \
              {ATTEMPT_SUMS} FROM reports r JOIN attempts a ON a.report_id = r.id WHERE {narrowed} AND {on_a} \
-             GROUP BY r.id, a.goal, {key}, r.project_id, r.route, r.has_det_oracle, r.oracle_source"
+             GROUP BY r.id, {by_goal}{key}, r.project_id, r.route, r.has_det_oracle, r.oracle_source"
         )
     }
 
@@ -108,7 +120,7 @@ impl Engine {
     /// groups by each kind in SQL: a second computation to compare with.
     async fn period_cells_of(tx: &mut Tx, reports: &str, appended: Option<&str>) -> StorageResult<Vec<PeriodCell>> {
         let days: Vec<PeriodCell> =
-            sqlx::query_as(sqlx::AssertSqlSafe(Self::period_part(reports, appended, "day", Self::DAY_KEY)))
+            sqlx::query_as(sqlx::AssertSqlSafe(Self::period_part(reports, appended, "day", Self::DAY_KEY, false)))
                 .fetch_all(&mut **tx)
                 .await?;
         match fold_days(days) {
@@ -351,8 +363,9 @@ impl Engine {
 }
 
 /// The week (its Monday) and month of a day key `YYYY-MM-DD`, as the
-/// engines' `WEEK_KEY` and `MONTH_KEY` write them; `None` for `unknown` or
-/// a day outside years 1000 to 9998.
+/// engines' `WEEK_KEY` and `MONTH_KEY` write them (its year is the month's
+/// first four characters); `None` for `unknown` or a day outside years
+/// 1000 to 9998.
 fn week_and_month(day: &str) -> Option<(String, String)> {
     use chrono::{Datelike, NaiveDate};
     if day.len() != 10 {
@@ -364,7 +377,8 @@ fn week_and_month(day: &str) -> Option<(String, String)> {
 }
 
 /// Day cells (of a report's attempts, at most one per report, goal and
-/// day), with the week and month cells they sum to; `None` when a day has
+/// day), with the week, month and year cells they sum to, and the year's
+/// cells of every goal ([`EVERY_GOAL`]); `None` when a day has
 /// a key [`week_and_month`] does not know, besides `unknown`, whose attempts
 /// started at no stated time and are `unknown` in every kind.
 fn fold_days(days: Vec<PeriodCell>) -> Option<Vec<PeriodCell>> {
@@ -374,12 +388,22 @@ fn fold_days(days: Vec<PeriodCell>) -> Option<Vec<PeriodCell>> {
             "unknown" => ("unknown".to_owned(), "unknown".to_owned()),
             key => week_and_month(key)?,
         };
-        for (kind, period) in [("week", week), ("month", month)] {
-            match folded.entry((day.report_id, day.goal.clone(), kind, period)) {
+        let year = if month == "unknown" { month.clone() } else { month[..4].to_owned() };
+        let goal = || day.goal.clone();
+        let every = || EVERY_GOAL.to_owned();
+        for (goal, kind, period) in
+            [(goal(), "week", week), (goal(), "month", month), (goal(), "year", year.clone()), (every(), "year", year)]
+        {
+            match folded.entry((day.report_id, goal, kind, period)) {
                 std::collections::btree_map::Entry::Occupied(mut cell) => cell.get_mut().sums.add(&day.sums),
                 std::collections::btree_map::Entry::Vacant(slot) => {
-                    let (_, _, kind, period) = slot.key();
-                    let cell = PeriodCell { kind: (*kind).to_owned(), period: period.clone(), ..day.clone() };
+                    let (_, goal, kind, period) = slot.key();
+                    let cell = PeriodCell {
+                        goal: goal.clone(),
+                        kind: (*kind).to_owned(),
+                        period: period.clone(),
+                        ..day.clone()
+                    };
                     slot.insert(cell);
                 }
             }

@@ -12,6 +12,7 @@ use failpass_shared::api::reports::Dated;
 use failpass_shared::figures::GroupTotals;
 use failpass_shared::model::GroupBy;
 
+use super::periods::EVERY_GOAL;
 use super::rollup_reads::totals_of;
 use super::rollup_sums::{COST_SUMS, INT_SUMS, report_counts};
 use super::{Db, Engine};
@@ -85,10 +86,10 @@ impl Engine {
             && query.agent.is_none()
             && query.model.is_none();
         // One row per report: its key read once from its cells.
-        let key = match query.dimensions()[..] {
-            [GroupBy::None] => "'all'",
-            [GroupBy::Project] => "MAX(p.slug)",
-            [GroupBy::Route] => "MAX(c.route)",
+        let (key, year_key) = match query.dimensions()[..] {
+            [GroupBy::None] => ("'all'", "'all'"),
+            [GroupBy::Project] => ("MAX(p.slug)", "p.slug"),
+            [GroupBy::Route] => ("MAX(c.route)", "g.route"),
             _ => return Ok(None),
         };
         if !kept {
@@ -105,6 +106,13 @@ impl Engine {
         let (Ok(since), Ok(until)) = (day(since), day(until)) else { return Ok(None) };
         if since.is_none() && until.is_none() {
             return Ok(None);
+        }
+        // A year from its first day, with no attempt after the window's end
+        // in it (this year, up to today): the year's groups hold it.
+        if let (Some((year, next)), Some(end)) = (year_from_its_start(since, until), until)
+            && (end == next || !self.spent_between(end, next).await?)
+        {
+            return Ok(Some(self.spent_year_totals(query, scope, year_key, year).await?));
         }
         let Some(ranges) = window_ranges(since, until) else { return Ok(Some(Vec::new())) };
         let goal = query.goal.as_str();
@@ -156,6 +164,71 @@ impl Engine {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Some(out))
     }
+
+    /// Whether any attempt (of any project or goal) started on the days
+    /// `[from, to)`.
+    async fn spent_between(&self, from: NaiveDate, to: NaiveDate) -> StorageResult<bool> {
+        let day = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM period_cells WHERE kind = 'day' AND period >= $1 AND period < $2)",
+        )
+        .bind(day(from))
+        .bind(day(to))
+        .fetch_one(&self.read)
+        .await?)
+    }
+
+    /// The totals per group (keyed by `key` on groups `g` and projects `p`)
+    /// of the year `year`'s spend window, from its groups (migration 45): a
+    /// row a project and route, not one a report. The reports and their
+    /// oracles are counted by the cells of every goal, as the window counts
+    /// a report with an attempt of any goal in it; the goal's own cells give
+    /// the rest (a year's cell holds all of a report's attempts in it, so
+    /// its counts are the report's own over the window).
+    async fn spent_year_totals(
+        &self,
+        query: &FiguresQuery,
+        scope: &ProjectScope,
+        key: &str,
+        year: i32,
+    ) -> StorageResult<Vec<(String, GroupTotals)>> {
+        let goal = query.goal.as_str();
+        let of = |goal: &str, column: &str, zero: &str, ty: &str| {
+            format!("CAST(SUM(CASE WHEN g.goal = '{goal}' THEN g.{column} ELSE {zero} END) AS {ty}) AS {column}")
+        };
+        let every = |column: &str| of(EVERY_GOAL, column, "0", "BIGINT");
+        let columns: Vec<String> = [every("reports")]
+            .into_iter()
+            .chain(["reports_graded", "reports_reproduced", "reports_awaiting"].map(|c| of(goal, c, "0", "BIGINT")))
+            .chain([every("reports_with_oracle"), every("reports_in_patch")])
+            .chain(INT_SUMS.iter().map(|c| of(goal, c, "0", "BIGINT")))
+            .chain(COST_SUMS.iter().map(|c| of(goal, c, "0.0", "DOUBLE PRECISION")))
+            .collect();
+        let mut qb = sqlx::QueryBuilder::<Db>::new(format!(
+            "SELECT {key} AS key, {} FROM period_groups g JOIN projects p ON p.id = g.project_id \
+             WHERE g.kind = 'year' AND g.period = ",
+            columns.join(", ")
+        ));
+        qb.push_bind(format!("{year:04}"));
+        qb.push(" AND g.goal IN (").push_bind(EVERY_GOAL).push(", ").push_bind(goal).push(")");
+        Self::push_scope_project_route(&mut qb, scope, &query.filter, "g");
+        qb.push(format!(" GROUP BY 1 HAVING SUM(CASE WHEN g.goal = '{EVERY_GOAL}' THEN g.reports ELSE 0 END) > 0"));
+        use sqlx::Row;
+        let mut out = Vec::new();
+        for row in qb.build().fetch_all(&self.read).await? {
+            out.push((row.try_get::<String, _>("key")?, totals_of(&row)?));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+}
+
+/// The year of a window of days `[since, until)` that starts on its first
+/// of January and ends by the next, with that next first of January.
+fn year_from_its_start(since: Option<NaiveDate>, until: Option<NaiveDate>) -> Option<(i32, NaiveDate)> {
+    let (since, until) = (since?, until?);
+    let next = NaiveDate::from_ymd_opt(since.year() + 1, 1, 1)?;
+    (since.ordinal() == 1 && since < until && until <= next).then_some((since.year(), next))
 }
 
 #[cfg(test)]
