@@ -289,8 +289,9 @@ impl Engine {
         let name = |id: &u32| delta.names.name(*id);
         let mut moves = delta.moves();
         moves.sort_by(|(a, _), (b, _)| {
+            // The table's key order (migration 44): agent, model, cutoff and bin before project and route.
             let key =
-                |k: &&GroupKey| (name(&k.0), name(&k.1), k.2, k.3, name(&k.4), name(&k.5), name(&k.6), name(&k.7), k.8);
+                |k: &&GroupKey| (name(&k.0), name(&k.1), k.2, name(&k.5), name(&k.6), name(&k.7), k.8, k.3, name(&k.4));
             key(a).cmp(&key(b))
         });
         let mut values = Vec::with_capacity(moves.len() * 11);
