@@ -5,9 +5,9 @@
 -- of one a report (447 ms at a million attempts). Written here from the
 -- month cells, which sum to them.
 INSERT INTO period_cells (report_id, goal, kind, period, project_id, route, det, in_patch, attempts, graded, counting, leads, errors, awaiting, without_cost, counting_without_cost, api_calls, with_api_calls, cost_usd, cost_counting_usd)
-    SELECT report_id, goal, 'year', CASE WHEN period = 'unknown' THEN period ELSE substr(period, 1, 4) END, project_id, route, det, in_patch, SUM(attempts), SUM(graded), SUM(counting), SUM(leads), SUM(errors), SUM(awaiting), SUM(without_cost), SUM(counting_without_cost), SUM(api_calls), SUM(with_api_calls), SUM(cost_usd), SUM(cost_counting_usd)
+    SELECT report_id, goal, 'year', CASE WHEN period = 'unknown' THEN period ELSE substr(period, 1, length(period) - 3) END, project_id, route, det, in_patch, SUM(attempts), SUM(graded), SUM(counting), SUM(leads), SUM(errors), SUM(awaiting), SUM(without_cost), SUM(counting_without_cost), SUM(api_calls), SUM(with_api_calls), SUM(cost_usd), SUM(cost_counting_usd)
     FROM period_cells WHERE kind = 'month'
-    GROUP BY report_id, goal, CASE WHEN period = 'unknown' THEN period ELSE substr(period, 1, 4) END, project_id, route, det, in_patch;
+    GROUP BY report_id, goal, CASE WHEN period = 'unknown' THEN period ELSE substr(period, 1, length(period) - 3) END, project_id, route, det, in_patch;
 INSERT INTO period_cells (report_id, goal, kind, period, project_id, route, det, in_patch, attempts, graded, counting, leads, errors, awaiting, without_cost, counting_without_cost, api_calls, with_api_calls, cost_usd, cost_counting_usd)
     SELECT report_id, '*', 'year', period, project_id, route, MAX(det), MAX(in_patch), SUM(attempts), SUM(graded), SUM(counting), SUM(leads), SUM(errors), SUM(awaiting), SUM(without_cost), SUM(counting_without_cost), SUM(api_calls), SUM(with_api_calls), SUM(cost_usd), SUM(cost_counting_usd)
     FROM period_cells WHERE kind = 'year'

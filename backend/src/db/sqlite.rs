@@ -44,7 +44,11 @@ fn without_memory_statistics() {
         // SAFETY: `sqlite3_config` is called with an option that takes one
         // int, as SQLite documents; before SQLite is initialised (the first
         // connection) it changes a global, and after it returns
-        // SQLITE_MISUSE and changes nothing, which is logged.
+        // SQLITE_MISUSE and changes nothing, which is logged. SQLite asks
+        // that no other thread use it meanwhile: in failpass every
+        // connection is opened through this function, which runs this once
+        // before its first; the only other SQLite connections are tests'
+        // own, opened after a storage was.
         let rc = unsafe { rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int) };
         if rc != rusqlite::ffi::SQLITE_OK {
             tracing::debug!(rc, "SQLite was initialised first: its memory statistics stay on");

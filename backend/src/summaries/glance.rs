@@ -79,9 +79,9 @@ pub async fn glance<'a>(
     // in the same call.
     let mut read = failpass_shared::figures::glance_read(from, to);
     read.extend(failpass_shared::figures::cohort_read(from, to));
-    // The reads below do not depend on each other: they run at once, each
-    // on its own connection (the glance waited for six in turn: 8 ms at a
-    // million attempts, 4 of them in SQL).
+    // The reads below do not depend on each other: they start at once, on
+    // the read pool's connections (the glance waited for six in turn: 8 ms
+    // at a million attempts, 4 of them in SQL).
     let cards = async {
         let total = rows_of(storage, scope, &cards_q).await?.into_iter().next();
         let cards = super::cards::cards(storage, scope, &cards_q, total.as_ref(), now).await?;

@@ -237,9 +237,12 @@ impl Engine {
         // that changed what they keep emptied them, or when they lack the
         // filing-day kinds (migration 41) that a counted report adds (a
         // process of an earlier version wrote a cell after the migration).
+        // Only a public project's report adds them at level 0 (migration 43):
+        // an install whose projects are all private has none there.
         let flows_missing = format!(
             "SELECT EXISTS (SELECT 1 FROM reports) AND (NOT EXISTS (SELECT 1 FROM flow_cells) \
-             OR (EXISTS (SELECT 1 FROM flow_cells WHERE counted_day IS NOT NULL AND benchmark = 0 AND filed_day <> {}) \
+             OR (EXISTS (SELECT 1 FROM flow_cells WHERE counted_day IS NOT NULL AND benchmark = 0 AND public = 1 \
+             AND filed_day <> {}) \
              AND NOT EXISTS (SELECT 1 FROM flow_groups WHERE level = 0 AND kind = '{}')))",
             failpass_shared::figures::NO_DAY,
             failpass_shared::figures::FlowKind::FiledCounted.as_str()

@@ -108,7 +108,10 @@ impl Engine {
             return Ok(None);
         }
         // A year from its first day, with no attempt after the window's end
-        // in it (this year, up to today): the year's groups hold it.
+        // in it (this year, up to today): the year's groups hold it. The
+        // check and the read are two statements: an attempt dated after the
+        // window's end and written between them is counted, as if it had
+        // been written just before the check.
         if let (Some((year, next)), Some(end)) = (year_from_its_start(since, until), until)
             && (end == next || !self.spent_between(end, next).await?)
         {
@@ -228,7 +231,8 @@ impl Engine {
 fn year_from_its_start(since: Option<NaiveDate>, until: Option<NaiveDate>) -> Option<(i32, NaiveDate)> {
     let (since, until) = (since?, until?);
     let next = NaiveDate::from_ymd_opt(since.year() + 1, 1, 1)?;
-    (since.ordinal() == 1 && since < until && until <= next).then_some((since.year(), next))
+    // Year 9999's next first of January has no four-digit key to compare with.
+    (since.ordinal() == 1 && since.year() < 9999 && since < until && until <= next).then_some((since.year(), next))
 }
 
 #[cfg(test)]
