@@ -119,9 +119,7 @@ impl Engine {
         }
         let Some(ranges) = window_ranges(since, until) else { return Ok(Some(Vec::new())) };
         let goal = query.goal.as_str();
-        let sum = |column: &str, zero: &str, ty: &str| {
-            format!("CAST(SUM(CASE WHEN c.goal = '{goal}' THEN c.{column} ELSE {zero} END) AS {ty}) AS {column}")
-        };
+        let sum = |column: &str, zero: &str, ty: &str| goal_sum("c", goal, column, zero, ty);
         // Each report's part, summed from its cells in the window.
         let parts: Vec<String> = INT_SUMS
             .iter()
@@ -196,9 +194,7 @@ impl Engine {
         year: i32,
     ) -> StorageResult<Vec<(String, GroupTotals)>> {
         let goal = query.goal.as_str();
-        let of = |goal: &str, column: &str, zero: &str, ty: &str| {
-            format!("CAST(SUM(CASE WHEN g.goal = '{goal}' THEN g.{column} ELSE {zero} END) AS {ty}) AS {column}")
-        };
+        let of = |goal: &str, column: &str, zero: &str, ty: &str| goal_sum("g", goal, column, zero, ty);
         let every = |column: &str| of(EVERY_GOAL, column, "0", "BIGINT");
         let columns: Vec<String> = [every("reports")]
             .into_iter()
@@ -224,6 +220,12 @@ impl Engine {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
+}
+
+/// `column` of the rows `alias` of `goal` summed (`zero` for the others),
+/// as `ty`, named `column`.
+fn goal_sum(alias: &str, goal: &str, column: &str, zero: &str, ty: &str) -> String {
+    format!("CAST(SUM(CASE WHEN {alias}.goal = '{goal}' THEN {alias}.{column} ELSE {zero} END) AS {ty}) AS {column}")
 }
 
 /// The year of a window of days `[since, until)` that starts on its first
